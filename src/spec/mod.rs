@@ -1,0 +1,53 @@
+//! Fleet specs (`apiVersion: npa.fleet/v0.0.1`): read, merge, type-check and validate.
+//!
+//! Reading is two steps, as in the reference: [`spec_from_str`] builds the model (defaults
+//! merged, names resolved, every field strictly typed) and [`FleetSpec`] validation checks it.
+//! [`load`] and [`load_str`] do both, which is what every command uses.
+
+pub mod error;
+pub mod model;
+pub mod names;
+pub mod parse;
+pub mod profile;
+pub mod soperator;
+pub mod validate;
+pub mod yaml;
+
+use std::path::Path;
+
+pub use error::SpecError;
+pub use model::*;
+
+/// Reads and type-checks a spec without validating it (the reference's `spec_from_mapping`).
+pub fn spec_from_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
+    let root = yaml::parse(text, yaml::Limits::default())
+        .map_err(|e| SpecError::new(file, Some(e.pos), "", e.message))?;
+    parse::spec_from_node(&root, file)
+}
+
+/// Reads, type-checks and validates a spec held in memory. `file` names it in errors.
+pub fn load_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
+    let spec = spec_from_str(text, file)?;
+    validate::validate_fleet(&spec)?;
+    Ok(spec)
+}
+
+/// Reads, type-checks and validates a spec file. The file is capped before it is read whole.
+pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
+    let file = path.display().to_string();
+    let limit = yaml::Limits::default().max_bytes as u64;
+    let io_error = |e: std::io::Error| SpecError::new(&file, None, "", format!("cannot read file: {e}"));
+    let meta = std::fs::metadata(path).map_err(io_error)?;
+    if meta.len() > limit {
+        return Err(SpecError::new(
+            &file,
+            None,
+            "",
+            format!("document is {} bytes; the limit is {limit} bytes", meta.len()),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(io_error)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| SpecError::new(&file, None, "", "file is not valid UTF-8"))?;
+    load_str(&text, &file)
+}

@@ -1,0 +1,517 @@
+//! A position-keeping YAML reader for untrusted spec text, with size, depth and alias limits.
+//!
+//! serde_yaml loses node positions, and errors must name the file, line and column of the
+//! offending value. So the spec reader builds its own small tree from yaml-rust2's event stream.
+//! Plain scalars are resolved the way PyYAML's `safe_load` (YAML 1.1) resolves them, because
+//! teams move specs over from the Python tool unchanged: `yes`/`on` are booleans there too.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+/// Limits that keep a hostile document from hanging the reader or exhausting memory.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest accepted document, in bytes.
+    pub max_bytes: usize,
+    /// Deepest accepted nesting of sequences and mappings.
+    pub max_depth: usize,
+    /// Most nodes the tree may hold after every alias is expanded.
+    pub max_nodes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: 4 * 1024 * 1024,
+            max_depth: 64,
+            max_nodes: 1_000_000,
+        }
+    }
+}
+
+/// A 1-based line and column in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord, Hash)]
+pub struct Pos {
+    pub line: u32,
+    pub col: u32,
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+impl Pos {
+    fn from_marker(m: Marker) -> Pos {
+        Pos {
+            line: m.line() as u32,
+            // yaml-rust2 reports columns from 0 on every line.
+            col: m.col() as u32 + 1,
+        }
+    }
+}
+
+/// One YAML value with the position where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub pos: Pos,
+}
+
+/// A YAML value. Mapping keys are kept as text, in document order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// A number that is not an integer (or does not fit one); the source text is kept.
+    Float(String),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<Entry>),
+}
+
+/// One mapping entry: the key text, where the key was written, and the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub key: String,
+    pub key_pos: Pos,
+    pub value: Node,
+}
+
+impl Node {
+    pub fn new(value: Value, pos: Pos) -> Node {
+        Node { value, pos }
+    }
+
+    /// The mapping entries, when this node is a mapping.
+    pub fn as_map(&self) -> Option<&[Entry]> {
+        match &self.value {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// Looks a key up in a mapping node.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| &e.value)
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.value, Value::Null)
+    }
+
+    /// Python truthiness, which the reference uses in a few structural places
+    /// (`clusters` items, pool mappings, `defaults or {}`).
+    pub fn is_truthy(&self) -> bool {
+        match &self.value {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Float(s) => s.parse::<f64>().map(|f| f != 0.0).unwrap_or(true),
+            Value::Str(s) => !s.is_empty(),
+            Value::Seq(items) => !items.is_empty(),
+            Value::Map(entries) => !entries.is_empty(),
+        }
+    }
+
+    /// A short description of the value for error messages; strings are quoted, long
+    /// values shortened, collections only named, so a message never dumps a document.
+    pub fn describe(&self) -> String {
+        match &self.value {
+            Value::Null => "null".to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Float(s) => s.clone(),
+            Value::Str(s) => {
+                let mut shown: String = s.chars().take(40).collect();
+                if shown.len() < s.len() {
+                    shown.push('…');
+                }
+                format!("{shown:?}")
+            }
+            Value::Seq(_) => "a list".to_string(),
+            Value::Map(_) => "a mapping".to_string(),
+        }
+    }
+}
+
+/// Why a document could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YamlError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+impl fmt::Display for YamlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.pos, self.message)
+    }
+}
+
+impl std::error::Error for YamlError {}
+
+fn err(pos: Pos, message: impl Into<String>) -> YamlError {
+    YamlError {
+        pos,
+        message: message.into(),
+    }
+}
+
+enum Frame {
+    Seq {
+        pos: Pos,
+        anchor: usize,
+        items: Vec<Node>,
+    },
+    Map {
+        pos: Pos,
+        anchor: usize,
+        entries: Vec<Entry>,
+        pending_key: Option<(String, Pos)>,
+    },
+}
+
+/// Parses one YAML document into a [`Node`]. An empty document is `Null`.
+/// A stream with more than one document is rejected: a spec is one document.
+pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
+    if text.len() > limits.max_bytes {
+        return Err(err(
+            Pos { line: 1, col: 1 },
+            format!(
+                "document is {} bytes; the limit is {} bytes",
+                text.len(),
+                limits.max_bytes
+            ),
+        ));
+    }
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    let mut node_count: usize = 0;
+    let mut root: Option<Node> = None;
+    let mut documents = 0usize;
+
+    loop {
+        let (event, marker) = parser.next_token().map_err(|e| {
+            let m = e.marker();
+            err(Pos::from_marker(*m), e.info().to_string())
+        })?;
+        let pos = Pos::from_marker(marker);
+        let completed: Option<(Node, usize)> = match event {
+            Event::StreamStart | Event::Nothing | Event::DocumentEnd => None,
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(err(pos, "expected one YAML document, found several"));
+                }
+                None
+            }
+            Event::Alias(id) => {
+                let Some(target) = anchors.get(&id) else {
+                    return Err(err(pos, "alias refers to an unknown anchor"));
+                };
+                let size = count_nodes(target);
+                node_count = node_count.saturating_add(size);
+                if node_count > limits.max_nodes {
+                    return Err(err(
+                        pos,
+                        format!(
+                            "document expands to more than {} nodes (alias expansion limit)",
+                            limits.max_nodes
+                        ),
+                    ));
+                }
+                let mut copy = target.clone();
+                copy.pos = pos;
+                Some((copy, 0))
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                node_count += 1;
+                if node_count > limits.max_nodes {
+                    return Err(err(pos, "document has too many nodes"));
+                }
+                let value = if tag.is_some() {
+                    // Explicit tags (`!!str 1`, `!custom`) are not part of the spec format; keep
+                    // the text so a typed field reports a clear "expected …" error.
+                    Value::Str(text)
+                } else {
+                    resolve_scalar(text, style)
+                };
+                Some((Node::new(value, pos), anchor))
+            }
+            Event::SequenceStart(anchor, _) => {
+                node_count += 1;
+                if stack.len() >= limits.max_depth {
+                    return Err(err(
+                        pos,
+                        format!("nesting deeper than {} levels", limits.max_depth),
+                    ));
+                }
+                stack.push(Frame::Seq {
+                    pos,
+                    anchor,
+                    items: Vec::new(),
+                });
+                None
+            }
+            Event::MappingStart(anchor, _) => {
+                node_count += 1;
+                if stack.len() >= limits.max_depth {
+                    return Err(err(
+                        pos,
+                        format!("nesting deeper than {} levels", limits.max_depth),
+                    ));
+                }
+                stack.push(Frame::Map {
+                    pos,
+                    anchor,
+                    entries: Vec::new(),
+                    pending_key: None,
+                });
+                None
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Seq { pos, anchor, items }) => {
+                    Some((Node::new(Value::Seq(items), pos), anchor))
+                }
+                _ => return Err(err(pos, "unbalanced sequence end")),
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Frame::Map {
+                    pos,
+                    anchor,
+                    entries,
+                    ..
+                }) => Some((Node::new(Value::Map(entries), pos), anchor)),
+                _ => return Err(err(pos, "unbalanced mapping end")),
+            },
+        };
+
+        let Some((node, anchor)) = completed else {
+            continue;
+        };
+        if anchor != 0 {
+            anchors.insert(anchor, node.clone());
+        }
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map {
+                entries,
+                pending_key,
+                ..
+            }) => match pending_key.take() {
+                None => {
+                    let key = key_text(&node)?;
+                    if key == "<<" {
+                        return Err(err(
+                            node.pos,
+                            "merge keys (`<<`) are not supported in fleet specs; use `defaults`",
+                        ));
+                    }
+                    if entries.iter().any(|e| e.key == key) {
+                        return Err(err(node.pos, format!("duplicate key {key:?}")));
+                    }
+                    *pending_key = Some((key, node.pos));
+                }
+                Some((key, key_pos)) => entries.push(Entry {
+                    key,
+                    key_pos,
+                    value: node,
+                }),
+            },
+        }
+    }
+    Ok(root.unwrap_or(Node::new(Value::Null, Pos { line: 1, col: 1 })))
+}
+
+fn count_nodes(node: &Node) -> usize {
+    match &node.value {
+        Value::Seq(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
+        Value::Map(entries) => {
+            1 + entries
+                .iter()
+                .map(|e| 1 + count_nodes(&e.value))
+                .sum::<usize>()
+        }
+        _ => 1,
+    }
+}
+
+fn key_text(node: &Node) -> Result<String, YamlError> {
+    match &node.value {
+        Value::Str(s) | Value::Float(s) => Ok(s.clone()),
+        Value::Int(i) => Ok(i.to_string()),
+        Value::Bool(b) => Ok(if *b { "True" } else { "False" }.to_string()),
+        Value::Null => Ok("None".to_string()),
+        Value::Seq(_) | Value::Map(_) => Err(err(node.pos, "mapping keys must be scalars")),
+    }
+}
+
+/// Resolves a scalar with PyYAML's YAML 1.1 rules for the types a spec can hold.
+fn resolve_scalar(text: String, style: TScalarStyle) -> Value {
+    if style != TScalarStyle::Plain {
+        return Value::Str(text);
+    }
+    match text.as_str() {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => {
+            return Value::Bool(true);
+        }
+        "false" | "False" | "FALSE" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => {
+            return Value::Bool(false);
+        }
+        _ => {}
+    }
+    if let Some(i) = parse_int(&text) {
+        return Value::Int(i);
+    }
+    if is_float(&text) {
+        return Value::Float(text);
+    }
+    Value::Str(text)
+}
+
+fn parse_int(text: &str) -> Option<i64> {
+    let (negative, body) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if body.is_empty() || body.starts_with('_') {
+        return None;
+    }
+    let cleaned: String = body.chars().filter(|c| *c != '_').collect();
+    let magnitude: i128 = if let Some(hex) = cleaned.strip_prefix("0x") {
+        i128::from_str_radix(hex, 16).ok()?
+    } else if let Some(bin) = cleaned.strip_prefix("0b") {
+        i128::from_str_radix(bin, 2).ok()?
+    } else if cleaned.len() > 1 && cleaned.starts_with('0') {
+        i128::from_str_radix(&cleaned[1..], 8).ok()?
+    } else if cleaned.bytes().all(|b| b.is_ascii_digit()) {
+        cleaned.parse().ok()?
+    } else {
+        return None;
+    };
+    let signed = if negative { -magnitude } else { magnitude };
+    i64::try_from(signed).ok()
+}
+
+fn is_float(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let body = lower.trim_start_matches(['-', '+']);
+    if matches!(body, ".inf" | ".nan") {
+        return true;
+    }
+    let cleaned: String = body.chars().filter(|c| *c != '_').collect();
+    let has_digit = cleaned.bytes().any(|b| b.is_ascii_digit());
+    has_digit
+        && (cleaned.contains('.') || cleaned.contains('e'))
+        && cleaned.parse::<f64>().is_ok()
+        && cleaned
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'-' | b'+'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Node {
+        parse(text, Limits::default()).expect("parses")
+    }
+
+    #[test]
+    fn positions_are_one_based() {
+        let doc = p("a:\n  b: 2\n");
+        let b = doc.get("a").unwrap().get("b").unwrap();
+        assert_eq!(b.value, Value::Int(2));
+        assert_eq!(b.pos, Pos { line: 2, col: 6 });
+    }
+
+    #[test]
+    fn yaml11_scalars_resolve_like_pyyaml() {
+        let doc = p("a: yes\nb: \"2\"\nc: 2\nd: 1.34\ne: ~\nf: off\ng: 0x10\nh: '1.0'\n");
+        assert_eq!(doc.get("a").unwrap().value, Value::Bool(true));
+        assert_eq!(doc.get("b").unwrap().value, Value::Str("2".into()));
+        assert_eq!(doc.get("c").unwrap().value, Value::Int(2));
+        assert_eq!(doc.get("d").unwrap().value, Value::Float("1.34".into()));
+        assert_eq!(doc.get("e").unwrap().value, Value::Null);
+        assert_eq!(doc.get("f").unwrap().value, Value::Bool(false));
+        assert_eq!(doc.get("g").unwrap().value, Value::Int(16));
+        assert_eq!(doc.get("h").unwrap().value, Value::Str("1.0".into()));
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected_with_position() {
+        let e = parse("a: 1\nb: 2\na: 3\n", Limits::default()).unwrap_err();
+        assert_eq!(e.pos.line, 3);
+        assert!(e.message.contains("duplicate key \"a\""), "{e}");
+    }
+
+    #[test]
+    fn billion_laughs_fails_fast() {
+        let mut doc = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let prev = i - 1;
+            doc.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        let e = parse(&doc, Limits::default()).unwrap_err();
+        assert!(e.message.contains("alias expansion limit"), "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_is_rejected() {
+        let mut doc = String::new();
+        for depth in 0..100 {
+            doc.push_str(&"  ".repeat(depth));
+            doc.push_str("a:\n");
+        }
+        let e = parse(&doc, Limits::default()).unwrap_err();
+        assert!(e.message.contains("nesting deeper than 64"), "{e}");
+        // Flow-style nesting is stopped by the scanner's own recursion guard.
+        let flow = "[".repeat(5000) + &"]".repeat(5000);
+        assert!(parse(&flow, Limits::default()).is_err());
+    }
+
+    #[test]
+    fn oversized_documents_are_rejected_before_parsing() {
+        let limits = Limits {
+            max_bytes: 10,
+            ..Limits::default()
+        };
+        let e = parse("name: a-long-fleet-name\n", limits).unwrap_err();
+        assert!(e.message.contains("limit is 10 bytes"), "{e}");
+    }
+
+    #[test]
+    fn aliases_copy_values() {
+        let doc = p("base: &b {count: 2}\nother: *b\n");
+        assert_eq!(
+            doc.get("other").unwrap().get("count").unwrap().value,
+            Value::Int(2)
+        );
+    }
+
+    #[test]
+    fn several_documents_are_rejected() {
+        assert!(parse("a: 1\n---\nb: 2\n", Limits::default()).is_err());
+    }
+
+    #[test]
+    fn empty_document_is_null() {
+        assert!(p("").is_null());
+        assert!(p("# only a comment\n").is_null());
+    }
+}
