@@ -1,3 +1,42 @@
-//! Command-line interface: one file per subcommand.
+//! Command-line interface: argument parsing and dispatch; one file per subcommand.
+
+pub mod output;
+pub mod plan;
+
 use std::process::ExitCode;
-pub fn main() -> ExitCode { ExitCode::SUCCESS }
+
+use clap::{Parser, Subcommand};
+
+/// fleetbot: keep fleets of Nebius Managed Kubernetes clusters in step with declarative YAML.
+#[derive(Debug, Parser)]
+#[command(name = "fleetbot", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the resolved deployment plan without touching infrastructure.
+    Plan(plan::PlanArgs),
+}
+
+/// Logs go to stderr (level from `RUST_LOG`, default `warn`); results go to stdout.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Command::Plan(args) => plan::run(args),
+    }
+}

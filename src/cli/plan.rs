@@ -1,0 +1,74 @@
+//! `fleetbot plan`: the static plan of a spec, as text or JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::output::{OutputFormat, print_json};
+use crate::cloud::profile::{NebiusConfig, default_config_path};
+use crate::engine::{PlanOptions, plan};
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    #[arg(long = "spec", short = 'f', value_name = "PATH")]
+    pub spec: PathBuf,
+    /// Override the spec's project_prefix for created projects.
+    #[arg(long, default_value = "", value_name = "P")]
+    pub project_prefix: String,
+    /// ~/.nebius profile whose tenant the plan shows (overrides the spec's 'profile').
+    #[arg(long, default_value = "", value_name = "P")]
+    pub profile: String,
+    /// Output format: text or json.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    pub output: OutputFormat,
+    /// Nebius CLI configuration to read profiles from.
+    #[arg(long, env = "FLEETBOT_NEBIUS_CONFIG", value_name = "PATH", hide = true)]
+    pub nebius_config: Option<PathBuf>,
+}
+
+/// Loads the spec or reports `Invalid fleet spec: …` with exit code 2.
+pub(crate) fn load_spec(path: &std::path::Path) -> Result<crate::spec::FleetSpec, ExitCode> {
+    crate::spec::load(path).map_err(|e| {
+        eprintln!("Invalid fleet spec: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// The tenant recorded for `profile` (or the active profile), read from the config file only.
+/// An unreadable file is reported by kind and treated as empty, as the reference does.
+pub(crate) fn profile_tenant(config: Option<PathBuf>, profile: &str) -> Option<String> {
+    let path = config.or_else(default_config_path)?;
+    match NebiusConfig::load(&path) {
+        Ok(config) => config.tenant_for(profile).map(str::to_string),
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
+    }
+}
+
+pub fn run(args: PlanArgs) -> ExitCode {
+    let spec = match load_spec(&args.spec) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    let effective_profile = if args.profile.is_empty() { spec.profile.clone() } else { args.profile.clone() };
+    let options = PlanOptions {
+        project_prefix: Some(args.project_prefix),
+        profile: Some(args.profile),
+        profile_tenant_id: if spec.tenant_id.is_empty() {
+            profile_tenant(args.nebius_config, &effective_profile)
+        } else {
+            None
+        },
+        ..PlanOptions::default()
+    };
+    let plan = plan(&spec, &options);
+    match args.output {
+        OutputFormat::Json => print_json(&plan),
+        OutputFormat::Text => print!("{}", plan.render_text()),
+    }
+    ExitCode::SUCCESS
+}
