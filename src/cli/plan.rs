@@ -54,7 +54,11 @@ pub fn run(args: PlanArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    let effective_profile = if args.profile.is_empty() { spec.profile.clone() } else { args.profile.clone() };
+    let effective_profile = if args.profile.is_empty() {
+        spec.profile.clone()
+    } else {
+        args.profile.clone()
+    };
     let options = PlanOptions {
         project_prefix: Some(args.project_prefix),
         profile: Some(args.profile),

@@ -38,7 +38,9 @@ impl NebiusConfig {
         let shown = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(NebiusConfig::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(NebiusConfig::default());
+            }
             Err(e) => {
                 return Err(ConfigError::Unreadable {
                     path: shown,
@@ -53,12 +55,20 @@ impl NebiusConfig {
     pub fn parse(text: &str, shown: &str) -> Result<NebiusConfig, ConfigError> {
         let value: serde_yaml::Value = match serde_yaml::from_str(text) {
             Ok(v) => v,
-            Err(_) => return Err(ConfigError::Unparsable { path: shown.to_string() }),
+            Err(_) => {
+                return Err(ConfigError::Unparsable {
+                    path: shown.to_string(),
+                });
+            }
         };
         let map = match value {
             serde_yaml::Value::Null => return Ok(NebiusConfig::default()),
             serde_yaml::Value::Mapping(m) => m,
-            _ => return Err(ConfigError::NotAMapping { path: shown.to_string() }),
+            _ => {
+                return Err(ConfigError::NotAMapping {
+                    path: shown.to_string(),
+                });
+            }
         };
         let text_of = |v: Option<&serde_yaml::Value>| match v {
             Some(serde_yaml::Value::String(s)) => s.clone(),
@@ -86,7 +96,11 @@ impl NebiusConfig {
 
     /// The tenant recorded for `profile`, or for the active profile when `profile` is empty.
     pub fn tenant_for(&self, profile: &str) -> Option<&str> {
-        let selected = if profile.is_empty() { &self.default_profile } else { profile };
+        let selected = if profile.is_empty() {
+            &self.default_profile
+        } else {
+            profile
+        };
         self.tenants
             .iter()
             .find(|(name, _)| name == selected)
@@ -108,7 +122,10 @@ impl NebiusConfig {
                 crate::spec::names::py_repr(profile)
             ));
         }
-        Err("tenant_id could not be resolved from the spec, ~/.nebius/config.yaml, or ~/.npa".into())
+        Err(
+            "tenant_id could not be resolved from the spec, ~/.nebius/config.yaml, or ~/.npa"
+                .into(),
+        )
     }
 }
 
@@ -123,7 +140,10 @@ mod tests {
         let c = NebiusConfig::parse(CONFIG, "config.yaml").unwrap();
         assert_eq!(c.resolve_tenant("", "sd").unwrap(), "tenant-sd");
         assert_eq!(c.resolve_tenant("", "").unwrap(), "tenant-other");
-        assert_eq!(c.resolve_tenant("tenant-pinned", "sd").unwrap(), "tenant-pinned");
+        assert_eq!(
+            c.resolve_tenant("tenant-pinned", "sd").unwrap(),
+            "tenant-pinned"
+        );
     }
 
     #[test]

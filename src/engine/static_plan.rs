@@ -76,7 +76,7 @@ pub enum ObjectStoragePlan {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum ClusterPlan {
-    Mk8s(Mk8sClusterPlan),
+    Mk8s(Box<Mk8sClusterPlan>),
     Soperator(SoperatorClusterPlan),
 }
 
@@ -192,10 +192,22 @@ pub fn plan(spec: &FleetSpec, options: &PlanOptions) -> FleetPlan {
     }
     FleetPlan {
         name: spec.name.clone(),
-        tenant_id: if tenant.is_empty() { RESOLVE_AT_DEPLOY.into() } else { tenant },
-        region: if region.is_empty() { RESOLVE_AT_DEPLOY.into() } else { region },
+        tenant_id: if tenant.is_empty() {
+            RESOLVE_AT_DEPLOY.into()
+        } else {
+            tenant
+        },
+        region: if region.is_empty() {
+            RESOLVE_AT_DEPLOY.into()
+        } else {
+            region
+        },
         project_prefix: prefix,
-        profile: if profile.is_empty() { "(active)".into() } else { profile },
+        profile: if profile.is_empty() {
+            "(active)".into()
+        } else {
+            profile
+        },
         project_count: spec.projects.len(),
         cluster_count: spec.cluster_count(),
         backend_counts: counts,
@@ -215,10 +227,8 @@ fn project_plan(project: &ProjectSpec, prefix: &str, fleet_region: &str) -> Proj
             .clusters
             .iter()
             .map(|c| match (&c.backend, &c.soperator) {
-                (Backend::Soperator, Some(s)) => {
-                    ClusterPlan::Soperator(soperator_plan(s, region))
-                }
-                _ => ClusterPlan::Mk8s(mk8s_plan(c)),
+                (Backend::Soperator, Some(s)) => ClusterPlan::Soperator(soperator_plan(s, region)),
+                _ => ClusterPlan::Mk8s(Box::new(mk8s_plan(c))),
             })
             .collect(),
     }
@@ -274,7 +284,11 @@ pub fn mk8s_plan(c: &ClusterSpec) -> Mk8sClusterPlan {
         filesystem_csi_enabled: !c.filesystem_csi_chart_repository.is_empty(),
         k8s_version: {
             let v = c.resolved_k8s_version();
-            if v.is_empty() { "backend-default".into() } else { v }
+            if v.is_empty() {
+                "backend-default".into()
+            } else {
+                v
+            }
         },
         mig: c.mig.as_ref().filter(|m| m.enabled).map(|m| MigPlan {
             strategy: m.strategy.clone(),
@@ -296,7 +310,11 @@ fn soperator_plan(s: &SoperatorSpec, region: &str) -> SoperatorClusterPlan {
     SoperatorClusterPlan {
         backend: "soperator",
         name: s.name.clone(),
-        region: if region.is_empty() { RESOLVE_AT_DEPLOY.into() } else { region.into() },
+        region: if region.is_empty() {
+            RESOLVE_AT_DEPLOY.into()
+        } else {
+            region.into()
+        },
         control_plane: SoperatorControlPlanePlan {
             system_min_size: s.system_min_size,
             system_max_size: s.effective_system_max_size(),
@@ -341,7 +359,11 @@ impl FleetPlan {
         );
         let _ = writeln!(out, "  nebius profile: {}", self.profile);
         for project in &self.projects {
-            let tag = if project.will_create { "create" } else { "existing" };
+            let tag = if project.will_create {
+                "create"
+            } else {
+                "existing"
+            };
             let name = project
                 .display_name
                 .as_deref()
@@ -416,8 +438,17 @@ projects:
             .map(|p| p["display_name"].as_str().unwrap().to_string())
             .collect();
         assert_eq!(names, ["fleet1-test-a", "fleet1-test-b"]);
-        assert!(json["projects"].as_array().unwrap().iter().all(|p| p["will_create"] == true));
-        assert_eq!(json["backend_counts"], serde_json::json!({"mk8s": 2, "soperator": 0}));
+        assert!(
+            json["projects"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["will_create"] == true)
+        );
+        assert_eq!(
+            json["backend_counts"],
+            serde_json::json!({"mk8s": 2, "soperator": 0})
+        );
     }
 
     #[test]
@@ -429,7 +460,9 @@ projects:
         let spec = load_str(&text, "fleet.yaml").unwrap();
         let plan = plan(&spec, &PlanOptions::default());
         let json = serde_json::to_string(&plan).unwrap();
-        let ClusterPlan::Mk8s(c) = &plan.projects[0].clusters[0] else { panic!() };
+        let ClusterPlan::Mk8s(c) = &plan.projects[0].clusters[0] else {
+            panic!()
+        };
         assert_eq!(c.gpu_reservation, "strict");
         assert!(c.enable_filestore);
         assert_eq!(c.filestore_disk_size_gibibytes, 1024);
@@ -438,7 +471,11 @@ projects:
         assert!(c.filesystem_csi_enabled);
         assert!(!json.contains("capacityblockgroup-runtime-only"));
         assert!(!json.contains("private.example.invalid"));
-        assert!(!plan.render_text().contains("capacityblockgroup-runtime-only"));
+        assert!(
+            !plan
+                .render_text()
+                .contains("capacityblockgroup-runtime-only")
+        );
     }
 
     #[test]
@@ -452,7 +489,11 @@ projects:
         let p = plan(&spec, &options);
         assert_eq!(p.tenant_id, "tenant-sd");
         assert_eq!(p.profile, "sd");
-        let pinned = load_str(&BASE.replace("tenant_id: tenant-x", "tenant_id: tenant-pinned"), "f.yaml").unwrap();
+        let pinned = load_str(
+            &BASE.replace("tenant_id: tenant-x", "tenant_id: tenant-pinned"),
+            "f.yaml",
+        )
+        .unwrap();
         assert_eq!(plan(&pinned, &options).tenant_id, "tenant-pinned");
         let none = plan(&spec, &PlanOptions::default());
         assert_eq!(none.tenant_id, RESOLVE_AT_DEPLOY);
@@ -471,7 +512,10 @@ projects:
             serde_json::json!({"enabled": true, "storage_class": "enhanced", "size_gibibytes": 6144,
                 "bucket_name_source": "explicit", "retained_on_destroy": true})
         );
-        assert_eq!(json["projects"][1]["object_storage"], serde_json::json!({"enabled": false}));
+        assert_eq!(
+            json["projects"][1]["object_storage"],
+            serde_json::json!({"enabled": false})
+        );
         assert!(!json.to_string().contains("my-private-bucket"));
     }
 

@@ -36,14 +36,18 @@ pub fn load_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
 pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
     let file = path.display().to_string();
     let limit = yaml::Limits::default().max_bytes as u64;
-    let io_error = |e: std::io::Error| SpecError::new(&file, None, "", format!("cannot read file: {e}"));
+    let io_error =
+        |e: std::io::Error| SpecError::new(&file, None, "", format!("cannot read file: {e}"));
     let meta = std::fs::metadata(path).map_err(io_error)?;
     if meta.len() > limit {
         return Err(SpecError::new(
             &file,
             None,
             "",
-            format!("document is {} bytes; the limit is {limit} bytes", meta.len()),
+            format!(
+                "document is {} bytes; the limit is {limit} bytes",
+                meta.len()
+            ),
         ));
     }
     let bytes = std::fs::read(path).map_err(io_error)?;

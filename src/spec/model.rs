@@ -364,7 +364,11 @@ impl ClusterSpec {
         let requested = {
             let mode = self.resolved_gpu_driver_mode();
             let mode = mode.trim().to_lowercase();
-            if mode.is_empty() { "auto".to_string() } else { mode }
+            if mode.is_empty() {
+                "auto".to_string()
+            } else {
+                mode
+            }
         };
         let gpu_enabled = self.gpu_count() > 0;
         let (platform, preset) = self
@@ -502,10 +506,19 @@ mod tests {
 
     #[test]
     fn fabric_capable_needs_eight_gpus_on_sxm_or_nvl() {
-        assert!(is_fabric_capable_topology("gpu-h200-sxm", "8gpu-128vcpu-1600gb"));
+        assert!(is_fabric_capable_topology(
+            "gpu-h200-sxm",
+            "8gpu-128vcpu-1600gb"
+        ));
         assert!(is_fabric_capable_topology("gpu-gb200-nvl", "8gpu-x"));
-        assert!(!is_fabric_capable_topology("gpu-rtx6000", "8gpu-192vcpu-1744gb"));
-        assert!(!is_fabric_capable_topology("gpu-h200-sxm", "1gpu-16vcpu-200gb"));
+        assert!(!is_fabric_capable_topology(
+            "gpu-rtx6000",
+            "8gpu-192vcpu-1744gb"
+        ));
+        assert!(!is_fabric_capable_topology(
+            "gpu-h200-sxm",
+            "1gpu-16vcpu-200gb"
+        ));
     }
 
     #[test]

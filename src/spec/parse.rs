@@ -46,9 +46,15 @@ pub const POOL_FIELDS: &[&str] = &[
     "preemptible",
 ];
 
-const OBJECT_STORAGE_FIELDS: &[&str] = &["enabled", "storage_class", "size_gibibytes", "bucket_name"];
+const OBJECT_STORAGE_FIELDS: &[&str] =
+    &["enabled", "storage_class", "size_gibibytes", "bucket_name"];
 const MIG_FIELDS: &[&str] = &["enabled", "strategy", "config"];
-const KUBERAY_FIELDS: &[&str] = &["enabled", "worker_replicas", "worker_cpus", "worker_memory_gib"];
+const KUBERAY_FIELDS: &[&str] = &[
+    "enabled",
+    "worker_replicas",
+    "worker_cpus",
+    "worker_memory_gib",
+];
 
 /// Typed access to YAML values with errors that carry the file, position and field path.
 pub(crate) struct Reader<'a> {
@@ -108,7 +114,12 @@ impl<'a> Reader<'a> {
     }
 
     /// A boolean field. The string `"false"` is an error, never truthy.
-    pub fn boolean(&self, node: Option<&Node>, path: &str, default: bool) -> Result<bool, SpecError> {
+    pub fn boolean(
+        &self,
+        node: Option<&Node>,
+        path: &str,
+        default: bool,
+    ) -> Result<bool, SpecError> {
         let Some(node) = node else {
             return Ok(default);
         };
@@ -148,10 +159,9 @@ pub fn deep_merge(base: &[Entry], overrides: &[Entry]) -> Vec<Entry> {
         match result.iter_mut().find(|e| e.key == entry.key) {
             Some(existing) => {
                 let merged = match (&existing.value.value, &entry.value.value) {
-                    (Value::Map(b), Value::Map(o)) if !atomic => Some(Node::new(
-                        Value::Map(deep_merge(b, o)),
-                        entry.value.pos,
-                    )),
+                    (Value::Map(b), Value::Map(o)) if !atomic => {
+                        Some(Node::new(Value::Map(deep_merge(b, o)), entry.value.pos))
+                    }
                     _ => None,
                 };
                 *existing = Entry {
@@ -303,10 +313,18 @@ fn project_from(
             .iter()
             .enumerate()
             .map(|(i, item)| {
-                let item = if item.as_map().is_some() { item } else { &empty_cluster };
+                let item = if item.as_map().is_some() {
+                    item
+                } else {
+                    &empty_cluster
+                };
                 (
                     item.as_map().unwrap_or_default().to_vec(),
-                    if item.as_map().is_some() { item.pos } else { entry.pos },
+                    if item.as_map().is_some() {
+                        item.pos
+                    } else {
+                        entry.pos
+                    },
                     format!("{ppath}.clusters[{i}]"),
                 )
             })
@@ -323,13 +341,29 @@ fn project_from(
     let multi = cluster_nodes.len() > 1;
     let mut clusters = Vec::with_capacity(cluster_nodes.len());
     for (idx, (raw, pos, cpath)) in cluster_nodes.iter().enumerate() {
-        clusters.push(cluster_target_from(r, raw, *pos, cpath, idx, multi, defaults)?);
+        clusters.push(cluster_target_from(
+            r, raw, *pos, cpath, idx, multi, defaults,
+        )?);
     }
 
     let name = r.string(entries_get(fields, "name"), &join(&ppath, "name"), "", "")?;
-    let project_id = r.string(entries_get(fields, "project_id"), &join(&ppath, "project_id"), "", "")?;
-    let region = r.string(entries_get(fields, "region"), &join(&ppath, "region"), "", "")?;
-    let object_storage = object_storage_from(r, entries_get(fields, "object_storage"), &join(&ppath, "object_storage"))?;
+    let project_id = r.string(
+        entries_get(fields, "project_id"),
+        &join(&ppath, "project_id"),
+        "",
+        "",
+    )?;
+    let region = r.string(
+        entries_get(fields, "region"),
+        &join(&ppath, "region"),
+        "",
+        "",
+    )?;
+    let object_storage = object_storage_from(
+        r,
+        entries_get(fields, "object_storage"),
+        &join(&ppath, "object_storage"),
+    )?;
     let mut positions = Positions {
         at: entry.pos,
         path: ppath,
@@ -363,11 +397,18 @@ fn object_storage_from(
         return Err(r.error(
             node.pos,
             path,
-            format!("project.object_storage has unsupported field(s): {}", unknown.join(", ")),
+            format!(
+                "project.object_storage has unsupported field(s): {}",
+                unknown.join(", ")
+            ),
         ));
     }
     Ok(Some(ObjectStorageSpec {
-        enabled: r.boolean(entries_get(entries, "enabled"), &join(path, "enabled"), true)?,
+        enabled: r.boolean(
+            entries_get(entries, "enabled"),
+            &join(path, "enabled"),
+            true,
+        )?,
         storage_class: r.string(
             entries_get(entries, "storage_class"),
             &join(path, "storage_class"),
@@ -381,7 +422,12 @@ fn object_storage_from(
             Some(0),
         )?,
         bucket_name: r
-            .string(entries_get(entries, "bucket_name"), &join(path, "bucket_name"), "", "")?
+            .string(
+                entries_get(entries, "bucket_name"),
+                &join(path, "bucket_name"),
+                "",
+                "",
+            )?
             .trim()
             .to_string(),
     }))
@@ -403,7 +449,11 @@ fn cluster_target_from(
         Some(n) => {
             let text = r.string(Some(n), &join(cpath, "backend"), "mk8s", "mk8s")?;
             let text = text.trim().to_lowercase();
-            if text.is_empty() { "mk8s".to_string() } else { text }
+            if text.is_empty() {
+                "mk8s".to_string()
+            } else {
+                text
+            }
         }
     };
     let default_name = if multi {
@@ -431,7 +481,11 @@ fn cluster_target_from(
                 Some(n) => match n.as_map() {
                     Some(e) => e.to_vec(),
                     None => {
-                        return Err(r.error(n.pos, "defaults.soperator", "defaults.soperator must be a mapping"));
+                        return Err(r.error(
+                            n.pos,
+                            "defaults.soperator",
+                            "defaults.soperator must be a mapping",
+                        ));
                     }
                 },
             };
@@ -441,7 +495,11 @@ fn cluster_target_from(
                 Some(n) => match n.as_map() {
                     Some(e) => e.to_vec(),
                     None => {
-                        return Err(r.error(n.pos, &join(cpath, "soperator"), "cluster.soperator must be a mapping"));
+                        return Err(r.error(
+                            n.pos,
+                            &join(cpath, "soperator"),
+                            "cluster.soperator must be a mapping",
+                        ));
                     }
                 },
             };
@@ -454,7 +512,11 @@ fn cluster_target_from(
             };
             let name = {
                 let s = slug(&name_text);
-                if s.is_empty() { "cluster".to_string() } else { s }
+                if s.is_empty() {
+                    "cluster".to_string()
+                } else {
+                    s
+                }
             };
             let merged = deep_merge(&default_soperator, &raw_soperator);
             let spec = soperator::from_entries(r, &merged, &name, pos, &join(cpath, "soperator"))?;
@@ -486,24 +548,36 @@ fn cluster_target_from(
                         return Err(r.error(
                             env.pos,
                             &epath,
-                            format!("cluster.mk8s has unsupported field(s): {}", unknown.join(", ")),
+                            format!(
+                                "cluster.mk8s has unsupported field(s): {}",
+                                unknown.join(", ")
+                            ),
                         ));
                     }
                     for pool_name in ["cpu_nodes", "gpu_nodes"] {
-                        let Some(pool) = entries_get(env_entries, pool_name) else { continue };
+                        let Some(pool) = entries_get(env_entries, pool_name) else {
+                            continue;
+                        };
                         if pool.is_null() {
                             continue;
                         }
                         let ppath = join(&epath, pool_name);
                         let Some(pool_entries) = pool.as_map() else {
-                            return Err(r.error(pool.pos, &ppath, format!("cluster.mk8s.{pool_name} must be a mapping")));
+                            return Err(r.error(
+                                pool.pos,
+                                &ppath,
+                                format!("cluster.mk8s.{pool_name} must be a mapping"),
+                            ));
                         };
                         let unknown = sorted_unknown(pool_entries, POOL_FIELDS, &[]);
                         if !unknown.is_empty() {
                             return Err(r.error(
                                 pool.pos,
                                 &ppath,
-                                format!("cluster.mk8s.{pool_name} has unsupported field(s): {}", unknown.join(", ")),
+                                format!(
+                                    "cluster.mk8s.{pool_name} has unsupported field(s): {}",
+                                    unknown.join(", ")
+                                ),
                             ));
                         }
                     }
@@ -521,7 +595,13 @@ fn cluster_target_from(
                     let base = match entries_get(defaults, "mk8s").filter(|n| n.is_truthy()) {
                         Some(n) => match n.as_map() {
                             Some(e) => e.to_vec(),
-                            None => return Err(r.error(n.pos, "defaults.mk8s", "defaults.mk8s must be a mapping")),
+                            None => {
+                                return Err(r.error(
+                                    n.pos,
+                                    "defaults.mk8s",
+                                    "defaults.mk8s must be a mapping",
+                                ));
+                            }
                         },
                         None => without_backend_keys(defaults),
                     };
@@ -536,7 +616,11 @@ fn cluster_target_from(
             }
             let has_name = entries_get(&merged, "name").is_some_and(Node::is_truthy);
             if !has_name {
-                set_entry(&mut merged, "name", Node::new(Value::Str(default_name), pos));
+                set_entry(
+                    &mut merged,
+                    "name",
+                    Node::new(Value::Str(default_name), pos),
+                );
             }
             let explicit = raw.iter().any(|e| e.key == "backend" || e.key == "mk8s");
             mk8s_cluster_from(r, &merged, pos, cpath, explicit)
@@ -578,9 +662,19 @@ fn pool_from(
     };
     Ok(Some(NodePoolSpec {
         count: r.integer(entries_get(e, "count"), &join(path, "count"), 0, None)?,
-        platform: r.string(entries_get(e, "platform"), &join(path, "platform"), default_platform, "")?,
+        platform: r.string(
+            entries_get(e, "platform"),
+            &join(path, "platform"),
+            default_platform,
+            "",
+        )?,
         preset: r.string(entries_get(e, "preset"), &join(path, "preset"), "", "")?,
-        disk_size_gib: r.integer(entries_get(e, "disk_size_gib"), &join(path, "disk_size_gib"), 0, Some(0))?,
+        disk_size_gib: r.integer(
+            entries_get(e, "disk_size_gib"),
+            &join(path, "disk_size_gib"),
+            0,
+            Some(0),
+        )?,
         capacity_block_group: r
             .string(
                 entries_get(e, "capacity_block_group"),
@@ -590,11 +684,20 @@ fn pool_from(
             )?
             .trim()
             .to_string(),
-        preemptible: r.boolean(entries_get(e, "preemptible"), &join(path, "preemptible"), false)?,
+        preemptible: r.boolean(
+            entries_get(e, "preemptible"),
+            &join(path, "preemptible"),
+            false,
+        )?,
     }))
 }
 
-fn mig_from(r: &Reader<'_>, node: Option<&Node>, path: &str, cluster: &str) -> Result<Option<MigSpec>, SpecError> {
+fn mig_from(
+    r: &Reader<'_>,
+    node: Option<&Node>,
+    path: &str,
+    cluster: &str,
+) -> Result<Option<MigSpec>, SpecError> {
     let Some(node) = node else { return Ok(None) };
     if node.is_null() {
         return Ok(None);
@@ -605,7 +708,11 @@ fn mig_from(r: &Reader<'_>, node: Option<&Node>, path: &str, cluster: &str) -> R
     };
     let unknown = sorted_unknown(e, MIG_FIELDS, &[]);
     if !unknown.is_empty() {
-        return Err(r.error(node.pos, path, format!("mig contains unsupported field(s): {}", unknown.join(", "))));
+        return Err(r.error(
+            node.pos,
+            path,
+            format!("mig contains unsupported field(s): {}", unknown.join(", ")),
+        ));
     }
     let enabled = match entries_get(e, "enabled") {
         None => true,
@@ -613,15 +720,26 @@ fn mig_from(r: &Reader<'_>, node: Option<&Node>, path: &str, cluster: &str) -> R
             value: Value::Bool(b),
             ..
         }) => *b,
-        Some(n) => return Err(r.error(n.pos, &join(path, "enabled"), "mig.enabled must be a boolean")),
+        Some(n) => {
+            return Err(r.error(
+                n.pos,
+                &join(path, "enabled"),
+                "mig.enabled must be a boolean",
+            ));
+        }
     };
     let text = |key: &str, default: &str| -> Result<String, SpecError> {
         match entries_get(e, key) {
             None => Ok(default.to_string()),
             Some(Node {
-                value: Value::Str(s), ..
+                value: Value::Str(s),
+                ..
             }) => Ok(s.trim().to_lowercase()),
-            Some(n) => Err(r.error(n.pos, &join(path, key), "mig.strategy and mig.config must be strings")),
+            Some(n) => Err(r.error(
+                n.pos,
+                &join(path, key),
+                "mig.strategy and mig.config must be strings",
+            )),
         }
     };
     let (ds, dc) = if enabled {
@@ -636,7 +754,11 @@ fn mig_from(r: &Reader<'_>, node: Option<&Node>, path: &str, cluster: &str) -> R
     }))
 }
 
-fn kuberay_from(r: &Reader<'_>, node: Option<&Node>, path: &str) -> Result<Option<KubeRaySpec>, SpecError> {
+fn kuberay_from(
+    r: &Reader<'_>,
+    node: Option<&Node>,
+    path: &str,
+) -> Result<Option<KubeRaySpec>, SpecError> {
     let Some(node) = node else { return Ok(None) };
     if node.is_null() {
         return Ok(None);
@@ -651,24 +773,43 @@ fn kuberay_from(r: &Reader<'_>, node: Option<&Node>, path: &str) -> Result<Optio
             "kuberay has unsupported fields; only enabled, worker_replicas, worker_cpus and worker_memory_gib are supported (CPU RayCluster only)",
         ));
     }
-    let enabled_true = matches!(entries_get(e, "enabled").map(|n| &n.value), Some(Value::Bool(true)));
+    let enabled_true = matches!(
+        entries_get(e, "enabled").map(|n| &n.value),
+        Some(Value::Bool(true))
+    );
     if !enabled_true && e.iter().any(|x| x.key != "enabled") {
-        return Err(r.error(node.pos, path, "kuberay worker settings require enabled: true"));
+        return Err(r.error(
+            node.pos,
+            path,
+            "kuberay worker settings require enabled: true",
+        ));
     }
     let enabled = match entries_get(e, "enabled") {
         None => false,
         Some(Node {
-            value: Value::Bool(b), ..
+            value: Value::Bool(b),
+            ..
         }) => *b,
-        Some(n) => return Err(r.error(n.pos, &join(path, "enabled"), "kuberay.enabled must be a boolean")),
+        Some(n) => {
+            return Err(r.error(
+                n.pos,
+                &join(path, "enabled"),
+                "kuberay.enabled must be a boolean",
+            ));
+        }
     };
     let positive = |key: &str, default: i64| -> Result<i64, SpecError> {
         match entries_get(e, key) {
             None => Ok(default),
             Some(Node {
-                value: Value::Int(i), ..
+                value: Value::Int(i),
+                ..
             }) if *i > 0 => Ok(*i),
-            Some(n) => Err(r.error(n.pos, &join(path, key), format!("kuberay.{key} must be a positive integer"))),
+            Some(n) => Err(r.error(
+                n.pos,
+                &join(path, key),
+                format!("kuberay.{key} must be a positive integer"),
+            )),
         }
     };
     Ok(Some(KubeRaySpec {
@@ -692,7 +833,11 @@ fn mk8s_cluster_from(
     let name_text = r.string(get("name"), &f("name"), "cluster", "None")?;
     let name = {
         let s = slug(&name_text);
-        if s.is_empty() { "cluster".to_string() } else { s }
+        if s.is_empty() {
+            "cluster".to_string()
+        } else {
+            s
+        }
     };
     let mig = mig_from(r, get("mig"), &f("mig"), &name)?;
     let kuberay = kuberay_from(r, get("kuberay"), &f("kuberay"))?;
@@ -734,17 +879,37 @@ fn mk8s_cluster_from(
         enable_gpu_cluster,
         infiniband_fabric: r.string(get("infiniband_fabric"), &f("infiniband_fabric"), "", "")?,
         enable_filestore: r.boolean(get("enable_filestore"), &f("enable_filestore"), false)?,
-        existing_filestore: r.string(get("existing_filestore"), &f("existing_filestore"), "", "")?,
+        existing_filestore: r.string(
+            get("existing_filestore"),
+            &f("existing_filestore"),
+            "",
+            "",
+        )?,
         filestore_disk_size_gibibytes: r.integer(
             get("filestore_disk_size_gibibytes"),
             &f("filestore_disk_size_gibibytes"),
             1024,
             None,
         )?,
-        gpu_disk_size_gib: r.integer(get("gpu_disk_size_gib"), &f("gpu_disk_size_gib"), 1023, None)?,
+        gpu_disk_size_gib: r.integer(
+            get("gpu_disk_size_gib"),
+            &f("gpu_disk_size_gib"),
+            1023,
+            None,
+        )?,
         subnet_id: r.string(get("subnet_id"), &f("subnet_id"), "", "")?,
-        filestore_mount_path: r.string(get("filestore_mount_path"), &f("filestore_mount_path"), "/mnt/data", "")?,
-        filestore_mount_tag: r.string(get("filestore_mount_tag"), &f("filestore_mount_tag"), "data", "")?,
+        filestore_mount_path: r.string(
+            get("filestore_mount_path"),
+            &f("filestore_mount_path"),
+            "/mnt/data",
+            "",
+        )?,
+        filestore_mount_tag: r.string(
+            get("filestore_mount_tag"),
+            &f("filestore_mount_tag"),
+            "data",
+            "",
+        )?,
         filesystem_csi_chart_repository: r
             .string(
                 get("filesystem_csi_chart_repository"),
@@ -754,7 +919,15 @@ fn mk8s_cluster_from(
             )?
             .trim()
             .to_string(),
-        gpu_driver_mode: non_empty_or(r.string(get("gpu_driver_mode"), &f("gpu_driver_mode"), "auto", "auto")?, "auto"),
+        gpu_driver_mode: non_empty_or(
+            r.string(
+                get("gpu_driver_mode"),
+                &f("gpu_driver_mode"),
+                "auto",
+                "auto",
+            )?,
+            "auto",
+        ),
         managed_driver_preset: non_empty_or(
             r.string(
                 get("managed_driver_preset"),
@@ -791,7 +964,12 @@ fn mk8s_cluster_from(
             )?,
             DEFAULT_CUDA_SMOKE_IMAGE,
         ),
-        gpu_workload_profile: r.string(get("gpu_workload_profile"), &f("gpu_workload_profile"), "", "")?,
+        gpu_workload_profile: r.string(
+            get("gpu_workload_profile"),
+            &f("gpu_workload_profile"),
+            "",
+            "",
+        )?,
         gpu_driver_package_repositories: repos,
         gpu_driver_package_repositories_invalid: repos_invalid,
         mig,
@@ -812,5 +990,9 @@ fn mk8s_cluster_from(
 }
 
 fn non_empty_or(value: String, default: &str) -> String {
-    if value.is_empty() { default.to_string() } else { value }
+    if value.is_empty() {
+        default.to_string()
+    } else {
+        value
+    }
 }

@@ -58,8 +58,16 @@ pub fn apply_workload_profile(cluster: &mut ClusterSpec) -> Result<(), String> {
             "GPU workload profile 'rtx-rendering' requires gpu_driver_mode='operator'".into(),
         );
     }
-    let platform = if platform.is_empty() { RTX_RENDERING_PLATFORM.to_string() } else { platform };
-    let preset = if preset.is_empty() { RTX_RENDERING_PRESET.to_string() } else { preset };
+    let platform = if platform.is_empty() {
+        RTX_RENDERING_PLATFORM.to_string()
+    } else {
+        platform
+    };
+    let preset = if preset.is_empty() {
+        RTX_RENDERING_PRESET.to_string()
+    } else {
+        preset
+    };
     match cluster.gpu_nodes.as_mut() {
         Some(g) => {
             g.platform = platform;
@@ -92,7 +100,11 @@ pub fn validate_driver_package_repositories(cluster: &ClusterSpec) -> Result<(),
         return Err("GPU driver package repositories require the RTX rendering profile".into());
     }
     for (name, content) in files {
-        if name == "." || name == ".." || !SAFE_FILE_NAME.is_match(name) || content.trim().is_empty() {
+        if name == "."
+            || name == ".."
+            || !SAFE_FILE_NAME.is_match(name)
+            || content.trim().is_empty()
+        {
             return Err(
                 "GPU driver package repositories require safe filenames and nonempty text".into(),
             );

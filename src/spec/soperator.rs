@@ -133,7 +133,9 @@ impl WorkerPoolSpec {
             ));
         }
         if self.boot_disk_gib < 512 {
-            return Err(format!("worker pool {n}: boot_disk_gib must be >= 512 (recipe rule)"));
+            return Err(format!(
+                "worker pool {n}: boot_disk_gib must be >= 512 (recipe rule)"
+            ));
         }
         Ok(())
     }
@@ -209,11 +211,16 @@ impl SoperatorSpec {
         let semver = {
             let parts: Vec<&str> = v.split('.').collect();
             parts.len() == 3
-                && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
                 && !parts[0].starts_with('0')
         };
         if !semver {
-            return Err("slurm_operator_version must be an explicit semantic version such as '4.1.6'".into());
+            return Err(
+                "slurm_operator_version must be an explicit semantic version such as '4.1.6'"
+                    .into(),
+            );
         }
         if v == "4.1.0" {
             return Err("slurm_operator_version 4.1.0 is no longer verified; replace it with 4.1.6 for the default unconfined Enroot/Pyxis setup. Version 4.1.7 is accepted only with use_default_apparmor_profile=true after separately validating that profile on the nodes; 4.1.0 is not safe to re-enable".into());
@@ -225,7 +232,9 @@ impl SoperatorSpec {
             return Err("the unconfined Enroot/Pyxis user-namespace override is verified only with slurm_operator_version 4.1.6; use that version or explicitly enable use_default_apparmor_profile for a separately validated chart".into());
         }
         if !self.root_login_ssh_public_key.is_empty() && !self.ssh_public_keys.is_empty() {
-            return Err("set only root_login_ssh_public_key; ssh_public_keys is its legacy alias".into());
+            return Err(
+                "set only root_login_ssh_public_key; ssh_public_keys is its legacy alias".into(),
+            );
         }
         if self.ssh_public_keys.len() > 1 {
             return Err("ssh_public_keys accepts exactly one root-login public-key record; use root_login_ssh_public_key".into());
@@ -249,7 +258,12 @@ impl SoperatorSpec {
         let roles: [(&str, Option<&str>); 4] = [
             ("system", self.system_preset.as_deref()),
             ("controller", self.controller_preset.as_deref()),
-            ("accounting", self.accounting_preset.as_deref().filter(|_| self.accounting)),
+            (
+                "accounting",
+                self.accounting_preset
+                    .as_deref()
+                    .filter(|_| self.accounting),
+            ),
             ("login", Some(self.login_preset.as_str())),
         ];
         for (role, preset) in roles {
@@ -323,7 +337,7 @@ fn validate_ssh_public_key_record(key: &str) -> Result<(), String> {
         return Err("root login SSH key must start with a supported OpenSSH key type and contain one base64 key blob".into());
     }
     let blob = parts[1];
-    let valid = blob.len() % 4 == 0
+    let valid = blob.len().is_multiple_of(4)
         && blob
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
@@ -364,11 +378,13 @@ pub(crate) fn from_entries(
 
     let mut identity: Vec<&str> = ["tenant_id", "project_id", "region", "subnet_id"]
         .into_iter()
-        .filter(|k| get(mapping, k).is_some_and(|n| match &n.value {
-            Value::Str(s) => !s.trim().is_empty(),
-            Value::Null => false,
-            _ => n.is_truthy(),
-        }))
+        .filter(|k| {
+            get(mapping, k).is_some_and(|n| match &n.value {
+                Value::Str(s) => !s.trim().is_empty(),
+                Value::Null => false,
+                _ => n.is_truthy(),
+            })
+        })
         .collect();
     identity.sort();
     if !identity.is_empty() {
@@ -383,7 +399,11 @@ pub(crate) fn from_entries(
     }
     let extra = unknown(mapping, ALLOWED);
     if !extra.is_empty() {
-        return Err(fail(pos, path, format!("unsupported soperator field(s): {}", extra.join(", "))));
+        return Err(fail(
+            pos,
+            path,
+            format!("unsupported soperator field(s): {}", extra.join(", ")),
+        ));
     }
 
     let workers_node = get(mapping, "workers");
@@ -392,7 +412,11 @@ pub(crate) fn from_entries(
         Some(Value::Seq(items)) => items.iter().collect(),
         Some(_) => {
             let n = workers_node.expect("checked");
-            return Err(fail(n.pos, &join(path, "workers"), "workers must be a list".into()));
+            return Err(fail(
+                n.pos,
+                &join(path, "workers"),
+                "workers must be a list".into(),
+            ));
         }
     };
     for (i, w) in worker_nodes.iter().enumerate() {
@@ -402,7 +426,10 @@ pub(crate) fn from_entries(
                 return Err(fail(
                     w.pos,
                     &format!("{path}.workers[{i}]"),
-                    format!("soperator.workers[{i}] has unsupported field(s): {}", extra.join(", ")),
+                    format!(
+                        "soperator.workers[{i}] has unsupported field(s): {}",
+                        extra.join(", ")
+                    ),
                 ));
             }
         }
@@ -415,7 +442,11 @@ pub(crate) fn from_entries(
         Some(n) => match n.as_map() {
             Some(e) => e.to_vec(),
             None => {
-                return Err(fail(n.pos, &join(path, "control_plane"), "soperator.control_plane must be a mapping".into()));
+                return Err(fail(
+                    n.pos,
+                    &join(path, "control_plane"),
+                    "soperator.control_plane must be a mapping".into(),
+                ));
             }
         },
     };
@@ -424,13 +455,20 @@ pub(crate) fn from_entries(
         return Err(fail(
             control_node.map_or(pos, |n| n.pos),
             &join(path, "control_plane"),
-            format!("soperator.control_plane has unsupported field(s): {}", extra.join(", ")),
+            format!(
+                "soperator.control_plane has unsupported field(s): {}",
+                extra.join(", ")
+            ),
         ));
     }
     for e in &control {
         let rpath = format!("{path}.control_plane.{}", e.key);
         let Some(role_entries) = e.value.as_map() else {
-            return Err(fail(e.value.pos, &rpath, format!("soperator.control_plane.{} must be a mapping", e.key)));
+            return Err(fail(
+                e.value.pos,
+                &rpath,
+                format!("soperator.control_plane.{} must be a mapping", e.key),
+            ));
         };
         let allowed: &[&str] = if e.key == "system" {
             &["preset", "min_size", "max_size"]
@@ -442,7 +480,11 @@ pub(crate) fn from_entries(
             return Err(fail(
                 e.value.pos,
                 &rpath,
-                format!("soperator.control_plane.{} has unsupported field(s): {}", e.key, extra.join(", ")),
+                format!(
+                    "soperator.control_plane.{} has unsupported field(s): {}",
+                    e.key,
+                    extra.join(", ")
+                ),
             ));
         }
     }
@@ -462,7 +504,11 @@ pub(crate) fn from_entries(
     for (i, w) in worker_nodes.iter().enumerate() {
         let wpath = format!("{path}.workers[{i}]");
         let Some(e) = w.as_map() else {
-            return Err(fail(w.pos, &wpath, "each worker pool must be a mapping".into()));
+            return Err(fail(
+                w.pos,
+                &wpath,
+                "each worker pool must be a mapping".into(),
+            ));
         };
         let f = |k: &str| join(&wpath, k);
         workers.push(WorkerPoolSpec {
@@ -474,7 +520,12 @@ pub(crate) fn from_entries(
             fabric: r.string(get(e, "fabric"), &f("fabric"), "", "")?,
             preemptible: r.boolean(get(e, "preemptible"), &f("preemptible"), false)?,
             docker_cache: r.boolean(get(e, "docker_cache"), &f("docker_cache"), false)?,
-            docker_cache_gib: r.integer(get(e, "docker_cache_gib"), &f("docker_cache_gib"), 372, None)?,
+            docker_cache_gib: r.integer(
+                get(e, "docker_cache_gib"),
+                &f("docker_cache_gib"),
+                372,
+                None,
+            )?,
             docker_cache_disk_type: r.string(
                 get(e, "docker_cache_disk_type"),
                 &f("docker_cache_disk_type"),
@@ -482,23 +533,41 @@ pub(crate) fn from_entries(
                 "",
             )?,
             capacity_block_group: r
-                .string(get(e, "capacity_block_group"), &f("capacity_block_group"), "", "")?
+                .string(
+                    get(e, "capacity_block_group"),
+                    &f("capacity_block_group"),
+                    "",
+                    "",
+                )?
                 .trim()
                 .to_string(),
             capacity_block_group_name: r
-                .string(get(e, "capacity_block_group_name"), &f("capacity_block_group_name"), "", "")?
+                .string(
+                    get(e, "capacity_block_group_name"),
+                    &f("capacity_block_group_name"),
+                    "",
+                    "",
+                )?
                 .trim()
                 .to_string(),
         });
     }
 
-    let role = |key: &str| control.iter().find(|e| e.key == key).and_then(|e| e.value.as_map()).unwrap_or(&[]);
+    let role = |key: &str| {
+        control
+            .iter()
+            .find(|e| e.key == key)
+            .and_then(|e| e.value.as_map())
+            .unwrap_or(&[])
+    };
     let cpath = |role: &str, k: &str| format!("{path}.control_plane.{role}.{k}");
     let opt_preset = |role_name: &str| -> Result<Option<String>, SpecError> {
         match get(role(role_name), "preset") {
             None => Ok(None),
             Some(n) if n.is_null() => Ok(None),
-            Some(n) => r.string(Some(n), &cpath(role_name, "preset"), "", "").map(Some),
+            Some(n) => r
+                .string(Some(n), &cpath(role_name, "preset"), "", "")
+                .map(Some),
         }
     };
     let ssh_keys = match get(mapping, "ssh_public_keys") {
@@ -510,15 +579,28 @@ pub(crate) fn from_entries(
                 .enumerate()
                 .map(|(i, k)| r.string(Some(k), &format!("{path}.ssh_public_keys[{i}]"), "", ""))
                 .collect::<Result<_, _>>()?,
-            _ => return Err(fail(n.pos, &join(path, "ssh_public_keys"), "ssh_public_keys must be a list".into())),
+            _ => {
+                return Err(fail(
+                    n.pos,
+                    &join(path, "ssh_public_keys"),
+                    "ssh_public_keys must be a list".into(),
+                ));
+            }
         },
     };
     let slurm_rest_enabled = match get(mapping, "slurm_rest_enabled") {
         None => None,
         Some(n) if n.is_null() => None,
-        Some(Node { value: Value::Bool(b), .. }) => Some(*b),
+        Some(Node {
+            value: Value::Bool(b),
+            ..
+        }) => Some(*b),
         Some(n) => {
-            return Err(fail(n.pos, &join(path, "slurm_rest_enabled"), "slurm_rest_enabled must be a boolean when set".into()));
+            return Err(fail(
+                n.pos,
+                &join(path, "slurm_rest_enabled"),
+                "slurm_rest_enabled must be a boolean when set".into(),
+            ));
         }
     };
     let system_max = match get(role("system"), "max_size") {
@@ -528,12 +610,22 @@ pub(crate) fn from_entries(
     };
     Ok(SoperatorSpec {
         name: name.to_string(),
-        system_min_size: r.integer(get(role("system"), "min_size"), &cpath("system", "min_size"), 3, None)?,
+        system_min_size: r.integer(
+            get(role("system"), "min_size"),
+            &cpath("system", "min_size"),
+            3,
+            None,
+        )?,
         system_max_size: system_max,
         system_preset: opt_preset("system")?,
         controller_preset: opt_preset("controller")?,
         accounting_preset: opt_preset("accounting")?,
-        login_preset: r.string(get(role("login"), "preset"), &cpath("login", "preset"), "16vcpu-64gb", "")?,
+        login_preset: r.string(
+            get(role("login"), "preset"),
+            &cpath("login", "preset"),
+            "16vcpu-64gb",
+            "",
+        )?,
         workers,
         accounting: r.boolean(get(mapping, "accounting"), &join(path, "accounting"), false)?,
         telemetry: r.boolean(get(mapping, "telemetry"), &join(path, "telemetry"), false)?,
@@ -542,14 +634,24 @@ pub(crate) fn from_entries(
             &join(path, "use_default_apparmor_profile"),
             false,
         )?,
-        jail_size_gib: r.integer(get(mapping, "jail_size_gib"), &join(path, "jail_size_gib"), 512, None)?,
+        jail_size_gib: r.integer(
+            get(mapping, "jail_size_gib"),
+            &join(path, "jail_size_gib"),
+            512,
+            None,
+        )?,
         slurm_operator_version: r.string(
             get(mapping, "slurm_operator_version"),
             &join(path, "slurm_operator_version"),
             DEFAULT_SLURM_OPERATOR_VERSION,
             DEFAULT_SLURM_OPERATOR_VERSION,
         )?,
-        k8s_version: r.string(get(mapping, "k8s_version"), &join(path, "k8s_version"), DEFAULT_K8S_VERSION, "")?,
+        k8s_version: r.string(
+            get(mapping, "k8s_version"),
+            &join(path, "k8s_version"),
+            DEFAULT_K8S_VERSION,
+            "",
+        )?,
         node_group_version: r.string(
             get(mapping, "node_group_version"),
             &join(path, "node_group_version"),

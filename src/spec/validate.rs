@@ -104,7 +104,10 @@ pub fn validate_project(file: &str, project: &ProjectSpec) -> Result<(), SpecErr
     if !project.name.is_empty() && !is_dns_name(&slug(&project.name)) {
         return Err(at(
             "name",
-            format!("project name is not a valid label: {}", py_repr(&project.name)),
+            format!(
+                "project name is not a valid label: {}",
+                py_repr(&project.name)
+            ),
         ));
     }
     if project.clusters.is_empty() {
@@ -238,7 +241,11 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
     for (kind, pool) in [("cpu_nodes", &c.cpu_nodes), ("gpu_nodes", &c.gpu_nodes)] {
         let Some(pool) = pool else { continue };
         if pool.count < 0 {
-            let field = if kind == "cpu_nodes" { "cpu_nodes.count" } else { "gpu_nodes.count" };
+            let field = if kind == "cpu_nodes" {
+                "cpu_nodes.count"
+            } else {
+                "gpu_nodes.count"
+            };
             return Err(pre(field, format!("{kind}.count cannot be negative")));
         }
         if pool.disk_size_gib < 0 {
@@ -247,12 +254,18 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
             } else {
                 "gpu_nodes.disk_size_gib"
             };
-            return Err(pre(field, format!("{kind}.disk_size_gib cannot be negative")));
+            return Err(pre(
+                field,
+                format!("{kind}.disk_size_gib cannot be negative"),
+            ));
         }
     }
 
     // 8. Capacity blocks only on GPU pools.
-    if c.cpu_nodes.as_ref().is_some_and(|p| !p.capacity_block_group.is_empty()) {
+    if c.cpu_nodes
+        .as_ref()
+        .is_some_and(|p| !p.capacity_block_group.is_empty())
+    {
         return Err(pre(
             "cpu_nodes.capacity_block_group",
             "capacity_block_group is only valid for gpu_nodes".into(),
@@ -302,7 +315,8 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
 
     // 12. GPU cluster.
     if c.resolved_enable_gpu_cluster() {
-        let fabric_capable = gpu.is_some_and(|g| is_fabric_capable_topology(&g.platform, &g.preset));
+        let fabric_capable =
+            gpu.is_some_and(|g| is_fabric_capable_topology(&g.platform, &g.preset));
         if !fabric_capable {
             let preset = gpu.map_or("", |g| g.preset.as_str());
             return Err(pre(
@@ -336,14 +350,19 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
             ));
         }
         if c.filestore_mount_tag.is_empty()
-            || c.filestore_mount_tag.chars().any(|ch| ch.is_whitespace() || ch == ',')
+            || c.filestore_mount_tag
+                .chars()
+                .any(|ch| ch.is_whitespace() || ch == ',')
         {
             return Err(pre(
                 "filestore_mount_tag",
                 "filestore_mount_tag must be a non-empty value without whitespace or commas".into(),
             ));
         }
-        if c.filesystem_csi_chart_repository.chars().any(char::is_whitespace) {
+        if c.filesystem_csi_chart_repository
+            .chars()
+            .any(char::is_whitespace)
+        {
             return Err(pre(
                 "filesystem_csi_chart_repository",
                 "filesystem_csi_chart_repository must not contain whitespace".into(),
@@ -357,7 +376,10 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
         && g.disk_size_gib == 0
         && c.gpu_disk_size_gib <= 0
     {
-        return Err(pre("gpu_disk_size_gib", "gpu_disk_size_gib must be positive".into()));
+        return Err(pre(
+            "gpu_disk_size_gib",
+            "gpu_disk_size_gib must be positive".into(),
+        ));
     }
 
     // 15. MIG tuple.
@@ -438,7 +460,10 @@ fn preset_prefix_is_digits(preset: &str) -> bool {
 fn validate_kuberay(c: &ClusterSpec) -> Result<(), Issue> {
     let Some(k) = &c.kuberay else { return Ok(()) };
     if c.backend != Backend::Mk8s {
-        return Err(issue("kuberay", "kuberay is supported only by the mk8s backend"));
+        return Err(issue(
+            "kuberay",
+            "kuberay is supported only by the mk8s backend",
+        ));
     }
     for (field, value) in [
         ("worker_replicas", k.worker_replicas),
@@ -454,12 +479,18 @@ fn validate_kuberay(c: &ClusterSpec) -> Result<(), Issue> {
     }
     if !k.enabled {
         if *k != KubeRaySpec::default() {
-            return Err(issue("kuberay", "kuberay worker settings require enabled: true"));
+            return Err(issue(
+                "kuberay",
+                "kuberay worker settings require enabled: true",
+            ));
         }
         return Ok(());
     }
     let Some(cpu) = c.cpu_nodes.as_ref().filter(|p| p.count > 0 && !p.is_gpu()) else {
-        return Err(issue("kuberay", "kuberay requires a nonempty CPU node pool"));
+        return Err(issue(
+            "kuberay",
+            "kuberay requires a nonempty CPU node pool",
+        ));
     };
     let caps = CPU_NODE_PRESET.captures(&cpu.preset);
     let (Some(caps), true) = (caps, CPU_PLATFORM.is_match(&cpu.platform)) else {
@@ -504,7 +535,11 @@ fn validate_kuberay(c: &ClusterSpec) -> Result<(), Issue> {
     Ok(())
 }
 
-fn validate_mig(mig: &MigSpec, gpu: Option<&NodePoolSpec>, k8s_version: &str) -> Result<(), String> {
+fn validate_mig(
+    mig: &MigSpec,
+    gpu: Option<&NodePoolSpec>,
+    k8s_version: &str,
+) -> Result<(), String> {
     if !mig.enabled {
         if mig.strategy != "none" || !mig.config.is_empty() {
             return Err("disabled MIG requires strategy 'none' and an empty config".into());

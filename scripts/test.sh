@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it. It installs or starts whatever the tests need.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Snapshot tests must fail on a mismatch, never rewrite the snapshot.
+export INSTA_UPDATE=no
+export CI="${CI:-false}"
+
+cargo fmt --all -- --check
+# One build shared by every test binary; doc tests and a smoke run of each benchmark too.
+cargo test --locked --all-targets
+cargo test --locked --doc

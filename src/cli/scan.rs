@@ -1,0 +1,347 @@
+//! `fleetbot scan`: the privacy guard from a terminal, a CI job or a pre-commit hook.
+//!
+//! Gathers input (files and directories, the added lines of a git range, or standard
+//! input), runs [`crate::privacy::Scanner`] and prints text, JSON or SARIF. Exit status: 0
+//! clean, 1 findings, 2 bad usage or unreadable input (findings found so far still print).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::{Args, ValueEnum};
+
+use crate::privacy::diff::parse_unified_diff;
+use crate::privacy::{
+    DEFAULT_LOCAL_KEY, PrivacyAllowlist, ScanReport, Scanner, ScannerConfig, SkipReason,
+};
+
+/// Environment variable that holds the alias key itself (`--key-file` wins over it).
+pub const KEY_ENV: &str = "FLEETBOT_PRIVACY_KEY";
+
+/// Repository config files read for a `privacy:` section when `--config` is not given.
+const DEFAULT_CONFIGS: [&str; 2] = [".fleetbot.yml", ".fleetbot.yaml"];
+
+/// Path reported for standard input unless `--stdin-path` names one.
+const STDIN_PATH: &str = "<stdin>";
+
+/// `--output text|json|sarif`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ScanOutput {
+    /// `path:line:col rule alias`, one finding per line.
+    #[default]
+    Text,
+    /// `{"clean": …, "findings": […], "skipped": […]}`.
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning and editors.
+    Sarif,
+}
+
+/// Refuse committed private IDs, keys and tokens. Values are never printed.
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Files and directories to scan (directories recursively; `.git`, cache directories
+    /// and symbolic links are skipped). With --diff, limits the range to these paths.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Scan only the lines added in a git range, e.g. `origin/main..HEAD`.
+    #[arg(long, value_name = "BASE..HEAD", conflicts_with = "stdin")]
+    pub diff: Option<String>,
+    /// Scan standard input.
+    #[arg(long, conflicts_with = "paths")]
+    pub stdin: bool,
+    /// Path to report for standard input; its extension decides whether spec rules apply.
+    #[arg(long, value_name = "NAME", requires = "stdin")]
+    pub stdin_path: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ScanOutput::Text, value_name = "FORMAT")]
+    pub output: ScanOutput,
+    /// File holding the alias (HMAC) key. Default: $FLEETBOT_PRIVACY_KEY, else a public
+    /// built-in key, so local aliases are only comparable between local runs.
+    #[arg(long, value_name = "PATH", env = "FLEETBOT_PRIVACY_KEY_FILE")]
+    pub key_file: Option<PathBuf>,
+    /// Allowlist: YAML with `allow: {patterns: [...], paths: [...]}`, or a repository config
+    /// with a `privacy:` section. Default: ./.fleetbot.yml when it exists.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+/// Something the user has to fix; printed as `error: …` with exit status 2.
+struct UsageError(String);
+
+impl<E: std::fmt::Display> From<E> for UsageError {
+    fn from(e: E) -> Self {
+        UsageError(e.to_string())
+    }
+}
+
+/// Runs `fleetbot scan`.
+pub fn run(args: ScanArgs) -> ExitCode {
+    match execute(&args) {
+        Ok(code) => code,
+        Err(UsageError(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn execute(args: &ScanArgs) -> Result<ExitCode, UsageError> {
+    let scanner = Scanner::new(ScannerConfig {
+        key: load_key(args.key_file.as_deref())?,
+        allowlist: load_allowlist(args.config.as_deref())?,
+    })?;
+    let mut report = ScanReport::default();
+    let mut unreadable = false;
+    if args.stdin {
+        let mut content = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut content)
+            .map_err(|e| UsageError(format!("cannot read standard input: {e}")))?;
+        let path = args.stdin_path.as_deref().unwrap_or(STDIN_PATH);
+        report.add(path, scanner.scan_text(path, &content, None));
+    } else if let Some(range) = &args.diff {
+        unreadable = scan_diff(&scanner, range, &args.paths, &mut report)?;
+    } else if args.paths.is_empty() {
+        return Err(UsageError(
+            "nothing to scan: give PATHs, --diff BASE..HEAD or --stdin".into(),
+        ));
+    } else {
+        for root in &args.paths {
+            unreadable |= scan_path(&scanner, root, &mut report);
+        }
+    }
+    report.sort();
+    print_report(&report, args.output);
+    Ok(if unreadable {
+        ExitCode::from(2)
+    } else if report.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn load_key(key_file: Option<&Path>) -> Result<Vec<u8>, UsageError> {
+    if let Some(path) = key_file {
+        let mut key = std::fs::read(path)
+            .map_err(|e| UsageError(format!("cannot read key file {}: {e}", path.display())))?;
+        // A trailing newline from `echo >` or an editor is not part of the key.
+        while matches!(key.last(), Some(b'\n' | b'\r')) {
+            key.pop();
+        }
+        if key.is_empty() {
+            return Err(UsageError(format!("key file {} is empty", path.display())));
+        }
+        return Ok(key);
+    }
+    match std::env::var_os(KEY_ENV) {
+        Some(value) if !value.is_empty() => Ok(value.into_encoded_bytes()),
+        _ => Ok(DEFAULT_LOCAL_KEY.to_vec()),
+    }
+}
+
+fn load_allowlist(config: Option<&Path>) -> Result<PrivacyAllowlist, UsageError> {
+    if let Some(path) = config {
+        return Ok(PrivacyAllowlist::load(path)?);
+    }
+    match DEFAULT_CONFIGS.iter().map(Path::new).find(|p| p.is_file()) {
+        Some(path) => PrivacyAllowlist::load(path)
+            .map_err(|e| UsageError(format!("{e} (in {})", path.display()))),
+        None => Ok(PrivacyAllowlist::default()),
+    }
+}
+
+/// Scans a file or a directory tree; returns whether something could not be read.
+fn scan_path(scanner: &Scanner, root: &Path, report: &mut ScanReport) -> bool {
+    let mut files = Vec::new();
+    let mut unreadable = false;
+    if root.is_dir() {
+        unreadable |= walk(root, &mut files);
+    } else {
+        files.push(root.to_path_buf());
+    }
+    for file in files {
+        let shown = display_path(&file);
+        if scanner.is_path_allowlisted(&shown) {
+            report.skipped.push(crate::privacy::SkippedFile {
+                path: shown,
+                reason: SkipReason::AllowlistedPath,
+            });
+            continue;
+        }
+        match std::fs::read(&file) {
+            Ok(content) => report.add(&shown, scanner.scan_text(&shown, &content, None)),
+            Err(e) => {
+                eprintln!("error: cannot read {shown}: {e}");
+                unreadable = true;
+            }
+        }
+    }
+    unreadable
+}
+
+/// Collects regular files below `dir` in sorted order; returns whether a directory failed.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> bool {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            eprintln!("error: cannot read directory {}: {e}", display_path(dir));
+            return true;
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    let mut failed = false;
+    for path in paths {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        // Git stores a link as its target's name, so following it would scan another file.
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        if meta.is_dir() {
+            // Build output (cargo's target/, other tools' caches) is not source.
+            if path.file_name().is_some_and(|n| n == ".git") || path.join("CACHEDIR.TAG").is_file()
+            {
+                continue;
+            }
+            failed |= walk(&path, files);
+        } else if meta.is_file() {
+            files.push(path);
+        }
+    }
+    failed
+}
+
+/// Scans the added lines of `range`; returns whether a file could not be read.
+fn scan_diff(
+    scanner: &Scanner,
+    range: &str,
+    pathspecs: &[PathBuf],
+    report: &mut ScanReport,
+) -> Result<bool, UsageError> {
+    let (base, head) = range
+        .split_once("...")
+        .or_else(|| range.split_once(".."))
+        .ok_or_else(|| UsageError(format!("--diff needs a range BASE..HEAD, got {range:?}")))?;
+    if base.is_empty() || base.starts_with('-') || head.starts_with('-') {
+        return Err(UsageError(format!("--diff needs a range BASE..HEAD, got {range:?}")));
+    }
+    let head = if head.is_empty() { "HEAD" } else { head };
+    let toplevel = git(None, &["rev-parse", "--show-toplevel"])?;
+    let toplevel = PathBuf::from(String::from_utf8_lossy(&toplevel).trim_end_matches(['\n', '\r']));
+
+    let mut diff_args: Vec<std::ffi::OsString> = [
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--unified=0",
+        "-M",
+        "--diff-filter=d",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        range,
+        "--",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    diff_args.extend(pathspecs.iter().map(|p| p.as_os_str().to_owned()));
+    let diff = git_os(None, &diff_args)?;
+    let files = parse_unified_diff(&String::from_utf8_lossy(&diff));
+
+    let mut unreadable = false;
+    for file in files {
+        let object = format!("{head}:{}", file.path);
+        match git(Some(&toplevel), &["cat-file", "blob", &object]) {
+            Ok(content) => {
+                report.add(&file.path, scanner.scan_text(&file.path, &content, Some(&file.added)));
+            }
+            Err(UsageError(e)) => {
+                eprintln!("error: cannot read {} at {head}: {e}", file.path);
+                unreadable = true;
+            }
+        }
+    }
+    Ok(unreadable)
+}
+
+fn git(dir: Option<&Path>, args: &[&str]) -> Result<Vec<u8>, UsageError> {
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    git_os(dir, &args)
+}
+
+fn git_os(dir: Option<&Path>, args: &[std::ffi::OsString]) -> Result<Vec<u8>, UsageError> {
+    let mut cmd = Command::new("git");
+    if let Some(dir) = dir {
+        cmd.arg("-C").arg(dir);
+    }
+    let out = cmd
+        .args(args)
+        .output()
+        .map_err(|e| UsageError(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(UsageError(format!(
+            "git {} failed: {}",
+            args.first().map(|a| a.to_string_lossy()).unwrap_or_default(),
+            stderr.trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// The path as the user should see it: relative to the working directory when possible,
+/// `/`-separated, without a leading `./`.
+fn display_path(path: &Path) -> String {
+    let relative = if path.is_absolute() {
+        std::env::current_dir()
+            .ok()
+            .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| path.to_path_buf())
+    } else {
+        path.to_path_buf()
+    };
+    let mut shown = relative.to_string_lossy().replace('\\', "/");
+    while let Some(rest) = shown.strip_prefix("./") {
+        shown = rest.to_string();
+    }
+    shown
+}
+
+fn print_report(report: &ScanReport, output: ScanOutput) {
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not worth a panic; the exit status still tells the result.
+    let _ = match output {
+        ScanOutput::Text => {
+            let _ = stdout.write_all(report.to_text().as_bytes());
+            print_notes(report);
+            Ok(())
+        }
+        ScanOutput::Json => writeln!(stdout, "{:#}", report.to_json()),
+        ScanOutput::Sarif => writeln!(stdout, "{:#}", report.to_sarif()),
+    };
+}
+
+/// Skip notes and a summary on stderr, so stdout stays one finding per line.
+fn print_notes(report: &ScanReport) {
+    let mut allowlisted = 0usize;
+    for skipped in &report.skipped {
+        if skipped.reason == SkipReason::AllowlistedPath {
+            allowlisted += 1;
+        } else {
+            eprintln!("note: {}: {}", skipped.path, skipped.reason.note());
+        }
+    }
+    if allowlisted > 0 {
+        eprintln!("note: {allowlisted} file(s) skipped by the privacy path allowlist");
+    }
+    if !report.clean() {
+        let n = report.findings.len();
+        eprintln!(
+            "fleetbot scan: {n} finding(s); values are not shown, equal aliases mean equal values (rules: docs/privacy.md)"
+        );
+    }
+}

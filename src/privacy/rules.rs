@@ -1,0 +1,251 @@
+//! The privacy rules: stable identifiers, one-line explanations and SARIF metadata.
+//!
+//! Rule ids are part of the public contract (text, JSON and SARIF output, allowlists in
+//! other tools, GitHub code-scanning history), so a variant's id never changes once shipped.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One privacy rule. The serde form is the stable kebab-case id (`nebius-id`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RuleId {
+    /// A Nebius ID (NID grammar) whose type prefix is a known Nebius resource type.
+    #[serde(rename = "nebius-id")]
+    NebiusId,
+    /// An NID of any type whose routing code is a real region (`e00`, `u00`, `i00`, …).
+    #[serde(rename = "nebius-generic-id")]
+    NebiusGenericId,
+    /// A Nebius IAM access token (`ne1…`, `nd1…`, `v1.…`).
+    #[serde(rename = "nebius-iam-token")]
+    NebiusIamToken,
+    /// A JSON Web Token.
+    #[serde(rename = "jwt")]
+    Jwt,
+    /// A Nebius service-account credentials document (`subject-credentials`).
+    #[serde(rename = "service-account-credentials")]
+    ServiceAccountCredentials,
+    /// A private key block: PEM (RSA, EC, DSA, PKCS#8, encrypted), OpenSSH, PGP or PuTTY.
+    #[serde(rename = "private-key")]
+    PrivateKey,
+    /// An SSH public key.
+    #[serde(rename = "ssh-public-key")]
+    SshPublicKey,
+    /// A GitHub token (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`).
+    #[serde(rename = "github-token")]
+    GithubToken,
+    /// A private Nebius container registry location (`cr.<region>.nebius.cloud/<name>`).
+    #[serde(rename = "private-registry-location")]
+    PrivateRegistryLocation,
+    /// A private `s3://` bucket location.
+    #[serde(rename = "private-bucket-location")]
+    PrivateBucketLocation,
+    /// Fleet spec `tenant_id` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-tenant-id")]
+    SpecTenantId,
+    /// Fleet spec `project_id` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-project-id")]
+    SpecProjectId,
+    /// Fleet spec `capacity_block_group` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-capacity-block-group")]
+    SpecCapacityBlockGroup,
+    /// Fleet spec `bucket_name` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-bucket-name")]
+    SpecBucketName,
+    /// Fleet spec `filesystem_csi_chart_repository` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-filesystem-csi-chart-repository")]
+    SpecFilesystemCsiChartRepository,
+    /// Fleet spec `existing_filestore` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-existing-filestore")]
+    SpecExistingFilestore,
+    /// Fleet spec `subnet_id` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-subnet-id")]
+    SpecSubnetId,
+    /// Fleet spec `ssh_public_key` that is neither empty nor a placeholder.
+    #[serde(rename = "spec-ssh-public-key")]
+    SpecSshPublicKey,
+}
+
+impl RuleId {
+    /// Every rule, in reporting priority order (earlier wins when two rules cover the same text).
+    pub const ALL: [RuleId; 18] = [
+        RuleId::PrivateKey,
+        RuleId::ServiceAccountCredentials,
+        RuleId::GithubToken,
+        RuleId::NebiusIamToken,
+        RuleId::Jwt,
+        RuleId::SshPublicKey,
+        RuleId::PrivateRegistryLocation,
+        RuleId::PrivateBucketLocation,
+        RuleId::NebiusId,
+        RuleId::NebiusGenericId,
+        RuleId::SpecTenantId,
+        RuleId::SpecProjectId,
+        RuleId::SpecCapacityBlockGroup,
+        RuleId::SpecBucketName,
+        RuleId::SpecFilesystemCsiChartRepository,
+        RuleId::SpecExistingFilestore,
+        RuleId::SpecSubnetId,
+        RuleId::SpecSshPublicKey,
+    ];
+
+    /// The stable id, identical to the serde form.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RuleId::NebiusId => "nebius-id",
+            RuleId::NebiusGenericId => "nebius-generic-id",
+            RuleId::NebiusIamToken => "nebius-iam-token",
+            RuleId::Jwt => "jwt",
+            RuleId::ServiceAccountCredentials => "service-account-credentials",
+            RuleId::PrivateKey => "private-key",
+            RuleId::SshPublicKey => "ssh-public-key",
+            RuleId::GithubToken => "github-token",
+            RuleId::PrivateRegistryLocation => "private-registry-location",
+            RuleId::PrivateBucketLocation => "private-bucket-location",
+            RuleId::SpecTenantId => "spec-tenant-id",
+            RuleId::SpecProjectId => "spec-project-id",
+            RuleId::SpecCapacityBlockGroup => "spec-capacity-block-group",
+            RuleId::SpecBucketName => "spec-bucket-name",
+            RuleId::SpecFilesystemCsiChartRepository => "spec-filesystem-csi-chart-repository",
+            RuleId::SpecExistingFilestore => "spec-existing-filestore",
+            RuleId::SpecSubnetId => "spec-subnet-id",
+            RuleId::SpecSshPublicKey => "spec-ssh-public-key",
+        }
+    }
+
+    /// Parses a stable id back into a rule.
+    pub fn from_id(id: &str) -> Option<RuleId> {
+        RuleId::ALL.into_iter().find(|r| r.as_str() == id)
+    }
+
+    /// One line that tells a reviewer what was found and what to do, without the value.
+    pub fn explanation(&self) -> &'static str {
+        match self {
+            RuleId::NebiusId => {
+                "Nebius resource ID of a known type; committed specs must use an empty value or a placeholder"
+            }
+            RuleId::NebiusGenericId => {
+                "identifier in Nebius ID form with a real region routing code; keep real IDs out of Git"
+            }
+            RuleId::NebiusIamToken => {
+                "Nebius IAM access token; revoke it and load tokens at runtime instead"
+            }
+            RuleId::Jwt => "JSON Web Token; revoke it and load tokens at runtime instead",
+            RuleId::ServiceAccountCredentials => {
+                "Nebius service-account credentials file; revoke the key and keep credentials outside Git"
+            }
+            RuleId::PrivateKey => "private key block; revoke the key and keep it outside Git",
+            RuleId::SshPublicKey => {
+                "SSH public key; fleet specs leave keys empty and resolve them from ~/.ssh at runtime"
+            }
+            RuleId::GithubToken => "GitHub token; revoke it and load tokens at runtime instead",
+            RuleId::PrivateRegistryLocation => {
+                "private Nebius container registry location; supply it in private runtime config"
+            }
+            RuleId::PrivateBucketLocation => {
+                "private s3:// bucket location; supply it in private runtime config"
+            }
+            RuleId::SpecTenantId => {
+                "fleet spec tenant_id must be empty (resolved from the Nebius profile) or a placeholder"
+            }
+            RuleId::SpecProjectId => {
+                "fleet spec project_id must be empty or a placeholder such as <your-project-id>"
+            }
+            RuleId::SpecCapacityBlockGroup => {
+                "fleet spec capacity_block_group must be empty or a placeholder such as capacityblockgroup-REPLACE_AT_RUNTIME"
+            }
+            RuleId::SpecBucketName => {
+                "fleet spec bucket_name must be empty (a name is derived at runtime) or a placeholder"
+            }
+            RuleId::SpecFilesystemCsiChartRepository => {
+                "fleet spec filesystem_csi_chart_repository must be empty; private chart endpoints belong in runtime config"
+            }
+            RuleId::SpecExistingFilestore => {
+                "fleet spec existing_filestore must be empty or a placeholder"
+            }
+            RuleId::SpecSubnetId => "fleet spec subnet_id must be empty or a placeholder",
+            RuleId::SpecSshPublicKey => {
+                "fleet spec ssh_public_key must be empty (read from ~/.ssh at runtime) or a placeholder"
+            }
+        }
+    }
+
+    /// A CamelCase name for SARIF `rules[].name`.
+    pub fn sarif_name(&self) -> &'static str {
+        match self {
+            RuleId::NebiusId => "NebiusId",
+            RuleId::NebiusGenericId => "NebiusGenericId",
+            RuleId::NebiusIamToken => "NebiusIamToken",
+            RuleId::Jwt => "JsonWebToken",
+            RuleId::ServiceAccountCredentials => "ServiceAccountCredentials",
+            RuleId::PrivateKey => "PrivateKey",
+            RuleId::SshPublicKey => "SshPublicKey",
+            RuleId::GithubToken => "GithubToken",
+            RuleId::PrivateRegistryLocation => "PrivateRegistryLocation",
+            RuleId::PrivateBucketLocation => "PrivateBucketLocation",
+            RuleId::SpecTenantId => "SpecTenantId",
+            RuleId::SpecProjectId => "SpecProjectId",
+            RuleId::SpecCapacityBlockGroup => "SpecCapacityBlockGroup",
+            RuleId::SpecBucketName => "SpecBucketName",
+            RuleId::SpecFilesystemCsiChartRepository => "SpecFilesystemCsiChartRepository",
+            RuleId::SpecExistingFilestore => "SpecExistingFilestore",
+            RuleId::SpecSubnetId => "SpecSubnetId",
+            RuleId::SpecSshPublicKey => "SpecSshPublicKey",
+        }
+    }
+
+    /// Whether the rule finds a credential (to be revoked) rather than an identifier.
+    pub fn is_credential(&self) -> bool {
+        matches!(
+            self,
+            RuleId::NebiusIamToken
+                | RuleId::Jwt
+                | RuleId::ServiceAccountCredentials
+                | RuleId::PrivateKey
+                | RuleId::GithubToken
+        )
+    }
+
+    /// Position in [`RuleId::ALL`]; used as the SARIF `ruleIndex` and as the tie-break priority.
+    pub fn index(&self) -> usize {
+        RuleId::ALL
+            .iter()
+            .position(|r| r == self)
+            .expect("every rule is listed in RuleId::ALL")
+    }
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_through_serde_and_from_id() {
+        for rule in RuleId::ALL {
+            let json = serde_json::to_string(&rule).unwrap();
+            assert_eq!(json, format!("\"{}\"", rule.as_str()));
+            let back: RuleId = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, rule);
+            assert_eq!(RuleId::from_id(rule.as_str()), Some(rule));
+            assert_eq!(RuleId::ALL[rule.index()], rule);
+        }
+    }
+
+    #[test]
+    fn ids_are_unique_and_explanations_are_one_line() {
+        let mut ids: Vec<_> = RuleId::ALL.iter().map(|r| r.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), RuleId::ALL.len());
+        for rule in RuleId::ALL {
+            assert!(!rule.explanation().contains('\n'));
+            assert!(!rule.explanation().is_empty());
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! `fleetbot plan` end to end through the binary: snapshots of every fixture's text and JSON
+//! plan, exit codes, and the `Invalid fleet spec:` contract.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/specs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs the binary with no Nebius configuration of the machine leaking in.
+fn fleetbot(args: &[&str], nebius_config: Option<&Path>) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetbot"));
+    cmd.args(args)
+        .env("HOME", home.path())
+        .env_remove("RUST_LOG")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    match nebius_config {
+        Some(path) => cmd.env("FLEETBOT_NEBIUS_CONFIG", path),
+        None => cmd.env("FLEETBOT_NEBIUS_CONFIG", home.path().join("absent.yaml")),
+    };
+    cmd.output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn text_and_json_plans_of_every_fixture() {
+    for path in fixtures() {
+        let rel = path
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap()
+            .to_str()
+            .unwrap();
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let text = fleetbot(&["plan", "--spec", rel], None);
+        assert!(
+            text.status.success(),
+            "{rel}: {}",
+            String::from_utf8_lossy(&text.stderr)
+        );
+        insta::assert_snapshot!(format!("plan_text__{name}"), stdout(&text));
+        let json = fleetbot(&["plan", "-f", rel, "--output", "json"], None);
+        assert!(json.status.success());
+        let out = stdout(&json);
+        // Exactly one JSON document on stdout.
+        let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(value.is_object());
+        insta::assert_snapshot!(format!("plan_json__{name}"), out);
+    }
+}
+
+#[test]
+fn plans_never_show_private_runtime_values() {
+    for path in fixtures() {
+        let rel = path
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap()
+            .to_str()
+            .unwrap();
+        let json = stdout(&fleetbot(&["plan", "-f", rel, "--output", "json"], None));
+        for forbidden in [
+            "capacityblockgroup-",
+            "capacity_block_group",
+            "bucket_name\"",
+            "chart_repository",
+        ] {
+            assert!(!json.contains(forbidden), "{rel} plan shows {forbidden}");
+        }
+    }
+}
+
+#[test]
+fn invalid_spec_exits_2_with_located_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fleet.yaml");
+    std::fs::write(
+        &spec,
+        "apiVersion: npa.fleet/v0.0.1\nname: f\nprojects:\n  - name: a\n    clusters:\n      - gpu_nodes: {count: \"2\"}\n",
+    )
+    .unwrap();
+    let out = fleetbot(&["plan", "--spec", spec.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with(&format!(
+            "Invalid fleet spec: {}:6:28: projects[0].clusters[0].gpu_nodes.count: expected an integer, found \"2\"",
+            spec.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_file_and_bad_output_are_usage_errors() {
+    let out = fleetbot(&["plan", "--spec", "/nonexistent/fleet.yaml"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Invalid fleet spec: /nonexistent/fleet.yaml: cannot read file")
+    );
+    let out = fleetbot(
+        &[
+            "plan",
+            "--spec",
+            "fixtures/specs/fleet1-test.yaml",
+            "--output",
+            "yaml",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn tenant_comes_from_the_named_profile_without_echoing_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "default: other\nprofiles:\n  other: {tenant-id: tenant-other}\n  sd: {tenant-id: tenant-sd}\n").unwrap();
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            "-f",
+            "fixtures/specs/fleet1-test.yaml",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout(&fleetbot(&args, Some(&config)))).unwrap();
+        (
+            v["tenant_id"].as_str().unwrap().to_string(),
+            v["profile"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(
+        plan(&["--profile", "sd"]),
+        ("tenant-sd".into(), "sd".into())
+    );
+    assert_eq!(plan(&[]), ("tenant-other".into(), "(active)".into()));
+
+    std::fs::write(&config, "profiles: [secret-token\n").unwrap();
+    let out = fleetbot(
+        &["plan", "-f", "fixtures/specs/fleet1-test.yaml"],
+        Some(&config),
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("could not parse Nebius config"), "{err}");
+    assert!(!err.contains("secret-token"));
+}
+
+#[test]
+fn project_prefix_flag_overrides_the_spec() {
+    let out = stdout(&fleetbot(
+        &[
+            "plan",
+            "-f",
+            "fixtures/specs/fleet1-test.yaml",
+            "--project-prefix",
+            "acme-",
+        ],
+        None,
+    ));
+    assert!(out.contains("prefix: 'acme-'"), "{out}");
+    assert!(out.contains("- project [create] acme-a"), "{out}");
+}
