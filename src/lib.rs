@@ -8,4 +8,6 @@ pub mod cli;
 pub mod cloud;
 pub mod engine;
 pub mod privacy;
+pub mod quota;
+pub mod sim;
 pub mod spec;

@@ -1,3 +1,16 @@
-//! The cloud side: Nebius configuration, identity and (later) the gRPC client and simulator.
+//! The cloud side: the Nebius gRPC client (auth, endpoints, retries, operations), the domain
+//! [`Cloud`] trait the engine uses, and Nebius configuration.
 
+pub mod auth;
+pub mod client;
+pub mod connect;
+pub mod domain;
+pub mod error;
+pub mod nebius;
+pub mod nid;
 pub mod profile;
+pub mod proto;
+
+pub use client::NebiusClient;
+pub use domain::Cloud;
+pub use error::CloudError;

@@ -1,0 +1,298 @@
+//! Choosing the cloud: real Nebius when credentials are configured, otherwise the embedded
+//! simulator — announced, never silent, and never a fallback once credentials are set.
+
+use std::path::{Path, PathBuf};
+
+use super::auth::{Credentials, ServiceAccountKey, parse_credentials_file};
+use super::client::{DEFAULT_DOMAIN, Endpoints, NebiusClient};
+use crate::sim::{Simulator, World};
+
+/// Which cloud to use (`FLEETBOT_CLOUD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CloudChoice {
+    /// Nebius when credentials are configured, the embedded simulator otherwise.
+    #[default]
+    Auto,
+    /// Nebius only; missing credentials are an error.
+    Nebius,
+    /// The embedded simulator, even with credentials configured.
+    Simulator,
+}
+
+impl CloudChoice {
+    pub fn parse(value: &str) -> Result<CloudChoice, String> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(CloudChoice::Auto),
+            "nebius" => Ok(CloudChoice::Nebius),
+            "simulator" | "sim" => Ok(CloudChoice::Simulator),
+            other => Err(format!("FLEETBOT_CLOUD={other:?}: expected auto, nebius or simulator")),
+        }
+    }
+}
+
+/// Inputs to [`connect`]; `from_env` reads them from the process environment.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    pub choice: CloudChoice,
+    /// `NEBIUS_IAM_TOKEN`.
+    pub iam_token: Option<String>,
+    /// `NEBIUS_ENDPOINT`.
+    pub endpoint: Option<String>,
+    /// The profile to read credentials from (`--profile`, `NEBIUS_PROFILE`, else the active one).
+    pub profile: String,
+    /// `~/.nebius/config.yaml` unless overridden.
+    pub nebius_config: Option<PathBuf>,
+    /// The simulator world (`FLEETBOT_SIM_WORLD`); the embedded default otherwise.
+    pub sim_world: Option<PathBuf>,
+    /// Where the embedded simulator keeps its state (`FLEETBOT_SIM_STATE`); the user's data
+    /// directory otherwise.
+    pub sim_state: Option<PathBuf>,
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl ConnectOptions {
+    pub fn from_env(profile: &str) -> Result<ConnectOptions, String> {
+        Ok(ConnectOptions {
+            choice: CloudChoice::parse(&std::env::var("FLEETBOT_CLOUD").unwrap_or_default())?,
+            iam_token: env_nonempty("NEBIUS_IAM_TOKEN"),
+            endpoint: env_nonempty("NEBIUS_ENDPOINT"),
+            profile: if profile.is_empty() {
+                env_nonempty("NEBIUS_PROFILE").unwrap_or_default()
+            } else {
+                profile.to_string()
+            },
+            nebius_config: env_nonempty("FLEETBOT_NEBIUS_CONFIG").map(PathBuf::from),
+            sim_world: env_nonempty("FLEETBOT_SIM_WORLD").map(PathBuf::from),
+            sim_state: env_nonempty("FLEETBOT_SIM_STATE").map(PathBuf::from),
+        })
+    }
+}
+
+/// A connected cloud. Holding it keeps an embedded simulator running.
+pub struct Connection {
+    pub client: NebiusClient,
+    /// The simulator, when that is what we talk to.
+    pub simulator: Option<Simulator>,
+    /// The tenant, when the credentials' source names one.
+    pub tenant_id: Option<String>,
+}
+
+impl Connection {
+    pub fn is_simulated(&self) -> bool {
+        self.simulator.is_some()
+    }
+}
+
+/// Service-account fields of a Nebius CLI profile.
+#[derive(Debug, Default)]
+struct ProfileCredentials {
+    endpoint: Option<String>,
+    auth_type: Option<String>,
+    tenant_id: Option<String>,
+    key: Option<ServiceAccountKey>,
+}
+
+fn read_profile(path: &Path, profile: &str) -> Result<Option<ProfileCredentials>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("could not read Nebius config at {} ({:?})", path.display(), e.kind())),
+    };
+    // The file may hold credentials: parse errors are reported without its contents.
+    let value: serde_yaml::Value = serde_yaml::from_str(&text)
+        .map_err(|_| format!("could not parse Nebius config at {} (invalid YAML)", path.display()))?;
+    let text_of = |v: Option<&serde_yaml::Value>| v.and_then(|v| v.as_str()).map(str::to_string);
+    let selected = if profile.is_empty() {
+        match text_of(value.get("default")) {
+            Some(p) => p,
+            None => return Ok(None),
+        }
+    } else {
+        profile.to_string()
+    };
+    let Some(body) = value.get("profiles").and_then(|p| p.get(selected.as_str())) else {
+        if profile.is_empty() {
+            return Ok(None);
+        }
+        return Err(format!("profile {selected:?} is not in {}", path.display()));
+    };
+    let field = |name: &str| text_of(body.get(name)).filter(|v| !v.is_empty());
+    let mut out = ProfileCredentials {
+        endpoint: field("endpoint"),
+        auth_type: field("auth-type"),
+        tenant_id: field("tenant-id"),
+        key: None,
+    };
+    if let Some(file) = field("service-account-credentials-file-path") {
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("profile {selected:?}: cannot read the credentials file ({:?})", e.kind()))?;
+        out.key = Some(parse_credentials_file(&text).map_err(|e| format!("profile {selected:?}: {e}"))?);
+    } else if let (Some(account), Some(key_id), Some(key_file)) = (
+        field("service-account-id"),
+        field("public-key-id"),
+        field("private-key-file-path"),
+    ) {
+        let pem = std::fs::read_to_string(&key_file)
+            .map_err(|e| format!("profile {selected:?}: cannot read the private key file ({:?})", e.kind()))?;
+        out.key = Some(ServiceAccountKey {
+            service_account_id: account,
+            public_key_id: key_id,
+            private_key_pem: pem,
+        });
+    }
+    Ok(Some(out))
+}
+
+/// The default place of the embedded simulator's state.
+pub fn default_sim_state(world: &str) -> PathBuf {
+    dirs::data_dir()
+        .or_else(dirs::home_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("fleetbot")
+        .join("simulator")
+        .join(format!("{world}.state"))
+}
+
+/// Starts the embedded simulator and a client for it.
+pub async fn embedded_simulator(world_file: Option<&Path>, state: Option<PathBuf>) -> Result<Connection, String> {
+    let world = match world_file {
+        Some(path) => World::load(path)?,
+        None => World::embedded_default(),
+    };
+    let state = state.unwrap_or_else(|| default_sim_state(&world.name));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot start the embedded simulator: {e}"))?;
+    let simulator = Simulator::start(world, Some(state.clone()), listener).await?;
+    let token = format!("sim1.{}", uuid::Uuid::new_v4().simple());
+    simulator.service.accept_token(&token, i64::MAX);
+    let client = NebiusClient::new(
+        Endpoints::Single {
+            uri: simulator.endpoint(),
+        },
+        Credentials::Static(token),
+    )
+    .described_as(format!("the embedded Nebius simulator (state {})", state.display()));
+    let tenant_id = Some(simulator.tenant_id());
+    Ok(Connection {
+        client,
+        simulator: Some(simulator),
+        tenant_id,
+    })
+}
+
+/// Connects as the options say. The embedded simulator is announced on stderr.
+pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
+    if options.choice == CloudChoice::Simulator {
+        let connection = embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
+        eprintln!("fleetbot: using {} (FLEETBOT_CLOUD=simulator)", connection.client.description());
+        return Ok(connection);
+    }
+    let override_endpoints = options.endpoint.as_deref().map(Endpoints::from_override).transpose()?;
+    if let Some(token) = &options.iam_token {
+        let endpoints = override_endpoints.unwrap_or(Endpoints::Public {
+            domain: DEFAULT_DOMAIN.into(),
+        });
+        return Ok(Connection {
+            client: NebiusClient::new(endpoints, Credentials::Static(token.clone())),
+            simulator: None,
+            tenant_id: None,
+        });
+    }
+    let config = options
+        .nebius_config
+        .clone()
+        .or_else(super::profile::default_config_path);
+    let profile = match &config {
+        Some(path) => read_profile(path, &options.profile)?,
+        None => None,
+    };
+    if let Some(profile) = profile {
+        if let Some(key) = profile.key {
+            let endpoints = match override_endpoints {
+                Some(e) => e,
+                None => match profile.endpoint {
+                    Some(domain) => Endpoints::from_override(&domain)?,
+                    None => Endpoints::Public {
+                        domain: DEFAULT_DOMAIN.into(),
+                    },
+                },
+            };
+            return Ok(Connection {
+                client: NebiusClient::new(endpoints, Credentials::service_account(key)),
+                simulator: None,
+                tenant_id: profile.tenant_id,
+            });
+        }
+        if options.choice == CloudChoice::Nebius || !options.profile.is_empty() {
+            return Err(format!(
+                "the Nebius profile uses auth-type {:?}, which fleetbot cannot use unattended; set NEBIUS_IAM_TOKEN or use a service-account profile",
+                profile.auth_type.unwrap_or_default()
+            ));
+        }
+    }
+    if options.choice == CloudChoice::Nebius {
+        return Err("FLEETBOT_CLOUD=nebius but no credentials are configured: set NEBIUS_IAM_TOKEN or a service-account profile in ~/.nebius/config.yaml".into());
+    }
+    let connection = embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
+    eprintln!(
+        "fleetbot: no Nebius credentials configured; using {}",
+        connection.client.description()
+    );
+    Ok(connection)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choice_parses() {
+        assert_eq!(CloudChoice::parse("").unwrap(), CloudChoice::Auto);
+        assert_eq!(CloudChoice::parse("Simulator").unwrap(), CloudChoice::Simulator);
+        assert!(CloudChoice::parse("aws").is_err());
+    }
+
+    #[test]
+    fn profile_reading_never_echoes_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "profiles: [secret-token\n").unwrap();
+        let err = read_profile(&path, "").unwrap_err();
+        assert!(err.contains("could not parse") && !err.contains("secret-token"), "{err}");
+        std::fs::write(&path, "default: fed\nprofiles:\n  fed: {auth-type: federation, tenant-id: t}\n").unwrap();
+        let p = read_profile(&path, "").unwrap().unwrap();
+        assert!(p.key.is_none());
+        assert_eq!(p.tenant_id.as_deref(), Some("t"));
+        assert!(read_profile(&path, "missing").is_err());
+    }
+
+    #[tokio::test]
+    async fn credentials_never_fall_back_to_the_simulator() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "default: fed\nprofiles:\n  fed: {auth-type: federation}\n").unwrap();
+        let options = ConnectOptions {
+            choice: CloudChoice::Nebius,
+            nebius_config: Some(path.clone()),
+            ..Default::default()
+        };
+        let err = connect(&options).await.err().unwrap();
+        assert!(err.contains("federation"), "{err}");
+        let options = ConnectOptions {
+            iam_token: Some("token".into()),
+            endpoint: Some("http://10.0.0.1:1".into()),
+            ..Default::default()
+        };
+        assert!(connect(&options).await.err().unwrap().contains("loopback"));
+        let options = ConnectOptions {
+            iam_token: Some("token".into()),
+            ..Default::default()
+        };
+        let connection = connect(&options).await.unwrap();
+        assert!(!connection.is_simulated());
+    }
+}

@@ -1,0 +1,246 @@
+//! What the engine needs from a cloud, in its own terms: the [`Cloud`] trait and the domain
+//! types it trades in. The engine never sees generated protobuf types.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use super::error::CloudError;
+
+pub type Labels = BTreeMap<String, String>;
+pub type CloudResult<T> = Result<T, CloudError>;
+
+/// Lifecycle state, common to every resource kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    Creating,
+    Ready,
+    Updating,
+    Deleting,
+    Suspended,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    pub id: String,
+    pub tenant_id: String,
+    pub name: String,
+    pub region: String,
+    pub state: State,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Network {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    pub state: State,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subnet {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    pub network_id: String,
+    pub cidrs: Vec<String>,
+    pub state: State,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filesystem {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    pub size_gibibytes: i64,
+    pub state: State,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuCluster {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    pub infiniband_fabric: String,
+    pub state: State,
+    pub labels: Labels,
+}
+
+/// What fleetbot asks of a managed Kubernetes control plane.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClusterSpec {
+    /// `<major>.<minor>`, or empty for the service default.
+    pub k8s_version: String,
+    pub subnet_id: String,
+    pub public_endpoint: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    pub spec: ClusterSpec,
+    pub state: State,
+    pub public_endpoint: String,
+    /// The running control-plane version, as the service reports it.
+    pub version: String,
+    pub labels: Labels,
+}
+
+/// A filesystem attached to every node of a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachedFilesystem {
+    pub filesystem_id: String,
+    pub mount_tag: String,
+    pub read_write: bool,
+}
+
+/// Capacity-block placement of a node group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    /// `AUTO`, `FORBID` or `STRICT`.
+    pub policy: String,
+    pub capacity_block_group_ids: Vec<String>,
+}
+
+/// A node group's template and size.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeGroupSpec {
+    pub node_count: i64,
+    pub platform: String,
+    pub preset: String,
+    pub boot_disk_gibibytes: i64,
+    pub gpu_cluster_id: String,
+    pub drivers_preset: String,
+    pub filesystems: Vec<AttachedFilesystem>,
+    pub cloud_init_user_data: String,
+    pub preemptible: bool,
+    pub reservation: Option<Reservation>,
+    pub subnet_id: String,
+    pub public_ip: bool,
+    pub node_labels: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeGroup {
+    pub id: String,
+    pub cluster_id: String,
+    pub name: String,
+    pub spec: NodeGroupSpec,
+    pub state: State,
+    pub node_count: i64,
+    pub ready_node_count: i64,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bucket {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    /// `standard`, `enhanced_throughput` or `intelligent`.
+    pub storage_class: String,
+    pub max_size_bytes: i64,
+    pub region: String,
+    pub state: State,
+    pub scheduled_for_deletion: bool,
+    pub labels: Labels,
+}
+
+/// A quota allowance exactly as reported, for the quota budget to interpret fail-closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaAllowance {
+    pub id: String,
+    pub parent_id: String,
+    pub name: String,
+    pub region: String,
+    /// `None`: unlimited.
+    pub limit: Option<u64>,
+    pub usage: u64,
+    pub usage_percentage: String,
+    /// `USAGE_STATE_USED`, `USAGE_STATE_NOT_USED`, …
+    pub usage_state: String,
+    pub unit: String,
+    /// `STATE_ACTIVE`, …
+    pub state: String,
+}
+
+/// A capacity block group exactly as reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapacityBlockGroup {
+    pub id: String,
+    pub parent_id: String,
+    pub region: String,
+    pub platform: String,
+    pub fabric: String,
+    /// `STATE_ACTIVE`, …
+    pub state: String,
+    pub current_limit: u64,
+    pub usage: u64,
+    pub usage_percentage: String,
+    /// `USAGE_STATE_NOT_USED`, …
+    pub usage_state: String,
+}
+
+/// Everything the engine does to a cloud. Every mutation takes an idempotency key, so a
+/// restarted apply replays instead of creating twice; creations wait for their operation and
+/// return the resource as the service reports it.
+pub trait Cloud: Send + Sync {
+    /// Names the cloud in output ("the embedded simulator", "Nebius (api.nebius.cloud:443)").
+    fn describe(&self) -> String;
+
+    fn get_tenant(&self, id: &str) -> impl Future<Output = CloudResult<Tenant>> + Send;
+
+    fn list_projects(&self, tenant_id: &str) -> impl Future<Output = CloudResult<Vec<Project>>> + Send;
+    fn get_project(&self, id: &str) -> impl Future<Output = CloudResult<Project>> + Send;
+    fn create_project(&self, tenant_id: &str, name: &str, region: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Project>> + Send;
+
+    fn list_networks(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Network>>> + Send;
+    fn create_network(&self, project_id: &str, name: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Network>> + Send;
+    fn delete_network(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    fn list_subnets(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Subnet>>> + Send;
+    fn create_subnet(&self, project_id: &str, name: &str, network_id: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Subnet>> + Send;
+    fn delete_subnet(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    fn list_filesystems(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Filesystem>>> + Send;
+    fn get_filesystem(&self, id: &str) -> impl Future<Output = CloudResult<Filesystem>> + Send;
+    fn create_filesystem(&self, project_id: &str, name: &str, size_gibibytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Filesystem>> + Send;
+    fn resize_filesystem(&self, id: &str, size_gibibytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Filesystem>> + Send;
+    fn delete_filesystem(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    fn list_gpu_clusters(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<GpuCluster>>> + Send;
+    fn create_gpu_cluster(&self, project_id: &str, name: &str, fabric: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<GpuCluster>> + Send;
+    fn delete_gpu_cluster(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    fn list_clusters(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Cluster>>> + Send;
+    fn get_cluster(&self, id: &str) -> impl Future<Output = CloudResult<Cluster>> + Send;
+    fn create_cluster(&self, project_id: &str, name: &str, spec: &ClusterSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Cluster>> + Send;
+    fn update_cluster(&self, id: &str, spec: &ClusterSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Cluster>> + Send;
+    fn delete_cluster(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    fn list_node_groups(&self, cluster_id: &str) -> impl Future<Output = CloudResult<Vec<NodeGroup>>> + Send;
+    fn create_node_group(&self, cluster_id: &str, name: &str, spec: &NodeGroupSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<NodeGroup>> + Send;
+    fn update_node_group(&self, id: &str, spec: &NodeGroupSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<NodeGroup>> + Send;
+    fn delete_node_group(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    fn list_buckets(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Bucket>>> + Send;
+    fn create_bucket(&self, project_id: &str, name: &str, storage_class: &str, max_size_bytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Bucket>> + Send;
+    fn update_bucket(&self, id: &str, storage_class: &str, max_size_bytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Bucket>> + Send;
+    fn delete_bucket(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    fn list_quota_allowances(&self, parent_id: &str) -> impl Future<Output = CloudResult<Vec<QuotaAllowance>>> + Send;
+    fn list_capacity_block_groups(&self, tenant_id: &str) -> impl Future<Output = CloudResult<Vec<CapacityBlockGroup>>> + Send;
+}

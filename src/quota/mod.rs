@@ -1,0 +1,43 @@
+//! Preflight: what a fleet needs from the tenant's quotas and capacity blocks, what the tenant
+//! has left, and whether the change fits (fleet-engine §4).
+//!
+//! The pieces, in the order a run uses them:
+//!
+//! * [`scope`] picks the charged targets (selectors, proven-unchanged targets, new projects and
+//!   buckets) and groups them by region;
+//! * [`demand`] turns each into quota amounts, [`reservations`] into capacity block needs;
+//! * [`evidence`] supplies allowances and block groups ([`json`] reads the CLI's documents,
+//!   [`allowances`] reads allowance records fail-closed);
+//! * [`budget`] compares, region by region, and [`shortfall`] words the blocking message;
+//! * [`render`] shows the budget as text, Markdown and JSON; [`run`] is the CLI command.
+//!
+//! Everything but [`evidence`]'s file reading and [`run`] is pure.
+
+pub mod allowances;
+pub mod budget;
+pub mod demand;
+pub mod error;
+pub mod evidence;
+pub mod fraction;
+pub mod json;
+pub mod names;
+pub mod render;
+pub mod reservations;
+pub mod run;
+pub mod scope;
+pub mod shortfall;
+pub mod wire;
+
+pub use allowances::{Allowance, AllowanceDocument, AllowanceRecord, parse_allowances};
+pub use budget::{BudgetRow, PreflightReport, ReservationCheck, Verdict, run_preflight};
+pub use demand::{Demand, cluster_demand, gpu_family, required_quotas};
+pub use error::PreflightError;
+pub use evidence::{EvidenceError, InMemoryEvidence, OfflineEvidence, QuotaEvidence};
+pub use reservations::{
+    CapacityBlockDocument, CapacityBlockGroup, ReservationRequirement, required_reservations,
+};
+pub use scope::{
+    FleetDemand, ProvenState, RegionDemand, ScopeOptions, Selection, TargetKey,
+    UnchangedEvidence, fleet_demand,
+};
+pub use shortfall::{QuotaShortfall, find_shortfalls, shortfall_message};

@@ -1,0 +1,464 @@
+//! The budget as people and programs read it: a text table for terminals, Markdown for pull
+//! request comments, and a JSON document.
+//!
+//! Markdown is meant for publication: it names no tenant, no project key and no capacity block
+//! ID (blocks appear as `#<n>`), and counts rather than lists targets. Text and JSON are operator
+//! output; they name the tenant and targets, but still never a block ID.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::budget::{BudgetRow, PreflightReport, ReservationCheck, Verdict};
+use super::demand::Demand;
+use super::names::{self, GIB, TIB};
+use super::scope::{RegionDemand, SkippedTarget};
+use super::shortfall::{format_units, thousands};
+
+/// An amount in the quota's own terms: bytes as GiB or TiB (exact bytes below 1 GiB), counts
+/// with their noun ("16 GPUs", "1 disk").
+pub fn format_amount(quota: &str, amount: u128) -> String {
+    if names::is_byte_quota(quota) {
+        if amount < GIB {
+            let noun = if amount == 1 { "byte" } else { "bytes" };
+            format!("{} {noun}", thousands(amount))
+        } else if amount < TIB {
+            format!("{} GiB", format_units(amount, GIB))
+        } else {
+            format!("{} TiB", format_units(amount, TIB))
+        }
+    } else {
+        let (one, many) = names::noun(quota);
+        format!("{} {}", thousands(amount), if amount == 1 { one } else { many })
+    }
+}
+
+/// A signed amount (headroom): `+3 GPUs`, `-1 GPU`, `0 GPUs`.
+pub fn format_signed(quota: &str, amount: i128) -> String {
+    let magnitude = format_amount(quota, amount.unsigned_abs());
+    match amount.signum() {
+        1 => format!("+{magnitude}"),
+        -1 => format!("-{magnitude}"),
+        _ => magnitude,
+    }
+}
+
+fn verdict_text(row: &BudgetRow) -> String {
+    match row.verdict {
+        Verdict::Fits => "fits".to_string(),
+        Verdict::Short => format!(
+            "SHORT by {}",
+            format_amount(&row.quota, row.shortfall.unwrap_or(0))
+        ),
+        Verdict::Unlimited => "unlimited".to_string(),
+        Verdict::NotQuotaControlled => "not quota-controlled".to_string(),
+    }
+}
+
+fn opt_amount(quota: &str, value: Option<u64>) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format_amount(quota, u128::from(v)))
+}
+
+/// One line of the headline: fits, blocked, or could not prove.
+fn headline(report: &PreflightReport) -> String {
+    let short = report.shortfalls.len();
+    if report.error.is_some() {
+        "FAILED: capacity could not be proven".to_string()
+    } else if short > 0 {
+        format!("BLOCKED: {short} quota(s) short")
+    } else {
+        "fits".to_string()
+    }
+}
+
+fn summary(report: &PreflightReport) -> String {
+    let demand = &report.demand;
+    let new_projects: u128 = demand.regions.iter().map(|r| r.new_projects).sum();
+    let new_buckets: usize = demand.regions.iter().map(|r| r.new_buckets.len()).sum();
+    let mut text = format!(
+        "{} target(s) charged in {} region(s); {} proven unchanged (no demand); {new_projects} new project(s); {new_buckets} new bucket(s)",
+        demand.target_count(),
+        demand.regions.len(),
+        demand.unchanged.len(),
+    );
+    if !demand.skipped.is_empty() {
+        let _ = write!(
+            text,
+            "; {} soperator target(s) not counted",
+            demand.skipped.len()
+        );
+    }
+    text
+}
+
+/// The rows shown for a region: the checked budget, or the bare demand when the region was
+/// not (or not fully) checked.
+fn display_rows(region: &RegionDemand, report: &PreflightReport) -> Vec<[String; 7]> {
+    let outcome = report.regions.iter().find(|o| o.region == region.region);
+    match outcome.filter(|o| o.checked) {
+        Some(outcome) => outcome
+            .rows
+            .iter()
+            .map(|row| {
+                [
+                    row.quota.clone(),
+                    format_amount(&row.quota, row.needed),
+                    opt_amount(&row.quota, row.usage),
+                    opt_amount(&row.quota, row.limit),
+                    opt_amount(&row.quota, row.available),
+                    row.headroom
+                        .map_or_else(|| "-".to_string(), |h| format_signed(&row.quota, h)),
+                    verdict_text(row),
+                ]
+            })
+            .collect(),
+        None => region
+            .quotas
+            .iter()
+            .map(|(quota, needed)| {
+                [
+                    quota.to_string(),
+                    format_amount(quota, needed),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "not checked".into(),
+                ]
+            })
+            .collect(),
+    }
+}
+
+fn reservation_text(check: &ReservationCheck) -> String {
+    let free = check
+        .available_gpus
+        .map_or_else(|| "unknown".to_string(), |f| thousands(u128::from(f)));
+    let fabric = if check.fabric.is_empty() {
+        String::new()
+    } else {
+        format!(" fabric {}", check.fabric)
+    };
+    let verdict = check.reason.as_deref().unwrap_or("ok");
+    let targets: Vec<String> = check.targets.iter().map(ToString::to_string).collect();
+    format!(
+        "block {} {}{fabric}: needs {} GPUs, {free} free: {verdict} ({})",
+        check.block,
+        check.platform,
+        check.required_gpus,
+        targets.join(", ")
+    )
+}
+
+/// The terminal rendering.
+pub fn render_text(report: &PreflightReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Quota preflight for fleet '{}' (tenant {}): {}",
+        report.demand.name,
+        report.tenant_id,
+        headline(report)
+    );
+    let _ = writeln!(out, "  {}", summary(report));
+    for region in &report.demand.regions {
+        let _ = writeln!(out, "\n{}", region.region);
+        let checks: Vec<&ReservationCheck> = report
+            .reservation_checks()
+            .filter(|c| c.region == region.region)
+            .collect();
+        if !checks.is_empty() {
+            for check in checks {
+                let _ = writeln!(out, "  {}", reservation_text(check));
+            }
+        }
+        let header = [
+            "QUOTA",
+            "NEEDED",
+            "IN USE",
+            "LIMIT",
+            "AVAILABLE",
+            "AFTER CHANGE",
+            "VERDICT",
+        ]
+        .map(str::to_string);
+        let rows = display_rows(region, report);
+        let mut widths = [0usize; 7];
+        for row in std::iter::once(&header).chain(rows.iter()) {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        for row in std::iter::once(&header).chain(rows.iter()) {
+            let mut line = String::from(" ");
+            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+                let pad = w - cell.chars().count();
+                // Names and verdicts read left to right; amounts line up on the right.
+                if i == 0 || i == 6 {
+                    let _ = write!(line, " {cell}{}", " ".repeat(pad));
+                } else {
+                    let _ = write!(line, " {}{cell}", " ".repeat(pad));
+                }
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    if report.demand.regions.is_empty() {
+        let _ = writeln!(out, "\nNothing to add: no quota or capacity is needed.");
+    }
+    out
+}
+
+fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// The pull request rendering.
+pub fn render_markdown(report: &PreflightReport) -> String {
+    let mut out = String::new();
+    let name = md_cell(&report.demand.name);
+    let title = if report.error.is_some() {
+        format!("### ⚠️ Quota preflight could not prove capacity for fleet `{name}`")
+    } else if !report.shortfalls.is_empty() {
+        format!("### ❌ Quota preflight: fleet `{name}` does not fit")
+    } else {
+        format!("### ✅ Quota preflight: fleet `{name}` fits")
+    };
+    let _ = writeln!(out, "{title}\n");
+    let blocking: Vec<&BudgetRow> = report
+        .rows()
+        .filter(|r| r.verdict == Verdict::Short)
+        .collect();
+    if !blocking.is_empty() {
+        let _ = writeln!(out, "**Blocked by:**\n");
+        for row in blocking {
+            let _ = writeln!(
+                out,
+                "- `{}` in `{}`: needs {}, {} available, **short by {}**",
+                row.quota,
+                row.region,
+                format_amount(&row.quota, row.needed),
+                opt_amount(&row.quota, row.available),
+                format_amount(&row.quota, row.shortfall.unwrap_or(0)),
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if report.error.is_some()
+        && let Some(message) = report.public_message()
+    {
+        let _ = writeln!(out, "```text\n{message}\n```\n");
+    }
+    if report.demand.regions.is_empty() {
+        let _ = writeln!(out, "Nothing to add: no quota or capacity is needed.\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "| Region | Quota | Needed | In use | Limit | Available | After change | Verdict |"
+        );
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|");
+        for region in &report.demand.regions {
+            for row in display_rows(region, report) {
+                let verdict = match row[6].as_str() {
+                    "fits" => "✅ fits".to_string(),
+                    v if v.starts_with("SHORT") => format!("❌ **{}**", v.to_lowercase()),
+                    v => v.to_string(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | `{}` | {} | {} | {} | {} | {} | {verdict} |",
+                    md_cell(&region.region),
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                );
+            }
+        }
+        let _ = writeln!(out);
+    }
+    let checks: Vec<&ReservationCheck> = report.reservation_checks().collect();
+    if !checks.is_empty() {
+        let _ = writeln!(out, "**Capacity blocks (STRICT, no on-demand fallback):**\n");
+        let _ = writeln!(
+            out,
+            "| Region | Block | Platform | Fabric | Needed | Free | Clusters | Verdict |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---:|---:|---:|---|");
+        for check in checks {
+            let verdict = check
+                .reason
+                .as_deref()
+                .map_or_else(|| "✅ ok".to_string(), |r| format!("❌ {}", md_cell(r)));
+            let _ = writeln!(
+                out,
+                "| {} | {} | `{}` | {} | {} GPUs | {} | {} | {verdict} |",
+                md_cell(&check.region),
+                check.block,
+                md_cell(&check.platform),
+                if check.fabric.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("`{}`", md_cell(&check.fabric))
+                },
+                thousands(check.required_gpus),
+                check
+                    .available_gpus
+                    .map_or_else(|| "unknown".to_string(), |f| format!("{} GPUs", thousands(u128::from(f)))),
+                check.targets.len(),
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "<sub>{}</sub>", summary(report));
+    out
+}
+
+/// One reservation requirement in the JSON document; no block ID.
+#[derive(Debug, Serialize)]
+pub struct JsonReservation {
+    pub block: String,
+    pub platform: String,
+    pub fabric: String,
+    pub required_gpus: u128,
+    pub available_gpus: Option<u64>,
+    /// `ok`, `short` or `not_checked`.
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub targets: Vec<String>,
+}
+
+/// One shortfall in the JSON document.
+#[derive(Debug, Serialize)]
+pub struct JsonShortfall {
+    pub region: String,
+    pub quota: String,
+    pub needed: u128,
+    pub available: u64,
+    pub limit: u64,
+    pub unit: String,
+    pub shortfall: u128,
+    /// The reference's line for this quota.
+    pub line: String,
+}
+
+/// The `--output json` document.
+#[derive(Debug, Serialize)]
+pub struct JsonReport<'a> {
+    pub name: &'a str,
+    pub tenant_id: &'a str,
+    pub fits: bool,
+    pub regions: Vec<&'a str>,
+    /// Per region, quota name to amount.
+    pub demand: BTreeMap<&'a str, &'a Demand>,
+    pub new_projects: BTreeMap<&'a str, u128>,
+    pub new_buckets: BTreeMap<&'a str, usize>,
+    pub reservations: BTreeMap<&'a str, Vec<JsonReservation>>,
+    pub budget: Vec<&'a BudgetRow>,
+    pub shortfalls: Vec<JsonShortfall>,
+    pub unchanged_targets: Vec<String>,
+    pub skipped_targets: &'a [SkippedTarget],
+    /// The failure message with block IDs replaced; `null` when everything fits.
+    pub error: Option<String>,
+}
+
+/// Builds the JSON document.
+pub fn json_report(report: &PreflightReport) -> JsonReport<'_> {
+    let demand = &report.demand;
+    let reservations = demand
+        .regions
+        .iter()
+        .filter(|r| !r.reservations.is_empty())
+        .map(|region| {
+            let entries = region
+                .reservations
+                .iter()
+                .map(|requirement| {
+                    let label = report.labels.label(&requirement.block_id);
+                    let check = report
+                        .reservation_checks()
+                        .find(|c| c.region == region.region && c.block == label);
+                    JsonReservation {
+                        block: label,
+                        platform: requirement.platform.clone(),
+                        fabric: requirement.fabric.clone(),
+                        required_gpus: requirement.required_gpus,
+                        available_gpus: check.and_then(|c| c.available_gpus),
+                        status: match check {
+                            None => "not_checked",
+                            Some(c) if c.reason.is_some() => "short",
+                            Some(_) => "ok",
+                        },
+                        reason: check.and_then(|c| c.reason.clone()),
+                        targets: requirement.targets.iter().map(ToString::to_string).collect(),
+                    }
+                })
+                .collect();
+            (region.region.as_str(), entries)
+        })
+        .collect();
+    JsonReport {
+        name: &demand.name,
+        tenant_id: &report.tenant_id,
+        fits: report.fits(),
+        regions: demand.regions.iter().map(|r| r.region.as_str()).collect(),
+        demand: demand
+            .regions
+            .iter()
+            .map(|r| (r.region.as_str(), &r.quotas))
+            .collect(),
+        new_projects: demand
+            .regions
+            .iter()
+            .map(|r| (r.region.as_str(), r.new_projects))
+            .collect(),
+        new_buckets: demand
+            .regions
+            .iter()
+            .map(|r| (r.region.as_str(), r.new_buckets.len()))
+            .collect(),
+        reservations,
+        budget: report.rows().collect(),
+        shortfalls: report
+            .shortfalls
+            .iter()
+            .map(|s| JsonShortfall {
+                region: s.region.clone(),
+                quota: s.name.clone(),
+                needed: s.required,
+                available: s.available(),
+                limit: s.limit,
+                unit: s.unit.clone(),
+                shortfall: s.deficit(),
+                line: s.describe(),
+            })
+            .collect(),
+        unchanged_targets: demand.unchanged.iter().map(ToString::to_string).collect(),
+        skipped_targets: &demand.skipped,
+        error: report.public_message(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_read_in_their_own_terms() {
+        assert_eq!(format_amount(names::DISK_SIZE, 2302 * GIB), "2,302.00 GiB");
+        assert_eq!(format_amount(names::DISK_SIZE, 2 * TIB + TIB / 4), "2.25 TiB");
+        assert_eq!(format_amount(names::DISK_SIZE, 1), "1 byte");
+        assert_eq!(format_amount(names::DISK_SIZE, 1024), "1,024 bytes");
+        assert_eq!(format_amount("compute.instance.gpu.h200", 16), "16 GPUs");
+        assert_eq!(format_amount("compute.instance.gpu.h200", 1), "1 GPU");
+        assert_eq!(format_amount(names::NON_GPU_VCPU, 96), "96 vCPUs");
+        assert_eq!(format_amount(names::DISK_COUNT, 1), "1 disk");
+        assert_eq!(format_amount("new.quota.kind", 3), "3 units");
+        assert_eq!(format_signed(names::DISK_COUNT, -2), "-2 disks");
+        assert_eq!(format_signed(names::DISK_COUNT, 2), "+2 disks");
+        assert_eq!(format_signed(names::DISK_COUNT, 0), "0 disks");
+    }
+}

@@ -1,0 +1,108 @@
+//! The Nebius simulator: the same gRPC services as the real API, over a modelled world, served
+//! in process (the embedded default, every test) or standalone (`fleetbot sim`).
+
+pub mod auth;
+pub mod core;
+pub mod resources;
+pub mod services;
+pub mod world;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+use crate::cloud::proto::nebius::capacity::v1 as capacity;
+use crate::cloud::proto::nebius::common::v1 as common;
+use crate::cloud::proto::nebius::compute::v1 as compute;
+use crate::cloud::proto::nebius::iam::v1 as iam;
+use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
+use crate::cloud::proto::nebius::quotas::v1 as quotas;
+use crate::cloud::proto::nebius::storage::v1 as storage;
+use crate::cloud::proto::nebius::vpc::v1 as vpc;
+pub use services::SimService;
+pub use world::World;
+
+/// A running simulator.
+pub struct Simulator {
+    pub service: SimService,
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
+}
+
+impl Simulator {
+    /// Starts serving `world` on `listener`. With `state_file`, the world persists there and
+    /// is restored from it on the next start.
+    pub async fn start(world: World, state_file: Option<PathBuf>, listener: TcpListener) -> Result<Simulator, String> {
+        let core = core::Core::new(world, state_file)?;
+        let service = SimService::new(core);
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let svc = service.clone();
+        let task = tokio::spawn(async move {
+            Server::builder()
+                .add_service(common::operation_service_server::OperationServiceServer::new(svc.clone()))
+                .add_service(iam::project_service_server::ProjectServiceServer::new(svc.clone()))
+                .add_service(iam::tenant_service_server::TenantServiceServer::new(svc.clone()))
+                .add_service(iam::token_exchange_service_server::TokenExchangeServiceServer::new(svc.clone()))
+                .add_service(quotas::quota_allowance_service_server::QuotaAllowanceServiceServer::new(svc.clone()))
+                .add_service(capacity::capacity_block_group_service_server::CapacityBlockGroupServiceServer::new(svc.clone()))
+                .add_service(capacity::capacity_interval_service_server::CapacityIntervalServiceServer::new(svc.clone()))
+                .add_service(vpc::network_service_server::NetworkServiceServer::new(svc.clone()))
+                .add_service(vpc::subnet_service_server::SubnetServiceServer::new(svc.clone()))
+                .add_service(vpc::pool_service_server::PoolServiceServer::new(svc.clone()))
+                .add_service(mk8s::cluster_service_server::ClusterServiceServer::new(svc.clone()))
+                .add_service(mk8s::node_group_service_server::NodeGroupServiceServer::new(svc.clone()))
+                .add_service(compute::filesystem_service_server::FilesystemServiceServer::new(svc.clone()))
+                .add_service(compute::gpu_cluster_service_server::GpuClusterServiceServer::new(svc.clone()))
+                .add_service(storage::bucket_service_server::BucketServiceServer::new(svc))
+                .serve_with_incoming_shutdown(TcpIncoming::from(listener), async {
+                    let _ = rx.await;
+                })
+                .await
+        });
+        Ok(Simulator {
+            service,
+            addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    /// The tenant the world's resources live in.
+    pub fn tenant_id(&self) -> String {
+        self.service.with_core(|core| core.tenant_id.clone())
+    }
+
+    /// The ID of a world capacity block group, by its world name.
+    pub fn capacity_block_id(&self, name: &str) -> String {
+        self.service.with_core(|core| core.capacity_block_id(name))
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops serving and waits for the server to finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
