@@ -15,11 +15,46 @@ const TOTAL_BYTES: usize = 100 * 1024 * 1024;
 const FILE_BYTES: usize = 1024 * 1024;
 
 const WORDS: [&str; 40] = [
-    "the", "fleet", "cluster", "node", "group", "project", "tenant", "region", "eu-north1",
-    "us-central1", "gpu-h200-sxm", "8gpu-128vcpu-1600gb", "cpu-d3", "16vcpu-64gb", "k8s-training",
-    "deploy", "plan", "quota", "capacity", "block", "filestore", "subnet", "bucket", "registry",
-    "v1.2.3", "apply", "destroy", "status", "preflight", "mk8s", "soperator", "kuberay",
-    "release-2026", "node-group-a", "cuda13.0", "is", "a", "of", "and", "with",
+    "the",
+    "fleet",
+    "cluster",
+    "node",
+    "group",
+    "project",
+    "tenant",
+    "region",
+    "eu-north1",
+    "us-central1",
+    "gpu-h200-sxm",
+    "8gpu-128vcpu-1600gb",
+    "cpu-d3",
+    "16vcpu-64gb",
+    "k8s-training",
+    "deploy",
+    "plan",
+    "quota",
+    "capacity",
+    "block",
+    "filestore",
+    "subnet",
+    "bucket",
+    "registry",
+    "v1.2.3",
+    "apply",
+    "destroy",
+    "status",
+    "preflight",
+    "mk8s",
+    "soperator",
+    "kuberay",
+    "release-2026",
+    "node-group-a",
+    "cuda13.0",
+    "is",
+    "a",
+    "of",
+    "and",
+    "with",
 ];
 
 fn words(rng: &mut Synth, n: usize) -> String {
@@ -104,7 +139,11 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
     while total < TOTAL_BYTES {
         let kind = n % 5;
         let (path, mut text) = match kind {
-            0 => (format!("fleets/f{n}.yaml"), "apiVersion: npa.fleet/v0.0.1\nname: bench\ntenant_id: \"\"\nprojects:\n".to_string()),
+            0 => (
+                format!("fleets/f{n}.yaml"),
+                "apiVersion: npa.fleet/v0.0.1\nname: bench\ntenant_id: \"\"\nprojects:\n"
+                    .to_string(),
+            ),
             1 => (format!("docs/d{n}.md"), String::new()),
             2 => (format!("src/s{n}.rs"), String::new()),
             3 => (format!("logs/l{n}.log"), String::new()),

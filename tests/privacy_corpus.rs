@@ -79,7 +79,8 @@ fn positive_cases_yield_exactly_the_expected_findings() {
     assert!(cases.len() >= 10, "the positive corpus is missing");
     let mut failures = Vec::new();
     for (case, path) in &cases {
-        let want = expected(path).unwrap_or_else(|| panic!("positive case {case} has no .expected"));
+        let want =
+            expected(path).unwrap_or_else(|| panic!("positive case {case} has no .expected"));
         assert!(!want.is_empty(), "positive case {case} expects nothing");
         let got = render(&scan_file(&scanner, path));
         if got != want {
@@ -117,7 +118,11 @@ fn every_expected_file_belongs_to_a_case() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "expected") {
                 let case = path.file_stem().unwrap().to_string_lossy().into_owned();
-                assert!(cases.contains_key(&case), "{} has no input", relative(&path));
+                assert!(
+                    cases.contains_key(&case),
+                    "{} has no input",
+                    relative(&path)
+                );
             }
         }
     }
@@ -149,10 +154,7 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) {
     for path in paths {
         if path.is_dir() {
             collect_yaml(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml")
-        {
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
             out.push(path);
         }
     }

@@ -130,18 +130,33 @@ fn sarif_output_has_the_code_scanning_shape() {
     let (report, _) = corpus_report();
     let sarif = report.to_sarif();
     assert_eq!(sarif["version"], "2.1.0");
-    assert!(sarif["$schema"].as_str().unwrap().ends_with("sarif-2.1.0.json"));
+    assert!(
+        sarif["$schema"]
+            .as_str()
+            .unwrap()
+            .ends_with("sarif-2.1.0.json")
+    );
     let runs = sarif["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1);
     let driver = &runs[0]["tool"]["driver"];
     assert_eq!(driver["name"], "fleetbot");
-    assert!(driver["informationUri"].as_str().unwrap().starts_with("https://"));
+    assert!(
+        driver["informationUri"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    );
     let rules = driver["rules"].as_array().unwrap();
     assert_eq!(rules.len(), RuleId::ALL.len());
     for rule in rules {
         let id = rule["id"].as_str().unwrap();
         assert!(RuleId::from_id(id).is_some(), "{id}");
-        assert!(!rule["shortDescription"]["text"].as_str().unwrap().is_empty());
+        assert!(
+            !rule["shortDescription"]["text"]
+                .as_str()
+                .unwrap()
+                .is_empty()
+        );
     }
     let results = runs[0]["results"].as_array().unwrap();
     assert_eq!(results.len(), report.findings.len());
@@ -156,6 +171,9 @@ fn sarif_output_has_the_code_scanning_shape() {
         assert_eq!(location["artifactLocation"]["uri"], finding.path.as_str());
         assert_eq!(location["region"]["startLine"], finding.line);
         assert_eq!(location["region"]["startColumn"], finding.column);
-        assert_eq!(result["partialFingerprints"]["fleetbotAlias/v1"], finding.alias.as_str());
+        assert_eq!(
+            result["partialFingerprints"]["fleetbotAlias/v1"],
+            finding.alias.as_str()
+        );
     }
 }

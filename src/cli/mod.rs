@@ -2,6 +2,7 @@
 
 pub mod output;
 pub mod plan;
+pub mod sim;
 
 use std::process::ExitCode;
 
@@ -19,6 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Show the resolved deployment plan without touching infrastructure.
     Plan(plan::PlanArgs),
+    /// Run the Nebius simulator as a standalone gRPC server.
+    Sim(sim::SimArgs),
 }
 
 /// Logs go to stderr (level from `RUST_LOG`, default `warn`); results go to stdout.
@@ -38,5 +41,6 @@ pub fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Plan(args) => plan::run(args),
+        Command::Sim(args) => sim::run(args),
     }
 }

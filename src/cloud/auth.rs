@@ -108,8 +108,9 @@ impl std::fmt::Debug for SubjectCredentials {
 
 /// Reads a credentials file; errors never quote the file.
 pub fn parse_credentials_file(text: &str) -> Result<ServiceAccountKey, String> {
-    let file: CredentialsFile = serde_json::from_str(text)
-        .map_err(|_| "the service account credentials file is not valid JSON of the expected shape".to_string())?;
+    let file: CredentialsFile = serde_json::from_str(text).map_err(|_| {
+        "the service account credentials file is not valid JSON of the expected shape".to_string()
+    })?;
     let c = file.subject_credentials;
     if c.alg != "RS256" {
         return Err("the service account credentials must use alg RS256".into());
@@ -146,7 +147,9 @@ pub struct CachedToken {
 
 impl std::fmt::Debug for CachedToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CachedToken").field("renew_at", &self.renew_at).finish()
+        f.debug_struct("CachedToken")
+            .field("renew_at", &self.renew_at)
+            .finish()
     }
 }
 
@@ -177,7 +180,8 @@ impl Credentials {
         if let Credentials::ServiceAccount { cache, .. } = self {
             let lifetime = Duration::from_secs(expires_in.max(0) as u64);
             let renew_at = Instant::now() + lifetime.mul_f64(0.9);
-            *cache.lock().unwrap_or_else(|p| p.into_inner()) = Some(CachedToken { token, renew_at });
+            *cache.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(CachedToken { token, renew_at });
         }
     }
 
@@ -200,7 +204,12 @@ mod tests {
         assert_eq!(key.public_key_id, "publickey-x");
         let shown = format!("{key:?}");
         assert!(!shown.contains("PEMDATA") && !shown.contains("serviceaccount-x"));
-        assert!(parse_credentials_file(&json.replace("\"sub\": \"serviceaccount-x\"", "\"sub\": \"other\"")).is_err());
+        assert!(
+            parse_credentials_file(
+                &json.replace("\"sub\": \"serviceaccount-x\"", "\"sub\": \"other\"")
+            )
+            .is_err()
+        );
         assert!(parse_credentials_file(&json.replace("RS256", "HS256")).is_err());
         let err = parse_credentials_file("{\"secret\": 1").unwrap_err();
         assert!(!err.contains("secret"));

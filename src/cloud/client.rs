@@ -166,7 +166,11 @@ struct Inner {
 }
 
 fn transport_error(e: impl std::fmt::Display) -> CloudError {
-    CloudError::new(Code::Unavailable, format!("transport: {e}"), ErrorKind::Unavailable)
+    CloudError::new(
+        Code::Unavailable,
+        format!("transport: {e}"),
+        ErrorKind::Unavailable,
+    )
 }
 
 impl NebiusClient {
@@ -191,7 +195,9 @@ impl NebiusClient {
             endpoints: arc.endpoints.clone(),
             credentials: match &arc.credentials {
                 Credentials::Static(t) => Credentials::Static(t.clone()),
-                Credentials::ServiceAccount { key, .. } => Credentials::service_account(key.clone()),
+                Credentials::ServiceAccount { key, .. } => {
+                    Credentials::service_account(key.clone())
+                }
             },
             channels: Mutex::new(HashMap::new()),
             retry: arc.retry,
@@ -200,13 +206,19 @@ impl NebiusClient {
             description: arc.description.clone(),
         });
         NebiusClient {
-            inner: Arc::new(Inner { retry, poll, ..inner }),
+            inner: Arc::new(Inner {
+                retry,
+                poll,
+                ..inner
+            }),
         }
     }
 
     /// Renames the cloud for output.
     pub fn described_as(self, description: impl Into<String>) -> NebiusClient {
-        let inner = Arc::try_unwrap(self.inner).ok().expect("describe a client before sharing it");
+        let inner = Arc::try_unwrap(self.inner)
+            .ok()
+            .expect("describe a client before sharing it");
         NebiusClient {
             inner: Arc::new(Inner {
                 description: description.into(),
@@ -225,7 +237,11 @@ impl NebiusClient {
 
     /// The channel for a host, created on first use.
     pub fn channel(&self, host: Host) -> Result<Channel, CloudError> {
-        let mut channels = self.inner.channels.lock().unwrap_or_else(|p| p.into_inner());
+        let mut channels = self
+            .inner
+            .channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if let Some(channel) = channels.get(&host) {
             return Ok(channel.clone());
         }
@@ -265,7 +281,9 @@ impl NebiusClient {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let jwt = key.sign_jwt(now)?;
-        let mut client = iam::token_exchange_service_client::TokenExchangeServiceClient::new(self.channel(Host::Tokens)?);
+        let mut client = iam::token_exchange_service_client::TokenExchangeServiceClient::new(
+            self.channel(Host::Tokens)?,
+        );
         let mut request = Request::new(ServiceAccountKey::exchange_request(jwt));
         request.set_timeout(self.inner.retry.per_attempt);
         let response = client
@@ -276,7 +294,10 @@ impl NebiusClient {
         if response.token_type != "Bearer" {
             return Err(CloudError::new(
                 Code::Unauthenticated,
-                format!("token exchange returned token type {:?}, expected Bearer", response.token_type),
+                format!(
+                    "token exchange returned token type {:?}, expected Bearer",
+                    response.token_type
+                ),
                 ErrorKind::Unauthenticated,
             ));
         }
@@ -310,9 +331,17 @@ impl NebiusClient {
             let token = self.token().await?;
             let mut request = Request::new(body.clone());
             let remaining = policy.overall.saturating_sub(started.elapsed());
-            request.set_timeout(policy.per_attempt.min(remaining.max(Duration::from_millis(1))));
+            request.set_timeout(
+                policy
+                    .per_attempt
+                    .min(remaining.max(Duration::from_millis(1))),
+            );
             let bearer = MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
-                CloudError::new(Code::Unauthenticated, "token is not a valid header value", ErrorKind::Unauthenticated)
+                CloudError::new(
+                    Code::Unauthenticated,
+                    "token is not a valid header value",
+                    ErrorKind::Unauthenticated,
+                )
             })?;
             request.metadata_mut().insert("authorization", bearer);
             if let Some(key) = idempotency_key
@@ -359,7 +388,10 @@ impl NebiusClient {
             if started.elapsed() >= poll.timeout {
                 return Err(CloudError::new(
                     Code::DeadlineExceeded,
-                    format!("operation {} did not finish within {:?}", op.id, poll.timeout),
+                    format!(
+                        "operation {} did not finish within {:?}",
+                        op.id, poll.timeout
+                    ),
                     ErrorKind::DeadlineExceeded,
                 ));
             }
@@ -367,9 +399,16 @@ impl NebiusClient {
             interval = (interval * 2).min(poll.max_interval);
             let id = op.id.clone();
             op = self
-                .call(host, None, common::GetOperationRequest { id }, |channel, request| async move {
-                    common::operation_service_client::OperationServiceClient::new(channel).get(request).await
-                })
+                .call(
+                    host,
+                    None,
+                    common::GetOperationRequest { id },
+                    |channel, request| async move {
+                        common::operation_service_client::OperationServiceClient::new(channel)
+                            .get(request)
+                            .await
+                    },
+                )
                 .await?;
         }
     }
@@ -391,7 +430,11 @@ impl NebiusClient {
                 return Ok(all);
             }
             if pages > 100_000 {
-                return Err(CloudError::new(Code::Internal, "pagination did not end", ErrorKind::Internal));
+                return Err(CloudError::new(
+                    Code::Internal,
+                    "pagination did not end",
+                    ErrorKind::Internal,
+                ));
             }
             token = next;
         }
@@ -415,8 +458,14 @@ mod tests {
             domain: DEFAULT_DOMAIN.into(),
         };
         assert_eq!(public.uri(Host::Mk8s), "https://mk8s.api.nebius.cloud:443");
-        assert_eq!(public.uri(Host::Quotas), "https://quota-dispatcher.billing-cpl.api.nebius.cloud:443");
-        assert_eq!(public.uri(Host::Tokens), "https://tokens.iam.api.nebius.cloud:443");
+        assert_eq!(
+            public.uri(Host::Quotas),
+            "https://quota-dispatcher.billing-cpl.api.nebius.cloud:443"
+        );
+        assert_eq!(
+            public.uri(Host::Tokens),
+            "https://tokens.iam.api.nebius.cloud:443"
+        );
         assert!(Endpoints::from_override("http://127.0.0.1:5000").is_ok());
         assert!(Endpoints::from_override("http://localhost:5000").is_ok());
         let refused = Endpoints::from_override("http://10.1.2.3:5000").unwrap_err();
@@ -432,8 +481,14 @@ mod tests {
     #[test]
     fn idempotency_keys_are_deterministic_and_distinct() {
         let a = idempotency_key(&["fleet", "team-a", "train", "create-cluster"]);
-        assert_eq!(a, idempotency_key(&["fleet", "team-a", "train", "create-cluster"]));
-        assert_ne!(a, idempotency_key(&["fleet", "team-a", "train", "delete-cluster"]));
+        assert_eq!(
+            a,
+            idempotency_key(&["fleet", "team-a", "train", "create-cluster"])
+        );
+        assert_ne!(
+            a,
+            idempotency_key(&["fleet", "team-a", "train", "delete-cluster"])
+        );
         assert_ne!(idempotency_key(&["ab", "c"]), idempotency_key(&["a", "bc"]));
         assert_eq!(a.len(), 36);
     }

@@ -25,7 +25,9 @@ impl CloudChoice {
             "" | "auto" => Ok(CloudChoice::Auto),
             "nebius" => Ok(CloudChoice::Nebius),
             "simulator" | "sim" => Ok(CloudChoice::Simulator),
-            other => Err(format!("FLEETBOT_CLOUD={other:?}: expected auto, nebius or simulator")),
+            other => Err(format!(
+                "FLEETBOT_CLOUD={other:?}: expected auto, nebius or simulator"
+            )),
         }
     }
 }
@@ -99,11 +101,21 @@ fn read_profile(path: &Path, profile: &str) -> Result<Option<ProfileCredentials>
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("could not read Nebius config at {} ({:?})", path.display(), e.kind())),
+        Err(e) => {
+            return Err(format!(
+                "could not read Nebius config at {} ({:?})",
+                path.display(),
+                e.kind()
+            ));
+        }
     };
     // The file may hold credentials: parse errors are reported without its contents.
-    let value: serde_yaml::Value = serde_yaml::from_str(&text)
-        .map_err(|_| format!("could not parse Nebius config at {} (invalid YAML)", path.display()))?;
+    let value: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|_| {
+        format!(
+            "could not parse Nebius config at {} (invalid YAML)",
+            path.display()
+        )
+    })?;
     let text_of = |v: Option<&serde_yaml::Value>| v.and_then(|v| v.as_str()).map(str::to_string);
     let selected = if profile.is_empty() {
         match text_of(value.get("default")) {
@@ -127,16 +139,25 @@ fn read_profile(path: &Path, profile: &str) -> Result<Option<ProfileCredentials>
         key: None,
     };
     if let Some(file) = field("service-account-credentials-file-path") {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| format!("profile {selected:?}: cannot read the credentials file ({:?})", e.kind()))?;
-        out.key = Some(parse_credentials_file(&text).map_err(|e| format!("profile {selected:?}: {e}"))?);
+        let text = std::fs::read_to_string(&file).map_err(|e| {
+            format!(
+                "profile {selected:?}: cannot read the credentials file ({:?})",
+                e.kind()
+            )
+        })?;
+        out.key =
+            Some(parse_credentials_file(&text).map_err(|e| format!("profile {selected:?}: {e}"))?);
     } else if let (Some(account), Some(key_id), Some(key_file)) = (
         field("service-account-id"),
         field("public-key-id"),
         field("private-key-file-path"),
     ) {
-        let pem = std::fs::read_to_string(&key_file)
-            .map_err(|e| format!("profile {selected:?}: cannot read the private key file ({:?})", e.kind()))?;
+        let pem = std::fs::read_to_string(&key_file).map_err(|e| {
+            format!(
+                "profile {selected:?}: cannot read the private key file ({:?})",
+                e.kind()
+            )
+        })?;
         out.key = Some(ServiceAccountKey {
             service_account_id: account,
             public_key_id: key_id,
@@ -157,7 +178,10 @@ pub fn default_sim_state(world: &str) -> PathBuf {
 }
 
 /// Starts the embedded simulator and a client for it.
-pub async fn embedded_simulator(world_file: Option<&Path>, state: Option<PathBuf>) -> Result<Connection, String> {
+pub async fn embedded_simulator(
+    world_file: Option<&Path>,
+    state: Option<PathBuf>,
+) -> Result<Connection, String> {
     let world = match world_file {
         Some(path) => World::load(path)?,
         None => World::embedded_default(),
@@ -175,7 +199,10 @@ pub async fn embedded_simulator(world_file: Option<&Path>, state: Option<PathBuf
         },
         Credentials::Static(token),
     )
-    .described_as(format!("the embedded Nebius simulator (state {})", state.display()));
+    .described_as(format!(
+        "the embedded Nebius simulator (state {})",
+        state.display()
+    ));
     let tenant_id = Some(simulator.tenant_id());
     Ok(Connection {
         client,
@@ -187,11 +214,19 @@ pub async fn embedded_simulator(world_file: Option<&Path>, state: Option<PathBuf
 /// Connects as the options say. The embedded simulator is announced on stderr.
 pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
     if options.choice == CloudChoice::Simulator {
-        let connection = embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
-        eprintln!("fleetbot: using {} (FLEETBOT_CLOUD=simulator)", connection.client.description());
+        let connection =
+            embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
+        eprintln!(
+            "fleetbot: using {} (FLEETBOT_CLOUD=simulator)",
+            connection.client.description()
+        );
         return Ok(connection);
     }
-    let override_endpoints = options.endpoint.as_deref().map(Endpoints::from_override).transpose()?;
+    let override_endpoints = options
+        .endpoint
+        .as_deref()
+        .map(Endpoints::from_override)
+        .transpose()?;
     if let Some(token) = &options.iam_token {
         let endpoints = override_endpoints.unwrap_or(Endpoints::Public {
             domain: DEFAULT_DOMAIN.into(),
@@ -237,7 +272,8 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
     if options.choice == CloudChoice::Nebius {
         return Err("FLEETBOT_CLOUD=nebius but no credentials are configured: set NEBIUS_IAM_TOKEN or a service-account profile in ~/.nebius/config.yaml".into());
     }
-    let connection = embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
+    let connection =
+        embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
     eprintln!(
         "fleetbot: no Nebius credentials configured; using {}",
         connection.client.description()
@@ -252,7 +288,10 @@ mod tests {
     #[test]
     fn choice_parses() {
         assert_eq!(CloudChoice::parse("").unwrap(), CloudChoice::Auto);
-        assert_eq!(CloudChoice::parse("Simulator").unwrap(), CloudChoice::Simulator);
+        assert_eq!(
+            CloudChoice::parse("Simulator").unwrap(),
+            CloudChoice::Simulator
+        );
         assert!(CloudChoice::parse("aws").is_err());
     }
 
@@ -262,8 +301,15 @@ mod tests {
         let path = dir.path().join("config.yaml");
         std::fs::write(&path, "profiles: [secret-token\n").unwrap();
         let err = read_profile(&path, "").unwrap_err();
-        assert!(err.contains("could not parse") && !err.contains("secret-token"), "{err}");
-        std::fs::write(&path, "default: fed\nprofiles:\n  fed: {auth-type: federation, tenant-id: t}\n").unwrap();
+        assert!(
+            err.contains("could not parse") && !err.contains("secret-token"),
+            "{err}"
+        );
+        std::fs::write(
+            &path,
+            "default: fed\nprofiles:\n  fed: {auth-type: federation, tenant-id: t}\n",
+        )
+        .unwrap();
         let p = read_profile(&path, "").unwrap().unwrap();
         assert!(p.key.is_none());
         assert_eq!(p.tenant_id.as_deref(), Some("t"));
@@ -274,7 +320,11 @@ mod tests {
     async fn credentials_never_fall_back_to_the_simulator() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.yaml");
-        std::fs::write(&path, "default: fed\nprofiles:\n  fed: {auth-type: federation}\n").unwrap();
+        std::fs::write(
+            &path,
+            "default: fed\nprofiles:\n  fed: {auth-type: federation}\n",
+        )
+        .unwrap();
         let options = ConnectOptions {
             choice: CloudChoice::Nebius,
             nebius_config: Some(path.clone()),

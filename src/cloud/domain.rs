@@ -203,44 +203,167 @@ pub trait Cloud: Send + Sync {
 
     fn get_tenant(&self, id: &str) -> impl Future<Output = CloudResult<Tenant>> + Send;
 
-    fn list_projects(&self, tenant_id: &str) -> impl Future<Output = CloudResult<Vec<Project>>> + Send;
+    fn list_projects(
+        &self,
+        tenant_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Project>>> + Send;
     fn get_project(&self, id: &str) -> impl Future<Output = CloudResult<Project>> + Send;
-    fn create_project(&self, tenant_id: &str, name: &str, region: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Project>> + Send;
+    fn create_project(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        region: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Project>> + Send;
 
-    fn list_networks(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Network>>> + Send;
-    fn create_network(&self, project_id: &str, name: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Network>> + Send;
+    fn list_networks(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Network>>> + Send;
+    fn create_network(
+        &self,
+        project_id: &str,
+        name: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Network>> + Send;
     fn delete_network(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
 
-    fn list_subnets(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Subnet>>> + Send;
-    fn create_subnet(&self, project_id: &str, name: &str, network_id: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Subnet>> + Send;
+    fn list_subnets(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Subnet>>> + Send;
+    fn create_subnet(
+        &self,
+        project_id: &str,
+        name: &str,
+        network_id: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Subnet>> + Send;
     fn delete_subnet(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
 
-    fn list_filesystems(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Filesystem>>> + Send;
+    fn list_filesystems(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Filesystem>>> + Send;
     fn get_filesystem(&self, id: &str) -> impl Future<Output = CloudResult<Filesystem>> + Send;
-    fn create_filesystem(&self, project_id: &str, name: &str, size_gibibytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Filesystem>> + Send;
-    fn resize_filesystem(&self, id: &str, size_gibibytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Filesystem>> + Send;
-    fn delete_filesystem(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+    fn create_filesystem(
+        &self,
+        project_id: &str,
+        name: &str,
+        size_gibibytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Filesystem>> + Send;
+    fn resize_filesystem(
+        &self,
+        id: &str,
+        size_gibibytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Filesystem>> + Send;
+    fn delete_filesystem(
+        &self,
+        id: &str,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<()>> + Send;
 
-    fn list_gpu_clusters(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<GpuCluster>>> + Send;
-    fn create_gpu_cluster(&self, project_id: &str, name: &str, fabric: &str, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<GpuCluster>> + Send;
-    fn delete_gpu_cluster(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+    fn list_gpu_clusters(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<GpuCluster>>> + Send;
+    fn create_gpu_cluster(
+        &self,
+        project_id: &str,
+        name: &str,
+        fabric: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<GpuCluster>> + Send;
+    fn delete_gpu_cluster(
+        &self,
+        id: &str,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<()>> + Send;
 
-    fn list_clusters(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Cluster>>> + Send;
+    fn list_clusters(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Cluster>>> + Send;
     fn get_cluster(&self, id: &str) -> impl Future<Output = CloudResult<Cluster>> + Send;
-    fn create_cluster(&self, project_id: &str, name: &str, spec: &ClusterSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Cluster>> + Send;
-    fn update_cluster(&self, id: &str, spec: &ClusterSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Cluster>> + Send;
+    fn create_cluster(
+        &self,
+        project_id: &str,
+        name: &str,
+        spec: &ClusterSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Cluster>> + Send;
+    fn update_cluster(
+        &self,
+        id: &str,
+        spec: &ClusterSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Cluster>> + Send;
     fn delete_cluster(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
 
-    fn list_node_groups(&self, cluster_id: &str) -> impl Future<Output = CloudResult<Vec<NodeGroup>>> + Send;
-    fn create_node_group(&self, cluster_id: &str, name: &str, spec: &NodeGroupSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<NodeGroup>> + Send;
-    fn update_node_group(&self, id: &str, spec: &NodeGroupSpec, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<NodeGroup>> + Send;
-    fn delete_node_group(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+    fn list_node_groups(
+        &self,
+        cluster_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<NodeGroup>>> + Send;
+    fn create_node_group(
+        &self,
+        cluster_id: &str,
+        name: &str,
+        spec: &NodeGroupSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<NodeGroup>> + Send;
+    fn update_node_group(
+        &self,
+        id: &str,
+        spec: &NodeGroupSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<NodeGroup>> + Send;
+    fn delete_node_group(
+        &self,
+        id: &str,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<()>> + Send;
 
-    fn list_buckets(&self, project_id: &str) -> impl Future<Output = CloudResult<Vec<Bucket>>> + Send;
-    fn create_bucket(&self, project_id: &str, name: &str, storage_class: &str, max_size_bytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Bucket>> + Send;
-    fn update_bucket(&self, id: &str, storage_class: &str, max_size_bytes: i64, labels: &Labels, key: &str) -> impl Future<Output = CloudResult<Bucket>> + Send;
+    fn list_buckets(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Bucket>>> + Send;
+    fn create_bucket(
+        &self,
+        project_id: &str,
+        name: &str,
+        storage_class: &str,
+        max_size_bytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Bucket>> + Send;
+    fn update_bucket(
+        &self,
+        id: &str,
+        storage_class: &str,
+        max_size_bytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Bucket>> + Send;
     fn delete_bucket(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
 
-    fn list_quota_allowances(&self, parent_id: &str) -> impl Future<Output = CloudResult<Vec<QuotaAllowance>>> + Send;
-    fn list_capacity_block_groups(&self, tenant_id: &str) -> impl Future<Output = CloudResult<Vec<CapacityBlockGroup>>> + Send;
+    fn list_quota_allowances(
+        &self,
+        parent_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<QuotaAllowance>>> + Send;
+    fn list_capacity_block_groups(
+        &self,
+        tenant_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<CapacityBlockGroup>>> + Send;
 }

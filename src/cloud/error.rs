@@ -42,17 +42,32 @@ pub struct QuotaViolation {
 /// What went wrong, in the terms the engine acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorKind {
-    NotFound { resource_id: String },
-    AlreadyExists { resource_id: String },
+    NotFound {
+        resource_id: String,
+    },
+    AlreadyExists {
+        resource_id: String,
+    },
     /// Quota exhausted; the violations keep the quota names.
-    QuotaExceeded { violations: Vec<QuotaViolation> },
+    QuotaExceeded {
+        violations: Vec<QuotaViolation>,
+    },
     /// Physical capacity ran out (not a quota problem).
-    NotEnoughResources { resource_types: Vec<String> },
+    NotEnoughResources {
+        resource_types: Vec<String>,
+    },
     /// Another operation is running on the resource.
-    OperationConflict { operation_id: String, resource_id: String },
-    PermissionDenied { resource_id: String },
+    OperationConflict {
+        operation_id: String,
+        resource_id: String,
+    },
+    PermissionDenied {
+        resource_id: String,
+    },
     Unauthenticated,
-    InvalidArgument { fields: Vec<String> },
+    InvalidArgument {
+        fields: Vec<String>,
+    },
     FailedPrecondition,
     TooManyRequests,
     Unavailable,
@@ -220,7 +235,11 @@ fn kind_from_details(details: &service_error::Details) -> ErrorKind {
                 .collect(),
         },
         D::NotEnoughResources(n) => ErrorKind::NotEnoughResources {
-            resource_types: n.violations.iter().map(|v| v.resource_type.clone()).collect(),
+            resource_types: n
+                .violations
+                .iter()
+                .map(|v| v.resource_type.clone())
+                .collect(),
         },
         D::OperationConflict(c) => ErrorKind::OperationConflict {
             operation_id: c.conflicting_operation_id.clone(),
@@ -253,7 +272,11 @@ pub fn status_with_service_error(code: Code, message: &str, error: ServiceError)
 }
 
 /// The same, as an operation's final `status`.
-pub fn operation_status(code: Code, message: &str, error: Option<ServiceError>) -> tonic_types::Status {
+pub fn operation_status(
+    code: Code,
+    message: &str,
+    error: Option<ServiceError>,
+) -> tonic_types::Status {
     tonic_types::Status {
         code: code as i32,
         message: message.to_string(),

@@ -17,7 +17,12 @@ const PAGE_SIZE: i64 = 100;
 
 fn labels(meta: &Option<ResourceMetadata>) -> Labels {
     meta.as_ref()
-        .map(|m| m.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|m| {
+            m.labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -51,7 +56,9 @@ fn project_from(c: iam::Container) -> Project {
     } else {
         match iam::State::try_from(status.container_state) {
             Ok(iam::State::Active) => State::Ready,
-            Ok(iam::State::Creating) | Ok(iam::State::Created) | Ok(iam::State::Activating) => State::Creating,
+            Ok(iam::State::Creating) | Ok(iam::State::Created) | Ok(iam::State::Activating) => {
+                State::Creating
+            }
             Ok(iam::State::SchedulingForDeletion)
             | Ok(iam::State::ScheduledForDeletion)
             | Ok(iam::State::SchedulingForDeletionByParent)
@@ -92,7 +99,12 @@ fn network_from(n: vpc::Network) -> Network {
         id: meta_field(&n.metadata, |m| &m.id),
         project_id: meta_field(&n.metadata, |m| &m.parent_id),
         name: meta_field(&n.metadata, |m| &m.name),
-        state: vpc_state(n.status.as_ref().map_or(0, |s| s.state), S::Creating as i32, S::Ready as i32, S::Deleting as i32),
+        state: vpc_state(
+            n.status.as_ref().map_or(0, |s| s.state),
+            S::Creating as i32,
+            S::Ready as i32,
+            S::Deleting as i32,
+        ),
         labels: labels(&n.metadata),
     }
 }
@@ -104,9 +116,22 @@ fn subnet_from(s: vpc::Subnet) -> Subnet {
         id: meta_field(&s.metadata, |m| &m.id),
         project_id: meta_field(&s.metadata, |m| &m.parent_id),
         name: meta_field(&s.metadata, |m| &m.name),
-        network_id: s.spec.as_ref().map(|sp| sp.network_id.clone()).unwrap_or_default(),
-        cidrs: status.ipv4_private_pools.iter().flat_map(|p| p.cidrs.clone()).collect(),
-        state: vpc_state(status.state, S::Creating as i32, S::Ready as i32, S::Deleting as i32),
+        network_id: s
+            .spec
+            .as_ref()
+            .map(|sp| sp.network_id.clone())
+            .unwrap_or_default(),
+        cidrs: status
+            .ipv4_private_pools
+            .iter()
+            .flat_map(|p| p.cidrs.clone())
+            .collect(),
+        state: vpc_state(
+            status.state,
+            S::Creating as i32,
+            S::Ready as i32,
+            S::Deleting as i32,
+        ),
         labels: labels(&s.metadata),
     }
 }
@@ -115,7 +140,7 @@ fn filesystem_from(f: compute::Filesystem) -> Filesystem {
     use compute::filesystem_spec::Size;
     use compute::filesystem_status::State as S;
     let gib = 1024 * 1024 * 1024;
-    let size = match f.spec.as_ref().and_then(|s| s.size.clone()) {
+    let size = match f.spec.as_ref().and_then(|s| s.size) {
         Some(Size::SizeGibibytes(g)) => g,
         Some(Size::SizeMebibytes(m)) => m / 1024,
         Some(Size::SizeKibibytes(k)) => k / (1024 * 1024),
@@ -144,15 +169,27 @@ fn gpu_cluster_from(g: compute::GpuCluster) -> GpuCluster {
         id: meta_field(&g.metadata, |m| &m.id),
         project_id: meta_field(&g.metadata, |m| &m.parent_id),
         name: meta_field(&g.metadata, |m| &m.name),
-        infiniband_fabric: g.spec.as_ref().map(|s| s.infiniband_fabric.clone()).unwrap_or_default(),
-        state: if g.status.as_ref().is_some_and(|s| s.reconciling) { State::Updating } else { State::Ready },
+        infiniband_fabric: g
+            .spec
+            .as_ref()
+            .map(|s| s.infiniband_fabric.clone())
+            .unwrap_or_default(),
+        state: if g.status.as_ref().is_some_and(|s| s.reconciling) {
+            State::Updating
+        } else {
+            State::Ready
+        },
         labels: labels(&g.metadata),
     }
 }
 
 fn cluster_from(c: mk8s::Cluster) -> Cluster {
     use mk8s::cluster_status::State as S;
-    let cp = c.spec.as_ref().and_then(|s| s.control_plane.clone()).unwrap_or_default();
+    let cp = c
+        .spec
+        .as_ref()
+        .and_then(|s| s.control_plane.clone())
+        .unwrap_or_default();
     let status = c.status.clone().unwrap_or_default();
     Cluster {
         id: meta_field(&c.metadata, |m| &m.id),
@@ -161,7 +198,10 @@ fn cluster_from(c: mk8s::Cluster) -> Cluster {
         spec: ClusterSpec {
             k8s_version: cp.version.clone(),
             subnet_id: cp.subnet_id.clone(),
-            public_endpoint: cp.endpoints.as_ref().is_some_and(|e| e.public_endpoint.is_some()),
+            public_endpoint: cp
+                .endpoints
+                .as_ref()
+                .is_some_and(|e| e.public_endpoint.is_some()),
         },
         state: match status.state {
             s if s == S::Provisioning as i32 => State::Creating,
@@ -175,7 +215,11 @@ fn cluster_from(c: mk8s::Cluster) -> Cluster {
             .and_then(|cp| cp.endpoints.as_ref())
             .map(|e| e.public_endpoint.clone())
             .unwrap_or_default(),
-        version: status.control_plane.as_ref().map(|cp| cp.version.clone()).unwrap_or_default(),
+        version: status
+            .control_plane
+            .as_ref()
+            .map(|cp| cp.version.clone())
+            .unwrap_or_default(),
         labels: labels(&c.metadata),
     }
 }
@@ -214,14 +258,20 @@ fn node_group_spec_to(spec: &NodeGroupSpec) -> mk8s::NodeGroupSpec {
         size: Some(mk8s::node_group_spec::Size::FixedNodeCount(spec.node_count)),
         template: Some(mk8s::NodeTemplate {
             metadata: (!spec.node_labels.is_empty()).then(|| mk8s::NodeMetadataTemplate {
-                labels: spec.node_labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                labels: spec
+                    .node_labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
             }),
             resources: Some(mk8s::ResourcesSpec {
                 platform: spec.platform.clone(),
                 size: Some(mk8s::resources_spec::Size::Preset(spec.preset.clone())),
             }),
             boot_disk: Some(mk8s::DiskSpec {
-                size: Some(mk8s::disk_spec::Size::SizeGibibytes(spec.boot_disk_gibibytes)),
+                size: Some(mk8s::disk_spec::Size::SizeGibibytes(
+                    spec.boot_disk_gibibytes,
+                )),
                 r#type: mk8s::disk_spec::DiskType::NetworkSsd as i32,
                 ..Default::default()
             }),
@@ -240,7 +290,11 @@ fn node_group_spec_to(spec: &NodeGroupSpec) -> mk8s::NodeGroupSpec {
                 .filesystems
                 .iter()
                 .map(|f| mk8s::AttachedFilesystemSpec {
-                    attach_mode: if f.read_write { AttachMode::ReadWrite } else { AttachMode::ReadOnly } as i32,
+                    attach_mode: if f.read_write {
+                        AttachMode::ReadWrite
+                    } else {
+                        AttachMode::ReadOnly
+                    } as i32,
                     mount_tag: f.mount_tag.clone(),
                     r#type: Some(Type::ExistingFilesystem(mk8s::ExistingFilesystem {
                         id: f.filesystem_id.clone(),
@@ -267,14 +321,18 @@ fn node_group_from(g: mk8s::NodeGroup) -> NodeGroup {
     let resources = template.resources.clone().unwrap_or_default();
     let status = g.status.clone().unwrap_or_default();
     let gib = 1024 * 1024 * 1024;
-    let boot = match template.boot_disk.as_ref().and_then(|d| d.size.clone()) {
+    let boot = match template.boot_disk.as_ref().and_then(|d| d.size) {
         Some(mk8s::disk_spec::Size::SizeGibibytes(v)) => v,
         Some(mk8s::disk_spec::Size::SizeMebibytes(v)) => v / 1024,
         Some(mk8s::disk_spec::Size::SizeKibibytes(v)) => v / (1024 * 1024),
         Some(mk8s::disk_spec::Size::SizeBytes(v)) => v / gib,
         None => 0,
     };
-    let interface = template.network_interfaces.first().cloned().unwrap_or_default();
+    let interface = template
+        .network_interfaces
+        .first()
+        .cloned()
+        .unwrap_or_default();
     NodeGroup {
         id: meta_field(&g.metadata, |m| &m.id),
         cluster_id: meta_field(&g.metadata, |m| &m.parent_id),
@@ -291,18 +349,31 @@ fn node_group_from(g: mk8s::NodeGroup) -> NodeGroup {
                 None => String::new(),
             },
             boot_disk_gibibytes: boot,
-            gpu_cluster_id: template.gpu_cluster.as_ref().map(|g| g.id.clone()).unwrap_or_default(),
-            drivers_preset: template.gpu_settings.as_ref().map(|g| g.drivers_preset.clone()).unwrap_or_default(),
+            gpu_cluster_id: template
+                .gpu_cluster
+                .as_ref()
+                .map(|g| g.id.clone())
+                .unwrap_or_default(),
+            drivers_preset: template
+                .gpu_settings
+                .as_ref()
+                .map(|g| g.drivers_preset.clone())
+                .unwrap_or_default(),
             filesystems: template
                 .filesystems
                 .iter()
-                .filter_map(|f| match &f.r#type {
-                    Some(mk8s::attached_filesystem_spec::Type::ExistingFilesystem(e)) => Some(AttachedFilesystem {
+                .filter_map(|f| {
+                    let Some(mk8s::attached_filesystem_spec::Type::ExistingFilesystem(e)) =
+                        &f.r#type
+                    else {
+                        return None;
+                    };
+                    Some(AttachedFilesystem {
                         filesystem_id: e.id.clone(),
                         mount_tag: f.mount_tag.clone(),
-                        read_write: f.attach_mode == mk8s::attached_filesystem_spec::AttachMode::ReadWrite as i32,
-                    }),
-                    None => None,
+                        read_write: f.attach_mode
+                            == mk8s::attached_filesystem_spec::AttachMode::ReadWrite as i32,
+                    })
                 })
                 .collect(),
             cloud_init_user_data: template.cloud_init_user_data.clone(),
@@ -316,7 +387,12 @@ fn node_group_from(g: mk8s::NodeGroup) -> NodeGroup {
             node_labels: template
                 .metadata
                 .as_ref()
-                .map(|m| m.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .map(|m| {
+                    m.labels
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
                 .unwrap_or_default(),
         },
         state: match status.state {
@@ -355,7 +431,9 @@ fn bucket_from(b: storage::Bucket) -> Bucket {
         .to_string(),
         max_size_bytes: spec.max_size_bytes,
         region: status.region.clone(),
-        state: if status.suspension_state == storage::bucket_status::SuspensionState::Suspended as i32 {
+        state: if status.suspension_state
+            == storage::bucket_status::SuspensionState::Suspended as i32
+        {
             State::Suspended
         } else {
             match status.state {
@@ -383,7 +461,12 @@ fn allowance_from(a: quotas::QuotaAllowance) -> QuotaAllowance {
         usage: status.usage,
         usage_percentage: status.usage_percentage.clone(),
         usage_state: quotas::quota_allowance_status::UsageState::try_from(status.usage_state)
-            .map(|s| format!("USAGE_STATE_{}", s.as_str_name().trim_start_matches("USAGE_STATE_")))
+            .map(|s| {
+                format!(
+                    "USAGE_STATE_{}",
+                    s.as_str_name().trim_start_matches("USAGE_STATE_")
+                )
+            })
             .unwrap_or_default(),
         unit: status.unit.clone(),
         state: quotas::quota_allowance_status::State::try_from(status.state)
@@ -412,9 +495,11 @@ fn block_from(b: capacity::CapacityBlockGroup) -> CapacityBlockGroup {
         current_limit: status.current_limit,
         usage: status.usage,
         usage_percentage: status.usage_percentage.clone(),
-        usage_state: capacity::capacity_block_group_status::UsageState::try_from(status.usage_state)
-            .map(|s| s.as_str_name().to_string())
-            .unwrap_or_default(),
+        usage_state: capacity::capacity_block_group_status::UsageState::try_from(
+            status.usage_state,
+        )
+        .map(|s| s.as_str_name().to_string())
+        .unwrap_or_default(),
     }
 }
 
@@ -425,6 +510,7 @@ macro_rules! list_all {
         $self
             .list_all(|page_token| {
                 let this = this.clone();
+                #[allow(clippy::needless_update)]
                 let req = $req { $($field: $value.to_string(),)* page_size: PAGE_SIZE, page_token, ..Default::default() };
                 async move {
                     let response = this
@@ -441,7 +527,9 @@ macro_rules! list_all {
 macro_rules! mutate {
     ($self:ident, $host:expr, $key:expr, $req:expr, $client:path, $method:ident) => {{
         let op = $self
-            .call($host, Some($key), $req, |channel, request| async move { <$client>::new(channel).$method(request).await })
+            .call($host, Some($key), $req, |channel, request| async move {
+                <$client>::new(channel).$method(request).await
+            })
             .await?;
         let op = $self.wait($host, op).await?;
         op.resource_id
@@ -456,7 +544,11 @@ impl Cloud for NebiusClient {
     async fn get_tenant(&self, id: &str) -> CloudResult<Tenant> {
         let req = iam::GetTenantRequest { id: id.to_string() };
         let t = self
-            .call(Host::Iam, None, req, |c, r| async move { iam::tenant_service_client::TenantServiceClient::new(c).get(r).await })
+            .call(Host::Iam, None, req, |c, r| async move {
+                iam::tenant_service_client::TenantServiceClient::new(c)
+                    .get(r)
+                    .await
+            })
             .await?;
         Ok(Tenant {
             id: meta_field(&t.metadata, |m| &m.id),
@@ -466,57 +558,135 @@ impl Cloud for NebiusClient {
 
     async fn list_projects(&self, tenant_id: &str) -> CloudResult<Vec<Project>> {
         use iam::ListProjectsRequest;
-        list_all!(self, Host::Iam, ListProjectsRequest { parent_id: tenant_id }, iam::project_service_client::ProjectServiceClient<_>, project_from)
+        list_all!(
+            self,
+            Host::Iam,
+            ListProjectsRequest {
+                parent_id: tenant_id
+            },
+            iam::project_service_client::ProjectServiceClient<_>,
+            project_from
+        )
     }
 
     async fn get_project(&self, id: &str) -> CloudResult<Project> {
         let req = iam::GetProjectRequest { id: id.to_string() };
         let c = self
-            .call(Host::Iam, None, req, |c, r| async move { iam::project_service_client::ProjectServiceClient::new(c).get(r).await })
+            .call(Host::Iam, None, req, |c, r| async move {
+                iam::project_service_client::ProjectServiceClient::new(c)
+                    .get(r)
+                    .await
+            })
             .await?;
         Ok(project_from(c))
     }
 
-    async fn create_project(&self, tenant_id: &str, name: &str, region: &str, labels: &Labels, key: &str) -> CloudResult<Project> {
+    async fn create_project(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        region: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Project> {
         let req = iam::CreateProjectRequest {
             metadata: Some(new_meta(tenant_id, name, labels)),
-            spec: Some(iam::ContainerSpec { region: region.to_string() }),
+            spec: Some(iam::ContainerSpec {
+                region: region.to_string(),
+            }),
         };
-        let id = mutate!(self, Host::Iam, key, req, iam::project_service_client::ProjectServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Iam,
+            key,
+            req,
+            iam::project_service_client::ProjectServiceClient<_>,
+            create
+        );
         self.get_project(&id).await
     }
 
     async fn list_networks(&self, project_id: &str) -> CloudResult<Vec<Network>> {
         use vpc::ListNetworksRequest;
-        list_all!(self, Host::Vpc, ListNetworksRequest { parent_id: project_id }, vpc::network_service_client::NetworkServiceClient<_>, network_from)
+        list_all!(
+            self,
+            Host::Vpc,
+            ListNetworksRequest {
+                parent_id: project_id
+            },
+            vpc::network_service_client::NetworkServiceClient<_>,
+            network_from
+        )
     }
 
-    async fn create_network(&self, project_id: &str, name: &str, labels: &Labels, key: &str) -> CloudResult<Network> {
+    async fn create_network(
+        &self,
+        project_id: &str,
+        name: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Network> {
         let req = vpc::CreateNetworkRequest {
             metadata: Some(new_meta(project_id, name, labels)),
             spec: Some(vpc::NetworkSpec::default()),
         };
-        let id = mutate!(self, Host::Vpc, key, req, vpc::network_service_client::NetworkServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Vpc,
+            key,
+            req,
+            vpc::network_service_client::NetworkServiceClient<_>,
+            create
+        );
         let n = self
-            .call(Host::Vpc, None, vpc::GetNetworkRequest { id }, |c, r| async move {
-                vpc::network_service_client::NetworkServiceClient::new(c).get(r).await
-            })
+            .call(
+                Host::Vpc,
+                None,
+                vpc::GetNetworkRequest { id },
+                |c, r| async move {
+                    vpc::network_service_client::NetworkServiceClient::new(c)
+                        .get(r)
+                        .await
+                },
+            )
             .await?;
         Ok(network_from(n))
     }
 
     async fn delete_network(&self, id: &str, key: &str) -> CloudResult<()> {
         let req = vpc::DeleteNetworkRequest { id: id.to_string() };
-        mutate!(self, Host::Vpc, key, req, vpc::network_service_client::NetworkServiceClient<_>, delete);
+        mutate!(
+            self,
+            Host::Vpc,
+            key,
+            req,
+            vpc::network_service_client::NetworkServiceClient<_>,
+            delete
+        );
         Ok(())
     }
 
     async fn list_subnets(&self, project_id: &str) -> CloudResult<Vec<Subnet>> {
         use vpc::ListSubnetsRequest;
-        list_all!(self, Host::Vpc, ListSubnetsRequest { parent_id: project_id }, vpc::subnet_service_client::SubnetServiceClient<_>, subnet_from)
+        list_all!(
+            self,
+            Host::Vpc,
+            ListSubnetsRequest {
+                parent_id: project_id
+            },
+            vpc::subnet_service_client::SubnetServiceClient<_>,
+            subnet_from
+        )
     }
 
-    async fn create_subnet(&self, project_id: &str, name: &str, network_id: &str, labels: &Labels, key: &str) -> CloudResult<Subnet> {
+    async fn create_subnet(
+        &self,
+        project_id: &str,
+        name: &str,
+        network_id: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Subnet> {
         let req = vpc::CreateSubnetRequest {
             metadata: Some(new_meta(project_id, name, labels)),
             spec: Some(vpc::SubnetSpec {
@@ -528,102 +698,230 @@ impl Cloud for NebiusClient {
                 ..Default::default()
             }),
         };
-        let id = mutate!(self, Host::Vpc, key, req, vpc::subnet_service_client::SubnetServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Vpc,
+            key,
+            req,
+            vpc::subnet_service_client::SubnetServiceClient<_>,
+            create
+        );
         let s = self
-            .call(Host::Vpc, None, vpc::GetSubnetRequest { id }, |c, r| async move {
-                vpc::subnet_service_client::SubnetServiceClient::new(c).get(r).await
-            })
+            .call(
+                Host::Vpc,
+                None,
+                vpc::GetSubnetRequest { id },
+                |c, r| async move {
+                    vpc::subnet_service_client::SubnetServiceClient::new(c)
+                        .get(r)
+                        .await
+                },
+            )
             .await?;
         Ok(subnet_from(s))
     }
 
     async fn delete_subnet(&self, id: &str, key: &str) -> CloudResult<()> {
         let req = vpc::DeleteSubnetRequest { id: id.to_string() };
-        mutate!(self, Host::Vpc, key, req, vpc::subnet_service_client::SubnetServiceClient<_>, delete);
+        mutate!(
+            self,
+            Host::Vpc,
+            key,
+            req,
+            vpc::subnet_service_client::SubnetServiceClient<_>,
+            delete
+        );
         Ok(())
     }
 
     async fn list_filesystems(&self, project_id: &str) -> CloudResult<Vec<Filesystem>> {
         use compute::ListFilesystemsRequest;
-        list_all!(self, Host::Compute, ListFilesystemsRequest { parent_id: project_id }, compute::filesystem_service_client::FilesystemServiceClient<_>, filesystem_from)
+        list_all!(
+            self,
+            Host::Compute,
+            ListFilesystemsRequest {
+                parent_id: project_id
+            },
+            compute::filesystem_service_client::FilesystemServiceClient<_>,
+            filesystem_from
+        )
     }
 
     async fn get_filesystem(&self, id: &str) -> CloudResult<Filesystem> {
         let f = self
-            .call(Host::Compute, None, compute::GetFilesystemRequest { id: id.to_string() }, |c, r| async move {
-                compute::filesystem_service_client::FilesystemServiceClient::new(c).get(r).await
-            })
+            .call(
+                Host::Compute,
+                None,
+                compute::GetFilesystemRequest { id: id.to_string() },
+                |c, r| async move {
+                    compute::filesystem_service_client::FilesystemServiceClient::new(c)
+                        .get(r)
+                        .await
+                },
+            )
             .await?;
         Ok(filesystem_from(f))
     }
 
-    async fn create_filesystem(&self, project_id: &str, name: &str, size_gibibytes: i64, labels: &Labels, key: &str) -> CloudResult<Filesystem> {
+    async fn create_filesystem(
+        &self,
+        project_id: &str,
+        name: &str,
+        size_gibibytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Filesystem> {
         let req = compute::CreateFilesystemRequest {
             metadata: Some(new_meta(project_id, name, labels)),
             spec: Some(compute::FilesystemSpec {
-                size: Some(compute::filesystem_spec::Size::SizeGibibytes(size_gibibytes)),
+                size: Some(compute::filesystem_spec::Size::SizeGibibytes(
+                    size_gibibytes,
+                )),
                 r#type: compute::filesystem_spec::FilesystemType::NetworkSsd as i32,
                 ..Default::default()
             }),
         };
-        let id = mutate!(self, Host::Compute, key, req, compute::filesystem_service_client::FilesystemServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Compute,
+            key,
+            req,
+            compute::filesystem_service_client::FilesystemServiceClient<_>,
+            create
+        );
         self.get_filesystem(&id).await
     }
 
-    async fn resize_filesystem(&self, id: &str, size_gibibytes: i64, labels: &Labels, key: &str) -> CloudResult<Filesystem> {
+    async fn resize_filesystem(
+        &self,
+        id: &str,
+        size_gibibytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Filesystem> {
         let current = self
-            .call(Host::Compute, None, compute::GetFilesystemRequest { id: id.to_string() }, |c, r| async move {
-                compute::filesystem_service_client::FilesystemServiceClient::new(c).get(r).await
-            })
+            .call(
+                Host::Compute,
+                None,
+                compute::GetFilesystemRequest { id: id.to_string() },
+                |c, r| async move {
+                    compute::filesystem_service_client::FilesystemServiceClient::new(c)
+                        .get(r)
+                        .await
+                },
+            )
             .await?;
-        let mut metadata = current.metadata.clone().ok_or_else(|| missing("filesystem metadata"))?;
+        let mut metadata = current
+            .metadata
+            .clone()
+            .ok_or_else(|| missing("filesystem metadata"))?;
         metadata.labels = labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let mut spec = current.spec.clone().unwrap_or_default();
-        spec.size = Some(compute::filesystem_spec::Size::SizeGibibytes(size_gibibytes));
+        let mut spec = current.spec.unwrap_or_default();
+        spec.size = Some(compute::filesystem_spec::Size::SizeGibibytes(
+            size_gibibytes,
+        ));
         let req = compute::UpdateFilesystemRequest {
             metadata: Some(metadata),
             spec: Some(spec),
         };
-        mutate!(self, Host::Compute, key, req, compute::filesystem_service_client::FilesystemServiceClient<_>, update);
+        mutate!(
+            self,
+            Host::Compute,
+            key,
+            req,
+            compute::filesystem_service_client::FilesystemServiceClient<_>,
+            update
+        );
         self.get_filesystem(id).await
     }
 
     async fn delete_filesystem(&self, id: &str, key: &str) -> CloudResult<()> {
         let req = compute::DeleteFilesystemRequest { id: id.to_string() };
-        mutate!(self, Host::Compute, key, req, compute::filesystem_service_client::FilesystemServiceClient<_>, delete);
+        mutate!(
+            self,
+            Host::Compute,
+            key,
+            req,
+            compute::filesystem_service_client::FilesystemServiceClient<_>,
+            delete
+        );
         Ok(())
     }
 
     async fn list_gpu_clusters(&self, project_id: &str) -> CloudResult<Vec<GpuCluster>> {
         use compute::ListGpuClustersRequest;
-        list_all!(self, Host::Compute, ListGpuClustersRequest { parent_id: project_id }, compute::gpu_cluster_service_client::GpuClusterServiceClient<_>, gpu_cluster_from)
+        list_all!(
+            self,
+            Host::Compute,
+            ListGpuClustersRequest {
+                parent_id: project_id
+            },
+            compute::gpu_cluster_service_client::GpuClusterServiceClient<_>,
+            gpu_cluster_from
+        )
     }
 
-    async fn create_gpu_cluster(&self, project_id: &str, name: &str, fabric: &str, labels: &Labels, key: &str) -> CloudResult<GpuCluster> {
+    async fn create_gpu_cluster(
+        &self,
+        project_id: &str,
+        name: &str,
+        fabric: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<GpuCluster> {
         let req = compute::CreateGpuClusterRequest {
             metadata: Some(new_meta(project_id, name, labels)),
             spec: Some(compute::GpuClusterSpec {
                 infiniband_fabric: fabric.to_string(),
             }),
         };
-        let id = mutate!(self, Host::Compute, key, req, compute::gpu_cluster_service_client::GpuClusterServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Compute,
+            key,
+            req,
+            compute::gpu_cluster_service_client::GpuClusterServiceClient<_>,
+            create
+        );
         let g = self
-            .call(Host::Compute, None, compute::GetGpuClusterRequest { id }, |c, r| async move {
-                compute::gpu_cluster_service_client::GpuClusterServiceClient::new(c).get(r).await
-            })
+            .call(
+                Host::Compute,
+                None,
+                compute::GetGpuClusterRequest { id },
+                |c, r| async move {
+                    compute::gpu_cluster_service_client::GpuClusterServiceClient::new(c)
+                        .get(r)
+                        .await
+                },
+            )
             .await?;
         Ok(gpu_cluster_from(g))
     }
 
     async fn delete_gpu_cluster(&self, id: &str, key: &str) -> CloudResult<()> {
         let req = compute::DeleteGpuClusterRequest { id: id.to_string() };
-        mutate!(self, Host::Compute, key, req, compute::gpu_cluster_service_client::GpuClusterServiceClient<_>, delete);
+        mutate!(
+            self,
+            Host::Compute,
+            key,
+            req,
+            compute::gpu_cluster_service_client::GpuClusterServiceClient<_>,
+            delete
+        );
         Ok(())
     }
 
     async fn list_clusters(&self, project_id: &str) -> CloudResult<Vec<Cluster>> {
         use mk8s::ListClustersRequest;
-        list_all!(self, Host::Mk8s, ListClustersRequest { parent_id: project_id }, mk8s::cluster_service_client::ClusterServiceClient<_>, cluster_from)
+        list_all!(
+            self,
+            Host::Mk8s,
+            ListClustersRequest {
+                parent_id: project_id
+            },
+            mk8s::cluster_service_client::ClusterServiceClient<_>,
+            cluster_from
+        )
     }
 
     async fn get_cluster(&self, id: &str) -> CloudResult<Cluster> {
@@ -632,82 +930,188 @@ impl Cloud for NebiusClient {
             resource_version: String::new(),
         };
         let c = self
-            .call(Host::Mk8s, None, req, |c, r| async move { mk8s::cluster_service_client::ClusterServiceClient::new(c).get(r).await })
+            .call(Host::Mk8s, None, req, |c, r| async move {
+                mk8s::cluster_service_client::ClusterServiceClient::new(c)
+                    .get(r)
+                    .await
+            })
             .await?;
         Ok(cluster_from(c))
     }
 
-    async fn create_cluster(&self, project_id: &str, name: &str, spec: &ClusterSpec, labels: &Labels, key: &str) -> CloudResult<Cluster> {
+    async fn create_cluster(
+        &self,
+        project_id: &str,
+        name: &str,
+        spec: &ClusterSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Cluster> {
         let req = mk8s::CreateClusterRequest {
             metadata: Some(new_meta(project_id, name, labels)),
             spec: Some(cluster_spec_to(spec)),
         };
-        let id = mutate!(self, Host::Mk8s, key, req, mk8s::cluster_service_client::ClusterServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Mk8s,
+            key,
+            req,
+            mk8s::cluster_service_client::ClusterServiceClient<_>,
+            create
+        );
         self.get_cluster(&id).await
     }
 
-    async fn update_cluster(&self, id: &str, spec: &ClusterSpec, labels: &Labels, key: &str) -> CloudResult<Cluster> {
+    async fn update_cluster(
+        &self,
+        id: &str,
+        spec: &ClusterSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Cluster> {
         let req = mk8s::GetClusterRequest {
             id: id.to_string(),
             resource_version: String::new(),
         };
         let current = self
-            .call(Host::Mk8s, None, req, |c, r| async move { mk8s::cluster_service_client::ClusterServiceClient::new(c).get(r).await })
+            .call(Host::Mk8s, None, req, |c, r| async move {
+                mk8s::cluster_service_client::ClusterServiceClient::new(c)
+                    .get(r)
+                    .await
+            })
             .await?;
-        let mut metadata = current.metadata.clone().ok_or_else(|| missing("cluster metadata"))?;
+        let mut metadata = current
+            .metadata
+            .clone()
+            .ok_or_else(|| missing("cluster metadata"))?;
         metadata.labels = labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let req = mk8s::UpdateClusterRequest {
             metadata: Some(metadata),
             spec: Some(cluster_spec_to(spec)),
         };
-        mutate!(self, Host::Mk8s, key, req, mk8s::cluster_service_client::ClusterServiceClient<_>, update);
+        mutate!(
+            self,
+            Host::Mk8s,
+            key,
+            req,
+            mk8s::cluster_service_client::ClusterServiceClient<_>,
+            update
+        );
         self.get_cluster(id).await
     }
 
     async fn delete_cluster(&self, id: &str, key: &str) -> CloudResult<()> {
         let req = mk8s::DeleteClusterRequest { id: id.to_string() };
-        mutate!(self, Host::Mk8s, key, req, mk8s::cluster_service_client::ClusterServiceClient<_>, delete);
+        mutate!(
+            self,
+            Host::Mk8s,
+            key,
+            req,
+            mk8s::cluster_service_client::ClusterServiceClient<_>,
+            delete
+        );
         Ok(())
     }
 
     async fn list_node_groups(&self, cluster_id: &str) -> CloudResult<Vec<NodeGroup>> {
         use mk8s::ListNodeGroupsRequest;
-        list_all!(self, Host::Mk8s, ListNodeGroupsRequest { parent_id: cluster_id }, mk8s::node_group_service_client::NodeGroupServiceClient<_>, node_group_from)
+        list_all!(
+            self,
+            Host::Mk8s,
+            ListNodeGroupsRequest {
+                parent_id: cluster_id
+            },
+            mk8s::node_group_service_client::NodeGroupServiceClient<_>,
+            node_group_from
+        )
     }
 
-    async fn create_node_group(&self, cluster_id: &str, name: &str, spec: &NodeGroupSpec, labels: &Labels, key: &str) -> CloudResult<NodeGroup> {
+    async fn create_node_group(
+        &self,
+        cluster_id: &str,
+        name: &str,
+        spec: &NodeGroupSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<NodeGroup> {
         let req = mk8s::CreateNodeGroupRequest {
             metadata: Some(new_meta(cluster_id, name, labels)),
             spec: Some(node_group_spec_to(spec)),
         };
-        let id = mutate!(self, Host::Mk8s, key, req, mk8s::node_group_service_client::NodeGroupServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Mk8s,
+            key,
+            req,
+            mk8s::node_group_service_client::NodeGroupServiceClient<_>,
+            create
+        );
         self.get_node_group(&id).await
     }
 
-    async fn update_node_group(&self, id: &str, spec: &NodeGroupSpec, labels: &Labels, key: &str) -> CloudResult<NodeGroup> {
+    async fn update_node_group(
+        &self,
+        id: &str,
+        spec: &NodeGroupSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<NodeGroup> {
         let current = self.raw_node_group(id).await?;
-        let mut metadata = current.metadata.clone().ok_or_else(|| missing("node group metadata"))?;
+        let mut metadata = current
+            .metadata
+            .clone()
+            .ok_or_else(|| missing("node group metadata"))?;
         metadata.labels = labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let req = mk8s::UpdateNodeGroupRequest {
             metadata: Some(metadata),
             spec: Some(node_group_spec_to(spec)),
         };
-        mutate!(self, Host::Mk8s, key, req, mk8s::node_group_service_client::NodeGroupServiceClient<_>, update);
+        mutate!(
+            self,
+            Host::Mk8s,
+            key,
+            req,
+            mk8s::node_group_service_client::NodeGroupServiceClient<_>,
+            update
+        );
         self.get_node_group(id).await
     }
 
     async fn delete_node_group(&self, id: &str, key: &str) -> CloudResult<()> {
         let req = mk8s::DeleteNodeGroupRequest { id: id.to_string() };
-        mutate!(self, Host::Mk8s, key, req, mk8s::node_group_service_client::NodeGroupServiceClient<_>, delete);
+        mutate!(
+            self,
+            Host::Mk8s,
+            key,
+            req,
+            mk8s::node_group_service_client::NodeGroupServiceClient<_>,
+            delete
+        );
         Ok(())
     }
 
     async fn list_buckets(&self, project_id: &str) -> CloudResult<Vec<Bucket>> {
         use storage::ListBucketsRequest;
-        list_all!(self, Host::Storage, ListBucketsRequest { parent_id: project_id }, storage::bucket_service_client::BucketServiceClient<_>, bucket_from)
+        list_all!(
+            self,
+            Host::Storage,
+            ListBucketsRequest {
+                parent_id: project_id
+            },
+            storage::bucket_service_client::BucketServiceClient<_>,
+            bucket_from
+        )
     }
 
-    async fn create_bucket(&self, project_id: &str, name: &str, storage_class: &str, max_size_bytes: i64, labels: &Labels, key: &str) -> CloudResult<Bucket> {
+    async fn create_bucket(
+        &self,
+        project_id: &str,
+        name: &str,
+        storage_class: &str,
+        max_size_bytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Bucket> {
         let req = storage::CreateBucketRequest {
             metadata: Some(new_meta(project_id, name, labels)),
             spec: Some(storage::BucketSpec {
@@ -716,17 +1120,41 @@ impl Cloud for NebiusClient {
                 ..Default::default()
             }),
         };
-        let id = mutate!(self, Host::Storage, key, req, storage::bucket_service_client::BucketServiceClient<_>, create);
+        let id = mutate!(
+            self,
+            Host::Storage,
+            key,
+            req,
+            storage::bucket_service_client::BucketServiceClient<_>,
+            create
+        );
         self.get_bucket(&id).await
     }
 
-    async fn update_bucket(&self, id: &str, storage_class: &str, max_size_bytes: i64, labels: &Labels, key: &str) -> CloudResult<Bucket> {
+    async fn update_bucket(
+        &self,
+        id: &str,
+        storage_class: &str,
+        max_size_bytes: i64,
+        labels: &Labels,
+        key: &str,
+    ) -> CloudResult<Bucket> {
         let current = self
-            .call(Host::Storage, None, storage::GetBucketRequest { id: id.to_string() }, |c, r| async move {
-                storage::bucket_service_client::BucketServiceClient::new(c).get(r).await
-            })
+            .call(
+                Host::Storage,
+                None,
+                storage::GetBucketRequest { id: id.to_string() },
+                |c, r| async move {
+                    storage::bucket_service_client::BucketServiceClient::new(c)
+                        .get(r)
+                        .await
+                },
+            )
             .await?;
-        let mut metadata = current.metadata.clone().ok_or_else(|| missing("bucket metadata"))?;
+        let mut metadata = current
+            .metadata
+            .clone()
+            .ok_or_else(|| missing("bucket metadata"))?;
         metadata.labels = labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let mut spec = current.spec.clone().unwrap_or_default();
         spec.max_size_bytes = max_size_bytes;
@@ -735,7 +1163,14 @@ impl Cloud for NebiusClient {
             metadata: Some(metadata),
             spec: Some(spec),
         };
-        mutate!(self, Host::Storage, key, req, storage::bucket_service_client::BucketServiceClient<_>, update);
+        mutate!(
+            self,
+            Host::Storage,
+            key,
+            req,
+            storage::bucket_service_client::BucketServiceClient<_>,
+            update
+        );
         self.get_bucket(id).await
     }
 
@@ -744,18 +1179,44 @@ impl Cloud for NebiusClient {
             id: id.to_string(),
             purge: None,
         };
-        mutate!(self, Host::Storage, key, req, storage::bucket_service_client::BucketServiceClient<_>, delete);
+        mutate!(
+            self,
+            Host::Storage,
+            key,
+            req,
+            storage::bucket_service_client::BucketServiceClient<_>,
+            delete
+        );
         Ok(())
     }
 
     async fn list_quota_allowances(&self, parent_id: &str) -> CloudResult<Vec<QuotaAllowance>> {
         use quotas::ListQuotaAllowancesRequest;
-        list_all!(self, Host::Quotas, ListQuotaAllowancesRequest { parent_id: parent_id }, quotas::quota_allowance_service_client::QuotaAllowanceServiceClient<_>, allowance_from)
+        list_all!(
+            self,
+            Host::Quotas,
+            ListQuotaAllowancesRequest {
+                parent_id: parent_id
+            },
+            quotas::quota_allowance_service_client::QuotaAllowanceServiceClient<_>,
+            allowance_from
+        )
     }
 
-    async fn list_capacity_block_groups(&self, tenant_id: &str) -> CloudResult<Vec<CapacityBlockGroup>> {
+    async fn list_capacity_block_groups(
+        &self,
+        tenant_id: &str,
+    ) -> CloudResult<Vec<CapacityBlockGroup>> {
         use capacity::ListCapacityBlockGroupsRequest;
-        list_all!(self, Host::Capacity, ListCapacityBlockGroupsRequest { parent_id: tenant_id }, capacity::capacity_block_group_service_client::CapacityBlockGroupServiceClient<_>, block_from)
+        list_all!(
+            self,
+            Host::Capacity,
+            ListCapacityBlockGroupsRequest {
+                parent_id: tenant_id
+            },
+            capacity::capacity_block_group_service_client::CapacityBlockGroupServiceClient<_>,
+            block_from
+        )
     }
 }
 
@@ -766,7 +1227,9 @@ impl NebiusClient {
             resource_version: String::new(),
         };
         self.call(Host::Mk8s, None, req, |c, r| async move {
-            mk8s::node_group_service_client::NodeGroupServiceClient::new(c).get(r).await
+            mk8s::node_group_service_client::NodeGroupServiceClient::new(c)
+                .get(r)
+                .await
         })
         .await
     }
@@ -777,18 +1240,32 @@ impl NebiusClient {
 
     pub async fn get_bucket(&self, id: &str) -> CloudResult<Bucket> {
         let b = self
-            .call(Host::Storage, None, storage::GetBucketRequest { id: id.to_string() }, |c, r| async move {
-                storage::bucket_service_client::BucketServiceClient::new(c).get(r).await
-            })
+            .call(
+                Host::Storage,
+                None,
+                storage::GetBucketRequest { id: id.to_string() },
+                |c, r| async move {
+                    storage::bucket_service_client::BucketServiceClient::new(c)
+                        .get(r)
+                        .await
+                },
+            )
             .await?;
         Ok(bucket_from(b))
     }
 
     /// `OperationService.Get` on a host (tests and diagnostics).
     pub async fn get_operation(&self, host: Host, id: &str) -> CloudResult<common::Operation> {
-        self.call(host, None, common::GetOperationRequest { id: id.to_string() }, |c, r| async move {
-            common::operation_service_client::OperationServiceClient::new(c).get(r).await
-        })
+        self.call(
+            host,
+            None,
+            common::GetOperationRequest { id: id.to_string() },
+            |c, r| async move {
+                common::operation_service_client::OperationServiceClient::new(c)
+                    .get(r)
+                    .await
+            },
+        )
         .await
     }
 }

@@ -38,13 +38,17 @@ pub fn parse(id: &str) -> Option<Nid<'_>> {
     let (kind, rest) = id.split_once('-')?;
     let kind_ok = (3..=50).contains(&kind.len())
         && kind.as_bytes()[0].is_ascii_lowercase()
-        && kind.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        && kind
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
     if !kind_ok || rest.len() < 4 {
         return None;
     }
     let (rc, weak) = rest.split_at(3);
     let rc_ok = rc.as_bytes()[0].is_ascii_lowercase()
-        && rc.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        && rc
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
     let weak_core = weak.split("--").next().unwrap_or("");
     let weak_ok = !weak_core.is_empty()
         && weak_core

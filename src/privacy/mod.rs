@@ -255,7 +255,12 @@ impl Scanner {
         if spec::applies(path, text) {
             let mut fields = Vec::new();
             spec::detect(text, &mut fields);
-            fields.retain(|f| !kept.iter().any(|k| k.start < f.end && f.start < k.end));
+            // `kept` is sorted by start with no span inside another, so ends rise too: the
+            // last hit starting before a field's end is the only one that can overlap it.
+            fields.retain(|f| {
+                let before = kept.partition_point(|k| k.start < f.end);
+                before == 0 || kept[before - 1].end <= f.start
+            });
             kept.extend(fields);
             kept.sort_by_key(|c| (c.start, c.rule.index()));
         }

@@ -85,16 +85,27 @@ const MIN_KEY_BODY: usize = 64;
 /// How far past a BEGIN line a key body is followed, so one marker cannot make a scan quadratic.
 const MAX_BLOCK_BYTES: usize = 64 * 1024;
 
-/// NID: `<type>-<routing code><weak id>`. The routing code must carry a digit in second
-/// position (every observed code does: `e00`, `u00`, `i00`, legacy `e0t`), which keeps
-/// hyphenated English (`project-management-tools`) out. The weak id is 12–71 lowercase
-/// alphanumerics, or a UUID for types such as `storagetransfer`.
-static NID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?-u)[a-z][a-z0-9]{2,49}-[a-z][0-9][a-z0-9](?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[a-z0-9]{12,71})",
-    )
-    .expect("NID regex")
-});
+/// How far a credentials object or a PuTTY key is followed (real ones are a few kB).
+const MAX_DOCUMENT_BYTES: usize = 16 * 1024;
+
+/// Markers per file whose document is followed at all; past this a file is hostile or
+/// generated, each marker is still reported, and the scan stays linear.
+const MAX_DOCUMENTS: usize = 64;
+
+/// Where an NID can be: a dash followed by a routing code (`<type>-<routing code><weak id>`).
+/// The routing code must carry a digit in second position (every observed code does:
+/// `e00`, `u00`, `i00`, legacy `e0t`), which keeps hyphenated English
+/// (`project-management-tools`) out. Searching for this short anchor and reading the type
+/// and weak id around it by hand is an order of magnitude faster than one regex for the
+/// whole grammar, whose leading `[a-z]{3,50}` defeats the engine's literal prefilter.
+static NID_ANCHOR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u)-[a-z][0-9][a-z0-9]").expect("NID anchor regex"));
+
+/// Type: `[a-z][a-z0-9]{2,49}`.
+const NID_TYPE_MAX: usize = 50;
+/// Weak id: 12–71 lowercase alphanumerics (or a UUID, for types such as `storagetransfer`).
+const NID_WEAK_MIN: usize = 12;
+const NID_WEAK_MAX: usize = 71;
 
 /// Nebius IAM access tokens (gosdk token sanitizer shapes).
 static IAM_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
@@ -114,13 +125,12 @@ static GITHUB: LazyLock<Regex> = LazyLock::new(|| {
         .expect("GitHub token regex")
 });
 
-/// The top-level key of a Nebius service-account credentials file, in JSON, in JSON
-/// embedded in a JSON string, or in YAML.
+/// The top-level key of a Nebius service-account credentials file. Led by the literal so
+/// the engine can skip to it; whether it is a JSON key (`"…"`, or `\"…\"` inside a JSON
+/// string) or a YAML key at the start of a line is checked around the match.
 static SA_CREDENTIALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?-u)(?:"subject-credentials"|\\"subject-credentials\\")[ \t]*:|(?m:^)[ \t]*subject-credentials[ \t]*:"#,
-    )
-    .expect("service-account credentials regex")
+    Regex::new(r#"(?-u)subject-credentials(\\?")?[ \t]*:"#)
+        .expect("service-account credentials regex")
 });
 
 static PEM_BEGIN: LazyLock<Regex> = LazyLock::new(|| {
@@ -177,44 +187,88 @@ fn body_is_filler(body: &[u8]) -> bool {
 }
 
 fn nebius_ids(text: &[u8], out: &mut Vec<Candidate>) {
-    for m in NID.find_iter(text) {
-        let (start, end) = (m.start(), m.end());
-        // Part of a longer token on either side: not an ID in its own right.
-        if start > 0 && text[start - 1].is_ascii_alphanumeric() {
-            continue;
+    for anchor in NID_ANCHOR.find_iter(text) {
+        if let Some((start, end, rule)) = nid_at(text, anchor.start()) {
+            out.push(Candidate::new(start, end, rule, text[start..end].to_vec()));
         }
-        if end < text.len() && text[end].is_ascii_alphanumeric() {
-            continue;
-        }
-        let id = m.as_bytes();
-        let dash = id.iter().position(|&b| b == b'-').expect("NID has a dash");
-        let kind = &id[..dash];
-        let tail = &id[dash + 1..];
-        let (routing, weak) = tail.split_at(3);
-        let known = KNOWN_TYPES.iter().any(|t| t.as_bytes() == kind);
-        let region = routing[1] == b'0'
-            && matches!(routing[0], b'e' | b'u' | b'i')
-            && routing[2].is_ascii_digit();
-        let rule = if known {
-            // `registry-<sha1>`: a digest that happens to follow a type-like word.
-            if is_lower_hex(tail) && is_digest_length(tail.len()) {
-                continue;
-            }
-            RuleId::NebiusId
-        } else if region {
-            // Real weak ids are base36; an all-hex tail is a digest (`build-e01f3a…`).
-            if is_lower_hex(tail) {
-                continue;
-            }
-            RuleId::NebiusGenericId
-        } else {
-            continue;
-        };
-        if body_is_filler(weak) {
-            continue;
-        }
-        out.push(Candidate::new(start, end, rule, id.to_vec()));
     }
+}
+
+/// Reads the NID whose type/routing-code dash is at `dash`, if there is one there.
+fn nid_at(text: &[u8], dash: usize) -> Option<(usize, usize, RuleId)> {
+    let is_id_char = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    // The type is the whole lowercase run before the dash; anything longer, starting with
+    // a digit, or glued to other letters is part of a bigger token, not an ID.
+    let type_len = text[..dash]
+        .iter()
+        .rev()
+        .take_while(|b| is_id_char(b))
+        .count();
+    let start = dash - type_len;
+    if !(3..=NID_TYPE_MAX).contains(&type_len)
+        || !text[start].is_ascii_lowercase()
+        || start
+            .checked_sub(1)
+            .is_some_and(|p| text[p].is_ascii_alphanumeric())
+    {
+        return None;
+    }
+    let routing = &text[dash + 1..dash + 4];
+    let weak_at = dash + 4;
+    let weak_len = uuid_len(&text[weak_at..])
+        .unwrap_or_else(|| text[weak_at..].iter().take_while(|b| is_id_char(b)).count());
+    let end = weak_at + weak_len;
+    if !(NID_WEAK_MIN..=NID_WEAK_MAX).contains(&weak_len)
+        || text.get(end).is_some_and(u8::is_ascii_alphanumeric)
+    {
+        return None;
+    }
+    let kind = &text[start..dash];
+    let tail = &text[dash + 1..end];
+    let weak = &text[weak_at..end];
+    let known = KNOWN_TYPES.iter().any(|t| t.as_bytes() == kind);
+    let region = matches!(routing[0], b'e' | b'u' | b'i')
+        && routing[1] == b'0'
+        && routing[2].is_ascii_digit();
+    let rule = if known {
+        // `registry-<sha1>`: a digest that happens to follow a type-like word.
+        if is_lower_hex(tail) && is_digest_length(tail.len()) {
+            return None;
+        }
+        RuleId::NebiusId
+    } else if region {
+        // Real weak ids are base36; an all-hex tail is a digest (`build-e01f3a…`).
+        if is_lower_hex(tail) {
+            return None;
+        }
+        RuleId::NebiusGenericId
+    } else {
+        return None;
+    };
+    if body_is_filler(weak) {
+        return None;
+    }
+    Some((start, end, rule))
+}
+
+/// Length of a lowercase UUID at the start of `s`, if it starts with one.
+fn uuid_len(s: &[u8]) -> Option<usize> {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let mut at = 0;
+    for (i, n) in GROUPS.iter().enumerate() {
+        if i > 0 {
+            if s.get(at) != Some(&b'-') {
+                return None;
+            }
+            at += 1;
+        }
+        let group = s.get(at..at + n)?;
+        if !is_lower_hex(group) && !group.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        at += n;
+    }
+    Some(at)
 }
 
 fn github_tokens(text: &[u8], out: &mut Vec<Candidate>) {
@@ -262,15 +316,36 @@ fn ssh_public_keys(text: &[u8], out: &mut Vec<Candidate>) {
 }
 
 fn service_account_credentials(text: &[u8], out: &mut Vec<Candidate>) {
-    for m in SA_CREDENTIALS.find_iter(text) {
-        let key_start = m.start()
-            + m.as_bytes()
-                .iter()
-                .take_while(|b| b.is_ascii_whitespace())
-                .count();
+    for (n, caps) in SA_CREDENTIALS.captures_iter(text).enumerate() {
+        let m = caps.get(0).expect("match");
+        let before = &text[..m.start()];
+        let key_start = match caps.get(1).map(|q| q.as_bytes()) {
+            // JSON: the key must open with the same quoting it closes with.
+            Some(b"\"") if before.ends_with(b"\"") => m.start() - 1,
+            Some(b"\\\"") if before.ends_with(b"\\\"") => m.start() - 2,
+            Some(_) => continue,
+            // YAML: nothing but indentation before the key on its line.
+            None => {
+                let indent = before
+                    .iter()
+                    .rev()
+                    .take_while(|b| matches!(b, b' ' | b'\t'))
+                    .count();
+                let line_start = m.start() - indent;
+                if line_start > 0 && text[line_start - 1] != b'\n' {
+                    continue;
+                }
+                m.start()
+            }
+        };
         // The whole credentials object is the secret: alias it, and let the one finding
         // cover the key and IDs inside so the file is reported once.
-        let (end, value) = match balanced_object(text, m.end()) {
+        let object = if n < MAX_DOCUMENTS {
+            balanced_object(text, m.end())
+        } else {
+            None
+        };
+        let (end, value) = match object {
             Some(end) => (end, squeeze(&text[m.end()..end])),
             None => {
                 let eol = memchr_newline(text, m.end());
@@ -301,8 +376,8 @@ fn private_keys(text: &[u8], out: &mut Vec<Candidate>) {
 
 fn putty_keys(text: &[u8], out: &mut Vec<Candidate>) {
     const MARKER: &[u8] = b"Private-Lines:";
-    for m in PUTTY.find_iter(text) {
-        let window_end = (m.end() + MAX_BLOCK_BYTES).min(text.len());
+    for m in PUTTY.find_iter(text).take(MAX_DOCUMENTS) {
+        let window_end = (m.end() + MAX_DOCUMENT_BYTES).min(text.len());
         let Some(at) = find(&text[m.end()..window_end], MARKER) else {
             continue;
         };
@@ -468,7 +543,7 @@ fn location_is_placeholder(location: &[u8]) -> bool {
 /// End (exclusive) of the `{…}` object starting at the first non-blank byte after `from`,
 /// honouring JSON strings; `None` when there is no object or it does not close in time.
 fn balanced_object(text: &[u8], from: usize) -> Option<usize> {
-    let limit = (from + MAX_BLOCK_BYTES).min(text.len());
+    let limit = (from + MAX_DOCUMENT_BYTES).min(text.len());
     let mut i = from;
     while i < limit && text[i].is_ascii_whitespace() {
         i += 1;

@@ -29,6 +29,10 @@ const FIELDS: [(&str, RuleId); 8] = [
     ("ssh_public_key", RuleId::SpecSshPublicKey),
 ];
 
+/// Lines a quoted scalar or a flow collection may span. YAML allows more, but a quote or
+/// bracket left open in a half-edited file must not make every later line rescan the rest.
+const MAX_SPAN_LINES: usize = 64;
+
 /// A fleet spec says so (`apiVersion: npa.fleet/…`) or has a fleet-only top-level key.
 static SPEC_MARKER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -210,13 +214,7 @@ impl<'a> Doc<'a> {
                 }
                 next
             }
-            b'"' | b'\'' => match self.quoted(i, v) {
-                Some((scalar, next)) => {
-                    emit(rule, scalar, out);
-                    next
-                }
-                None => i + 1,
-            },
+            b'"' | b'\'' => self.field_quoted(i, v, rule, out),
             b'&' | b'!' => {
                 let after = skip_spaces(line, skip_token(line, v));
                 self.field_value(i, after, key_col, rule, out)
@@ -228,6 +226,27 @@ impl<'a> Doc<'a> {
                 let (scalar, next) = self.plain(i, v, key_col);
                 emit(rule, scalar, out);
                 next
+            }
+        }
+    }
+
+    /// A checked field's quoted value; an unclosed quote (a half-edited file) still counts,
+    /// up to the end of its line.
+    fn field_quoted(&self, i: usize, v: usize, rule: RuleId, out: &mut Vec<Candidate>) -> usize {
+        match self.quoted(i, v) {
+            Some((scalar, next)) => {
+                emit(rule, scalar, out);
+                next
+            }
+            None => {
+                let rest = self.line(i)[v + 1..].trim_end();
+                let scalar = Scalar {
+                    start: self.abs(i, v + 1),
+                    end: self.abs(i, v + 1 + rest.len()),
+                    text: rest.to_string(),
+                };
+                emit(rule, scalar, out);
+                i + 1
             }
         }
     }
@@ -260,13 +279,7 @@ impl<'a> Doc<'a> {
             return i + 1;
         }
         match b[p] {
-            b'"' | b'\'' => match self.quoted(j, p) {
-                Some((scalar, next)) => {
-                    emit(rule, scalar, out);
-                    next
-                }
-                None => i + 1,
-            },
+            b'"' | b'\'' => self.field_quoted(j, p, rule, out),
             _ => {
                 let (scalar, next) = self.plain(j, p, key_col);
                 emit(rule, scalar, out);
@@ -308,28 +321,24 @@ impl<'a> Doc<'a> {
     }
 
     /// Quoted scalar opening at `v` on line `i`, possibly closing on a later line.
-    /// Returns the scalar and the next line to read; `None` if it never closes.
+    /// Returns the scalar and the next line to read; `None` if it does not close within
+    /// [`MAX_SPAN_LINES`].
     fn quoted(&self, i: usize, v: usize) -> Option<(Scalar, usize)> {
         let quote = self.line(i).as_bytes()[v];
         let mut text = String::new();
-        let mut j = i;
-        let mut from = v + 1;
-        loop {
+        let last = (i + MAX_SPAN_LINES).min(self.lines.len());
+        for j in i..last {
             let line = self.line(j);
             let segment = if j == i {
-                &line[from..]
+                &line[v + 1..]
             } else {
                 line.trim_start()
             };
-            let seg_start = if j == i {
-                from
-            } else {
-                line.len() - segment.len()
-            };
+            let seg_start = line.len() - segment.len();
+            if j > i {
+                text.push(' ');
+            }
             if let Some(close) = find_close(segment, quote) {
-                if j > i {
-                    text.push(' ');
-                }
                 text.push_str(&unescape(&segment[..close], quote));
                 let scalar = Scalar {
                     start: self.abs(i, v + 1),
@@ -338,16 +347,9 @@ impl<'a> Doc<'a> {
                 };
                 return Some((scalar, j + 1));
             }
-            if j > i {
-                text.push(' ');
-            }
             text.push_str(&unescape(segment.trim_end(), quote));
-            j += 1;
-            from = 0;
-            if j >= self.lines.len() {
-                return None;
-            }
         }
+        None
     }
 
     /// Literal or folded block scalar content on lines `from..to`.
@@ -379,7 +381,8 @@ impl<'a> Doc<'a> {
         let mut p = v;
         // At the start of a flow mapping entry (after `{` or `,`), where a key may begin.
         let mut entry = false;
-        while j < self.lines.len() {
+        let last = (i + MAX_SPAN_LINES).min(self.lines.len());
+        while j < last {
             let line = self.line(j);
             let b = line.as_bytes();
             while p < b.len() {
@@ -731,6 +734,22 @@ mod tests {
         assert_eq!(
             found(text),
             vec![(2, 18, RuleId::SpecSubnetId, "shared-net".into())]
+        );
+    }
+
+    #[test]
+    fn unclosed_quotes_and_brackets_stay_local() {
+        let mut text = String::from("tenant_id: \"acme-half-edited\nitems: [a, b\n");
+        for _ in 0..100 {
+            text.push_str("x: y\n");
+        }
+        text.push_str("subnet_id: real-subnet\n");
+        assert_eq!(
+            found(&text),
+            vec![
+                (1, 12, RuleId::SpecTenantId, "acme-half-edited".into()),
+                (103, 11, RuleId::SpecSubnetId, "real-subnet".into()),
+            ]
         );
     }
 

@@ -262,7 +262,10 @@ fn select_allowance(
 
 /// Interprets a record with a limit. Checked in the reference's order: limit, status, state,
 /// unit, usage; every failure but a wrong unit reads "unusable capacity evidence".
-fn finite_allowance(name: &str, record: &AllowanceRecord) -> Result<FiniteAllowance, AllowanceError> {
+fn finite_allowance(
+    name: &str,
+    record: &AllowanceRecord,
+) -> Result<FiniteAllowance, AllowanceError> {
     let Wire::Value(limit) = record.limit else {
         return Err(AllowanceError::unusable(name));
     };

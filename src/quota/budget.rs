@@ -97,6 +97,19 @@ impl PreflightReport {
         self.error.is_none() && self.shortfalls.is_empty()
     }
 
+    /// Evidence was complete and something does not fit: a quota or a capacity block.
+    pub fn blocked(&self) -> bool {
+        match &self.error {
+            None => !self.shortfalls.is_empty(),
+            Some(error) => matches!(error, PreflightError::ReservationShortfalls(_)),
+        }
+    }
+
+    /// Capacity blocks that cannot serve the fleet.
+    pub fn failed_reservations(&self) -> impl Iterator<Item = &ReservationCheck> {
+        self.reservation_checks().filter(|c| c.reason.is_some())
+    }
+
     /// 0 when everything fits, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         if self.fits() { 0 } else { 1 }

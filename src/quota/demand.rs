@@ -285,7 +285,10 @@ mod tests {
         assert_eq!(preset_gpus("x-2GPU-y"), 2);
         assert_eq!(preset_gpus("gpu-12gpu-3gpu"), 12);
         assert_eq!(preset_vcpus("vcpu-16vcpu"), 16);
-        assert_eq!(preset_gpus("99999999999999999999999999999999999999999gpu"), u128::MAX);
+        assert_eq!(
+            preset_gpus("99999999999999999999999999999999999999999gpu"),
+            u128::MAX
+        );
     }
 
     #[test]

@@ -27,8 +27,10 @@ pub trait QuotaEvidence {
     /// Every quota allowance of the tenant, all regions, all pages.
     fn allowances(&self, tenant_id: &str) -> Result<AllowanceDocument, EvidenceError>;
     /// Every capacity block group of the tenant, all pages.
-    fn capacity_block_groups(&self, tenant_id: &str)
-    -> Result<CapacityBlockDocument, EvidenceError>;
+    fn capacity_block_groups(
+        &self,
+        tenant_id: &str,
+    ) -> Result<CapacityBlockDocument, EvidenceError>;
 }
 
 /// The largest evidence file read; real lists are a few hundred kilobytes.
@@ -83,9 +85,8 @@ fn placeholder(_tenant_id: &str) -> &'static str {
 /// Reads a file, capped; the cause names the path and the error kind, never the content.
 fn read(path: &Path) -> Result<String, EvidenceError> {
     let shown = path.display();
-    let unreadable = |e: std::io::Error| {
-        EvidenceError::Unreadable(format!("cannot read {shown}: {}", e.kind()))
-    };
+    let unreadable =
+        |e: std::io::Error| EvidenceError::Unreadable(format!("cannot read {shown}: {}", e.kind()));
     let meta = std::fs::metadata(path).map_err(unreadable)?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(EvidenceError::Unreadable(format!(

@@ -194,7 +194,10 @@ mod tests {
         assert_eq!(cmp("0.99"), Ordering::Less);
         assert_eq!(cmp("0"), Ordering::Less);
         assert_eq!(
-            Decimal::parse("17").unwrap().percent_to_fraction().remaining(48),
+            Decimal::parse("17")
+                .unwrap()
+                .percent_to_fraction()
+                .remaining(48),
             39
         );
     }

@@ -22,8 +22,8 @@ pub fn allowance_document(text: &str) -> Result<AllowanceDocument, EvidenceError
         return Err(EvidenceError::Unreadable("the document is empty".into()));
     }
     let malformed = |m: &str| EvidenceError::Malformed(m.to_string());
-    let document: Value =
-        serde_json::from_str(text).map_err(|_| malformed("could not parse quota allowance JSON"))?;
+    let document: Value = serde_json::from_str(text)
+        .map_err(|_| malformed("could not parse quota allowance JSON"))?;
     let Some(items) = document
         .as_object()
         .and_then(|d| d.get("items"))
@@ -97,7 +97,11 @@ pub fn capacity_document(text: &str) -> Result<CapacityBlockDocument, EvidenceEr
     let items = match root.get("items") {
         None | Some(Value::Null) => &Vec::new(),
         Some(Value::Array(items)) => items,
-        Some(_) => return Err(malformed("capacity block group JSON has a non-list 'items' field")),
+        Some(_) => {
+            return Err(malformed(
+                "capacity block group JSON has a non-list 'items' field",
+            ));
+        }
     };
     if truthy(pick(root, "next_page_token", "nextPageToken").map_err(EvidenceError::Malformed)?) {
         return Err(malformed(
@@ -109,7 +113,9 @@ pub fn capacity_document(text: &str) -> Result<CapacityBlockDocument, EvidenceEr
         let block = item
             .as_object()
             .ok_or("capacity block group JSON contains a non-mapping item")
-            .and_then(|item| capacity_block(item).map_err(|_| "capacity block group has malformed fields"))
+            .and_then(|item| {
+                capacity_block(item).map_err(|_| "capacity block group has malformed fields")
+            })
             .map_err(malformed)?;
         out.items.push(block);
     }
@@ -157,9 +163,9 @@ fn pick<'a>(
     camel: &str,
 ) -> Result<Option<&'a Value>, String> {
     match (map.get(snake), map.get(camel)) {
-        (Some(a), Some(b)) if snake != camel && a != b => Err(format!(
-            "'{snake}' and '{camel}' disagree in one record"
-        )),
+        (Some(a), Some(b)) if snake != camel && a != b => {
+            Err(format!("'{snake}' and '{camel}' disagree in one record"))
+        }
         (Some(a), _) => Ok(Some(a)),
         (None, b) => Ok(b),
     }

@@ -37,7 +37,7 @@ pub use reservations::{
     CapacityBlockDocument, CapacityBlockGroup, ReservationRequirement, required_reservations,
 };
 pub use scope::{
-    FleetDemand, ProvenState, RegionDemand, ScopeOptions, Selection, TargetKey,
-    UnchangedEvidence, fleet_demand,
+    FleetDemand, ProvenState, RegionDemand, ScopeOptions, Selection, TargetKey, UnchangedEvidence,
+    fleet_demand,
 };
 pub use shortfall::{QuotaShortfall, find_shortfalls, shortfall_message};

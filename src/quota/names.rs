@@ -116,7 +116,10 @@ mod tests {
             ["byte"]
         );
         assert_eq!(compatible_units(NON_GPU_VCPU), ["count", "vcpu"]);
-        assert_eq!(compatible_units("compute.instance.gpu.b200"), ["count", "gpu"]);
+        assert_eq!(
+            compatible_units("compute.instance.gpu.b200"),
+            ["count", "gpu"]
+        );
         assert_eq!(compatible_units(DISK_COUNT), ["count"]);
         assert_eq!(compatible_units(PREEMPTIBLE_INSTANCE_COUNT), ["count"]);
     }
@@ -126,7 +129,11 @@ mod tests {
         for name in OPTIONAL_UNADVERTISED {
             assert!(is_optional(name));
         }
-        for name in [MK8S_CLUSTER_COUNT, VPC_ALLOCATION_COUNT, PREEMPTIBLE_INSTANCE_COUNT] {
+        for name in [
+            MK8S_CLUSTER_COUNT,
+            VPC_ALLOCATION_COUNT,
+            PREEMPTIBLE_INSTANCE_COUNT,
+        ] {
             assert!(!is_optional(name));
         }
     }

@@ -30,7 +30,11 @@ pub fn format_amount(quota: &str, amount: u128) -> String {
         }
     } else {
         let (one, many) = names::noun(quota);
-        format!("{} {}", thousands(amount), if amount == 1 { one } else { many })
+        format!(
+            "{} {}",
+            thousands(amount),
+            if amount == 1 { one } else { many }
+        )
     }
 }
 
@@ -44,32 +48,74 @@ pub fn format_signed(quota: &str, amount: i128) -> String {
     }
 }
 
-fn verdict_text(row: &BudgetRow) -> String {
-    match row.verdict {
-        Verdict::Fits => "fits".to_string(),
-        Verdict::Short => format!(
-            "SHORT by {}",
-            format_amount(&row.quota, row.shortfall.unwrap_or(0))
-        ),
-        Verdict::Unlimited => "unlimited".to_string(),
-        Verdict::NotQuotaControlled => "not quota-controlled".to_string(),
+/// How a displayed row ends.
+enum RowVerdict {
+    Fits,
+    /// Short by this much (formatted).
+    Short(String),
+    Unlimited,
+    NotQuotaControlled,
+    NotChecked,
+}
+
+impl RowVerdict {
+    fn of(row: &BudgetRow) -> RowVerdict {
+        match row.verdict {
+            Verdict::Fits => RowVerdict::Fits,
+            Verdict::Short => {
+                RowVerdict::Short(format_amount(&row.quota, row.shortfall.unwrap_or(0)))
+            }
+            Verdict::Unlimited => RowVerdict::Unlimited,
+            Verdict::NotQuotaControlled => RowVerdict::NotQuotaControlled,
+        }
     }
+
+    fn text(&self) -> String {
+        match self {
+            RowVerdict::Fits => "fits".into(),
+            RowVerdict::Short(by) => format!("SHORT by {by}"),
+            RowVerdict::Unlimited => "unlimited".into(),
+            RowVerdict::NotQuotaControlled => "not quota-controlled".into(),
+            RowVerdict::NotChecked => "not checked".into(),
+        }
+    }
+
+    fn markdown(&self) -> String {
+        match self {
+            RowVerdict::Fits => "✅ fits".into(),
+            RowVerdict::Short(by) => format!("❌ **short by {by}**"),
+            other => other.text(),
+        }
+    }
+}
+
+/// A row as shown: quota, needed, in use, limit, available, after change; then the verdict.
+struct DisplayRow {
+    cells: [String; 6],
+    verdict: RowVerdict,
 }
 
 fn opt_amount(quota: &str, value: Option<u64>) -> String {
     value.map_or_else(|| "-".to_string(), |v| format_amount(quota, u128::from(v)))
 }
 
-/// One line of the headline: fits, blocked, or could not prove.
+/// One line of the headline: fits, blocked (and by what), or could not prove.
 fn headline(report: &PreflightReport) -> String {
-    let short = report.shortfalls.len();
-    if report.error.is_some() {
-        "FAILED: capacity could not be proven".to_string()
-    } else if short > 0 {
-        format!("BLOCKED: {short} quota(s) short")
-    } else {
-        "fits".to_string()
+    if report.fits() {
+        return "fits".to_string();
     }
+    if !report.blocked() {
+        return "FAILED: capacity could not be proven".to_string();
+    }
+    let mut parts = Vec::new();
+    if !report.shortfalls.is_empty() {
+        parts.push(format!("{} quota(s) short", report.shortfalls.len()));
+    }
+    let blocks = report.failed_reservations().count();
+    if blocks > 0 {
+        parts.push(format!("{blocks} capacity block(s) cannot serve the fleet"));
+    }
+    format!("BLOCKED: {}", parts.join("; "))
 }
 
 fn summary(report: &PreflightReport) -> String {
@@ -94,14 +140,14 @@ fn summary(report: &PreflightReport) -> String {
 
 /// The rows shown for a region: the checked budget, or the bare demand when the region was
 /// not (or not fully) checked.
-fn display_rows(region: &RegionDemand, report: &PreflightReport) -> Vec<[String; 7]> {
+fn display_rows(region: &RegionDemand, report: &PreflightReport) -> Vec<DisplayRow> {
     let outcome = report.regions.iter().find(|o| o.region == region.region);
     match outcome.filter(|o| o.checked) {
         Some(outcome) => outcome
             .rows
             .iter()
-            .map(|row| {
-                [
+            .map(|row| DisplayRow {
+                cells: [
                     row.quota.clone(),
                     format_amount(&row.quota, row.needed),
                     opt_amount(&row.quota, row.usage),
@@ -109,23 +155,23 @@ fn display_rows(region: &RegionDemand, report: &PreflightReport) -> Vec<[String;
                     opt_amount(&row.quota, row.available),
                     row.headroom
                         .map_or_else(|| "-".to_string(), |h| format_signed(&row.quota, h)),
-                    verdict_text(row),
-                ]
+                ],
+                verdict: RowVerdict::of(row),
             })
             .collect(),
         None => region
             .quotas
             .iter()
-            .map(|(quota, needed)| {
-                [
+            .map(|(quota, needed)| DisplayRow {
+                cells: [
                     quota.to_string(),
                     format_amount(quota, needed),
                     "-".into(),
                     "-".into(),
                     "-".into(),
                     "-".into(),
-                    "not checked".into(),
-                ]
+                ],
+                verdict: RowVerdict::NotChecked,
             })
             .collect(),
     }
@@ -138,16 +184,19 @@ fn reservation_text(check: &ReservationCheck) -> String {
     let fabric = if check.fabric.is_empty() {
         String::new()
     } else {
-        format!(" fabric {}", check.fabric)
+        format!(", fabric {}", check.fabric)
     };
-    let verdict = check.reason.as_deref().unwrap_or("ok");
+    let verdict = match &check.reason {
+        None => "ok".to_string(),
+        Some(reason) => format!("BLOCKED: {reason}"),
+    };
     let targets: Vec<String> = check.targets.iter().map(ToString::to_string).collect();
     format!(
-        "block {} {}{fabric}: needs {} GPUs, {free} free: {verdict} ({})",
+        "capacity block {} ({}{fabric}) for {}: needs {} GPUs, {free} free -> {verdict}",
         check.block,
         check.platform,
-        check.required_gpus,
-        targets.join(", ")
+        targets.join(", "),
+        thousands(check.required_gpus),
     )
 }
 
@@ -183,25 +232,29 @@ pub fn render_text(report: &PreflightReport) -> String {
             "VERDICT",
         ]
         .map(str::to_string);
-        let rows = display_rows(region, report);
+        let mut lines: Vec<[String; 7]> = vec![header];
+        for row in display_rows(region, report) {
+            let [a, b, c, d, e, f] = row.cells;
+            lines.push([a, b, c, d, e, f, row.verdict.text()]);
+        }
         let mut widths = [0usize; 7];
-        for row in std::iter::once(&header).chain(rows.iter()) {
-            for (w, cell) in widths.iter_mut().zip(row) {
+        for line in &lines {
+            for (w, cell) in widths.iter_mut().zip(line) {
                 *w = (*w).max(cell.chars().count());
             }
         }
-        for row in std::iter::once(&header).chain(rows.iter()) {
-            let mut line = String::from(" ");
-            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
-                let pad = w - cell.chars().count();
+        for line in &lines {
+            let mut text = String::new();
+            for (i, (cell, w)) in line.iter().zip(widths).enumerate() {
+                let pad = " ".repeat(w - cell.chars().count());
                 // Names and verdicts read left to right; amounts line up on the right.
                 if i == 0 || i == 6 {
-                    let _ = write!(line, " {cell}{}", " ".repeat(pad));
+                    let _ = write!(text, "  {cell}{pad}");
                 } else {
-                    let _ = write!(line, " {}{cell}", " ".repeat(pad));
+                    let _ = write!(text, "  {pad}{cell}");
                 }
             }
-            let _ = writeln!(out, "{}", line.trim_end());
+            let _ = writeln!(out, "{}", text.trim_end());
         }
     }
     if report.demand.regions.is_empty() {
@@ -218,21 +271,22 @@ fn md_cell(text: &str) -> String {
 pub fn render_markdown(report: &PreflightReport) -> String {
     let mut out = String::new();
     let name = md_cell(&report.demand.name);
-    let title = if report.error.is_some() {
-        format!("### ⚠️ Quota preflight could not prove capacity for fleet `{name}`")
-    } else if !report.shortfalls.is_empty() {
+    let title = if report.fits() {
+        format!("### ✅ Quota preflight: fleet `{name}` fits")
+    } else if report.blocked() {
         format!("### ❌ Quota preflight: fleet `{name}` does not fit")
     } else {
-        format!("### ✅ Quota preflight: fleet `{name}` fits")
+        format!("### ⚠️ Quota preflight could not prove capacity for fleet `{name}`")
     };
     let _ = writeln!(out, "{title}\n");
-    let blocking: Vec<&BudgetRow> = report
+    let short_rows: Vec<&BudgetRow> = report
         .rows()
         .filter(|r| r.verdict == Verdict::Short)
         .collect();
-    if !blocking.is_empty() {
+    let short_blocks: Vec<&ReservationCheck> = report.failed_reservations().collect();
+    if !short_rows.is_empty() || !short_blocks.is_empty() {
         let _ = writeln!(out, "**Blocked by:**\n");
-        for row in blocking {
+        for row in short_rows {
             let _ = writeln!(
                 out,
                 "- `{}` in `{}`: needs {}, {} available, **short by {}**",
@@ -243,9 +297,19 @@ pub fn render_markdown(report: &PreflightReport) -> String {
                 format_amount(&row.quota, row.shortfall.unwrap_or(0)),
             );
         }
+        for check in short_blocks {
+            let _ = writeln!(
+                out,
+                "- capacity block {} (`{}`) in `{}`: **{}**",
+                check.block,
+                md_cell(&check.platform),
+                check.region,
+                md_cell(check.reason.as_deref().unwrap_or_default()),
+            );
+        }
         let _ = writeln!(out);
     }
-    if report.error.is_some()
+    if !report.blocked()
         && let Some(message) = report.public_message()
     {
         let _ = writeln!(out, "```text\n{message}\n```\n");
@@ -260,21 +324,12 @@ pub fn render_markdown(report: &PreflightReport) -> String {
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|");
         for region in &report.demand.regions {
             for row in display_rows(region, report) {
-                let verdict = match row[6].as_str() {
-                    "fits" => "✅ fits".to_string(),
-                    v if v.starts_with("SHORT") => format!("❌ **{}**", v.to_lowercase()),
-                    v => v.to_string(),
-                };
+                let [quota, needed, usage, limit, available, after] = &row.cells;
                 let _ = writeln!(
                     out,
-                    "| {} | `{}` | {} | {} | {} | {} | {} | {verdict} |",
+                    "| {} | `{quota}` | {needed} | {usage} | {limit} | {available} | {after} | {} |",
                     md_cell(&region.region),
-                    row[0],
-                    row[1],
-                    row[2],
-                    row[3],
-                    row[4],
-                    row[5],
+                    row.verdict.markdown(),
                 );
             }
         }
@@ -282,7 +337,10 @@ pub fn render_markdown(report: &PreflightReport) -> String {
     }
     let checks: Vec<&ReservationCheck> = report.reservation_checks().collect();
     if !checks.is_empty() {
-        let _ = writeln!(out, "**Capacity blocks (STRICT, no on-demand fallback):**\n");
+        let _ = writeln!(
+            out,
+            "**Capacity blocks (STRICT, no on-demand fallback):**\n"
+        );
         let _ = writeln!(
             out,
             "| Region | Block | Platform | Fabric | Needed | Free | Clusters | Verdict |"
@@ -305,9 +363,10 @@ pub fn render_markdown(report: &PreflightReport) -> String {
                     format!("`{}`", md_cell(&check.fabric))
                 },
                 thousands(check.required_gpus),
-                check
-                    .available_gpus
-                    .map_or_else(|| "unknown".to_string(), |f| format!("{} GPUs", thousands(u128::from(f)))),
+                check.available_gpus.map_or_else(
+                    || "unknown".to_string(),
+                    |f| format!("{} GPUs", thousands(u128::from(f)))
+                ),
                 check.targets.len(),
             );
         }
@@ -393,7 +452,11 @@ pub fn json_report(report: &PreflightReport) -> JsonReport<'_> {
                             Some(_) => "ok",
                         },
                         reason: check.and_then(|c| c.reason.clone()),
-                        targets: requirement.targets.iter().map(ToString::to_string).collect(),
+                        targets: requirement
+                            .targets
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect(),
                     }
                 })
                 .collect();
@@ -448,8 +511,12 @@ mod tests {
 
     #[test]
     fn amounts_read_in_their_own_terms() {
-        assert_eq!(format_amount(names::DISK_SIZE, 2302 * GIB), "2,302.00 GiB");
-        assert_eq!(format_amount(names::DISK_SIZE, 2 * TIB + TIB / 4), "2.25 TiB");
+        assert_eq!(format_amount(names::DISK_SIZE, 1023 * GIB), "1,023.00 GiB");
+        assert_eq!(format_amount(names::DISK_SIZE, 2302 * GIB), "2.25 TiB");
+        assert_eq!(
+            format_amount(names::DISK_SIZE, 2 * TIB + TIB / 4),
+            "2.25 TiB"
+        );
         assert_eq!(format_amount(names::DISK_SIZE, 1), "1 byte");
         assert_eq!(format_amount(names::DISK_SIZE, 1024), "1,024 bytes");
         assert_eq!(format_amount("compute.instance.gpu.h200", 16), "16 GPUs");

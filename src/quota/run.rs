@@ -68,7 +68,11 @@ pub fn run_with(
         let _ = writeln!(stderr, "  - {line}");
     });
     if command.json {
-        let _ = writeln!(stdout, "{}", crate::cli::output::to_json(&json_report(&report)));
+        let _ = writeln!(
+            stdout,
+            "{}",
+            crate::cli::output::to_json(&json_report(&report))
+        );
     } else {
         let _ = write!(stdout, "{}", render_text(&report));
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::demand::{Demand, required_quotas};
 use super::reservations::{ReservationRequirement, required_reservations};
-use crate::spec::{Backend, ClusterSpec, FleetSpec, ProjectSpec};
+use crate::spec::{Backend, ClusterSpec, FleetSpec, ObjectStorageSpec, ProjectSpec};
 
 /// `--only-projects` / `--only-clusters`: empty means "no filter".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -265,26 +265,14 @@ pub fn fleet_demand(
     for region in regions {
         let targets = clusters.get(region).map(Vec::as_slice).unwrap_or_default();
         let projects = buckets.get(region).map(Vec::as_slice).unwrap_or_default();
-        let new = new_projects.get(region).copied().unwrap_or(0);
-        let quotas = required_quotas(
-            targets.iter().map(|(_, c)| *c),
-            new,
-            projects.iter().filter_map(|p| p.object_storage.as_ref()),
-        );
-        let (reservations, reservation_conflict) =
-            match required_reservations(targets.iter().map(|(t, c)| (t, *c)), region) {
-                Ok(requirements) => (requirements, None),
-                Err(conflict) => (Vec::new(), Some(conflict.block_id)),
-            };
-        out.regions.push(RegionDemand {
-            region: region.clone(),
-            targets: targets.iter().map(|(t, _)| t.clone()).collect(),
-            new_projects: new,
-            new_buckets: projects.iter().map(|p| p.key()).collect(),
-            quotas,
-            reservations,
-            reservation_conflict,
-        });
+        out.regions.push(RegionDemand::new(
+            region,
+            targets.iter().map(|(t, c)| (t.clone(), *c)),
+            new_projects.get(region).copied().unwrap_or(0),
+            projects
+                .iter()
+                .filter_map(|p| p.object_storage.as_ref().map(|s| (p.key(), s))),
+        ));
     }
     Ok(out)
 }
@@ -297,6 +285,41 @@ fn region_of<'a>(project: &'a ProjectSpec, spec: &'a FleetSpec) -> Result<&'a st
         });
     }
     Ok(region)
+}
+
+impl RegionDemand {
+    /// The demand of one region: charged clusters, the number of projects that will be created
+    /// and the bucket declarations (by project key) that will be created.
+    pub fn new<'a>(
+        region: &str,
+        clusters: impl IntoIterator<Item = (TargetKey, &'a ClusterSpec)>,
+        new_projects: u128,
+        buckets: impl IntoIterator<Item = (String, &'a ObjectStorageSpec)>,
+    ) -> RegionDemand {
+        let clusters: Vec<(TargetKey, &ClusterSpec)> = clusters.into_iter().collect();
+        // A disabled declaration creates nothing.
+        let buckets: Vec<(String, &ObjectStorageSpec)> =
+            buckets.into_iter().filter(|(_, s)| s.enabled).collect();
+        let quotas = required_quotas(
+            clusters.iter().map(|(_, c)| *c),
+            new_projects,
+            buckets.iter().map(|(_, s)| *s),
+        );
+        let (reservations, reservation_conflict) =
+            match required_reservations(clusters.iter().map(|(t, c)| (t, *c)), region) {
+                Ok(requirements) => (requirements, None),
+                Err(conflict) => (Vec::new(), Some(conflict.block_id)),
+            };
+        RegionDemand {
+            region: region.to_string(),
+            targets: clusters.into_iter().map(|(t, _)| t).collect(),
+            new_projects,
+            new_buckets: buckets.into_iter().map(|(key, _)| key).collect(),
+            quotas,
+            reservations,
+            reservation_conflict,
+        }
+    }
 }
 
 impl FleetDemand {

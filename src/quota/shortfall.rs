@@ -89,7 +89,9 @@ pub fn find_shortfalls(
 
 /// The error text of a blocked preflight. It names the tenant, so it is for the operator only.
 pub fn shortfall_message(shortfalls: &[QuotaShortfall], tenant_id: &str) -> String {
-    let mut lines = vec![format!("tenant {tenant_id} quota is too low for this fleet:")];
+    let mut lines = vec![format!(
+        "tenant {tenant_id} quota is too low for this fleet:"
+    )];
     lines.extend(shortfalls.iter().map(|s| format!("  - {}", s.describe())));
     lines.push(GUIDANCE.to_string());
     if shortfalls.iter().any(|s| s.name == names::DISK_SIZE) {
@@ -128,7 +130,7 @@ pub fn thousands(value: u128) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

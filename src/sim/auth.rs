@@ -51,7 +51,9 @@ impl iam::token_exchange_service_server::TokenExchangeService for SimService {
         let header = decode_header(&r.subject_token)
             .map_err(|_| Status::unauthenticated("subject token is not a JWT"))?;
         if header.alg != Algorithm::RS256 {
-            return Err(Status::unauthenticated("subject token must be signed with RS256"));
+            return Err(Status::unauthenticated(
+                "subject token must be signed with RS256",
+            ));
         }
         let kid = header
             .kid

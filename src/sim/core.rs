@@ -42,6 +42,8 @@ pub struct CallContext {
     pub request: Option<prost_types::Any>,
     /// Who is calling (the token's subject), for `Operation.created_by`.
     pub caller: String,
+    /// A scripted fault that strikes after the call took effect: (code, message).
+    pub lost_reply: Option<(Code, String)>,
 }
 
 pub fn now_ms() -> i64 {
@@ -111,7 +113,11 @@ pub struct Core {
 impl Core {
     /// Builds the world, or restores it from `state_file` when that exists.
     pub fn new(world: World, state_file: Option<PathBuf>) -> Result<Core, String> {
-        let tenant_id = nid::make("tenant", "eu-north1", &format!("{}/{}", world.name, world.tenant_name));
+        let tenant_id = nid::make(
+            "tenant",
+            "eu-north1",
+            &format!("{}/{}", world.name, world.tenant_name),
+        );
         let mut core = Core {
             world,
             state: SimState::default(),
@@ -157,7 +163,11 @@ impl Core {
         for (region, entries) in &world.quotas {
             for (name, entry) in entries {
                 let spec = entry.spec();
-                let id = nid::make("quotaallowance", region, &format!("{}/{region}/{name}", world.name));
+                let id = nid::make(
+                    "quotaallowance",
+                    region,
+                    &format!("{}/{region}/{name}", world.name),
+                );
                 self.state.quota_allowances.push(quotas::QuotaAllowance {
                     metadata: Some(ResourceMetadata {
                         id,
@@ -174,7 +184,10 @@ impl Core {
                         state: quotas::quota_allowance_status::State::Active as i32,
                         usage: spec.usage,
                         service: name.split('.').next().unwrap_or("").to_string(),
-                        unit: spec.unit.clone().unwrap_or_else(|| default_unit(name).to_string()),
+                        unit: spec
+                            .unit
+                            .clone()
+                            .unwrap_or_else(|| default_unit(name).to_string()),
                         usage_state: if spec.usage > 0 {
                             quotas::quota_allowance_status::UsageState::Used
                         } else {
@@ -192,38 +205,45 @@ impl Core {
                 "shutting" => capacity::capacity_block_group_status::State::Shutting,
                 "inactive" => capacity::capacity_block_group_status::State::Inactive,
                 "active" => capacity::capacity_block_group_status::State::Active,
-                other => return Err(format!("capacity block group {:?}: unknown state {other:?}", block.name)),
+                other => {
+                    return Err(format!(
+                        "capacity block group {:?}: unknown state {other:?}",
+                        block.name
+                    ));
+                }
             };
-            self.state.capacity_block_groups.push(capacity::CapacityBlockGroup {
-                metadata: Some(ResourceMetadata {
-                    id: self.capacity_block_id(&block.name),
-                    parent_id: self.tenant_id.clone(),
-                    resource_version: 1,
-                    ..Default::default()
-                }),
-                spec: Some(capacity::CapacityBlockGroupSpec {}),
-                status: Some(capacity::CapacityBlockGroupStatus {
-                    region: block.region.clone(),
-                    resource_affinity: Some(capacity::ResourceAffinity {
-                        versions: Some(capacity::resource_affinity::Versions::ComputeV1(
-                            capacity::ResourceAffinityComputeV1 {
-                                fabric: block.fabric.clone(),
-                                platform: block.platform.clone(),
-                            },
-                        )),
+            self.state
+                .capacity_block_groups
+                .push(capacity::CapacityBlockGroup {
+                    metadata: Some(ResourceMetadata {
+                        id: self.capacity_block_id(&block.name),
+                        parent_id: self.tenant_id.clone(),
+                        resource_version: 1,
+                        ..Default::default()
                     }),
-                    service: "compute".into(),
-                    state: state as i32,
-                    current_limit: block.limit,
-                    usage: block.usage,
-                    usage_state: if block.usage > 0 {
-                        capacity::capacity_block_group_status::UsageState::Used
-                    } else {
-                        capacity::capacity_block_group_status::UsageState::NotUsed
-                    } as i32,
-                    ..Default::default()
-                }),
-            });
+                    spec: Some(capacity::CapacityBlockGroupSpec {}),
+                    status: Some(capacity::CapacityBlockGroupStatus {
+                        region: block.region.clone(),
+                        resource_affinity: Some(capacity::ResourceAffinity {
+                            versions: Some(capacity::resource_affinity::Versions::ComputeV1(
+                                capacity::ResourceAffinityComputeV1 {
+                                    fabric: block.fabric.clone(),
+                                    platform: block.platform.clone(),
+                                },
+                            )),
+                        }),
+                        service: "compute".into(),
+                        state: state as i32,
+                        current_limit: block.limit,
+                        usage: block.usage,
+                        usage_state: if block.usage > 0 {
+                            capacity::capacity_block_group_status::UsageState::Used
+                        } else {
+                            capacity::capacity_block_group_status::UsageState::NotUsed
+                        } as i32,
+                        ..Default::default()
+                    }),
+                });
         }
 
         for seed in &world.projects {
@@ -237,12 +257,22 @@ impl Core {
                 ..Default::default()
             };
             let op = self
-                .create::<iam::Container>(&ctx, meta, iam::ContainerSpec { region: seed.region.clone() }, 0)
+                .create::<iam::Container>(
+                    &ctx,
+                    meta,
+                    iam::ContainerSpec {
+                        region: seed.region.clone(),
+                    },
+                    0,
+                )
                 .map_err(|s| format!("seeding project {:?}: {}", seed.name, s.message()))?;
             if let Some(status) = &op.status
                 && status.code != 0
             {
-                return Err(format!("seeding project {:?}: {}", seed.name, status.message));
+                return Err(format!(
+                    "seeding project {:?}: {}",
+                    seed.name, status.message
+                ));
             }
         }
         Ok(())
@@ -256,12 +286,18 @@ impl Core {
             .iter()
             .find(|b| b.name == name)
             .map_or("eu-north1", |b| b.region.as_str());
-        nid::make("capacityblockgroup", region, &format!("{}/{name}", self.world.name))
+        nid::make(
+            "capacityblockgroup",
+            region,
+            &format!("{}/{name}", self.world.name),
+        )
     }
 
     /// Writes the state atomically (temporary file, then rename).
     pub fn persist(&self) -> Result<(), Status> {
-        let Some(path) = &self.state_file else { return Ok(()) };
+        let Some(path) = &self.state_file else {
+            return Ok(());
+        };
         let tmp = path.with_extension("tmp");
         let write = || -> std::io::Result<()> {
             if let Some(dir) = path.parent() {
@@ -316,9 +352,7 @@ impl Core {
             .iter()
             .find(|r| r.parent_id() == parent_id && r.name() == name)
             .cloned()
-            .ok_or_else(|| {
-                not_found(R::SERVICE, &format!("{name} in {parent_id}"))
-            })
+            .ok_or_else(|| not_found(R::SERVICE, &format!("{name} in {parent_id}")))
     }
 
     /// One page of the items matching `keep`, and the token of the next page.
@@ -335,7 +369,9 @@ impl Core {
     // --- mutations ---------------------------------------------------------------------
 
     fn replay(&self, ctx: &CallContext) -> Result<Option<Operation>, Status> {
-        let Some(key) = &ctx.idempotency_key else { return Ok(None) };
+        let Some(key) = &ctx.idempotency_key else {
+            return Ok(None);
+        };
         let Some(record) = self.state.idempotency.iter().find(|r| &r.key == key) else {
             return Ok(None);
         };
@@ -358,26 +394,50 @@ impl Core {
     }
 
     fn conflict(&self, service: &str, resource_id: &str) -> Result<(), Status> {
-        if let Some(running) = self.state.pending.iter().find(|p| p.resource_id == resource_id) {
+        if let Some(running) = self
+            .state
+            .pending
+            .iter()
+            .find(|p| p.resource_id == resource_id)
+        {
             return Err(status_with_service_error(
                 Code::Aborted,
-                &format!("another operation ({}) is running on {resource_id}", running.operation_id),
+                &format!(
+                    "another operation ({}) is running on {resource_id}",
+                    running.operation_id
+                ),
                 ServiceError {
                     service: service.to_string(),
                     code: "OperationConflict".into(),
                     retry_type: service_error::RetryType::UnitOfWork as i32,
-                    details: Some(service_error::Details::OperationConflict(common::OperationConflict {
-                        conflicting_operation_id: running.operation_id.clone(),
-                        resource_id: resource_id.to_string(),
-                    })),
+                    details: Some(service_error::Details::OperationConflict(
+                        common::OperationConflict {
+                            conflicting_operation_id: running.operation_id.clone(),
+                            resource_id: resource_id.to_string(),
+                        },
+                    )),
                 },
             ));
         }
         Ok(())
     }
 
-    fn new_operation(&mut self, service: &str, region: &str, description: String, resource_id: &str, ctx: &CallContext) -> Operation {
-        let id = self.new_id(&format!("{service}operation"), if region.is_empty() { "eu-north1" } else { region });
+    fn new_operation(
+        &mut self,
+        service: &str,
+        region: &str,
+        description: String,
+        resource_id: &str,
+        ctx: &CallContext,
+    ) -> Operation {
+        let id = self.new_id(
+            &format!("{service}operation"),
+            if region.is_empty() {
+                "eu-north1"
+            } else {
+                region
+            },
+        );
         Operation {
             id,
             description,
@@ -390,7 +450,13 @@ impl Core {
     }
 
     /// Stores an operation; with no latency (or a failure) it is finished at once.
-    fn start(&mut self, mut op: Operation, action: &str, latency_ms: u64, failure: Option<tonic_types::Status>) -> Operation {
+    fn start(
+        &mut self,
+        mut op: Operation,
+        action: &str,
+        latency_ms: u64,
+        failure: Option<tonic_types::Status>,
+    ) -> Operation {
         if let Some(status) = failure {
             op.status = Some(status);
             op.finished_at = Some(timestamp(now_ms()));
@@ -431,7 +497,11 @@ impl Core {
             return Ok(op);
         }
         if metadata.parent_id.is_empty() {
-            return Err(invalid(R::SERVICE, "metadata.parent_id", "metadata.parent_id is required"));
+            return Err(invalid(
+                R::SERVICE,
+                "metadata.parent_id",
+                "metadata.parent_id is required",
+            ));
         }
         let region = if R::KIND == "project" {
             if metadata.parent_id != self.tenant_id {
@@ -441,7 +511,11 @@ impl Core {
                 .own_region()
                 .unwrap_or_default();
             if !self.world.regions.contains(&region) {
-                return Err(invalid("iam", "spec.region", &format!("region {region:?} is not available to this tenant")));
+                return Err(invalid(
+                    "iam",
+                    "spec.region",
+                    &format!("region {region:?} is not available to this tenant"),
+                ));
             }
             region
         } else {
@@ -455,7 +529,12 @@ impl Core {
         {
             return Err(status_with_service_error(
                 Code::AlreadyExists,
-                &format!("{} named {:?} already exists in {}", R::KIND, metadata.name, metadata.parent_id),
+                &format!(
+                    "{} named {:?} already exists in {}",
+                    R::KIND,
+                    metadata.name,
+                    metadata.parent_id
+                ),
                 service_error(
                     R::SERVICE,
                     "AlreadyExists",
@@ -502,7 +581,12 @@ impl Core {
             name: name.to_string(),
             ..Default::default()
         };
-        let op = self.create::<vpc::Network>(&ctx, meta("default-network"), vpc::NetworkSpec::default(), 0)?;
+        let op = self.create::<vpc::Network>(
+            &ctx,
+            meta("default-network"),
+            vpc::NetworkSpec::default(),
+            0,
+        )?;
         if op.status.as_ref().is_some_and(|s| s.code != 0) {
             return Ok(());
         }
@@ -563,7 +647,10 @@ impl Core {
             return Ok(op);
         }
         next.set_phase(Phase::Updating, &region);
-        if let Some(slot) = R::items_mut(&mut self.state).iter_mut().find(|r| r.id() == id) {
+        if let Some(slot) = R::items_mut(&mut self.state)
+            .iter_mut()
+            .find(|r| r.id() == id)
+        {
             *slot = next;
         }
         let op = self.start(op, "update", latency_ms, None);
@@ -572,7 +659,12 @@ impl Core {
         Ok(op)
     }
 
-    pub fn delete<R: Resource>(&mut self, ctx: &CallContext, id: &str, latency_ms: u64) -> Result<Operation, Status> {
+    pub fn delete<R: Resource>(
+        &mut self,
+        ctx: &CallContext,
+        id: &str,
+        latency_ms: u64,
+    ) -> Result<Operation, Status> {
         if let Some(op) = self.replay(ctx)? {
             return Ok(op);
         }
@@ -594,7 +686,10 @@ impl Core {
         }
         let region = self.region_of(&current);
         let op = self.new_operation(R::SERVICE, &region, format!("Delete {}", R::KIND), id, ctx);
-        if let Some(slot) = R::items_mut(&mut self.state).iter_mut().find(|r| r.id() == id) {
+        if let Some(slot) = R::items_mut(&mut self.state)
+            .iter_mut()
+            .find(|r| r.id() == id)
+        {
             slot.set_phase(Phase::Deleting, &region);
         }
         let op = self.start(op, "delete", latency_ms, None);
@@ -650,7 +745,9 @@ impl Core {
             return;
         }
         for p in due {
-            let kind = nid::parse(&p.resource_id).map(|n| n.kind.to_string()).unwrap_or_default();
+            let kind = nid::parse(&p.resource_id)
+                .map(|n| n.kind.to_string())
+                .unwrap_or_default();
             match kind.as_str() {
                 "project" => self.finish::<iam::Container>(&p),
                 "vpcnetwork" => self.finish::<vpc::Network>(&p),
@@ -663,7 +760,12 @@ impl Core {
                 "storagebucket" => self.finish::<storage::Bucket>(&p),
                 _ => {}
             }
-            if let Some(op) = self.state.operations.iter_mut().find(|o| o.id == p.operation_id) {
+            if let Some(op) = self
+                .state
+                .operations
+                .iter_mut()
+                .find(|o| o.id == p.operation_id)
+            {
                 op.status = Some(operation_status(Code::Ok, "", None));
                 op.finished_at = Some(timestamp(now));
             }
@@ -672,7 +774,9 @@ impl Core {
     }
 
     fn finish<R: Resource>(&mut self, p: &PendingOperation) {
-        let Ok(current) = self.get::<R>(&p.resource_id) else { return };
+        let Ok(current) = self.get::<R>(&p.resource_id) else {
+            return;
+        };
         let region = self.region_of(&current);
         if p.action == "delete" {
             if R::KIND == "mk8scluster" {
@@ -691,7 +795,10 @@ impl Core {
             }
             self.release(&region, &current.charges(), &p.resource_id);
             R::items_mut(&mut self.state).retain(|r| r.id() != p.resource_id);
-        } else if let Some(slot) = R::items_mut(&mut self.state).iter_mut().find(|r| r.id() == p.resource_id) {
+        } else if let Some(slot) = R::items_mut(&mut self.state)
+            .iter_mut()
+            .find(|r| r.id() == p.resource_id)
+        {
             slot.set_phase(Phase::Ready, &region);
         }
     }
@@ -710,14 +817,22 @@ impl Core {
     fn allowance_mut(&mut self, region: &str, name: &str) -> Option<&mut quotas::QuotaAllowance> {
         let tenant = self.tenant_id.clone();
         self.state.quota_allowances.iter_mut().find(|a| {
-            a.metadata.as_ref().is_some_and(|m| m.name == name && m.parent_id == tenant)
+            a.metadata
+                .as_ref()
+                .is_some_and(|m| m.name == name && m.parent_id == tenant)
                 && a.spec.as_ref().is_some_and(|s| s.region == region)
         })
     }
 
     /// Takes quota and reserved capacity for a resource, or refuses with the failure the
     /// operation ends in. Quotas the tenant has no allowance for are not quota-controlled.
-    fn charge(&mut self, region: &str, charges: &Charges, resource_id: &str, service: &str) -> Result<(), tonic_types::Status> {
+    fn charge(
+        &mut self,
+        region: &str,
+        charges: &Charges,
+        resource_id: &str,
+        service: &str,
+    ) -> Result<(), tonic_types::Status> {
         let mut violations = Vec::new();
         for (name, amount) in &charges.quotas {
             if *amount == 0 {
@@ -750,14 +865,18 @@ impl Core {
                     service: service.to_string(),
                     code: "QuotaExceeded".into(),
                     retry_type: service_error::RetryType::Nothing as i32,
-                    details: Some(service_error::Details::QuotaFailure(common::QuotaFailure { violations })),
+                    details: Some(service_error::Details::QuotaFailure(common::QuotaFailure {
+                        violations,
+                    })),
                 }),
             ));
         }
         if let Some(reservation) = &charges.reserved {
             let tenant = self.tenant_id.clone();
             let fits = |b: &capacity::CapacityBlockGroup| -> bool {
-                let Some(status) = &b.status else { return false };
+                let Some(status) = &b.status else {
+                    return false;
+                };
                 let affinity_platform = status
                     .resource_affinity
                     .as_ref()
@@ -784,13 +903,18 @@ impl Core {
                         service: "compute".into(),
                         code: "NotEnoughResources".into(),
                         retry_type: service_error::RetryType::Nothing as i32,
-                        details: Some(service_error::Details::NotEnoughResources(common::NotEnoughResources {
-                            violations: vec![common::not_enough_resources::Violation {
-                                resource_type: reservation.platform.clone(),
-                                message: format!("{} reserved GPUs requested", reservation.gpus),
-                                requested: reservation.gpus.to_string(),
-                            }],
-                        })),
+                        details: Some(service_error::Details::NotEnoughResources(
+                            common::NotEnoughResources {
+                                violations: vec![common::not_enough_resources::Violation {
+                                    resource_type: reservation.platform.clone(),
+                                    message: format!(
+                                        "{} reserved GPUs requested",
+                                        reservation.gpus
+                                    ),
+                                    requested: reservation.gpus.to_string(),
+                                }],
+                            },
+                        )),
                     }),
                 ));
             };
@@ -827,7 +951,12 @@ impl Core {
                 status.usage = status.usage.saturating_sub(*amount);
             }
         }
-        if let Some(pos) = self.state.reservations.iter().position(|r| r.resource_id == resource_id) {
+        if let Some(pos) = self
+            .state
+            .reservations
+            .iter()
+            .position(|r| r.resource_id == resource_id)
+        {
             let record = self.state.reservations.remove(pos);
             if let Some(status) = self
                 .state
@@ -855,7 +984,12 @@ pub fn default_unit(name: &str) -> &'static str {
 }
 
 /// Pages through `items` with the token being the offset of the next item.
-pub fn paginate<T: Clone>(items: &[&T], page_size: i64, page_token: &str, service: &str) -> Result<(Vec<T>, String), Status> {
+pub fn paginate<T: Clone>(
+    items: &[&T],
+    page_size: i64,
+    page_token: &str,
+    service: &str,
+) -> Result<(Vec<T>, String), Status> {
     let start: usize = if page_token.is_empty() {
         0
     } else {
@@ -871,6 +1005,10 @@ pub fn paginate<T: Clone>(items: &[&T], page_size: i64, page_token: &str, servic
     };
     let end = (start + size).min(items.len());
     let page = items[start..end].iter().map(|i| (*i).clone()).collect();
-    let next = if end < items.len() { format!("p{end}") } else { String::new() };
+    let next = if end < items.len() {
+        format!("p{end}")
+    } else {
+        String::new()
+    };
     Ok((page, next))
 }

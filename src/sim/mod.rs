@@ -37,7 +37,11 @@ pub struct Simulator {
 impl Simulator {
     /// Starts serving `world` on `listener`. With `state_file`, the world persists there and
     /// is restored from it on the next start.
-    pub async fn start(world: World, state_file: Option<PathBuf>, listener: TcpListener) -> Result<Simulator, String> {
+    pub async fn start(
+        world: World,
+        state_file: Option<PathBuf>,
+        listener: TcpListener,
+    ) -> Result<Simulator, String> {
         let core = core::Core::new(world, state_file)?;
         let service = SimService::new(core);
         let addr = listener.local_addr().map_err(|e| e.to_string())?;

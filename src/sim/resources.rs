@@ -105,7 +105,13 @@ macro_rules! resource_basics {
 }
 
 impl Resource for iam::Container {
-    resource_basics!(iam::Container, iam::ContainerSpec, "project", "iam", projects);
+    resource_basics!(
+        iam::Container,
+        iam::ContainerSpec,
+        "project",
+        "iam",
+        projects
+    );
 
     fn own_region(&self) -> Option<String> {
         self.spec.as_ref().map(|s| s.region.clone())
@@ -124,7 +130,13 @@ impl Resource for iam::Container {
 }
 
 impl Resource for vpc::Network {
-    resource_basics!(vpc::Network, vpc::NetworkSpec, "vpcnetwork", "vpc", networks);
+    resource_basics!(
+        vpc::Network,
+        vpc::NetworkSpec,
+        "vpcnetwork",
+        "vpc",
+        networks
+    );
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let status = self.status.get_or_insert_with(Default::default);
@@ -162,7 +174,9 @@ impl Resource for vpc::Subnet {
         } as i32;
         if status.ipv4_private_pools.is_empty() {
             // A stable /24 per subnet, from its ID.
-            let octet = id.bytes().fold(0u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b));
+            let octet = id
+                .bytes()
+                .fold(0u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b));
             status.ipv4_private_pools.push(vpc::SubnetStatusPool {
                 pool_id: String::new(),
                 cidrs: vec![format!("10.{octet}.0.0/24")],
@@ -199,7 +213,13 @@ impl Resource for vpc::Pool {
 }
 
 impl Resource for mk8s::Cluster {
-    resource_basics!(mk8s::Cluster, mk8s::ClusterSpec, "mk8scluster", "mk8s", clusters);
+    resource_basics!(
+        mk8s::Cluster,
+        mk8s::ClusterSpec,
+        "mk8scluster",
+        "mk8s",
+        clusters
+    );
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let id = self.id().to_string();
@@ -226,7 +246,9 @@ impl Resource for mk8s::Cluster {
                 }),
                 etcd_cluster_size: 3,
                 auth: Some(mk8s::ControlPlaneStatusAuth {
-                    cluster_ca_certificate: "-----BEGIN CERTIFICATE-----\nc2ltdWxhdGVk\n-----END CERTIFICATE-----\n".into(),
+                    cluster_ca_certificate:
+                        "-----BEGIN CERTIFICATE-----\nc2ltdWxhdGVk\n-----END CERTIFICATE-----\n"
+                            .into(),
                 }),
             });
         }
@@ -255,12 +277,21 @@ pub fn preset_numbers(preset: &str) -> (u64, u64) {
 pub fn gpu_family(platform: &str) -> Option<String> {
     let lowered = platform.to_lowercase();
     let rest = lowered.strip_prefix("gpu-")?;
-    let family: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+    let family: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
     (!family.is_empty()).then_some(family)
 }
 
 impl Resource for mk8s::NodeGroup {
-    resource_basics!(mk8s::NodeGroup, mk8s::NodeGroupSpec, "mk8snodegroup", "mk8s", node_groups);
+    resource_basics!(
+        mk8s::NodeGroup,
+        mk8s::NodeGroupSpec,
+        "mk8snodegroup",
+        "mk8s",
+        node_groups
+    );
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let target = match self.spec.as_ref().and_then(|s| s.size.as_ref()) {
@@ -303,7 +334,10 @@ impl Resource for mk8s::NodeGroup {
         let boot_bytes = template.boot_disk.as_ref().map_or(0, disk_bytes);
         let mut quotas = vec![
             ("compute.disk.count".to_string(), nodes),
-            ("compute.disk.size.network-ssd".to_string(), nodes * boot_bytes),
+            (
+                "compute.disk.size.network-ssd".to_string(),
+                nodes * boot_bytes,
+            ),
             ("vpc.allocation.count".to_string(), 2 * nodes),
         ];
         if preemptible {
@@ -343,7 +377,13 @@ fn disk_bytes(disk: &mk8s::DiskSpec) -> u64 {
 }
 
 impl Resource for compute::Filesystem {
-    resource_basics!(compute::Filesystem, compute::FilesystemSpec, "computefilesystem", "compute", filesystems);
+    resource_basics!(
+        compute::Filesystem,
+        compute::FilesystemSpec,
+        "computefilesystem",
+        "compute",
+        filesystems
+    );
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let size = self.spec.as_ref().map_or(0, filesystem_bytes);
@@ -382,7 +422,13 @@ fn filesystem_bytes(spec: &compute::FilesystemSpec) -> u64 {
 }
 
 impl Resource for compute::GpuCluster {
-    resource_basics!(compute::GpuCluster, compute::GpuClusterSpec, "computegpucluster", "compute", gpu_clusters);
+    resource_basics!(
+        compute::GpuCluster,
+        compute::GpuClusterSpec,
+        "computegpucluster",
+        "compute",
+        gpu_clusters
+    );
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let status = self.status.get_or_insert_with(Default::default);
@@ -407,7 +453,13 @@ pub fn storage_class_quota(class: i32) -> &'static str {
 }
 
 impl Resource for storage::Bucket {
-    resource_basics!(storage::Bucket, storage::BucketSpec, "storagebucket", "storage", buckets);
+    resource_basics!(
+        storage::Bucket,
+        storage::BucketSpec,
+        "storagebucket",
+        "storage",
+        buckets
+    );
 
     fn set_phase(&mut self, phase: Phase, region: &str) {
         let status = self.status.get_or_insert_with(Default::default);
@@ -427,7 +479,10 @@ impl Resource for storage::Bucket {
             quotas: vec![
                 ("storage.bucket.count".into(), 1),
                 (
-                    format!("storage.bucket.size.{}", storage_class_quota(spec.default_storage_class)),
+                    format!(
+                        "storage.bucket.size.{}",
+                        storage_class_quota(spec.default_storage_class)
+                    ),
                     spec.max_size_bytes.max(0) as u64,
                 ),
             ],
@@ -440,7 +495,13 @@ impl Resource for storage::Bucket {
 mod tests {
     use super::*;
 
-    fn node_group(count: i64, platform: &str, preset: &str, preemptible: bool, strict: &[&str]) -> mk8s::NodeGroup {
+    fn node_group(
+        count: i64,
+        platform: &str,
+        preset: &str,
+        preemptible: bool,
+        strict: &[&str],
+    ) -> mk8s::NodeGroup {
         mk8s::NodeGroup {
             metadata: None,
             spec: Some(mk8s::NodeGroupSpec {

@@ -29,6 +29,7 @@ use crate::cloud::proto::nebius::vpc::v1 as vpc;
 struct FaultState {
     calls: HashMap<String, u64>,
     rng: u64,
+    fired: u64,
 }
 
 impl FaultState {
@@ -55,8 +56,15 @@ pub struct SimService {
     shared: Arc<Shared>,
 }
 
+/// `*`, the full method (`/nebius.mk8s.v1.ClusterService/Create`) or the short form
+/// (`ClusterService/Create`).
 fn fault_matches(fault: &FaultSpec, method: &str) -> bool {
-    fault.method == "*" || method == fault.method || method.ends_with(&format!("/{}", fault.method.trim_start_matches('/')))
+    let short = method
+        .trim_start_matches('/')
+        .rsplit_once('/')
+        .map(|(service, rpc)| format!("{}/{rpc}", service.rsplit('.').next().unwrap_or(service)))
+        .unwrap_or_default();
+    fault.method == "*" || method == fault.method || short == fault.method.trim_start_matches('/')
 }
 
 fn code_from_name(name: &str) -> Code {
@@ -86,6 +94,7 @@ impl SimService {
                 faults: Mutex::new(FaultState {
                     calls: HashMap::new(),
                     rng: seed ^ 0x9E37_79B9_7F4A_7C15,
+                    fired: 0,
                 }),
             }),
         }
@@ -99,8 +108,12 @@ impl SimService {
     }
 
     /// Faults, authentication and the call context, in that order.
-    async fn enter<M: Message + Name>(&self, request: &Request<M>, method: &str) -> Result<CallContext, Status> {
-        self.inject_fault(method).await?;
+    async fn enter<M: Message + Name>(
+        &self,
+        request: &Request<M>,
+        method: &str,
+    ) -> Result<CallContext, Status> {
+        let lost_reply = self.inject_fault(method).await?;
         let caller = self.authenticate(request)?;
         let body = request.get_ref();
         Ok(CallContext {
@@ -112,17 +125,27 @@ impl SimService {
             request_digest: hex::encode(Sha256::digest(body.encode_to_vec())),
             request: prost_types::Any::from_msg(body).ok(),
             caller,
+            lost_reply,
         })
     }
 
     /// Faults for calls that take no bearer token.
     pub async fn inject_fault_public(&self, method: &str) -> Result<(), Status> {
-        self.inject_fault(method).await
+        self.inject_fault(method).await.map(|_| ())
     }
 
-    async fn inject_fault(&self, method: &str) -> Result<(), Status> {
+    /// Applies scripted latency and failures. A failure that strikes after the effect is
+    /// returned for the handler to raise once it has acted.
+    async fn inject_fault(&self, method: &str) -> Result<Option<(Code, String)>, Status> {
         let (latency, failure) = {
-            let faults = self.shared.core.lock().unwrap_or_else(|p| p.into_inner()).world.faults.clone();
+            let faults = self
+                .shared
+                .core
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .world
+                .faults
+                .clone();
             let mut state = self.shared.faults.lock().unwrap_or_else(|p| p.into_inner());
             let mut latency = 0u64;
             let mut failure = None;
@@ -136,6 +159,7 @@ impl SimService {
                 let roll = fault.error_rate > 0.0 && state.next_unit() < fault.error_rate;
                 if failure.is_none() && (fault.fail_nth.contains(&count) || roll) {
                     failure = Some(fault.clone());
+                    state.fired += 1;
                 }
             }
             (latency, failure)
@@ -146,6 +170,9 @@ impl SimService {
         if let Some(fault) = failure {
             let code = code_from_name(&fault.code);
             let message = format!("injected fault for {method}");
+            if fault.after_effect {
+                return Ok(Some((code, message)));
+            }
             return Err(match fault.retry_type.as_deref() {
                 None => Status::new(code, message),
                 Some(kind) => {
@@ -168,7 +195,7 @@ impl SimService {
                 }
             });
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Checks the bearer token; returns who the caller is.
@@ -190,6 +217,15 @@ impl SimService {
         }
     }
 
+    /// How many scripted faults have struck so far.
+    pub fn faults_fired(&self) -> u64 {
+        self.shared
+            .faults
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fired
+    }
+
     /// Accepts `token` as a bearer token (the embedded default hands one to its client).
     pub fn accept_token(&self, token: &str, expires_at_ms: i64) {
         self.shared
@@ -204,6 +240,14 @@ impl SimService {
     pub fn with_core<T>(&self, f: impl FnOnce(&mut Core) -> T) -> T {
         let mut core = self.shared.core.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut core)
+    }
+}
+
+/// Raises a fault scripted to strike after the effect.
+fn lost(ctx: &CallContext) -> Result<(), Status> {
+    match &ctx.lost_reply {
+        Some((code, message)) => Err(Status::new(*code, message.clone())),
+        None => Ok(()),
     }
 }
 
@@ -241,34 +285,51 @@ macro_rules! crud {
                 let r = request.into_inner();
                 let mut core = self.lock();
                 let latency = core.latency();
-                Ok(Response::new(core.create::<$res>(&ctx, r.metadata.unwrap_or_default(), r.spec.unwrap_or_default(), latency)?))
+                let op = core.create::<$res>(&ctx, r.metadata.unwrap_or_default(), r.spec.unwrap_or_default(), latency)?;
+                lost(&ctx)?;
+                Ok(Response::new(op))
             }
             async fn update(&self, request: Request<$update>) -> Result<Response<common::Operation>, Status> {
                 let ctx = self.enter(&request, concat!("/", $service, "/Update")).await?;
                 let r = request.into_inner();
                 let mut core = self.lock();
                 let latency = core.latency();
-                Ok(Response::new(core.update::<$res>(&ctx, r.metadata.unwrap_or_default(), r.spec.unwrap_or_default(), latency)?))
+                let op = core.update::<$res>(&ctx, r.metadata.unwrap_or_default(), r.spec.unwrap_or_default(), latency)?;
+                lost(&ctx)?;
+                Ok(Response::new(op))
             }
             async fn delete(&self, request: Request<$delete>) -> Result<Response<common::Operation>, Status> {
                 let ctx = self.enter(&request, concat!("/", $service, "/Delete")).await?;
                 let mut core = self.lock();
                 let latency = core.latency();
-                Ok(Response::new(core.delete::<$res>(&ctx, &request.get_ref().id, latency)?))
+                let op = core.delete::<$res>(&ctx, &request.get_ref().id, latency)?;
+                lost(&ctx)?;
+                Ok(Response::new(op))
             }
             $($extra)*
         }
     };
 }
 
-fn operations_of(core: &Core, parent_id: &str, page_size: i64, page_token: &str) -> Result<common::ListOperationsResponse, Status> {
+fn operations_of(
+    core: &Core,
+    parent_id: &str,
+    page_size: i64,
+    page_token: &str,
+) -> Result<common::ListOperationsResponse, Status> {
     let children: Vec<String> = core
         .state
         .filesystems
         .iter()
         .filter(|f| f.parent_id() == parent_id)
         .map(|f| f.id().to_string())
-        .chain(core.state.gpu_clusters.iter().filter(|g| g.parent_id() == parent_id).map(|g| g.id().to_string()))
+        .chain(
+            core.state
+                .gpu_clusters
+                .iter()
+                .filter(|g| g.parent_id() == parent_id)
+                .map(|g| g.id().to_string()),
+        )
         .collect();
     let ops: Vec<&common::Operation> = core
         .state
@@ -277,7 +338,10 @@ fn operations_of(core: &Core, parent_id: &str, page_size: i64, page_token: &str)
         .filter(|o| children.contains(&o.resource_id))
         .collect();
     let (operations, next_page_token) = paginate(&ops, page_size, page_token, "compute")?;
-    Ok(common::ListOperationsResponse { operations, next_page_token })
+    Ok(common::ListOperationsResponse {
+        operations,
+        next_page_token,
+    })
 }
 
 crud!(
@@ -431,43 +495,91 @@ crud!(
 
 #[tonic::async_trait]
 impl iam::project_service_server::ProjectService for SimService {
-    async fn create(&self, request: Request<iam::CreateProjectRequest>) -> Result<Response<common::Operation>, Status> {
-        let ctx = self.enter(&request, "/nebius.iam.v1.ProjectService/Create").await?;
+    async fn create(
+        &self,
+        request: Request<iam::CreateProjectRequest>,
+    ) -> Result<Response<common::Operation>, Status> {
+        let ctx = self
+            .enter(&request, "/nebius.iam.v1.ProjectService/Create")
+            .await?;
         let r = request.into_inner();
         let mut core = self.lock();
         let latency = core.latency();
-        Ok(Response::new(core.create::<iam::Container>(&ctx, r.metadata.unwrap_or_default(), r.spec.unwrap_or_default(), latency)?))
+        let op = core.create::<iam::Container>(
+            &ctx,
+            r.metadata.unwrap_or_default(),
+            r.spec.unwrap_or_default(),
+            latency,
+        )?;
+        lost(&ctx)?;
+        Ok(Response::new(op))
     }
-    async fn get(&self, request: Request<iam::GetProjectRequest>) -> Result<Response<iam::Container>, Status> {
-        self.enter(&request, "/nebius.iam.v1.ProjectService/Get").await?;
-        Ok(Response::new(self.lock().get::<iam::Container>(&request.get_ref().id)?))
+    async fn get(
+        &self,
+        request: Request<iam::GetProjectRequest>,
+    ) -> Result<Response<iam::Container>, Status> {
+        self.enter(&request, "/nebius.iam.v1.ProjectService/Get")
+            .await?;
+        Ok(Response::new(
+            self.lock().get::<iam::Container>(&request.get_ref().id)?,
+        ))
     }
-    async fn get_by_name(&self, request: Request<iam::GetProjectByNameRequest>) -> Result<Response<iam::Container>, Status> {
-        self.enter(&request, "/nebius.iam.v1.ProjectService/GetByName").await?;
+    async fn get_by_name(
+        &self,
+        request: Request<iam::GetProjectByNameRequest>,
+    ) -> Result<Response<iam::Container>, Status> {
+        self.enter(&request, "/nebius.iam.v1.ProjectService/GetByName")
+            .await?;
         let r = request.get_ref();
-        Ok(Response::new(self.lock().get_by_name::<iam::Container>(&r.parent_id, &r.name)?))
+        Ok(Response::new(
+            self.lock()
+                .get_by_name::<iam::Container>(&r.parent_id, &r.name)?,
+        ))
     }
-    async fn list(&self, request: Request<iam::ListProjectsRequest>) -> Result<Response<iam::ListProjectsResponse>, Status> {
-        self.enter(&request, "/nebius.iam.v1.ProjectService/List").await?;
+    async fn list(
+        &self,
+        request: Request<iam::ListProjectsRequest>,
+    ) -> Result<Response<iam::ListProjectsResponse>, Status> {
+        self.enter(&request, "/nebius.iam.v1.ProjectService/List")
+            .await?;
         let r = request.get_ref();
-        let (items, next_page_token) = self
-            .lock()
-            .list::<iam::Container>(r.page_size, &r.page_token, |p| p.parent_id() == r.parent_id)?;
-        Ok(Response::new(iam::ListProjectsResponse { items, next_page_token }))
+        let (items, next_page_token) =
+            self.lock()
+                .list::<iam::Container>(r.page_size, &r.page_token, |p| {
+                    p.parent_id() == r.parent_id
+                })?;
+        Ok(Response::new(iam::ListProjectsResponse {
+            items,
+            next_page_token,
+        }))
     }
-    async fn update(&self, request: Request<iam::UpdateProjectRequest>) -> Result<Response<common::Operation>, Status> {
-        let ctx = self.enter(&request, "/nebius.iam.v1.ProjectService/Update").await?;
+    async fn update(
+        &self,
+        request: Request<iam::UpdateProjectRequest>,
+    ) -> Result<Response<common::Operation>, Status> {
+        let ctx = self
+            .enter(&request, "/nebius.iam.v1.ProjectService/Update")
+            .await?;
         let r = request.into_inner();
         let mut core = self.lock();
         let latency = core.latency();
-        Ok(Response::new(core.update::<iam::Container>(&ctx, r.metadata.unwrap_or_default(), r.spec.unwrap_or_default(), latency)?))
+        Ok(Response::new(core.update::<iam::Container>(
+            &ctx,
+            r.metadata.unwrap_or_default(),
+            r.spec.unwrap_or_default(),
+            latency,
+        )?))
     }
 }
 
 #[tonic::async_trait]
 impl iam::tenant_service_server::TenantService for SimService {
-    async fn get(&self, request: Request<iam::GetTenantRequest>) -> Result<Response<iam::Container>, Status> {
-        self.enter(&request, "/nebius.iam.v1.TenantService/Get").await?;
+    async fn get(
+        &self,
+        request: Request<iam::GetTenantRequest>,
+    ) -> Result<Response<iam::Container>, Status> {
+        self.enter(&request, "/nebius.iam.v1.TenantService/Get")
+            .await?;
         let core = self.lock();
         core.state
             .tenants
@@ -477,29 +589,52 @@ impl iam::tenant_service_server::TenantService for SimService {
             .map(Response::new)
             .ok_or_else(|| not_found("iam", &request.get_ref().id))
     }
-    async fn list(&self, request: Request<iam::ListTenantsRequest>) -> Result<Response<iam::ListTenantsResponse>, Status> {
-        self.enter(&request, "/nebius.iam.v1.TenantService/List").await?;
+    async fn list(
+        &self,
+        request: Request<iam::ListTenantsRequest>,
+    ) -> Result<Response<iam::ListTenantsResponse>, Status> {
+        self.enter(&request, "/nebius.iam.v1.TenantService/List")
+            .await?;
         let r = request.get_ref();
         let core = self.lock();
         let all: Vec<&iam::Container> = core.state.tenants.iter().collect();
         let (items, next_page_token) = paginate(&all, r.page_size, &r.page_token, "iam")?;
-        Ok(Response::new(iam::ListTenantsResponse { items, next_page_token }))
+        Ok(Response::new(iam::ListTenantsResponse {
+            items,
+            next_page_token,
+        }))
     }
 }
 
 #[tonic::async_trait]
 impl common::operation_service_server::OperationService for SimService {
-    async fn get(&self, request: Request<common::GetOperationRequest>) -> Result<Response<common::Operation>, Status> {
-        self.enter(&request, "/nebius.common.v1.OperationService/Get").await?;
+    async fn get(
+        &self,
+        request: Request<common::GetOperationRequest>,
+    ) -> Result<Response<common::Operation>, Status> {
+        self.enter(&request, "/nebius.common.v1.OperationService/Get")
+            .await?;
         Ok(Response::new(self.lock().operation(&request.get_ref().id)?))
     }
-    async fn list(&self, request: Request<common::ListOperationsRequest>) -> Result<Response<common::ListOperationsResponse>, Status> {
-        self.enter(&request, "/nebius.common.v1.OperationService/List").await?;
+    async fn list(
+        &self,
+        request: Request<common::ListOperationsRequest>,
+    ) -> Result<Response<common::ListOperationsResponse>, Status> {
+        self.enter(&request, "/nebius.common.v1.OperationService/List")
+            .await?;
         let r = request.get_ref();
         let core = self.lock();
-        let ops: Vec<&common::Operation> = core.state.operations.iter().filter(|o| o.resource_id == r.resource_id).collect();
+        let ops: Vec<&common::Operation> = core
+            .state
+            .operations
+            .iter()
+            .filter(|o| o.resource_id == r.resource_id)
+            .collect();
         let (operations, next_page_token) = paginate(&ops, r.page_size, &r.page_token, "common")?;
-        Ok(Response::new(common::ListOperationsResponse { operations, next_page_token }))
+        Ok(Response::new(common::ListOperationsResponse {
+            operations,
+            next_page_token,
+        }))
     }
 }
 
@@ -511,21 +646,36 @@ fn tenant_allowances_only() -> Status {
 
 #[tonic::async_trait]
 impl quotas::quota_allowance_service_server::QuotaAllowanceService for SimService {
-    async fn list(&self, request: Request<quotas::ListQuotaAllowancesRequest>) -> Result<Response<quotas::ListQuotaAllowancesResponse>, Status> {
-        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/List").await?;
+    async fn list(
+        &self,
+        request: Request<quotas::ListQuotaAllowancesRequest>,
+    ) -> Result<Response<quotas::ListQuotaAllowancesResponse>, Status> {
+        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/List")
+            .await?;
         let r = request.get_ref();
         let core = self.lock();
         let all: Vec<&quotas::QuotaAllowance> = core
             .state
             .quota_allowances
             .iter()
-            .filter(|a| a.metadata.as_ref().is_some_and(|m| m.parent_id == r.parent_id))
+            .filter(|a| {
+                a.metadata
+                    .as_ref()
+                    .is_some_and(|m| m.parent_id == r.parent_id)
+            })
             .collect();
         let (items, next_page_token) = paginate(&all, r.page_size, &r.page_token, "quotas")?;
-        Ok(Response::new(quotas::ListQuotaAllowancesResponse { items, next_page_token }))
+        Ok(Response::new(quotas::ListQuotaAllowancesResponse {
+            items,
+            next_page_token,
+        }))
     }
-    async fn get(&self, request: Request<quotas::GetQuotaAllowanceRequest>) -> Result<Response<quotas::QuotaAllowance>, Status> {
-        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Get").await?;
+    async fn get(
+        &self,
+        request: Request<quotas::GetQuotaAllowanceRequest>,
+    ) -> Result<Response<quotas::QuotaAllowance>, Status> {
+        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Get")
+            .await?;
         let id = &request.get_ref().id;
         self.lock()
             .state
@@ -536,36 +686,59 @@ impl quotas::quota_allowance_service_server::QuotaAllowanceService for SimServic
             .map(Response::new)
             .ok_or_else(|| not_found("quotas", id))
     }
-    async fn get_by_name(&self, request: Request<quotas::GetByNameRequest>) -> Result<Response<quotas::QuotaAllowance>, Status> {
-        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/GetByName").await?;
+    async fn get_by_name(
+        &self,
+        request: Request<quotas::GetByNameRequest>,
+    ) -> Result<Response<quotas::QuotaAllowance>, Status> {
+        self.enter(
+            &request,
+            "/nebius.quotas.v1.QuotaAllowanceService/GetByName",
+        )
+        .await?;
         let r = request.get_ref();
         self.lock()
             .state
             .quota_allowances
             .iter()
             .find(|a| {
-                a.metadata.as_ref().is_some_and(|m| m.parent_id == r.parent_id && m.name == r.name)
+                a.metadata
+                    .as_ref()
+                    .is_some_and(|m| m.parent_id == r.parent_id && m.name == r.name)
                     && a.spec.as_ref().is_some_and(|s| s.region == r.region)
             })
             .cloned()
             .map(Response::new)
             .ok_or_else(|| not_found("quotas", &format!("{} in {}", r.name, r.region)))
     }
-    async fn create(&self, request: Request<quotas::CreateQuotaAllowanceRequest>) -> Result<Response<common::Operation>, Status> {
-        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Create").await?;
+    async fn create(
+        &self,
+        request: Request<quotas::CreateQuotaAllowanceRequest>,
+    ) -> Result<Response<common::Operation>, Status> {
+        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Create")
+            .await?;
         Err(tenant_allowances_only())
     }
-    async fn update(&self, request: Request<quotas::UpdateQuotaAllowanceRequest>) -> Result<Response<common::Operation>, Status> {
-        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Update").await?;
+    async fn update(
+        &self,
+        request: Request<quotas::UpdateQuotaAllowanceRequest>,
+    ) -> Result<Response<common::Operation>, Status> {
+        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Update")
+            .await?;
         Err(tenant_allowances_only())
     }
-    async fn delete(&self, request: Request<quotas::DeleteQuotaAllowanceRequest>) -> Result<Response<common::Operation>, Status> {
-        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Delete").await?;
+    async fn delete(
+        &self,
+        request: Request<quotas::DeleteQuotaAllowanceRequest>,
+    ) -> Result<Response<common::Operation>, Status> {
+        self.enter(&request, "/nebius.quotas.v1.QuotaAllowanceService/Delete")
+            .await?;
         Err(tenant_allowances_only())
     }
 }
 
-fn block_affinity(block: &capacity::CapacityBlockGroup) -> Option<&capacity::ResourceAffinityComputeV1> {
+fn block_affinity(
+    block: &capacity::CapacityBlockGroup,
+) -> Option<&capacity::ResourceAffinityComputeV1> {
     block
         .status
         .as_ref()?
@@ -578,8 +751,15 @@ fn block_affinity(block: &capacity::CapacityBlockGroup) -> Option<&capacity::Res
 
 #[tonic::async_trait]
 impl capacity::capacity_block_group_service_server::CapacityBlockGroupService for SimService {
-    async fn get(&self, request: Request<capacity::GetCapacityBlockGroupRequest>) -> Result<Response<capacity::CapacityBlockGroup>, Status> {
-        self.enter(&request, "/nebius.capacity.v1.CapacityBlockGroupService/Get").await?;
+    async fn get(
+        &self,
+        request: Request<capacity::GetCapacityBlockGroupRequest>,
+    ) -> Result<Response<capacity::CapacityBlockGroup>, Status> {
+        self.enter(
+            &request,
+            "/nebius.capacity.v1.CapacityBlockGroupService/Get",
+        )
+        .await?;
         let id = &request.get_ref().id;
         self.lock()
             .state
@@ -590,8 +770,15 @@ impl capacity::capacity_block_group_service_server::CapacityBlockGroupService fo
             .map(Response::new)
             .ok_or_else(|| not_found("capacity", id))
     }
-    async fn get_by_resource_affinity(&self, request: Request<capacity::GetCapacityBlockGroupByResourceAffinityRequest>) -> Result<Response<capacity::CapacityBlockGroup>, Status> {
-        self.enter(&request, "/nebius.capacity.v1.CapacityBlockGroupService/GetByResourceAffinity").await?;
+    async fn get_by_resource_affinity(
+        &self,
+        request: Request<capacity::GetCapacityBlockGroupByResourceAffinityRequest>,
+    ) -> Result<Response<capacity::CapacityBlockGroup>, Status> {
+        self.enter(
+            &request,
+            "/nebius.capacity.v1.CapacityBlockGroupService/GetByResourceAffinity",
+        )
+        .await?;
         let r = request.get_ref();
         let wanted = r
             .resource_affinity
@@ -603,7 +790,9 @@ impl capacity::capacity_block_group_service_server::CapacityBlockGroupService fo
             .capacity_block_groups
             .iter()
             .find(|b| {
-                b.metadata.as_ref().is_some_and(|m| m.parent_id == r.parent_id)
+                b.metadata
+                    .as_ref()
+                    .is_some_and(|m| m.parent_id == r.parent_id)
                     && b.status.as_ref().is_some_and(|s| s.region == r.region)
                     && block_affinity(b) == wanted.as_ref()
             })
@@ -611,24 +800,51 @@ impl capacity::capacity_block_group_service_server::CapacityBlockGroupService fo
             .map(Response::new)
             .ok_or_else(|| not_found("capacity", "capacity block group with that affinity"))
     }
-    async fn list(&self, request: Request<capacity::ListCapacityBlockGroupsRequest>) -> Result<Response<capacity::ListCapacityBlockGroupsResponse>, Status> {
-        self.enter(&request, "/nebius.capacity.v1.CapacityBlockGroupService/List").await?;
+    async fn list(
+        &self,
+        request: Request<capacity::ListCapacityBlockGroupsRequest>,
+    ) -> Result<Response<capacity::ListCapacityBlockGroupsResponse>, Status> {
+        self.enter(
+            &request,
+            "/nebius.capacity.v1.CapacityBlockGroupService/List",
+        )
+        .await?;
         let r = request.get_ref();
         let core = self.lock();
         let all: Vec<&capacity::CapacityBlockGroup> = core
             .state
             .capacity_block_groups
             .iter()
-            .filter(|b| b.metadata.as_ref().is_some_and(|m| m.parent_id == r.parent_id))
+            .filter(|b| {
+                b.metadata
+                    .as_ref()
+                    .is_some_and(|m| m.parent_id == r.parent_id)
+            })
             .collect();
-        let (items, next_page_token) = paginate(&all, r.page_size.min(200), &r.page_token, "capacity")?;
-        Ok(Response::new(capacity::ListCapacityBlockGroupsResponse { items, next_page_token }))
+        let (items, next_page_token) =
+            paginate(&all, r.page_size.min(200), &r.page_token, "capacity")?;
+        Ok(Response::new(capacity::ListCapacityBlockGroupsResponse {
+            items,
+            next_page_token,
+        }))
     }
-    async fn list_resources(&self, request: Request<capacity::ListCapacityBlockGroupResourcesRequest>) -> Result<Response<capacity::ListCapacityBlockGroupResourcesResponse>, Status> {
-        self.enter(&request, "/nebius.capacity.v1.CapacityBlockGroupService/ListResources").await?;
+    async fn list_resources(
+        &self,
+        request: Request<capacity::ListCapacityBlockGroupResourcesRequest>,
+    ) -> Result<Response<capacity::ListCapacityBlockGroupResourcesResponse>, Status> {
+        self.enter(
+            &request,
+            "/nebius.capacity.v1.CapacityBlockGroupService/ListResources",
+        )
+        .await?;
         let id = &request.get_ref().id;
         let core = self.lock();
-        if !core.state.capacity_block_groups.iter().any(|b| b.metadata.as_ref().is_some_and(|m| &m.id == id)) {
+        if !core
+            .state
+            .capacity_block_groups
+            .iter()
+            .any(|b| b.metadata.as_ref().is_some_and(|m| &m.id == id))
+        {
             return Err(not_found("capacity", id));
         }
         let resource_ids = core
@@ -638,7 +854,9 @@ impl capacity::capacity_block_group_service_server::CapacityBlockGroupService fo
             .filter(|r| &r.block_id == id)
             .map(|r| r.resource_id.clone())
             .collect();
-        Ok(Response::new(capacity::ListCapacityBlockGroupResourcesResponse { resource_ids }))
+        Ok(Response::new(
+            capacity::ListCapacityBlockGroupResourcesResponse { resource_ids },
+        ))
     }
 }
 
@@ -669,8 +887,12 @@ fn interval_of(block: &capacity::CapacityBlockGroup) -> capacity::CapacityInterv
 
 #[tonic::async_trait]
 impl capacity::capacity_interval_service_server::CapacityIntervalService for SimService {
-    async fn get(&self, request: Request<capacity::GetCapacityIntervalRequest>) -> Result<Response<capacity::CapacityInterval>, Status> {
-        self.enter(&request, "/nebius.capacity.v1.CapacityIntervalService/Get").await?;
+    async fn get(
+        &self,
+        request: Request<capacity::GetCapacityIntervalRequest>,
+    ) -> Result<Response<capacity::CapacityInterval>, Status> {
+        self.enter(&request, "/nebius.capacity.v1.CapacityIntervalService/Get")
+            .await?;
         let id = &request.get_ref().id;
         self.lock()
             .state
@@ -681,8 +903,12 @@ impl capacity::capacity_interval_service_server::CapacityIntervalService for Sim
             .map(Response::new)
             .ok_or_else(|| not_found("capacity", id))
     }
-    async fn list(&self, request: Request<capacity::ListCapacityIntervalsRequest>) -> Result<Response<capacity::ListCapacityIntervalsResponse>, Status> {
-        self.enter(&request, "/nebius.capacity.v1.CapacityIntervalService/List").await?;
+    async fn list(
+        &self,
+        request: Request<capacity::ListCapacityIntervalsRequest>,
+    ) -> Result<Response<capacity::ListCapacityIntervalsResponse>, Status> {
+        self.enter(&request, "/nebius.capacity.v1.CapacityIntervalService/List")
+            .await?;
         let r = request.get_ref();
         let core = self.lock();
         let intervals: Vec<capacity::CapacityInterval> = core
@@ -694,6 +920,36 @@ impl capacity::capacity_interval_service_server::CapacityIntervalService for Sim
             .collect();
         let refs: Vec<&capacity::CapacityInterval> = intervals.iter().collect();
         let (items, next_page_token) = paginate(&refs, r.page_size, &r.page_token, "capacity")?;
-        Ok(Response::new(capacity::ListCapacityIntervalsResponse { items, next_page_token }))
+        Ok(Response::new(capacity::ListCapacityIntervalsResponse {
+            items,
+            next_page_token,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(method: &str) -> FaultSpec {
+        FaultSpec {
+            method: method.into(),
+            code: "unavailable".into(),
+            error_rate: 0.0,
+            fail_nth: vec![],
+            latency_ms: 0,
+            retry_type: None,
+            after_effect: false,
+        }
+    }
+
+    #[test]
+    fn faults_match_full_short_and_wildcard_methods() {
+        let m = "/nebius.mk8s.v1.ClusterService/Create";
+        assert!(fault_matches(&fault("ClusterService/Create"), m));
+        assert!(fault_matches(&fault(m), m));
+        assert!(fault_matches(&fault("*"), m));
+        assert!(!fault_matches(&fault("NodeGroupService/Create"), m));
+        assert!(!fault_matches(&fault("ClusterService/Get"), m));
     }
 }

@@ -128,6 +128,10 @@ pub struct FaultSpec {
     /// The retry type the injected `ServiceError` carries (`call`, `nothing`, …); none by default.
     #[serde(default)]
     pub retry_type: Option<String>,
+    /// Fail after the call took effect, as when the reply is lost on the way back: a retry
+    /// must carry the same idempotency key to avoid acting twice.
+    #[serde(default)]
+    pub after_effect: bool,
 }
 
 fn default_fault_code() -> String {
@@ -195,7 +199,9 @@ impl World {
         }
         for region in self.quotas.keys() {
             if !self.regions.contains(region) {
-                return Err(format!("quotas name region {region:?}, which is not in `regions`"));
+                return Err(format!(
+                    "quotas name region {region:?}, which is not in `regions`"
+                ));
             }
         }
         for block in &self.capacity_block_groups {
@@ -208,7 +214,10 @@ impl World {
         }
         for fault in &self.faults {
             if !(0.0..=1.0).contains(&fault.error_rate) {
-                return Err(format!("fault for {:?}: error_rate must be within 0..1", fault.method));
+                return Err(format!(
+                    "fault for {:?}: error_rate must be within 0..1",
+                    fault.method
+                ));
             }
         }
         Ok(())

@@ -1,0 +1,87 @@
+//! `fleetbot sim`: run the Nebius simulator as a standalone server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::sim::{Simulator, World};
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Address to serve the Nebius gRPC API on (loopback unless you mean otherwise).
+    #[arg(long, default_value = "127.0.0.1:7557", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// World file (see fixtures/sim/); the embedded default world when absent.
+    #[arg(long, value_name = "FILE")]
+    pub world: Option<PathBuf>,
+    /// Persist the world here, and restore it from here on the next start.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// A bearer token the simulator accepts (repeatable); clients pass it as NEBIUS_IAM_TOKEN.
+    #[arg(
+        long = "token",
+        env = "FLEETBOT_SIM_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub tokens: Vec<String>,
+}
+
+pub fn run(args: SimArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fleetbot sim: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let mut world = match &args.world {
+            Some(path) => match World::load(path) {
+                Ok(world) => world,
+                Err(e) => {
+                    eprintln!("fleetbot sim: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            None => World::embedded_default(),
+        };
+        world.static_tokens.extend(args.tokens.iter().cloned());
+        if world.static_tokens.is_empty() && world.service_accounts.is_empty() {
+            eprintln!(
+                "fleetbot sim: no way to authenticate: pass --token (or FLEETBOT_SIM_TOKEN), or list service_accounts or static_tokens in the world"
+            );
+            return ExitCode::from(2);
+        }
+        let listener = match tokio::net::TcpListener::bind(args.listen).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("fleetbot sim: cannot listen on {}: {e}", args.listen);
+                return ExitCode::FAILURE;
+            }
+        };
+        let name = world.name.clone();
+        let sim = match Simulator::start(world, args.state.clone(), listener).await {
+            Ok(sim) => sim,
+            Err(e) => {
+                eprintln!("fleetbot sim: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!("fleetbot sim: world {name:?} serving the Nebius API at {}", sim.endpoint());
+        println!("  tenant: {}", sim.tenant_id());
+        println!("  connect with: NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN=<one of the accepted tokens>", sim.endpoint());
+        if let Some(state) = &args.state {
+            println!("  state: {}", state.display());
+        }
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("fleetbot sim: stopping");
+        sim.stop().await;
+        ExitCode::SUCCESS
+    })
+}

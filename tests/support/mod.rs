@@ -1,0 +1,81 @@
+//! Shared helpers for scenario tests: a simulator on loopback and a client for it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use fleetbot::cloud::NebiusClient;
+use fleetbot::cloud::auth::Credentials;
+use fleetbot::cloud::client::{Endpoints, PollPolicy, RetryPolicy};
+use fleetbot::sim::{Simulator, World};
+
+pub const TOKEN: &str = "test-token-for-the-simulator";
+
+/// Starts a simulator for `world` (YAML) on 127.0.0.1 with a static test token.
+pub async fn simulator(world_yaml: &str) -> Simulator {
+    let mut world = World::from_yaml(world_yaml).expect("valid world");
+    world.static_tokens.push(TOKEN.to_string());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    Simulator::start(world, None, listener)
+        .await
+        .expect("simulator starts")
+}
+
+/// A client for the simulator with short policies so failing tests fail fast.
+pub fn client(sim: &Simulator) -> NebiusClient {
+    NebiusClient::new(
+        Endpoints::Single {
+            uri: sim.endpoint(),
+        },
+        Credentials::Static(TOKEN.to_string()),
+    )
+    .with_policies(
+        RetryPolicy {
+            attempts: 3,
+            per_attempt: Duration::from_secs(5),
+            overall: Duration::from_secs(15),
+            first_backoff: Duration::from_millis(10),
+        },
+        PollPolicy {
+            first_interval: Duration::from_millis(5),
+            max_interval: Duration::from_millis(50),
+            timeout: Duration::from_secs(10),
+        },
+    )
+}
+
+/// A 2048-bit RSA key pair (private PKCS#8 PEM, public SPKI PEM), made with the openssl CLI.
+pub fn rsa_keypair() -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("key.pem");
+    let status = std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(&private)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl is installed");
+    assert!(status.success());
+    let public = std::process::Command::new("openssl")
+        .args(["pkey", "-pubout", "-in"])
+        .arg(&private)
+        .output()
+        .unwrap();
+    assert!(public.status.success());
+    (
+        std::fs::read_to_string(&private).unwrap(),
+        String::from_utf8(public.stdout).unwrap(),
+    )
+}
+
+/// A world with room for everything and the given extra YAML appended.
+pub fn roomy_world(extra: &str) -> String {
+    format!(
+        "name: test\nregions: [eu-north1, us-central1]\noperation_latency_ms: 30\nquotas:\n  us-central1: {{mk8s.cluster.count: 10, compute.instance.gpu.h200: 64}}\n{extra}"
+    )
+}
