@@ -8,10 +8,13 @@
 // them everywhere would cost more clarity than the extra bytes cost anything.
 #![allow(clippy::result_large_err)]
 
+pub mod bot;
 pub mod cli;
 pub mod cloud;
 pub mod engine;
+pub mod github;
 pub mod privacy;
 pub mod quota;
 pub mod sim;
 pub mod spec;
+pub mod store;

@@ -4,9 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use fleetbot::privacy::{
-    DEFAULT_LOCAL_KEY, PrivacyAllowlist, Scanner, ScannerConfig, testdata,
-};
+use fleetbot::privacy::{DEFAULT_LOCAL_KEY, PrivacyAllowlist, Scanner, ScannerConfig, testdata};
 use serde_json::Value;
 
 fn fleetbot(dir: &Path) -> Command {
@@ -19,7 +17,11 @@ fn fleetbot(dir: &Path) -> Command {
 }
 
 fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("run fleetbot");
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("run fleetbot");
     (
         status.code().expect("exit code"),
         String::from_utf8(stdout).unwrap(),
@@ -45,7 +47,11 @@ fn write(dir: &Path, rel: &str, text: &str) {
 #[test]
 fn clean_directory_exits_zero_silently() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "specs/fleet.yaml", "apiVersion: npa.fleet/v0.0.1\ntenant_id: \"\"\n");
+    write(
+        dir.path(),
+        "specs/fleet.yaml",
+        "apiVersion: npa.fleet/v0.0.1\ntenant_id: \"\"\n",
+    );
     let (code, out, _) = run(fleetbot(dir.path()).arg("specs"));
     assert_eq!(code, 0);
     assert_eq!(out, "");
@@ -59,9 +65,15 @@ fn findings_exit_one_in_every_format_without_the_value() {
     write(
         dir.path(),
         "fleet.yaml",
-        &format!("apiVersion: npa.fleet/v0.0.1\ntenant_id: acme-prod\nprojects:\n  - project_id: {id}\n"),
+        &format!(
+            "apiVersion: npa.fleet/v0.0.1\ntenant_id: acme-prod\nprojects:\n  - project_id: {id}\n"
+        ),
     );
-    write(dir.path(), "ci/env.sh", &format!("export GITHUB_TOKEN={token}\n"));
+    write(
+        dir.path(),
+        "ci/env.sh",
+        &format!("export GITHUB_TOKEN={token}\n"),
+    );
 
     let (code, out, err) = run(fleetbot(dir.path()).args(["fleet.yaml", "ci"]));
     assert_eq!(code, 1);
@@ -86,7 +98,10 @@ fn findings_exit_one_in_every_format_without_the_value() {
     assert_eq!(code, 1);
     let sarif_json: Value = serde_json::from_str(&sarif).unwrap();
     assert_eq!(sarif_json["version"], "2.1.0");
-    assert_eq!(sarif_json["runs"][0]["results"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        sarif_json["runs"][0]["results"].as_array().unwrap().len(),
+        3
+    );
 
     for output in [&out, &json.to_string(), &sarif, &err] {
         assert!(!output.contains(&id) && !output.contains(&token) && !output.contains("acme-prod"));
@@ -113,7 +128,10 @@ fn stdin_uses_the_given_path_for_spec_rules() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.starts_with("specs/fleet.yaml:2:16 spec-subnet-id "), "{stdout}");
+    assert!(
+        stdout.starts_with("specs/fleet.yaml:2:16 spec-subnet-id "),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -125,7 +143,9 @@ fn keys_come_from_key_file_then_environment_then_default() {
 
     let (_, out, _) = run(fleetbot(dir.path()).arg("a.txt"));
     assert!(out.ends_with(&format!(" {}\n", alias(DEFAULT_LOCAL_KEY, &id))));
-    let (_, out, _) = run(fleetbot(dir.path()).arg("a.txt").env("FLEETBOT_PRIVACY_KEY", "env-key"));
+    let (_, out, _) = run(fleetbot(dir.path())
+        .arg("a.txt")
+        .env("FLEETBOT_PRIVACY_KEY", "env-key"));
     assert!(out.ends_with(&format!(" {}\n", alias(b"env-key", &id))));
     let (_, out, _) = run(fleetbot(dir.path())
         .args(["--key-file", "key", "a.txt"])
@@ -150,7 +170,8 @@ fn allowlist_from_config_file_and_repo_config() {
         "allow.yaml",
         &format!("allow:\n  patterns: ['^{public}$']\n  paths: ['fixtures/**']\n"),
     );
-    let (code, out, _) = run(fleetbot(dir.path()).args(["--config", "allow.yaml", "docs", "fixtures"]));
+    let (code, out, _) =
+        run(fleetbot(dir.path()).args(["--config", "allow.yaml", "docs", "fixtures"]));
     assert_eq!(code, 1);
     assert_eq!(out.lines().count(), 1);
     assert!(out.starts_with("docs/a.md:2:1 nebius-id "));
@@ -190,9 +211,17 @@ fn bad_usage_and_unreadable_input_exit_two() {
 fn binary_files_are_skipped_with_a_note_and_walks_skip_git_and_caches() {
     let dir = tempfile::tempdir().unwrap();
     let id = testdata::nid("tenant", "e00", 15);
-    std::fs::write(dir.path().join("img.bin"), [b"\x00\x01".as_slice(), id.as_bytes()].concat()).unwrap();
+    std::fs::write(
+        dir.path().join("img.bin"),
+        [b"\x00\x01".as_slice(), id.as_bytes()].concat(),
+    )
+    .unwrap();
     write(dir.path(), ".git/config", &format!("{id}\n"));
-    write(dir.path(), "target/CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n");
+    write(
+        dir.path(),
+        "target/CACHEDIR.TAG",
+        "Signature: 8a477f597d28d172789f06886806bc55\n",
+    );
     write(dir.path(), "target/debug/out.txt", &format!("{id}\n"));
     let (code, out, err) = run(fleetbot(dir.path()).arg("."));
     assert_eq!(code, 0, "{out}");
@@ -206,7 +235,14 @@ fn binary_files_are_skipped_with_a_note_and_walks_skip_git_and_caches() {
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .current_dir(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -222,7 +258,11 @@ fn diff_mode_reports_only_added_lines() {
     let old = testdata::nid_seeded("tenant", "e00", 15, 10);
     let new = testdata::nid_seeded("tenant", "e00", 15, 11);
     git(d, &["init", "-q", "-b", "main"]);
-    write(d, "specs/fleet.yaml", &format!("apiVersion: npa.fleet/v0.0.1\n# old {old}\ntenant_id: \"\"\n"));
+    write(
+        d,
+        "specs/fleet.yaml",
+        &format!("apiVersion: npa.fleet/v0.0.1\n# old {old}\ntenant_id: \"\"\n"),
+    );
     write(d, "moved.txt", &format!("{old}\n"));
     git(d, &["add", "."]);
     git(d, &["commit", "-q", "-m", "base"]);
@@ -232,7 +272,11 @@ fn diff_mode_reports_only_added_lines() {
         &format!("apiVersion: npa.fleet/v0.0.1\n# old {old}\ntenant_id: acme\nnote: {new}\n"),
     );
     git(d, &["mv", "moved.txt", "renamed.txt"]);
-    std::fs::write(d.join("blob.bin"), [b"\x00".as_slice(), new.as_bytes()].concat()).unwrap();
+    std::fs::write(
+        d.join("blob.bin"),
+        [b"\x00".as_slice(), new.as_bytes()].concat(),
+    )
+    .unwrap();
     git(d, &["add", "."]);
     git(d, &["commit", "-q", "-m", "change"]);
 

@@ -244,3 +244,27 @@ proptest! {
         }
     }
 }
+
+/// Inputs built to make a marker rescan the rest of the file. Each must finish (the scan is
+/// linear by construction); this is a termination check, not a timing test.
+#[test]
+fn hostile_inputs_finish() {
+    let n = 20_000;
+    let spec = "apiVersion: npa.fleet/v0.0.1\n";
+    // Split so this file does not itself hold a credentials key.
+    let sa_key = ["subject", "credentials"].join("-");
+    let cases = [
+        format!("{{\"{sa_key}\": {{\"a\": \"").repeat(n),
+        "PuTTY-User-Key-File-3: x\n".repeat(n),
+        "-----BEGIN RSA PRIVATE KEY-----\n".repeat(n),
+        format!("{spec}{}", "tenant_id: \"open\nitems: [a,\n".repeat(n)),
+        format!("{spec}{}", "- {capacity_block_group: [\n".repeat(n)),
+        format!("{spec}{}", "subnet_id: |\n".repeat(n)),
+        format!("{}-e00{}", "a".repeat(200_000), "b".repeat(200_000)),
+        "-a1b".repeat(n * 4),
+    ];
+    let s = scanner(b"k");
+    for text in &cases {
+        let _ = s.scan_text("fleet.yaml", text.as_bytes(), None);
+    }
+}

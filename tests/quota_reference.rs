@@ -795,7 +795,7 @@ fn finite_without_usable_evidence_fails_closed() {
     }
     for item in cases {
         assert_eq!(
-            parse(&[item.clone()], "us-central1", &[], "").unwrap_err(),
+            parse(std::slice::from_ref(&item), "us-central1", &[], "").unwrap_err(),
             unusable,
             "{item}"
         );
@@ -839,7 +839,7 @@ fn malformed_relevant_candidates_are_rejected() {
     for item in broken {
         assert!(
             parse(
-                &[item.clone()],
+                std::slice::from_ref(&item),
                 "us-central1",
                 &["compute.instance.count"],
                 ""

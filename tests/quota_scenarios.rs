@@ -288,7 +288,13 @@ fn too_small_reservation_fails_with_the_id_only_in_the_operator_message() {
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("block #1 gpu-rtx6000-a: needs 80 GPUs, 72 free: needs 80 GPUs, only 72 reserved GPUs remain"));
+    assert!(
+        out.stdout
+            .contains("BLOCKED: 1 capacity block(s) cannot serve the fleet\n")
+    );
+    assert!(out.stdout.contains(
+        "  capacity block #1 (gpu-rtx6000-a) for large/render, medium-a/cluster, medium-b/cluster, medium-c/cluster, small/render: needs 80 GPUs, 72 free -> BLOCKED: needs 80 GPUs, only 72 reserved GPUs remain\n"
+    ));
 }
 
 #[test]
@@ -369,6 +375,25 @@ fn selectors_narrow_the_demand() {
     let out = exec(&cmd);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("Nothing to add"));
+}
+
+#[test]
+fn unresolved_region_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-region.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: npa.fleet/v0.0.1\nname: f\nprojects:\n  - name: a\n    clusters:\n      - name: c\n        cpu_nodes: {count: 1, platform: cpu-d3, preset: 4vcpu-16gb}\n",
+    )
+    .unwrap();
+    let mut cmd = command("fleet1-test.yaml", Some("allowances-room.json"));
+    cmd.spec = path;
+    cmd.json = true;
+    let out = exec(&cmd);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let expected = "region could not be resolved for project 'a': set 'region' in the fleet spec or on the project";
+    assert!(out.stderr.contains(expected), "{}", out.stderr);
+    assert_eq!(json(&out)["error"], expected);
 }
 
 #[test]

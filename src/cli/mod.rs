@@ -1,8 +1,12 @@
 //! Command-line interface: argument parsing and dispatch; one file per subcommand.
 
+pub mod deploy;
+pub mod destroy;
+pub mod lifecycle;
 pub mod output;
 pub mod plan;
 pub mod sim;
+pub mod status;
 
 use std::process::ExitCode;
 
@@ -20,6 +24,12 @@ pub struct Cli {
 pub enum Command {
     /// Show the resolved deployment plan without touching infrastructure.
     Plan(plan::PlanArgs),
+    /// Create and converge the fleet's clusters (live plan and preflight first).
+    Deploy(deploy::DeployArgs),
+    /// Tear down the fleet's recorded clusters; projects and buckets are kept.
+    Destroy(destroy::DestroyArgs),
+    /// Show every target's recorded and live state.
+    Status(status::StatusArgs),
     /// Run the Nebius simulator as a standalone gRPC server.
     Sim(sim::SimArgs),
 }
@@ -41,6 +51,9 @@ pub fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Plan(args) => plan::run(args),
+        Command::Deploy(args) => deploy::run(args),
+        Command::Destroy(args) => destroy::run(args),
+        Command::Status(args) => status::run(args),
         Command::Sim(args) => sim::run(args),
     }
 }

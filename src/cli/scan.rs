@@ -226,38 +226,54 @@ fn scan_diff(
         .or_else(|| range.split_once(".."))
         .ok_or_else(|| UsageError(format!("--diff needs a range BASE..HEAD, got {range:?}")))?;
     if base.is_empty() || base.starts_with('-') || head.starts_with('-') {
-        return Err(UsageError(format!("--diff needs a range BASE..HEAD, got {range:?}")));
+        return Err(UsageError(format!(
+            "--diff needs a range BASE..HEAD, got {range:?}"
+        )));
     }
     let head = if head.is_empty() { "HEAD" } else { head };
     let toplevel = git(None, &["rev-parse", "--show-toplevel"])?;
     let toplevel = PathBuf::from(String::from_utf8_lossy(&toplevel).trim_end_matches(['\n', '\r']));
 
-    let mut diff_args: Vec<std::ffi::OsString> = [
-        "diff",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--unified=0",
-        "-M",
-        "--diff-filter=d",
-        "--src-prefix=a/",
-        "--dst-prefix=b/",
-        range,
-        "--",
-    ]
-    .iter()
-    .map(Into::into)
-    .collect();
-    diff_args.extend(pathspecs.iter().map(|p| p.as_os_str().to_owned()));
-    let diff = git_os(None, &diff_args)?;
-    let files = parse_unified_diff(&String::from_utf8_lossy(&diff));
+    // PATHs filter the parsed diff rather than going to git as pathspecs: a pathspec
+    // hides a rename's source, which would turn a moved file into "all lines added".
+    let diff = git(
+        None,
+        &[
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--unified=0",
+            "-M",
+            "--diff-filter=d",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            range,
+            "--",
+        ],
+    )?;
+    let prefixes = pathspecs
+        .iter()
+        .map(|p| repo_relative(&toplevel, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let files = parse_unified_diff(&String::from_utf8_lossy(&diff))
+        .into_iter()
+        .filter(|f| {
+            prefixes.is_empty()
+                || prefixes
+                    .iter()
+                    .any(|p| p.is_empty() || f.path == *p || f.path.starts_with(&format!("{p}/")))
+        });
 
     let mut unreadable = false;
     for file in files {
         let object = format!("{head}:{}", file.path);
         match git(Some(&toplevel), &["cat-file", "blob", &object]) {
             Ok(content) => {
-                report.add(&file.path, scanner.scan_text(&file.path, &content, Some(&file.added)));
+                report.add(
+                    &file.path,
+                    scanner.scan_text(&file.path, &content, Some(&file.added)),
+                );
             }
             Err(UsageError(e)) => {
                 eprintln!("error: cannot read {} at {head}: {e}", file.path);
@@ -268,12 +284,24 @@ fn scan_diff(
     Ok(unreadable)
 }
 
-fn git(dir: Option<&Path>, args: &[&str]) -> Result<Vec<u8>, UsageError> {
-    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-    git_os(dir, &args)
+/// `path` (relative to the working directory) relative to the repository root, `/`-separated.
+fn repo_relative(toplevel: &Path, path: &Path) -> Result<String, UsageError> {
+    let root = toplevel
+        .canonicalize()
+        .map_err(|e| UsageError(format!("cannot resolve {}: {e}", toplevel.display())))?;
+    let absolute = std::env::current_dir()?.join(path);
+    // A path deleted in the range no longer exists; resolve its parent instead.
+    let resolved = absolute.canonicalize().or_else(|_| {
+        let parent = absolute.parent().unwrap_or(&absolute).canonicalize()?;
+        Ok::<_, std::io::Error>(parent.join(absolute.file_name().unwrap_or_default()))
+    })?;
+    let relative = resolved
+        .strip_prefix(&root)
+        .map_err(|_| UsageError(format!("{} is outside the repository", path.display())))?;
+    Ok(relative.to_string_lossy().replace('\\', "/"))
 }
 
-fn git_os(dir: Option<&Path>, args: &[std::ffi::OsString]) -> Result<Vec<u8>, UsageError> {
+fn git(dir: Option<&Path>, args: &[&str]) -> Result<Vec<u8>, UsageError> {
     let mut cmd = Command::new("git");
     if let Some(dir) = dir {
         cmd.arg("-C").arg(dir);
@@ -286,7 +314,7 @@ fn git_os(dir: Option<&Path>, args: &[std::ffi::OsString]) -> Result<Vec<u8>, Us
         let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(UsageError(format!(
             "git {} failed: {}",
-            args.first().map(|a| a.to_string_lossy()).unwrap_or_default(),
+            args.first().copied().unwrap_or_default(),
             stderr.trim()
         )));
     }

@@ -1,5 +1,10 @@
-//! The fleet engine: from a validated spec to plans (and, later, to applied cloud state).
+//! The fleet engine: from a validated spec to plans (static and live), and to applied cloud
+//! state through deploy, destroy and status.
 
+pub mod desired;
+pub mod live;
+pub mod ops;
+pub mod preflight;
 pub mod static_plan;
 
 pub use static_plan::{FleetPlan, PlanOptions, plan};

@@ -52,11 +52,11 @@ impl OfflineEvidence {
 }
 
 impl QuotaEvidence for OfflineEvidence {
-    fn allowances(&self, tenant_id: &str) -> Result<AllowanceDocument, EvidenceError> {
+    fn allowances(&self, _tenant_id: &str) -> Result<AllowanceDocument, EvidenceError> {
+        // The hint names the flag, not the tenant: it may be pasted into a ticket.
         let Some(path) = &self.quotas else {
             return Err(EvidenceError::Unreadable(format!(
-                "no quota evidence was given: pass --quotas FILE with the output of `nebius quotas quota-allowance list --parent-id {} --all --format json` (fleetbot has no live quota source yet)",
-                placeholder(tenant_id)
+                "no quota evidence was given: pass --quotas FILE with the output of `nebius quotas quota-allowance list --parent-id <tenant-id> --all --format json` (fleetbot has no live quota source yet)"
             )));
         };
         json::allowance_document(&read(path)?)
@@ -64,22 +64,15 @@ impl QuotaEvidence for OfflineEvidence {
 
     fn capacity_block_groups(
         &self,
-        tenant_id: &str,
+        _tenant_id: &str,
     ) -> Result<CapacityBlockDocument, EvidenceError> {
         let Some(path) = &self.capacity else {
             return Err(EvidenceError::Unreadable(format!(
-                "no capacity evidence was given: pass --capacity FILE with the output of `nebius capacity capacity-block-group list --parent-id {} --all --format json` (fleetbot has no live capacity source yet)",
-                placeholder(tenant_id)
+                "no capacity evidence was given: pass --capacity FILE with the output of `nebius capacity capacity-block-group list --parent-id <tenant-id> --all --format json` (fleetbot has no live capacity source yet)"
             )));
         };
         json::capacity_document(&read(path)?)
     }
-}
-
-/// The tenant as a hint shows it: the hint may be pasted into a ticket, so it names the flag,
-/// not the ID.
-fn placeholder(_tenant_id: &str) -> &'static str {
-    "<tenant-id>"
 }
 
 /// Reads a file, capped; the cause names the path and the error kind, never the content.

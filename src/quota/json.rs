@@ -110,13 +110,16 @@ pub fn capacity_document(text: &str) -> Result<CapacityBlockDocument, EvidenceEr
     }
     let mut out = CapacityBlockDocument::default();
     for item in items {
-        let block = item
-            .as_object()
-            .ok_or("capacity block group JSON contains a non-mapping item")
-            .and_then(|item| {
-                capacity_block(item).map_err(|_| "capacity block group has malformed fields")
-            })
-            .map_err(malformed)?;
+        let Some(item) = item.as_object() else {
+            return Err(malformed(
+                "capacity block group JSON contains a non-mapping item",
+            ));
+        };
+        let block = capacity_block(item).map_err(|cause| {
+            EvidenceError::Malformed(format!(
+                "capacity block group has malformed fields: {cause}"
+            ))
+        })?;
         out.items.push(block);
     }
     Ok(out)
@@ -280,6 +283,55 @@ mod tests {
             panic!("status")
         };
         assert_eq!(status.usage_percentage, Wire::Value("0.5".into()));
+    }
+
+    #[test]
+    fn capacity_documents_are_shape_checked() {
+        let malformed = |text: &str| match capacity_document(text) {
+            Err(EvidenceError::Malformed(m)) => m,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            malformed("nope"),
+            "could not parse capacity block group JSON"
+        );
+        assert_eq!(
+            malformed("[]"),
+            "capacity block group JSON is not a mapping"
+        );
+        assert_eq!(
+            malformed(r#"{"items": 3}"#),
+            "capacity block group JSON has a non-list 'items' field"
+        );
+        assert_eq!(
+            malformed(r#"{"items": [], "nextPageToken": "x"}"#),
+            "capacity block group JSON is incomplete after paginated read"
+        );
+        assert_eq!(
+            malformed(r#"{"items": ["x"]}"#),
+            "capacity block group JSON contains a non-mapping item"
+        );
+        assert_eq!(
+            malformed(r#"{"items": [{"status": []}]}"#),
+            "capacity block group has malformed fields: status is not a mapping"
+        );
+        assert_eq!(
+            capacity_document(" "),
+            Err(EvidenceError::Unreadable("the document is empty".into()))
+        );
+        assert!(capacity_document("{}").unwrap().items.is_empty());
+        let doc = capacity_document(
+            r#"{"items": [{"metadata": {"id": "capacityblockgroup-example", "parentId": "tenant-example"},
+                "status": {"region": "eu-north1", "state": "STATE_ACTIVE", "currentLimit": "8",
+                           "resourceAffinity": {"computeV1": {"platform": "gpu-h200-sxm", "fabric": "fabric-3"}},
+                           "usageState": "USAGE_STATE_NOT_USED"}}]}"#,
+        )
+        .unwrap();
+        let block = &doc.items[0];
+        assert_eq!(block.parent_id, "tenant-example");
+        assert_eq!(block.platform, "gpu-h200-sxm");
+        assert_eq!(block.fabric, "fabric-3");
+        assert_eq!(block.available_gpus(), Some(8));
     }
 
     #[test]

@@ -335,6 +335,18 @@ pub fn render_markdown(report: &PreflightReport) -> String {
         }
         let _ = writeln!(out);
     }
+    let unchecked = report.demand.regions.iter().any(|r| {
+        !report
+            .regions
+            .iter()
+            .any(|o| o.region == r.region && o.checked)
+    });
+    if unchecked {
+        let _ = writeln!(
+            out,
+            "_Rows marked \"not checked\" were not compared: preflight stops at the first failure, as deploy does._\n"
+        );
+    }
     let checks: Vec<&ReservationCheck> = report.reservation_checks().collect();
     if !checks.is_empty() {
         let _ = writeln!(

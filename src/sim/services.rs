@@ -30,6 +30,8 @@ struct FaultState {
     calls: HashMap<String, u64>,
     rng: u64,
     fired: u64,
+    /// Every method called, in order (tests assert on it).
+    log: Vec<String>,
 }
 
 impl FaultState {
@@ -95,6 +97,7 @@ impl SimService {
                     calls: HashMap::new(),
                     rng: seed ^ 0x9E37_79B9_7F4A_7C15,
                     fired: 0,
+                    log: Vec::new(),
                 }),
             }),
         }
@@ -149,6 +152,7 @@ impl SimService {
             let mut state = self.shared.faults.lock().unwrap_or_else(|p| p.into_inner());
             let mut latency = 0u64;
             let mut failure = None;
+            state.log.push(method.to_string());
             let count = {
                 let c = state.calls.entry(method.to_string()).or_insert(0);
                 *c += 1;
@@ -215,6 +219,47 @@ impl SimService {
             Some(_) => Err(Status::unauthenticated("token expired")),
             None => Err(Status::unauthenticated("unknown token")),
         }
+    }
+
+    /// Every method called so far, in order.
+    pub fn call_log(&self) -> Vec<String> {
+        self.shared
+            .faults
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .log
+            .clone()
+    }
+
+    /// The calls that could change the world (creates, updates, deletes and the like).
+    pub fn mutation_calls(&self) -> Vec<String> {
+        const READS: &[&str] = &[
+            "/Get",
+            "/GetByName",
+            "/List",
+            "/ListByNetwork",
+            "/ListBySourcePool",
+            "/ListResources",
+            "/GetByResourceAffinity",
+            "/ListControlPlaneVersions",
+            "/GetCompatibilityMatrix",
+            "/ListOperationsByParent",
+            "/Exchange",
+        ];
+        self.call_log()
+            .into_iter()
+            .filter(|m| !READS.iter().any(|r| m.ends_with(r)))
+            .collect()
+    }
+
+    /// Forgets the call log.
+    pub fn clear_call_log(&self) {
+        self.shared
+            .faults
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .log
+            .clear();
     }
 
     /// How many scripted faults have struck so far.

@@ -1,0 +1,409 @@
+//! The repository config, `.fleetbot.yml`, read from the default branch only.
+//!
+//! A pull request that changes the file sees the change in its diff but not its effect until it
+//! is merged: otherwise a pull request could widen its own privacy allowlist or lower the
+//! permission a command needs. The file is small and strict (unknown keys are errors); an
+//! invalid file is reported as a located error and fails the preflight check.
+//!
+//! ```yaml
+//! # Each file matching one of these globs is one fleet spec.
+//! specs: ["fleets/**/*.yaml", "fleets/**/*.yml"]
+//! # The least permission a commenter needs per command (none, read, triage, write, maintain, admin).
+//! commands:
+//!   plan: write
+//!   verify-storage: write
+//!   verify-graphics: write
+//!   status: read
+//!   help: none
+//! # The privacy guard's exceptions (same structure as `fleetbot scan --config`).
+//! privacy:
+//!   allow:
+//!     patterns: ['^shared-demo-bucket$']
+//!     paths: ['fixtures/privacy/**']
+//! ```
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::github::Permission;
+use crate::privacy::{PrivacyAllowlist, Scanner, ScannerConfig};
+
+/// Where the config lives in the repository.
+pub const CONFIG_PATH: &str = ".fleetbot.yml";
+/// A larger config is refused before parsing: the real thing is a few hundred bytes.
+pub const MAX_CONFIG_BYTES: usize = 64 * 1024;
+
+/// The spec globs used when the repository has no config.
+pub const DEFAULT_SPEC_GLOBS: [&str; 2] = ["fleets/**/*.yaml", "fleets/**/*.yml"];
+
+/// The parsed `.fleetbot.yml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoConfig {
+    /// Globs on repository-relative paths; each matching file is one fleet spec.
+    #[serde(default = "default_specs")]
+    pub specs: Vec<String>,
+    /// Least permission per command.
+    #[serde(default)]
+    pub commands: CommandPermissions,
+    /// The privacy guard's exceptions (the `privacy:` section of `fleetbot scan --config`).
+    #[serde(default)]
+    pub privacy: PrivacyAllowlist,
+}
+
+fn default_specs() -> Vec<String> {
+    DEFAULT_SPEC_GLOBS.iter().map(|s| s.to_string()).collect()
+}
+
+impl Default for RepoConfig {
+    fn default() -> Self {
+        RepoConfig {
+            specs: default_specs(),
+            commands: CommandPermissions::default(),
+            privacy: PrivacyAllowlist::default(),
+        }
+    }
+}
+
+/// The least permission each command needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CommandPermissions {
+    /// `/plan` recomputes the preflight: write, since it costs API budget.
+    #[serde(default = "write")]
+    pub plan: Permission,
+    /// `/verify-storage` touches real clusters.
+    #[serde(default = "write")]
+    pub verify_storage: Permission,
+    /// `/verify-graphics` touches real clusters.
+    #[serde(default = "write")]
+    pub verify_graphics: Permission,
+    /// `/status` only reads.
+    #[serde(default = "read")]
+    pub status: Permission,
+    /// `/help` answers anyone.
+    #[serde(default = "none")]
+    pub help: Permission,
+}
+
+fn write() -> Permission {
+    Permission::Write
+}
+fn read() -> Permission {
+    Permission::Read
+}
+fn none() -> Permission {
+    Permission::None
+}
+
+impl Default for CommandPermissions {
+    fn default() -> Self {
+        CommandPermissions {
+            plan: write(),
+            verify_storage: write(),
+            verify_graphics: write(),
+            status: read(),
+            help: none(),
+        }
+    }
+}
+
+/// An invalid config: what is wrong and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{CONFIG_PATH}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(line: Option<u32>, message: impl Into<String>) -> Self {
+        ConfigError {
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl RepoConfig {
+    /// Parses and checks a config. An empty document is the default config.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        if text.len() > MAX_CONFIG_BYTES {
+            return Err(ConfigError::new(
+                None,
+                format!(
+                    "the file is {} bytes; the limit is {MAX_CONFIG_BYTES}",
+                    text.len()
+                ),
+            ));
+        }
+        if text.trim().is_empty() {
+            return Ok(RepoConfig::default());
+        }
+        let config: RepoConfig = serde_yaml::from_str::<Option<RepoConfig>>(text)
+            .map_err(|e| {
+                let line = e
+                    .location()
+                    .map(|l| u32::try_from(l.line()).unwrap_or(u32::MAX));
+                // serde_yaml's text repeats the location; keep only the reason.
+                let message = e.to_string();
+                let message = message
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_string();
+                ConfigError::new(line, message)
+            })?
+            .unwrap_or_default();
+        if config.specs.is_empty() {
+            return Err(ConfigError::new(
+                None,
+                "specs: list at least one glob (each matching file is one fleet spec)",
+            ));
+        }
+        for (index, glob) in config.specs.iter().enumerate() {
+            glob_to_regex(glob)
+                .map_err(|reason| ConfigError::new(None, format!("specs[{index}]: {reason}")))?;
+        }
+        Scanner::new(ScannerConfig {
+            key: b"config-check".to_vec(),
+            allowlist: config.privacy.clone(),
+        })
+        .map_err(|e| ConfigError::new(None, e.to_string()))?;
+        Ok(config)
+    }
+
+    /// The compiled spec globs.
+    pub fn spec_matcher(&self) -> SpecMatcher {
+        SpecMatcher {
+            globs: self
+                .specs
+                .iter()
+                .filter_map(|g| glob_to_regex(g).ok())
+                .collect(),
+        }
+    }
+
+    /// The least permission `command` needs (`plan`, `verify-storage`, …).
+    pub fn required_permission(&self, command: &str) -> Permission {
+        let c = &self.commands;
+        match command {
+            "plan" => c.plan,
+            "verify-storage" => c.verify_storage,
+            "verify-graphics" => c.verify_graphics,
+            "status" => c.status,
+            "help" => c.help,
+            // Unknown commands never run; asking for admin keeps it fail-closed.
+            _ => Permission::Admin,
+        }
+    }
+}
+
+/// Where the config in force came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConfigSource {
+    /// The default branch has no `.fleetbot.yml`; defaults apply.
+    Defaults { branch: String },
+    /// Read from the default branch.
+    DefaultBranch { branch: String },
+}
+
+/// The config in force for a pull request, and how it was obtained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedConfig {
+    /// What applies: the parsed file, or the defaults when it is missing or invalid.
+    pub config: RepoConfig,
+    pub source: ConfigSource,
+    /// The raw bytes (part of the plan digest).
+    pub raw: Vec<u8>,
+    /// Set when the file exists but is invalid; the defaults then apply to the privacy scan
+    /// (which only widens it) and the preflight check fails.
+    pub error: Option<ConfigError>,
+}
+
+impl LoadedConfig {
+    /// Builds from what the default branch holds (`None`: no file).
+    pub fn from_default_branch(branch: &str, content: Option<&[u8]>) -> Self {
+        let Some(raw) = content else {
+            return LoadedConfig {
+                config: RepoConfig::default(),
+                source: ConfigSource::Defaults {
+                    branch: branch.to_string(),
+                },
+                raw: Vec::new(),
+                error: None,
+            };
+        };
+        let parsed = std::str::from_utf8(raw)
+            .map_err(|_| ConfigError::new(None, "the file is not valid UTF-8"))
+            .and_then(RepoConfig::parse);
+        let (config, error) = match parsed {
+            Ok(c) => (c, None),
+            Err(e) => (RepoConfig::default(), Some(e)),
+        };
+        LoadedConfig {
+            config,
+            source: ConfigSource::DefaultBranch {
+                branch: branch.to_string(),
+            },
+            raw: raw.to_vec(),
+            error,
+        }
+    }
+}
+
+/// Decides which paths are fleet specs.
+#[derive(Debug, Clone)]
+pub struct SpecMatcher {
+    globs: Vec<Regex>,
+}
+
+impl SpecMatcher {
+    /// Whether `path` (repository-relative, `/`-separated) is a fleet spec.
+    pub fn matches(&self, path: &str) -> bool {
+        let path = path.trim_start_matches("./");
+        self.globs.iter().any(|g| g.is_match(path))
+    }
+}
+
+/// Globs as the privacy allowlist reads them: `*` and `?` stay within a segment, `**` spans
+/// segments, `[abc]`/`[!abc]` are classes, a trailing `/` means everything below.
+fn glob_to_regex(glob: &str) -> Result<Regex, String> {
+    let g = glob.trim().trim_start_matches("./").trim_start_matches('/');
+    if g.is_empty() {
+        return Err("empty glob".into());
+    }
+    let chars: Vec<char> = g.chars().collect();
+    let mut re = String::from("^");
+    let mut k = 0;
+    while k < chars.len() {
+        match chars[k] {
+            '*' if chars.get(k + 1) == Some(&'*') => {
+                k += 2;
+                if chars.get(k) == Some(&'/') {
+                    k += 1;
+                    re.push_str("(?:.*/)?");
+                } else {
+                    re.push_str(".*");
+                }
+                continue;
+            }
+            '*' => re.push_str("[^/]*"),
+            '?' => re.push_str("[^/]"),
+            '[' => {
+                let close = chars[k + 1..]
+                    .iter()
+                    .position(|&c| c == ']')
+                    .ok_or_else(|| format!("unclosed '[' in {g:?}"))?;
+                let class: String = chars[k + 1..k + 1 + close].iter().collect();
+                let class = match class.strip_prefix('!') {
+                    Some(rest) => format!("^{rest}"),
+                    None => class,
+                };
+                re.push('[');
+                re.push_str(&class.replace('\\', "\\\\"));
+                re.push(']');
+                k += close + 2;
+                continue;
+            }
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+        k += 1;
+    }
+    if g.ends_with('/') {
+        re.push_str(".*");
+    }
+    re.push('$');
+    Regex::new(&re).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_to_an_empty_or_missing_file() {
+        assert_eq!(RepoConfig::parse("").unwrap(), RepoConfig::default());
+        assert_eq!(
+            RepoConfig::parse("# only a comment\n").unwrap(),
+            RepoConfig::default()
+        );
+        let loaded = LoadedConfig::from_default_branch("main", None);
+        assert_eq!(
+            loaded.source,
+            ConfigSource::Defaults {
+                branch: "main".into()
+            }
+        );
+        assert!(loaded.error.is_none());
+        let m = loaded.config.spec_matcher();
+        assert!(m.matches("fleets/prod/a.yaml"));
+        assert!(m.matches("fleets/a.yml"));
+        assert!(!m.matches("docs/a.yaml"));
+    }
+
+    #[test]
+    fn full_config_parses() {
+        let c = RepoConfig::parse(
+            "specs: ['clusters/*.fleet.yaml']\ncommands:\n  plan: read\n  verify-graphics: admin\nprivacy:\n  allow:\n    paths: ['fixtures/**']\n",
+        )
+        .unwrap();
+        assert_eq!(c.required_permission("plan"), Permission::Read);
+        assert_eq!(c.required_permission("verify-graphics"), Permission::Admin);
+        assert_eq!(c.required_permission("verify-storage"), Permission::Write);
+        assert_eq!(c.required_permission("help"), Permission::None);
+        assert_eq!(c.required_permission("deploy"), Permission::Admin);
+        assert_eq!(c.privacy.allow.paths, vec!["fixtures/**".to_string()]);
+        let m = c.spec_matcher();
+        assert!(m.matches("clusters/a.fleet.yaml"));
+        assert!(!m.matches("clusters/sub/a.fleet.yaml"));
+    }
+
+    #[test]
+    fn invalid_configs_are_located_errors() {
+        let e = RepoConfig::parse("specs: ['a']\nspecz: []\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(e.message.contains("unknown field `specz`"), "{e}");
+        assert!(e.to_string().starts_with(".fleetbot.yml:2: "), "{e}");
+        let e = RepoConfig::parse("commands:\n  plan: superuser\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        let e = RepoConfig::parse("specs: []\n").unwrap_err();
+        assert!(e.message.contains("at least one glob"));
+        let e = RepoConfig::parse("specs: ['a/[b']\n").unwrap_err();
+        assert!(e.message.starts_with("specs[0]: unclosed"), "{e}");
+        let e = RepoConfig::parse("privacy:\n  allow:\n    patterns: ['(']\n").unwrap_err();
+        assert!(e.message.contains("not a valid regular expression"), "{e}");
+        let loaded = LoadedConfig::from_default_branch("main", Some(b"specs: 3\n"));
+        assert!(loaded.error.is_some());
+        assert_eq!(loaded.config, RepoConfig::default());
+        let big = "#".repeat(MAX_CONFIG_BYTES + 1);
+        assert!(
+            RepoConfig::parse(&big)
+                .unwrap_err()
+                .message
+                .contains("limit")
+        );
+    }
+
+    #[test]
+    fn globs() {
+        let m = RepoConfig {
+            specs: vec![
+                "a/**/x.yaml".into(),
+                "b/?.yaml".into(),
+                "c/".into(),
+                "[de]/*.y*".into(),
+            ],
+            ..RepoConfig::default()
+        }
+        .spec_matcher();
+        assert!(m.matches("a/x.yaml") && m.matches("a/p/q/x.yaml"));
+        assert!(m.matches("b/1.yaml") && !m.matches("b/12.yaml"));
+        assert!(m.matches("c/anything/at/all"));
+        assert!(m.matches("d/f.yml") && m.matches("e/g.yaml") && !m.matches("f/g.yaml"));
+        assert!(m.matches("./a/x.yaml"));
+    }
+}

@@ -1,0 +1,1016 @@
+//! The pull-request preflight as a pure function: changed files and their contents at head and
+//! base, plus the repository config, in; the public report, the two check runs and the sticky
+//! comment out.
+//!
+//! [`evaluate_pull_request`] does no IO, so every rule here is unit-tested and the GitHub side
+//! ([`super::handler`]) only fetches inputs and publishes outputs. The plan is the static plan
+//! of the head spec compared with the base spec; the budget uses [`crate::quota`] against
+//! whatever quota evidence the caller supplies (none yet in production, see the handler).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::RangeInclusive;
+
+use sha2::{Digest, Sha256};
+use similar::TextDiff;
+
+use super::config::{CONFIG_PATH, LoadedConfig};
+use super::render;
+use super::report::*;
+use crate::engine::static_plan::{ClusterPlan, ObjectStoragePlan};
+use crate::engine::{FleetPlan, PlanOptions, plan};
+use crate::github::{Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload};
+use crate::privacy::diff::added_line_ranges;
+use crate::privacy::{FileScan, Finding, PrivacyAllowlist, RuleId, Scanner, ScannerConfig};
+use crate::quota::evidence::QuotaEvidence;
+use crate::quota::render::format_amount;
+use crate::quota::scope::{ProvenState, ScopeOptions, fleet_demand};
+use crate::quota::{PreflightReport, Verdict as QuotaVerdict, run_preflight};
+use crate::spec::{FleetSpec, load_str};
+
+/// The privacy check's name (stable: branch protection requires it by name).
+pub const PRIVACY_CHECK: &str = "fleet/privacy";
+/// The preflight check's name.
+pub const PREFLIGHT_CHECK: &str = "fleet/preflight";
+/// Unified diffs longer than this are cut (the comment has a size budget).
+const MAX_DIFF_CHARS: usize = 20_000;
+
+/// One changed file with what the handler fetched for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangedFile {
+    pub path: String,
+    /// GitHub's status: `added`, `modified`, `removed`, `renamed`, …
+    pub status: String,
+    pub previous_path: Option<String>,
+    /// The diff hunks GitHub gave; `None` for binary or oversized changes.
+    pub patch: Option<String>,
+    /// Content at the head commit; `None` when removed or not fetched.
+    pub head: Option<Vec<u8>>,
+    /// Content at the base commit (of `previous_path` for a rename); fetched for specs only.
+    pub base: Option<Vec<u8>>,
+    /// Why the head content was not fetched, when it was not (too large, too many files).
+    pub not_fetched: Option<String>,
+}
+
+/// Where the quota budget comes from.
+pub struct QuotaInput<'a> {
+    /// The tenant whose allowances apply (never shown).
+    pub tenant_id: &'a str,
+    pub evidence: &'a dyn QuotaEvidence,
+}
+
+/// Everything the preflight of one pull-request head needs.
+pub struct PrInput<'a> {
+    /// `owner/name`.
+    pub repo: &'a str,
+    pub number: u64,
+    pub head_sha: &'a str,
+    pub base_sha: &'a str,
+    pub files: &'a [ChangedFile],
+    /// The file listing hit GitHub's 3,000-file ceiling.
+    pub files_truncated: bool,
+    pub config: &'a LoadedConfig,
+    /// Key for privacy aliases (per installation).
+    pub alias_key: &'a [u8],
+    /// `None`: no quota source; the budget is reported as not checked.
+    pub quota: Option<QuotaInput<'a>>,
+}
+
+/// What to publish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrOutcome {
+    pub report: PrReport,
+    pub privacy: CheckRunPayload,
+    pub preflight: CheckRunPayload,
+    /// The sticky comment's body, marker included. When no spec changed, publish it only to
+    /// update an existing comment, never to create one.
+    pub comment: String,
+}
+
+/// Runs the whole preflight. Never fails: every problem becomes part of the report.
+pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
+    let loaded = input.config;
+    let config = &loaded.config;
+    let matcher = config.spec_matcher();
+    let mut specs: Vec<&ChangedFile> = input
+        .files
+        .iter()
+        .filter(|f| {
+            matcher.matches(&f.path)
+                || f.previous_path
+                    .as_deref()
+                    .is_some_and(|p| matcher.matches(p))
+        })
+        .collect();
+    specs.sort_by(|a, b| a.path.cmp(&b.path));
+    let config_report = ConfigReport {
+        branch: match &loaded.source {
+            super::config::ConfigSource::Defaults { branch }
+            | super::config::ConfigSource::DefaultBranch { branch } => branch.clone(),
+        },
+        present: matches!(
+            loaded.source,
+            super::config::ConfigSource::DefaultBranch { .. }
+        ),
+        error: loaded.error.as_ref().map(|e| e.to_string()),
+        changed_in_pr: input.files.iter().any(|f| f.path == CONFIG_PATH),
+    };
+    let scanner = scanner(input.alias_key, &config.privacy);
+    let commands = CommandHelp::all(|name| config.required_permission(name));
+    let mut notes = Vec::new();
+    if input.files_truncated {
+        notes.push(format!(
+            "GitHub lists at most {} changed files; files beyond that were not checked.",
+            crate::github::client::MAX_PR_FILES
+        ));
+    }
+
+    let spec_changed = !specs.is_empty();
+    let privacy = if spec_changed {
+        scan_changed_files(&scanner, input.files)
+    } else {
+        PrivacyScan::default()
+    };
+    let mut fleets = Vec::new();
+    let mut diffs = Vec::new();
+    for file in &specs {
+        let (fleet, diff) = evaluate_spec(file, &scanner, input.quota.as_ref());
+        fleets.push(fleet);
+        diffs.push(diff);
+    }
+
+    let verdict_inputs = VerdictInputs {
+        spec_changed,
+        config_error: config_report.error.is_some(),
+        findings: privacy.findings.len(),
+        fleets: &fleets,
+    };
+    let (verdict, reasons) = verdict_inputs.decide();
+    let privacy_report = privacy.report();
+    let digest = digest(input, &specs);
+    let report = PrReport {
+        repo: input.repo.to_string(),
+        number: input.number,
+        head_sha: input.head_sha.to_string(),
+        base_sha: input.base_sha.to_string(),
+        verdict,
+        reasons,
+        config: config_report,
+        fleets,
+        privacy: privacy_report,
+        diffs,
+        digest,
+        commands,
+        notes,
+    };
+    let privacy_check = privacy_check(&report, &privacy.findings, &scanner);
+    let preflight_check = preflight_check(&report, &scanner);
+    let comment = render::render_comment(&report, &scanner);
+    PrOutcome {
+        report,
+        privacy: privacy_check,
+        preflight: preflight_check,
+        comment,
+    }
+}
+
+/// The scanner for this repository; an unusable allowlist (already reported as a config
+/// error) falls back to none, which can only find more.
+fn scanner(key: &[u8], allowlist: &PrivacyAllowlist) -> Scanner {
+    let key = if key.is_empty() {
+        b"fleetbot".to_vec()
+    } else {
+        key.to_vec()
+    };
+    Scanner::new(ScannerConfig {
+        key: key.clone(),
+        allowlist: allowlist.clone(),
+    })
+    .or_else(|_| {
+        Scanner::new(ScannerConfig {
+            key,
+            allowlist: PrivacyAllowlist::default(),
+        })
+    })
+    .expect("a non-empty key and an empty allowlist always build")
+}
+
+#[derive(Default)]
+struct PrivacyScan {
+    scanned: usize,
+    findings: Vec<Finding>,
+    skipped: Vec<SkippedFile>,
+}
+
+impl PrivacyScan {
+    fn report(&self) -> PrivacyReport {
+        let mut by_rule: BTreeMap<RuleId, usize> = BTreeMap::new();
+        for f in &self.findings {
+            *by_rule.entry(f.rule).or_default() += 1;
+        }
+        PrivacyReport {
+            scanned: self.scanned,
+            total: self.findings.len(),
+            by_rule: RuleId::ALL
+                .iter()
+                .filter_map(|r| {
+                    by_rule.get(r).map(|&count| RuleCount {
+                        rule: r.as_str(),
+                        explanation: r.explanation(),
+                        count,
+                    })
+                })
+                .collect(),
+            findings: self
+                .findings
+                .iter()
+                .map(|f| PrivacyLocation {
+                    path: f.path.clone(),
+                    line: f.line,
+                    column: f.column,
+                    rule: f.rule.as_str(),
+                    alias: f.alias.clone(),
+                })
+                .collect(),
+            skipped: self.skipped.clone(),
+        }
+    }
+}
+
+/// Scans the added lines of every changed file (the whole file when GitHub gave no patch).
+fn scan_changed_files(scanner: &Scanner, files: &[ChangedFile]) -> PrivacyScan {
+    let mut scan = PrivacyScan::default();
+    let mut sorted: Vec<&ChangedFile> = files.iter().collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+    for file in sorted {
+        if file.status == "removed" {
+            continue;
+        }
+        let Some(content) = &file.head else {
+            scan.skipped.push(SkippedFile {
+                path: file.path.clone(),
+                reason: file
+                    .not_fetched
+                    .clone()
+                    .unwrap_or_else(|| "content not available".to_string()),
+            });
+            continue;
+        };
+        let ranges: Option<Vec<RangeInclusive<u32>>> = file.patch.as_deref().map(added_line_ranges);
+        match scanner.scan_text(&file.path, content, ranges.as_deref()) {
+            FileScan::Findings(found) => {
+                scan.scanned += 1;
+                scan.findings.extend(found);
+            }
+            FileScan::Skipped { reason } => scan.skipped.push(SkippedFile {
+                path: file.path.clone(),
+                reason: reason.note().to_string(),
+            }),
+        }
+    }
+    scan.findings.sort_by(|a, b| {
+        (&a.path, a.line, a.column, a.rule).cmp(&(&b.path, b.line, b.column, b.rule))
+    });
+    scan
+}
+
+/// Lines of `content` that hold a private value anywhere (not only on added lines).
+fn private_lines(scanner: &Scanner, path: &str, content: &[u8]) -> BTreeSet<u32> {
+    scanner
+        .scan_text(path, content, None)
+        .findings()
+        .iter()
+        .map(|f| f.line)
+        .collect()
+}
+
+fn evaluate_spec(
+    file: &ChangedFile,
+    scanner: &Scanner,
+    quota: Option<&QuotaInput<'_>>,
+) -> (FleetReport, SpecDiff) {
+    let change = FileChange::from_github(&file.status, file.previous_path.as_deref());
+    let base_path = file.previous_path.as_deref().unwrap_or(&file.path);
+    let head_private = file
+        .head
+        .as_deref()
+        .map(|c| private_lines(scanner, &file.path, c))
+        .unwrap_or_default();
+    let base_private = file
+        .base
+        .as_deref()
+        .map(|c| private_lines(scanner, base_path, c))
+        .unwrap_or_default();
+    let base_spec = file
+        .base
+        .as_deref()
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .and_then(|text| load_str(text, base_path).ok());
+    let base_plan = base_spec.as_ref().map(|s| plan(s, &PlanOptions::default()));
+
+    let diff = spec_diff(
+        file,
+        &change,
+        !head_private.is_empty() || !base_private.is_empty(),
+    );
+
+    let mut report = FleetReport {
+        path: file.path.clone(),
+        change: change.clone(),
+        name: None,
+        status: FleetStatus::Valid,
+        problems: Vec::new(),
+        plan: None,
+        budget: None,
+    };
+    if file.status == "removed" {
+        report.status = FleetStatus::Removed;
+        report.name = base_spec.as_ref().map(|s| s.name.clone());
+        report.plan = base_plan.as_ref().map(|b| summarize(None, Some(b)));
+        return (report, diff);
+    }
+    let Some(content) = &file.head else {
+        report.status = FleetStatus::Invalid;
+        report.problems.push(SpecProblem {
+            line: None,
+            column: None,
+            field: String::new(),
+            message: format!(
+                "the spec could not be read: {}",
+                file.not_fetched
+                    .as_deref()
+                    .unwrap_or("content not available")
+            ),
+        });
+        return (report, diff);
+    };
+    let Ok(text) = std::str::from_utf8(content) else {
+        report.status = FleetStatus::Invalid;
+        report.problems.push(SpecProblem {
+            line: None,
+            column: None,
+            field: String::new(),
+            message: "the file is not valid UTF-8".into(),
+        });
+        return (report, diff);
+    };
+    match load_str(text, &file.path) {
+        Ok(spec) => {
+            report.name = Some(spec.name.clone());
+            let head_plan = plan(&spec, &PlanOptions::default());
+            report.plan = Some(summarize(Some(&head_plan), base_plan.as_ref()));
+            report.budget = Some(budget(&spec, quota));
+        }
+        Err(e) => {
+            report.status = FleetStatus::Invalid;
+            report.name = spec_name(text);
+            let line = e.pos.map(|p| p.line as u32);
+            let private_here = line.is_some_and(|l| head_private.contains(&l));
+            report.problems.push(SpecProblem {
+                line,
+                column: e.pos.map(|p| p.col as u32),
+                field: e.path.clone(),
+                message: if private_here {
+                    without_quoted_text(&e.message)
+                } else {
+                    e.message.clone()
+                },
+            });
+        }
+    }
+    (report, diff)
+}
+
+/// The `name:` of a spec that does not load, when a plain read can find it.
+fn spec_name(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix("name:")?.trim().trim_matches(['"', '\'']);
+        let ok = !v.is_empty()
+            && v.len() <= 64
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        ok.then(|| v.to_string())
+    })
+}
+
+/// A spec error message with quoted values replaced, for lines that hold a private value.
+fn without_quoted_text(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut chars = message.chars();
+    while let Some(c) = chars.next() {
+        if c == '"' || c == '\'' {
+            for d in chars.by_ref() {
+                if d == c {
+                    break;
+                }
+            }
+            out.push_str("(value withheld)");
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn spec_diff(file: &ChangedFile, change: &FileChange, holds_private: bool) -> SpecDiff {
+    let mut diff = SpecDiff {
+        path: file.path.clone(),
+        change: change.clone(),
+        unified: None,
+        withheld: None,
+    };
+    if holds_private {
+        diff.withheld = Some(
+            "this file holds a private value (see fleet/privacy), so its diff is not shown".into(),
+        );
+        return diff;
+    }
+    let text = |b: &Option<Vec<u8>>| match b {
+        None => Some(String::new()),
+        Some(bytes) => String::from_utf8(bytes.clone()).ok(),
+    };
+    let head = if file.status == "removed" {
+        Some(String::new())
+    } else if file.head.is_none() {
+        None
+    } else {
+        text(&file.head)
+    };
+    let (Some(old), Some(new)) = (text(&file.base), head) else {
+        diff.withheld = Some("the file is not text, or could not be read".into());
+        return diff;
+    };
+    let base_path = file.previous_path.as_deref().unwrap_or(&file.path);
+    let mut unified = TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{base_path}"), &format!("b/{}", file.path))
+        .to_string();
+    if unified.chars().count() > MAX_DIFF_CHARS {
+        let cut: String = unified.chars().take(MAX_DIFF_CHARS).collect();
+        let cut = cut
+            .rsplit_once('\n')
+            .map_or(cut.clone(), |(a, _)| a.to_string());
+        unified = format!("{cut}\n… (diff cut at {MAX_DIFF_CHARS} characters)\n");
+    }
+    diff.unified = Some(unified);
+    diff
+}
+
+/// Static plans keyed for comparison: projects by display label, clusters by project/cluster.
+struct PlanIndex {
+    projects: BTreeMap<String, bool>,
+    buckets: BTreeMap<String, String>,
+    clusters: BTreeMap<String, serde_json::Value>,
+}
+
+fn project_label(index: usize, display_name: Option<&str>) -> String {
+    // Project IDs are private by rule; a project given by ID shows by position only.
+    display_name.map_or_else(
+        || format!("existing project #{}", index + 1),
+        str::to_string,
+    )
+}
+
+fn index_plan(p: &FleetPlan) -> PlanIndex {
+    let mut idx = PlanIndex {
+        projects: BTreeMap::new(),
+        buckets: BTreeMap::new(),
+        clusters: BTreeMap::new(),
+    };
+    for (i, project) in p.projects.iter().enumerate() {
+        let label = project_label(i, project.display_name.as_deref());
+        idx.projects.insert(label.clone(), project.will_create);
+        if let ObjectStoragePlan::Enabled {
+            storage_class,
+            size_gibibytes,
+            ..
+        } = &project.object_storage
+        {
+            idx.buckets.insert(
+                label.clone(),
+                format!("{storage_class}, {size_gibibytes} GiB"),
+            );
+        }
+        for cluster in &project.clusters {
+            let (name, value) = match cluster {
+                ClusterPlan::Mk8s(c) => (c.name.clone(), serde_json::to_value(c)),
+                ClusterPlan::Soperator(c) => (c.name.clone(), serde_json::to_value(c)),
+            };
+            idx.clusters
+                .insert(format!("{label}/{name}"), value.unwrap_or_default());
+        }
+    }
+    idx
+}
+
+fn cluster_facts(value: &serde_json::Value) -> Vec<String> {
+    let get = |k: &str| value.get(k).map(short_value).unwrap_or_default();
+    if value.get("backend").and_then(|b| b.as_str()) == Some("soperator") {
+        let workers: i64 = value["workers"]
+            .as_array()
+            .map(|w| w.iter().filter_map(|x| x["size"].as_i64()).sum())
+            .unwrap_or(0);
+        return vec!["backend: soperator".into(), format!("workers: {workers}")];
+    }
+    vec![
+        format!("cpu: {} × {}", get("cpu_nodes"), get("cpu_preset")),
+        format!(
+            "gpu: {} × {} {}",
+            get("gpu_nodes"),
+            get("gpu_platform"),
+            get("gpu_preset")
+        ),
+    ]
+}
+
+fn short_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "none".into(),
+        other => {
+            let s = other.to_string();
+            if s.chars().count() > 60 {
+                format!("{}…", s.chars().take(60).collect::<String>())
+            } else {
+                s
+            }
+        }
+    }
+}
+
+/// Field-level differences between two cluster plans.
+fn changed_fields(old: &serde_json::Value, new: &serde_json::Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let (o, n) = (
+        old.as_object().unwrap_or(&empty),
+        new.as_object().unwrap_or(&empty),
+    );
+    let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
+    let null = serde_json::Value::Null;
+    keys.into_iter()
+        .filter_map(|k| {
+            let (a, b) = (o.get(k).unwrap_or(&null), n.get(k).unwrap_or(&null));
+            (a != b).then(|| format!("{k}: {} → {}", short_value(a), short_value(b)))
+        })
+        .collect()
+}
+
+fn summarize(head: Option<&FleetPlan>, base: Option<&FleetPlan>) -> PlanSummary {
+    let empty = PlanIndex {
+        projects: BTreeMap::new(),
+        buckets: BTreeMap::new(),
+        clusters: BTreeMap::new(),
+    };
+    let new = head.map(index_plan).unwrap_or_else(|| PlanIndex {
+        projects: BTreeMap::new(),
+        buckets: BTreeMap::new(),
+        clusters: BTreeMap::new(),
+    });
+    let old = base.map(index_plan).unwrap_or(empty);
+    let shown = head.or(base);
+    let mut summary = PlanSummary {
+        region: shown.map(|p| p.region.clone()).unwrap_or_default(),
+        projects: shown.map_or(0, |p| p.project_count),
+        clusters: shown.map_or(0, |p| p.cluster_count),
+        mk8s: shown.map_or(0, |p| p.backend_counts.mk8s),
+        soperator: shown.map_or(0, |p| p.backend_counts.soperator),
+        create: Vec::new(),
+        change: Vec::new(),
+        destroy: Vec::new(),
+        unchanged: 0,
+    };
+    for (label, will_create) in &new.projects {
+        if !old.projects.contains_key(label) && *will_create {
+            summary.create.push(PlanItem {
+                kind: "project",
+                name: label.clone(),
+                details: vec!["created on deploy if missing".into()],
+            });
+        }
+    }
+    for (label, shape) in &new.buckets {
+        match old.buckets.get(label) {
+            None => summary.create.push(PlanItem {
+                kind: "bucket",
+                name: label.clone(),
+                details: vec![shape.clone()],
+            }),
+            Some(before) if before != shape => summary.change.push(PlanItem {
+                kind: "bucket",
+                name: label.clone(),
+                details: vec![format!("{before} → {shape}")],
+            }),
+            Some(_) => {}
+        }
+    }
+    for (key, value) in &new.clusters {
+        match old.clusters.get(key) {
+            None => summary.create.push(PlanItem {
+                kind: "cluster",
+                name: key.clone(),
+                details: cluster_facts(value),
+            }),
+            Some(before) if before != value => summary.change.push(PlanItem {
+                kind: "cluster",
+                name: key.clone(),
+                details: changed_fields(before, value),
+            }),
+            Some(_) => summary.unchanged += 1,
+        }
+    }
+    for (key, value) in &old.clusters {
+        if !new.clusters.contains_key(key) {
+            summary.destroy.push(PlanItem {
+                kind: "cluster",
+                name: key.clone(),
+                details: cluster_facts(value),
+            });
+        }
+    }
+    for (label, shape) in &old.buckets {
+        if !new.buckets.contains_key(label) {
+            summary.destroy.push(PlanItem {
+                kind: "bucket",
+                name: label.clone(),
+                details: vec![format!("{shape} (retained on destroy per spec)")],
+            });
+        }
+    }
+    summary
+}
+
+fn budget(spec: &FleetSpec, quota: Option<&QuotaInput<'_>>) -> BudgetReport {
+    let Some(quota) = quota else {
+        return BudgetReport {
+            status: BudgetStatus::NotChecked,
+            rows: Vec::new(),
+            blocked_by: Vec::new(),
+            note: Some("no quota source is configured for this installation yet".into()),
+        };
+    };
+    let demand = match fleet_demand(spec, &ScopeOptions::default(), &ProvenState::default()) {
+        Ok(d) => d,
+        Err(e) => {
+            return BudgetReport {
+                status: BudgetStatus::Unproven,
+                rows: Vec::new(),
+                blocked_by: Vec::new(),
+                note: Some(e.to_string()),
+            };
+        }
+    };
+    let report = run_preflight(demand, quota.tenant_id, quota.evidence, &mut |_| {});
+    budget_from(&report, quota.tenant_id)
+}
+
+/// The public budget of a preflight report; the tenant never appears.
+fn budget_from(report: &PreflightReport, tenant_id: &str) -> BudgetReport {
+    let scrub = |text: String| {
+        if tenant_id.is_empty() {
+            text
+        } else {
+            text.replace(tenant_id, "(tenant)")
+        }
+    };
+    let amount =
+        |q: &str, v: Option<u64>| v.map_or_else(|| "-".into(), |v| format_amount(q, v.into()));
+    let rows = report
+        .rows()
+        .map(|r| BudgetLine {
+            region: r.region.clone(),
+            quota: r.quota.clone(),
+            needed: format_amount(&r.quota, r.needed),
+            in_use: amount(&r.quota, r.usage),
+            limit: amount(&r.quota, r.limit),
+            available: amount(&r.quota, r.available),
+            after: r.headroom.map_or_else(
+                || "-".into(),
+                |h| crate::quota::render::format_signed(&r.quota, h),
+            ),
+            verdict: match r.verdict {
+                QuotaVerdict::Fits => "fits",
+                QuotaVerdict::Short => "short",
+                QuotaVerdict::Unlimited => "unlimited",
+                QuotaVerdict::NotQuotaControlled => "not_quota_controlled",
+            }
+            .into(),
+        })
+        .collect();
+    let mut blocked_by: Vec<String> = report
+        .rows()
+        .filter(|r| r.verdict == QuotaVerdict::Short)
+        .map(|r| {
+            format!(
+                "{} in {}: needs {}, {} available, short by {}",
+                r.quota,
+                r.region,
+                format_amount(&r.quota, r.needed),
+                amount(&r.quota, r.available),
+                format_amount(&r.quota, r.shortfall.unwrap_or(0)),
+            )
+        })
+        .collect();
+    blocked_by.extend(report.failed_reservations().map(|c| {
+        format!(
+            "capacity block {} ({}) in {}: {}",
+            c.block,
+            c.platform,
+            c.region,
+            c.reason.as_deref().unwrap_or_default()
+        )
+    }));
+    let status = if report.fits() {
+        BudgetStatus::Fits
+    } else if report.blocked() {
+        BudgetStatus::Short
+    } else {
+        BudgetStatus::Unproven
+    };
+    let note = if report.fits() || report.blocked() {
+        None
+    } else {
+        report.public_message().map(scrub)
+    };
+    BudgetReport {
+        status,
+        rows,
+        blocked_by: blocked_by.into_iter().map(scrub).collect(),
+        note,
+    }
+}
+
+struct VerdictInputs<'a> {
+    spec_changed: bool,
+    config_error: bool,
+    findings: usize,
+    fleets: &'a [FleetReport],
+}
+
+impl VerdictInputs<'_> {
+    fn decide(&self) -> (Verdict, Vec<String>) {
+        let mut reasons = Vec::new();
+        if self.config_error {
+            reasons.push(format!("the repository config `{CONFIG_PATH}` is invalid"));
+        }
+        if !self.spec_changed {
+            let verdict = if self.config_error {
+                Verdict::Blocked
+            } else {
+                Verdict::NoSpecChanges
+            };
+            return (verdict, reasons);
+        }
+        if self.findings > 0 {
+            reasons.push(format!(
+                "{} private value{} committed",
+                self.findings,
+                plural(self.findings)
+            ));
+        }
+        let invalid = self
+            .fleets
+            .iter()
+            .filter(|f| f.status == FleetStatus::Invalid)
+            .count();
+        if invalid > 0 {
+            reasons.push(format!("{invalid} invalid fleet spec{}", plural(invalid)));
+        }
+        let short: Vec<&str> = self
+            .fleets
+            .iter()
+            .filter(|f| {
+                f.budget
+                    .as_ref()
+                    .is_some_and(|b| b.status == BudgetStatus::Short)
+            })
+            .map(|f| f.name.as_deref().unwrap_or(&f.path))
+            .collect();
+        if !short.is_empty() {
+            reasons.push(format!("quota shortfall for {}", short.join(", ")));
+        }
+        let unproven = self
+            .fleets
+            .iter()
+            .filter(|f| {
+                f.budget
+                    .as_ref()
+                    .is_some_and(|b| b.status == BudgetStatus::Unproven)
+            })
+            .count();
+        if unproven > 0 {
+            reasons.push(format!(
+                "capacity could not be proven for {unproven} fleet{}",
+                plural(unproven)
+            ));
+        }
+        let removed = self
+            .fleets
+            .iter()
+            .filter(|f| f.status == FleetStatus::Removed)
+            .count();
+        if !reasons.is_empty() {
+            return (Verdict::Blocked, reasons);
+        }
+        if removed > 0 {
+            reasons.push(format!(
+                "{removed} fleet spec{} removed: its clusters would be destroyed on merge",
+                plural(removed)
+            ));
+        }
+        let unchecked = self.fleets.iter().any(|f| {
+            f.budget
+                .as_ref()
+                .is_some_and(|b| b.status == BudgetStatus::NotChecked)
+        });
+        if unchecked {
+            reasons.push("the quota budget was not checked".into());
+            (Verdict::ReadyUnchecked, reasons)
+        } else {
+            (Verdict::Ready, reasons)
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// SHA-256 over what the plan depends on: head and base commits, engine version, the repo
+/// config bytes and every changed spec's bytes (length-prefixed, in path order).
+fn digest(input: &PrInput<'_>, specs: &[&ChangedFile]) -> String {
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_be_bytes());
+        h.update(bytes);
+    };
+    field(b"fleetbot-plan-digest/v1");
+    field(input.head_sha.as_bytes());
+    field(input.base_sha.as_bytes());
+    field(env!("CARGO_PKG_VERSION").as_bytes());
+    field(&input.config.raw);
+    for spec in specs {
+        field(spec.path.as_bytes());
+        match &spec.head {
+            Some(bytes) => field(bytes),
+            None => field(b"\0removed-or-unread"),
+        }
+    }
+    hex::encode(h.finalize())
+}
+
+fn privacy_check(report: &PrReport, findings: &[Finding], scanner: &Scanner) -> CheckRunPayload {
+    let (conclusion, title) = if report.verdict == Verdict::NoSpecChanges
+        || (report.fleets.is_empty() && report.config.error.is_some())
+    {
+        (
+            CheckConclusion::Skipped,
+            "Skipped: no fleet spec changed".to_string(),
+        )
+    } else if findings.is_empty() {
+        (
+            CheckConclusion::Success,
+            "No private values in the changed lines".to_string(),
+        )
+    } else {
+        (
+            CheckConclusion::Failure,
+            format!(
+                "{} private value{} committed",
+                findings.len(),
+                plural(findings.len())
+            ),
+        )
+    };
+    let annotations = findings
+        .iter()
+        .map(|f| Annotation {
+            path: f.path.clone(),
+            start_line: f.line,
+            end_line: f.line,
+            start_column: Some(f.column),
+            end_column: Some(f.column),
+            annotation_level: AnnotationLevel::Failure,
+            message: format!(
+                "{}. The value is not shown; its alias is {}. Remove it from the change (and from history), and rotate it if it is a credential.",
+                f.rule.explanation(),
+                f.alias
+            ),
+            title: Some(format!("Private value: {}", f.rule.as_str())),
+        })
+        .collect();
+    let (summary, text) = render::render_privacy_check(report, scanner);
+    CheckRunPayload {
+        name: PRIVACY_CHECK.into(),
+        head_sha: report.head_sha.clone(),
+        external_id: Some(report.digest.clone()),
+        conclusion,
+        output: CheckOutput {
+            title,
+            summary,
+            text,
+            annotations,
+        },
+    }
+}
+
+fn preflight_check(report: &PrReport, scanner: &Scanner) -> CheckRunPayload {
+    let any = |f: &dyn Fn(&FleetReport) -> bool| report.fleets.iter().any(f);
+    let budget_is =
+        |s: BudgetStatus| move |f: &FleetReport| f.budget.as_ref().is_some_and(|b| b.status == s);
+    let invalid = report
+        .fleets
+        .iter()
+        .filter(|f| f.status == FleetStatus::Invalid)
+        .count();
+    let (conclusion, title) = if report.config.error.is_some() {
+        (
+            CheckConclusion::Failure,
+            format!("Blocked: `{CONFIG_PATH}` on the default branch is invalid"),
+        )
+    } else if report.verdict == Verdict::NoSpecChanges {
+        (
+            CheckConclusion::Skipped,
+            "Skipped: no fleet spec changed".to_string(),
+        )
+    } else if invalid > 0 {
+        (
+            CheckConclusion::Failure,
+            format!("Blocked: {invalid} invalid fleet spec{}", plural(invalid)),
+        )
+    } else if any(&budget_is(BudgetStatus::Short)) {
+        (
+            CheckConclusion::Failure,
+            "Blocked: quota shortfall".to_string(),
+        )
+    } else if any(&budget_is(BudgetStatus::Unproven)) {
+        (
+            CheckConclusion::Failure,
+            "Blocked: capacity could not be proven".to_string(),
+        )
+    } else if any(&budget_is(BudgetStatus::NotChecked)) {
+        (
+            CheckConclusion::Neutral,
+            format!(
+                "{} fleet spec{} valid; quota not checked",
+                report.fleets.len(),
+                plural(report.fleets.len())
+            ),
+        )
+    } else {
+        (
+            CheckConclusion::Success,
+            format!(
+                "{} fleet spec{} valid; quota fits",
+                report.fleets.len(),
+                plural(report.fleets.len())
+            ),
+        )
+    };
+    let mut annotations = Vec::new();
+    for fleet in &report.fleets {
+        for p in &fleet.problems {
+            let line = p.line.unwrap_or(1).max(1);
+            annotations.push(Annotation {
+                path: fleet.path.clone(),
+                start_line: line,
+                end_line: line,
+                start_column: p.column.filter(|_| p.line.is_some()),
+                end_column: p.column.filter(|_| p.line.is_some()),
+                annotation_level: AnnotationLevel::Failure,
+                message: if p.field.is_empty() {
+                    p.message.clone()
+                } else {
+                    format!("{}: {}", p.field, p.message)
+                },
+                title: Some("Invalid fleet spec".into()),
+            });
+        }
+        if let Some(budget) = &fleet.budget {
+            for blocked in &budget.blocked_by {
+                annotations.push(Annotation {
+                    path: fleet.path.clone(),
+                    start_line: 1,
+                    end_line: 1,
+                    start_column: None,
+                    end_column: None,
+                    annotation_level: AnnotationLevel::Failure,
+                    message: blocked.clone(),
+                    title: Some("Quota shortfall".into()),
+                });
+            }
+        }
+    }
+    let (summary, text) = render::render_preflight_check(report, scanner);
+    CheckRunPayload {
+        name: PREFLIGHT_CHECK.into(),
+        head_sha: report.head_sha.clone(),
+        external_id: Some(report.digest.clone()),
+        conclusion,
+        output: CheckOutput {
+            title,
+            summary,
+            text,
+            annotations,
+        },
+    }
+}

@@ -1,0 +1,472 @@
+//! Rendering the public report with the templates in `templates/github/` (minijinja).
+//!
+//! Every text the bot posts is built here from [`super::report`] structs, within GitHub's
+//! limits: the sticky comment stays under [`MAX_COMMENT_BYTES`] (GitHub refuses bodies over
+//! 65,536 characters; a byte budget is safe for multi-byte text), check-run summaries and texts
+//! under [`MAX_CHECK_CHARS`]. Too long a text is re-rendered compact (short lists, no diffs,
+//! pointing at the check run) and, if it still does not fit, cut at a line with a note.
+//!
+//! As a second layer after the typed report, the finished text goes through the privacy
+//! scanner once more and anything it flags is replaced by `[redacted]`.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use minijinja::value::{Serde, Value};
+use minijinja::{Environment, context};
+
+use super::report::{CommandHelp, PrReport, Verdict};
+use crate::privacy::{RuleId, Scanner};
+
+/// Finds the sticky comment again; never changes once shipped.
+pub const COMMENT_MARKER: &str = "<!-- fleetbot:pr-comment v1 -->";
+/// The sticky comment's size budget in bytes (GitHub's limit is 65,536 characters).
+pub const MAX_COMMENT_BYTES: usize = 60_000;
+/// GitHub's limit for a check run's `output.summary` and `output.text`, in characters.
+pub const MAX_CHECK_CHARS: usize = 65_535;
+/// List lengths in the full and the compact rendering.
+const FULL_LIMIT: usize = 50;
+const COMPACT_LIMIT: usize = 10;
+
+fn env() -> &'static Environment<'static> {
+    static ENV: OnceLock<Environment<'static>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Environment::new();
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .build()
+                .expect("the default delimiters are valid"),
+        );
+        for (name, source) in [
+            (
+                "comment.md",
+                include_str!("../../templates/github/comment.md.j2"),
+            ),
+            (
+                "privacy_summary.md",
+                include_str!("../../templates/github/privacy_summary.md.j2"),
+            ),
+            (
+                "privacy_text.md",
+                include_str!("../../templates/github/privacy_text.md.j2"),
+            ),
+            (
+                "preflight_summary.md",
+                include_str!("../../templates/github/preflight_summary.md.j2"),
+            ),
+            (
+                "preflight_text.md",
+                include_str!("../../templates/github/preflight_text.md.j2"),
+            ),
+            (
+                "command_reply.md",
+                include_str!("../../templates/github/command_reply.md.j2"),
+            ),
+        ] {
+            env.add_template(name, source)
+                .expect("templates are checked by the tests");
+        }
+        env.add_filter("md", |s: String| md(&s));
+        env.add_filter("cell", |s: String| md(&s));
+        env.add_filter("code", |s: String| code(&s));
+        env.add_filter("fence", |s: String, lang: String| fence(&s, &lang));
+        env
+    })
+}
+
+/// Inline text made inert: Markdown punctuation escaped, mentions defused, one line.
+fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            // An HTML comment between `@` and the name stops GitHub from notifying anyone.
+            '@' => out.push_str("@<!-- -->"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A code span that survives backticks inside the text.
+fn code(text: &str) -> String {
+    let text: String = text
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    if text.is_empty() {
+        return "(empty)".into();
+    }
+    let longest = longest_run(&text, '`');
+    let ticks = "`".repeat(longest + 1);
+    if longest > 0 || text.starts_with(' ') || text.ends_with(' ') {
+        format!("{ticks} {text} {ticks}")
+    } else {
+        format!("{ticks}{text}{ticks}")
+    }
+}
+
+/// A fenced block whose fence is longer than any backtick run inside.
+fn fence(text: &str, lang: &str) -> String {
+    let ticks = "`".repeat((longest_run(text, '`') + 1).max(3));
+    let body = text.trim_end_matches('\n');
+    format!("{ticks}{lang}\n{body}\n{ticks}")
+}
+
+fn longest_run(text: &str, ch: char) -> usize {
+    let (mut best, mut cur) = (0, 0);
+    for c in text.chars() {
+        if c == ch {
+            cur += 1;
+            best = best.max(cur);
+        } else {
+            cur = 0;
+        }
+    }
+    best
+}
+
+/// Presentation words shared by the templates.
+fn common(report: &PrReport, limit: usize, show_diffs: bool) -> Value {
+    let (icon, text) = match report.verdict {
+        Verdict::Ready => ("✅", "ready"),
+        Verdict::ReadyUnchecked => ("☑️", "valid, quota not checked"),
+        Verdict::Blocked => ("❌", "blocked"),
+        Verdict::NoSpecChanges => ("➖", "no fleet spec changed"),
+    };
+    let fleet_status: BTreeMap<&str, &str> = [
+        ("valid", "✅ valid"),
+        ("invalid", "❌ invalid"),
+        ("removed", "🗑️ removed"),
+    ]
+    .into();
+    let budget_status: BTreeMap<&str, &str> = [
+        ("fits", "✅ fits"),
+        ("short", "❌ short"),
+        ("unproven", "⚠️ could not be proven"),
+        ("not_checked", "➖ not checked"),
+    ]
+    .into();
+    let row_verdict: BTreeMap<&str, &str> = [
+        ("fits", "✅ fits"),
+        ("short", "❌ **short**"),
+        ("unlimited", "✅ unlimited"),
+        ("not_quota_controlled", "➖ not quota-controlled"),
+    ]
+    .into();
+    let config_line = if report.config.present {
+        format!("`.fleetbot.yml` from {}", code(&report.config.branch))
+    } else {
+        format!(
+            "defaults (no `.fleetbot.yml` on {})",
+            code(&report.config.branch)
+        )
+    };
+    context! {
+        report => Serde(report),
+        marker => COMMENT_MARKER,
+        verdict_icon => icon,
+        verdict_text => text,
+        short_digest => report.short_digest(),
+        config_line => config_line,
+        fleet_status => Serde(fleet_status),
+        budget_status => Serde(budget_status),
+        row_verdict => Serde(row_verdict),
+        limit => limit,
+        show_diffs => show_diffs,
+        version => env!("CARGO_PKG_VERSION"),
+    }
+}
+
+fn render(name: &str, ctx: Value) -> String {
+    env()
+        .get_template(name)
+        .and_then(|t| t.render(ctx))
+        .unwrap_or_else(|e| {
+            // A template error is a bug; show a plain line rather than fail the whole job.
+            tracing::error!(template = name, "template failed: {e}");
+            format!("(fleetbot could not render {name}; this is a bug)\n")
+        })
+}
+
+/// Renders full, then compact, then cut, until `max` (in units of `measure`) is met.
+fn fit(
+    max: usize,
+    measure: fn(&str) -> usize,
+    pointer: &str,
+    render_at: impl Fn(usize, bool) -> String,
+) -> String {
+    let full = render_at(FULL_LIMIT, true);
+    if measure(&full) <= max {
+        return full;
+    }
+    let compact = render_at(COMPACT_LIMIT, false);
+    if measure(&compact) <= max {
+        return compact;
+    }
+    cut(&compact, max, measure, pointer)
+}
+
+fn bytes(s: &str) -> usize {
+    s.len()
+}
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Cuts at the last line that fits, and says where the rest is.
+fn cut(text: &str, max: usize, measure: fn(&str) -> usize, pointer: &str) -> String {
+    let note = format!("\n\n… cut to fit GitHub's size limit; {pointer}\n");
+    let budget = max.saturating_sub(measure(&note));
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        if measure(&out) + measure(line) > budget {
+            break;
+        }
+        out.push_str(line);
+    }
+    // Never leave a code fence open: the note would render inside it.
+    if out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count()
+        % 2
+        == 1
+    {
+        out.push_str("```\n");
+    }
+    out.push_str(&note);
+    out
+}
+
+/// The sticky comment: marker first, verdict first after it.
+pub fn render_comment(report: &PrReport, scanner: &Scanner) -> String {
+    let body = fit(
+        MAX_COMMENT_BYTES,
+        bytes,
+        "see the `fleet/preflight` and `fleet/privacy` check runs for everything.",
+        |limit, diffs| render("comment.md", common(report, limit, diffs)),
+    );
+    redact_private(scanner, &body)
+}
+
+/// Summary and text of `fleet/privacy`.
+pub fn render_privacy_check(report: &PrReport, scanner: &Scanner) -> (String, Option<String>) {
+    let summary = fit(
+        MAX_CHECK_CHARS,
+        chars,
+        "every finding is also an annotation.",
+        |limit, diffs| render("privacy_summary.md", common(report, limit, diffs)),
+    );
+    let text = (report.privacy.total > 0).then(|| {
+        fit(
+            MAX_CHECK_CHARS,
+            chars,
+            "every finding is also an annotation.",
+            |_, diffs| {
+                render(
+                    "privacy_text.md",
+                    common(report, if diffs { 1000 } else { 200 }, diffs),
+                )
+            },
+        )
+    });
+    (
+        redact_private(scanner, &summary),
+        text.map(|t| redact_private(scanner, &t)),
+    )
+}
+
+/// Summary and text of `fleet/preflight`.
+pub fn render_preflight_check(report: &PrReport, scanner: &Scanner) -> (String, Option<String>) {
+    let summary = fit(
+        MAX_CHECK_CHARS,
+        chars,
+        "the details are in the text below.",
+        |limit, diffs| render("preflight_summary.md", common(report, limit, diffs)),
+    );
+    let text = (!report.fleets.is_empty()).then(|| {
+        fit(
+            MAX_CHECK_CHARS,
+            chars,
+            "the spec diffs are in the pull request's Files tab.",
+            |limit, diffs| render("preflight_text.md", common(report, limit, diffs)),
+        )
+    });
+    (
+        redact_private(scanner, &summary),
+        text.filter(|t| !t.trim().is_empty())
+            .map(|t| redact_private(scanner, &t)),
+    )
+}
+
+/// The hidden marker of the reply to one comment, so a retried job edits instead of reposting.
+pub fn reply_marker(comment_id: u64) -> String {
+    format!("<!-- fleetbot:reply-to {comment_id} -->")
+}
+
+/// One short reply to a comment's commands: errors, notes and, for `/help`, the command table.
+pub fn render_command_reply(
+    comment_id: u64,
+    mention: Option<&str>,
+    errors: &[String],
+    notes: &[String],
+    help: bool,
+    commands: &[CommandHelp],
+) -> String {
+    let text = render(
+        "command_reply.md",
+        context! {
+            marker => reply_marker(comment_id),
+            mention => mention.filter(|m| m.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')),
+            errors => Serde(errors),
+            notes => Serde(notes),
+            help => help,
+            commands => Serde(commands),
+        },
+    );
+    cut_if_needed(&text, MAX_COMMENT_BYTES)
+}
+
+fn cut_if_needed(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        text.to_string()
+    } else {
+        cut(text, max, bytes, "the rest was left out.")
+    }
+}
+
+/// Replaces anything the privacy scanner flags in `text` by `[redacted]`. A multi-line block
+/// (a key, a credentials document) is replaced up to its end.
+pub fn redact_private(scanner: &Scanner, text: &str) -> String {
+    let scan = scanner.scan_text("fleetbot-output.md", text.as_bytes(), None);
+    let findings = scan.findings();
+    if findings.is_empty() {
+        return text.to_string();
+    }
+    tracing::warn!(
+        findings = findings.len(),
+        "redacted private values from rendered output"
+    );
+    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    let mut blanked_until = 0usize;
+    for f in findings.iter().rev() {
+        let index = (f.line as usize).saturating_sub(1);
+        if index >= lines.len() {
+            continue;
+        }
+        if matches!(
+            f.rule,
+            RuleId::PrivateKey | RuleId::ServiceAccountCredentials
+        ) {
+            let end = (index..lines.len())
+                .find(|&i| lines[i].contains("-----END") || lines[i].trim_start().starts_with('}'))
+                .unwrap_or(lines.len() - 1)
+                .max(blanked_until);
+            for line in &mut lines[index..=end] {
+                *line = "[redacted]".to_string();
+            }
+            blanked_until = index;
+            continue;
+        }
+        let line = &lines[index];
+        let start: usize = line
+            .char_indices()
+            .nth((f.column as usize).saturating_sub(1))
+            .map_or(line.len(), |(i, _)| i);
+        let end = line[start..]
+            .find(|c: char| c.is_whitespace() || "`|'\"<>(),;".contains(c))
+            .map_or(line.len(), |e| start + e.max(1));
+        let replaced = format!("{}[redacted]{}", &line[..start], &line[end..]);
+        lines[index] = replaced;
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privacy::{ScannerConfig, testdata};
+
+    fn scanner() -> Scanner {
+        Scanner::new(ScannerConfig {
+            key: b"k".to_vec(),
+            allowlist: Default::default(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn inline_text_is_inert() {
+        assert_eq!(
+            md("a|b *c* @team <b>"),
+            "a\\|b \\*c\\* @<!-- -->team \\<b\\>"
+        );
+        assert_eq!(md("two\nlines"), "two lines");
+        assert_eq!(code("plain"), "`plain`");
+        assert_eq!(code("has ` tick"), "`` has ` tick ``");
+        assert_eq!(code(""), "(empty)");
+        assert_eq!(fence("a\n```\nb\n", "diff"), "````diff\na\n```\nb\n````");
+    }
+
+    #[test]
+    fn cut_keeps_fences_closed_and_fits() {
+        let text = format!("intro\n```diff\n{}```\n", "+line\n".repeat(1000));
+        let out = cut(&text, 500, bytes, "see elsewhere.");
+        assert!(out.len() <= 500, "{}", out.len());
+        assert_eq!(out.matches("```").count() % 2, 0);
+        assert!(out.ends_with("see elsewhere.\n"));
+    }
+
+    #[test]
+    fn redaction_second_layer() {
+        let id = testdata::nid("tenant", "e00", 15);
+        let text = format!("| `{id}` | x |\nclean line\n");
+        let out = redact_private(&scanner(), &text);
+        assert!(!out.contains(&id));
+        assert!(out.contains("[redacted]") && out.contains("clean line"));
+        let key = testdata::pem_key("RSA ", 5);
+        let out = redact_private(&scanner(), &format!("before\n{key}after\n"));
+        assert!(!out.contains("PRIVATE KEY"), "{out}");
+        assert!(out.starts_with("before\n") && out.contains("after"));
+        // Fleetbot's own words pass untouched.
+        let plain = "✅ No private values; alias `0123456789abcdef` · digest `abcdef012345`";
+        assert_eq!(redact_private(&scanner(), plain), plain);
+    }
+
+    #[test]
+    fn command_reply() {
+        let reply = render_command_reply(
+            5,
+            Some("alice"),
+            &["line 1: unknown command /pln (did you mean /plan?)".into()],
+            &[],
+            true,
+            &CommandHelp::all(|_| crate::github::Permission::Write),
+        );
+        insta::assert_snapshot!(reply, @r"
+        <!-- fleetbot:reply-to 5 -->
+        @alice some commands in your comment were not run:
+
+        - ❌ line 1: unknown command /pln (did you mean /plan?)
+
+        | Command | What it does | Least permission |
+        |---|---|---|
+        | `/plan` | recompute the preflight for the head commit (`fleet=NAME` to limit it) | write |
+        | `/verify-storage` | verify storage on the fleet's clusters (`fleet=NAME`, `cluster=NAME`) | write |
+        | `/verify-graphics` | verify graphics on the fleet's clusters (`fleet=NAME`, `cluster=NAME`) | write |
+        | `/status` | show the fleet's current state (`fleet=NAME`) | write |
+        | `/help` | list these commands | write |
+
+        Commands go one per line, outside code, quotes and HTML comments; arguments are `key=value`.
+        ");
+    }
+}

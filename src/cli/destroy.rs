@@ -1,0 +1,158 @@
+//! `fleetbot destroy`: tear down the spec's targets that fleetbot recorded, by exact ID.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use super::lifecycle::{confirm, open_cloud, open_inventory, runtime, stderr_progress};
+use super::output::{OutputFormat, print_json};
+use super::plan::load_spec;
+use crate::engine::ops::{LifecycleOptions, csv, destroy, select};
+
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    #[arg(long = "spec", short = 'f', value_name = "PATH")]
+    pub spec: PathBuf,
+    /// Only these projects (keys or display names, comma-separated).
+    #[arg(long, default_value = "", value_name = "CSV")]
+    pub only_projects: String,
+    /// Only these clusters (names, comma-separated), in every selected project.
+    #[arg(long, default_value = "", value_name = "CSV")]
+    pub only_clusters: String,
+    /// Minutes allowed per target.
+    #[arg(long, default_value_t = 120, value_name = "MINUTES")]
+    pub timeout: u64,
+    /// Targets destroyed at once.
+    #[arg(
+        long,
+        short = 'j',
+        default_value_t = 1,
+        value_name = "INT",
+        allow_negative_numbers = true
+    )]
+    pub concurrency: i64,
+    /// ~/.nebius profile to authenticate as (overrides the spec's 'profile').
+    #[arg(long, default_value = "", value_name = "P")]
+    pub profile: String,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y', visible_alias = "force")]
+    pub yes: bool,
+    /// Output format: text or json.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    pub output: OutputFormat,
+}
+
+pub fn run(args: DestroyArgs) -> ExitCode {
+    let spec = match load_spec(&args.spec) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    let json = args.output == OutputFormat::Json;
+    let profile = if args.profile.is_empty() {
+        spec.profile.clone()
+    } else {
+        args.profile.clone()
+    };
+    let options = LifecycleOptions {
+        only_projects: csv(&args.only_projects),
+        only_clusters: csv(&args.only_clusters),
+        profile: profile.clone(),
+        concurrency: args.concurrency.max(1) as usize,
+        timeout: Duration::from_secs(args.timeout.max(1) * 60),
+        spec_path: args.spec.display().to_string(),
+        ..LifecycleOptions::default()
+    };
+    let selected = select(
+        &spec,
+        &options.only_projects,
+        &options.only_clusters,
+        &spec.project_prefix,
+    );
+    let targets: Vec<(String, String)> = selected
+        .iter()
+        .map(|&(p, c)| {
+            (
+                spec.projects[p].key(),
+                spec.projects[p].clusters[c].name.clone(),
+            )
+        })
+        .collect();
+    let mut projects: Vec<usize> = selected.iter().map(|(p, _)| *p).collect();
+    projects.dedup();
+    if targets.is_empty() {
+        let banner = format!(
+            "About to destroy fleet '{}': 0 cluster(s) across 0 project(s).\n  (no targets in scope) -- nothing to do.",
+            spec.name
+        );
+        if json {
+            eprintln!("{banner}");
+            print_json(&json!({"name": spec.name, "clusters": [], "networks": [], "failed": 0}));
+        } else {
+            println!("{banner}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let note = "  Each listed cluster with recorded state is torn down together with any VPC network the fleet created; projects and buckets are kept.";
+    if !confirm(
+        "destroy",
+        &spec,
+        &targets,
+        projects.len(),
+        args.yes,
+        json,
+        Some(note),
+    ) {
+        eprintln!("Aborted.");
+        return ExitCode::FAILURE;
+    }
+    let fail = |error: String| {
+        eprintln!("{error}");
+        if json {
+            print_json(
+                &json!({"name": spec.name, "clusters": [], "networks": [], "failed": 1, "error": error}),
+            );
+        }
+        ExitCode::FAILURE
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    runtime.block_on(async {
+        let connection = match open_cloud(&profile).await {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let store = match open_inventory(&connection).await {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        match destroy(
+            &connection.client,
+            &store,
+            &spec,
+            &options,
+            stderr_progress(),
+        )
+        .await
+        {
+            Ok(result) => {
+                if json {
+                    print_json(&result);
+                } else {
+                    print!("{}", result.render_text());
+                }
+                if result.failed > 0 {
+                    ExitCode::FAILURE
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => fail(e.to_string()),
+        }
+    })
+}

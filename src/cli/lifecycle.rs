@@ -1,0 +1,139 @@
+//! What the lifecycle commands share: connecting to the cloud, resolving the tenant and the SSH
+//! key, opening the inventory, confirming, and printing progress.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::cloud::connect::{ConnectOptions, Connection, connect};
+use crate::cloud::profile::{NebiusConfig, default_config_path};
+use crate::engine::ops::Progress;
+use crate::spec::FleetSpec;
+use crate::store::SqliteStore;
+
+/// The tokio runtime for one command.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// Connects as the environment says and names the cloud on stderr.
+pub async fn open_cloud(profile: &str) -> Result<Connection, String> {
+    let options = ConnectOptions::from_env(profile)?;
+    let connection = connect(&options).await?;
+    if !connection.is_simulated() {
+        eprintln!("fleetbot: talking to {}", connection.client.description());
+    }
+    Ok(connection)
+}
+
+/// The tenant: the spec's, else what the credentials' source names (the simulator's tenant, a
+/// profile's `tenant-id`), else the named or active profile's in `~/.nebius/config.yaml`.
+pub fn resolve_tenant(
+    spec: &FleetSpec,
+    connection: &Connection,
+    profile: &str,
+) -> Result<String, String> {
+    if !spec.tenant_id.is_empty() {
+        return Ok(spec.tenant_id.clone());
+    }
+    if let Some(tenant) = connection.tenant_id.clone().filter(|t| !t.is_empty()) {
+        return Ok(tenant);
+    }
+    let path = std::env::var_os("FLEETBOT_NEBIUS_CONFIG")
+        .map(PathBuf::from)
+        .or_else(default_config_path);
+    let config = match path {
+        Some(path) => NebiusConfig::load(&path).map_err(|e| e.to_string())?,
+        None => NebiusConfig::default(),
+    };
+    config.resolve_tenant("", profile)
+}
+
+/// The SSH key for node access: the spec's, else `~/.ssh/id_ed25519.pub`, else
+/// `~/.ssh/id_rsa.pub`, else none (nodes then have no SSH access; fleetbot itself never needs it).
+pub fn resolve_ssh_key(spec: &FleetSpec) -> String {
+    if !spec.ssh_public_key.trim().is_empty() {
+        return spec.ssh_public_key.trim().to_string();
+    }
+    let home = dirs::home_dir().unwrap_or_default();
+    for name in ["id_ed25519.pub", "id_rsa.pub"] {
+        if let Ok(key) = std::fs::read_to_string(home.join(".ssh").join(name)) {
+            return key.trim().to_string();
+        }
+    }
+    eprintln!(
+        "fleetbot: no ssh_public_key in the spec and no ~/.ssh/id_ed25519.pub or id_rsa.pub; nodes get no SSH access"
+    );
+    String::new()
+}
+
+/// The inventory for this cloud: beside the simulator's state when simulated (so the two
+/// never mix), else `FLEETBOT_INVENTORY` or the user's data directory.
+pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, String> {
+    let path = match std::env::var_os("FLEETBOT_INVENTORY") {
+        Some(p) => PathBuf::from(p),
+        None => match &connection.simulator {
+            Some(_) => {
+                let state = std::env::var_os("FLEETBOT_SIM_STATE")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| crate::cloud::connect::default_sim_state("default"));
+                state.with_extension("inventory.sqlite")
+            }
+            None => dirs::data_dir()
+                .or_else(dirs::home_dir)
+                .unwrap_or_else(std::env::temp_dir)
+                .join("fleetbot")
+                .join("inventory.sqlite"),
+        },
+    };
+    SqliteStore::open(&path).await.map_err(|e| e.to_string())
+}
+
+/// Progress lines on stderr, so stdout stays one document in JSON mode.
+pub fn stderr_progress() -> Progress {
+    Arc::new(|line: &str| {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "  - {line}");
+    })
+}
+
+/// The confirmation of fleet-engine §8.2. Returns whether to proceed.
+pub fn confirm(
+    action: &str,
+    spec: &FleetSpec,
+    targets: &[(String, String)],
+    projects: usize,
+    yes: bool,
+    to_stderr: bool,
+    note: Option<&str>,
+) -> bool {
+    let mut banner = format!(
+        "About to {action} fleet '{}': {} cluster(s) across {projects} project(s).\n",
+        spec.name,
+        targets.len()
+    );
+    for (project, cluster) in targets {
+        banner.push_str(&format!("  - {project} / cluster {cluster}\n"));
+    }
+    if let Some(note) = note {
+        banner.push_str(note);
+        banner.push('\n');
+    }
+    if to_stderr {
+        eprint!("{banner}");
+    } else {
+        print!("{banner}");
+    }
+    if yes {
+        return true;
+    }
+    let verb = action.split('/').next().unwrap_or(action);
+    eprint!("Proceed to {verb}? [y/N]: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}

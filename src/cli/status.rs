@@ -1,0 +1,58 @@
+//! `fleetbot status`: the inventory merged with a live read of every spec target.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::lifecycle::{open_cloud, open_inventory, runtime};
+use super::output::{OutputFormat, print_json};
+use super::plan::load_spec;
+use crate::engine::ops::status;
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    #[arg(long = "spec", short = 'f', value_name = "PATH")]
+    pub spec: PathBuf,
+    /// Output format: text or json.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    pub output: OutputFormat,
+}
+
+pub fn run(args: StatusArgs) -> ExitCode {
+    let spec = match load_spec(&args.spec) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let result = async {
+            let connection = open_cloud(&spec.profile).await?;
+            let store = open_inventory(&connection).await?;
+            status(&connection.client, &store, &spec)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .await;
+        match result {
+            Ok(result) => {
+                match args.output {
+                    OutputFormat::Json => print_json(&result),
+                    OutputFormat::Text => print!("{}", result.render_text()),
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

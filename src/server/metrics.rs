@@ -1,0 +1,262 @@
+//! Prometheus text exposition for `GET /metrics`: deliveries by event and outcome, intake and
+//! job latency, GitHub API calls and rate-limit headroom.
+//!
+//! A handful of counters and two histograms do not justify a metrics crate; the text format
+//! (version 0.0.4) is simple and stable. Label values are fixed strings chosen by fleetbot, never
+//! raw header values, so an unauthenticated caller cannot grow the label set.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::github::client::ApiMetricsSnapshot;
+
+/// Intake latency buckets (seconds): the target is p99 under 10 ms.
+const INTAKE_BUCKETS: [f64; 10] = [
+    0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+/// Job latency buckets (seconds): a preflight makes a few dozen API calls.
+const JOB_BUCKETS: [f64; 11] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+/// The events the server accepts for work; anything else is labelled `other`.
+pub const KNOWN_EVENTS: [&str; 5] = [
+    "pull_request",
+    "issue_comment",
+    "check_run",
+    "installation",
+    "ping",
+];
+
+/// The label for an event name taken from a request header.
+pub fn event_label(event: Option<&str>) -> &'static str {
+    match event {
+        None => "none",
+        Some(e) => KNOWN_EVENTS
+            .iter()
+            .find(|k| **k == e)
+            .copied()
+            .unwrap_or("other"),
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Histogram {
+    bounds: &'static [f64],
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            counts: vec![0; bounds.len()],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    fn observe(&mut self, seconds: f64) {
+        for (i, b) in self.bounds.iter().enumerate() {
+            if seconds <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (b, c) in self.bounds.iter().zip(&self.counts) {
+            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {c}");
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
+            self.count
+        );
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        };
+        let _ = writeln!(out, "{name}_sum{braces} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{braces} {}", self.count);
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    deliveries: BTreeMap<(&'static str, &'static str), u64>,
+    intake: Histogram,
+    jobs: BTreeMap<(&'static str, &'static str), Histogram>,
+}
+
+/// The server's own metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            inner: Mutex::new(Inner {
+                deliveries: BTreeMap::new(),
+                intake: Histogram::new(&INTAKE_BUCKETS),
+                jobs: BTreeMap::new(),
+            }),
+        }
+    }
+}
+
+impl Metrics {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one delivery and its intake time.
+    pub fn delivery(&self, event: &'static str, outcome: &'static str, intake: Duration) {
+        let mut m = self.lock();
+        *m.deliveries.entry((event, outcome)).or_default() += 1;
+        m.intake.observe(intake.as_secs_f64());
+    }
+
+    /// Records one job.
+    pub fn job(&self, event: &'static str, outcome: &'static str, took: Duration) {
+        let mut m = self.lock();
+        m.jobs
+            .entry((event, outcome))
+            .or_insert_with(|| Histogram::new(&JOB_BUCKETS))
+            .observe(took.as_secs_f64());
+    }
+
+    /// How many deliveries had this event and outcome.
+    pub fn deliveries(&self, event: &str, outcome: &str) -> u64 {
+        self.lock()
+            .deliveries
+            .iter()
+            .filter(|((e, o), _)| *e == event && *o == outcome)
+            .map(|(_, n)| *n)
+            .sum()
+    }
+
+    /// The exposition text.
+    pub fn render(&self, github: Option<&ApiMetricsSnapshot>) -> String {
+        let m = self.lock();
+        let mut out = String::new();
+        out.push_str("# HELP fleetbot_webhook_deliveries_total Webhook deliveries by event and outcome.\n");
+        out.push_str("# TYPE fleetbot_webhook_deliveries_total counter\n");
+        for ((event, outcome), n) in &m.deliveries {
+            let _ = writeln!(
+                out,
+                "fleetbot_webhook_deliveries_total{{event=\"{event}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP fleetbot_webhook_intake_seconds Time from request to answer.\n");
+        out.push_str("# TYPE fleetbot_webhook_intake_seconds histogram\n");
+        m.intake.render(&mut out, "fleetbot_webhook_intake_seconds", "");
+        out.push_str("# HELP fleetbot_job_duration_seconds Time to handle one accepted delivery.\n");
+        out.push_str("# TYPE fleetbot_job_duration_seconds histogram\n");
+        for ((event, outcome), h) in &m.jobs {
+            h.render(
+                &mut out,
+                "fleetbot_job_duration_seconds",
+                &format!("event=\"{event}\",outcome=\"{outcome}\""),
+            );
+        }
+        if let Some(gh) = github {
+            out.push_str("# HELP fleetbot_github_api_calls_total GitHub REST calls by operation and HTTP status.\n");
+            out.push_str("# TYPE fleetbot_github_api_calls_total counter\n");
+            for ((op, status), n) in &gh.calls {
+                let _ = writeln!(
+                    out,
+                    "fleetbot_github_api_calls_total{{operation=\"{op}\",status=\"{status}\"}} {n}"
+                );
+            }
+            out.push_str("# HELP fleetbot_github_rate_limit_remaining Requests left in the current window, per resource.\n");
+            out.push_str("# TYPE fleetbot_github_rate_limit_remaining gauge\n");
+            for (resource, rl) in &gh.rate_limits {
+                let resource = label_value(resource);
+                let _ = writeln!(
+                    out,
+                    "fleetbot_github_rate_limit_remaining{{resource=\"{resource}\"}} {}",
+                    rl.remaining
+                );
+            }
+            out.push_str("# HELP fleetbot_github_rate_limit_limit Requests allowed per window, per resource.\n");
+            out.push_str("# TYPE fleetbot_github_rate_limit_limit gauge\n");
+            for (resource, rl) in &gh.rate_limits {
+                let resource = label_value(resource);
+                let _ = writeln!(
+                    out,
+                    "fleetbot_github_rate_limit_limit{{resource=\"{resource}\"}} {}",
+                    rl.limit
+                );
+            }
+            out.push_str("# HELP fleetbot_github_rate_limit_reset_seconds Unix time the window resets, per resource.\n");
+            out.push_str("# TYPE fleetbot_github_rate_limit_reset_seconds gauge\n");
+            for (resource, rl) in &gh.rate_limits {
+                let resource = label_value(resource);
+                let _ = writeln!(
+                    out,
+                    "fleetbot_github_rate_limit_reset_seconds{{resource=\"{resource}\"}} {}",
+                    rl.reset
+                );
+            }
+        }
+        out
+    }
+}
+
+/// A label value from GitHub's headers, kept to a safe alphabet.
+fn label_value(v: &str) -> String {
+    v.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(40)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::client::RateLimitState;
+
+    #[test]
+    fn exposition() {
+        let m = Metrics::default();
+        m.delivery("pull_request", "accepted", Duration::from_micros(700));
+        m.delivery("other", "ignored", Duration::from_millis(3));
+        m.job("pull_request", "ok", Duration::from_millis(120));
+        let mut gh = ApiMetricsSnapshot::default();
+        gh.calls.insert(("checks/create".into(), "201".into()), 2);
+        gh.rate_limits.insert(
+            "core".into(),
+            RateLimitState {
+                limit: 5000,
+                remaining: 4990,
+                reset: 1_700_000_000,
+            },
+        );
+        let text = m.render(Some(&gh));
+        assert!(text.contains(
+            "fleetbot_webhook_deliveries_total{event=\"pull_request\",outcome=\"accepted\"} 1"
+        ));
+        assert!(text.contains("fleetbot_webhook_intake_seconds_bucket{le=\"0.001\"} 1"));
+        assert!(text.contains("fleetbot_webhook_intake_seconds_count 2"));
+        assert!(text.contains(
+            "fleetbot_job_duration_seconds_bucket{event=\"pull_request\",outcome=\"ok\",le=\"0.25\"} 1"
+        ));
+        assert!(text.contains(
+            "fleetbot_github_api_calls_total{operation=\"checks/create\",status=\"201\"} 2"
+        ));
+        assert!(text.contains("fleetbot_github_rate_limit_remaining{resource=\"core\"} 4990"));
+        assert_eq!(m.deliveries("pull_request", "accepted"), 1);
+        assert_eq!(event_label(Some("pull_request")), "pull_request");
+        assert_eq!(event_label(Some("x\"}evil")), "other");
+        assert_eq!(event_label(None), "none");
+    }
+}

@@ -1,0 +1,501 @@
+//! The engine against the simulator through the real gRPC client: deploy, redeploy, change,
+//! select, destroy, preflight refusal, ownership, and convergence after interrupted deploys.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleetbot::cloud::Cloud;
+use fleetbot::cloud::client::idempotency_key;
+use fleetbot::cloud::domain::{ClusterSpec, Labels, State};
+use fleetbot::engine::desired::{LABEL_MANAGED_BY, MANAGED_BY};
+use fleetbot::engine::ops::{
+    LifecycleOptions, Progress, deploy, destroy, plan_is_quiet, prepare, status,
+};
+use fleetbot::spec::{FleetSpec, load_str};
+use fleetbot::store::{InventoryStore, SqliteStore};
+use support::{client, simulator};
+
+/// The embedded default world (every required allowance, generous), with quick operations.
+fn world() -> String {
+    include_str!("../fixtures/sim/default.yaml")
+        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+}
+
+const SPEC: &str = r#"apiVersion: npa.fleet/v0.0.1
+name: eng
+tenant_id: ""
+region: us-central1
+project_prefix: eng-
+defaults:
+  cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}
+  gpu_nodes: {count: 1, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}
+  enable_filestore: true
+  filestore_disk_size_gibibytes: 512
+projects:
+  - name: a
+    object_storage: {storage_class: enhanced, size_gibibytes: 1024}
+    clusters:
+      - name: train
+      - name: infer
+        gpu_nodes: {count: 2}
+  - name: b
+"#;
+
+fn spec(text: &str) -> FleetSpec {
+    load_str(text, "fleet.yaml").unwrap()
+}
+
+fn quiet() -> Progress {
+    Arc::new(|_line: &str| {})
+}
+
+fn recording() -> (Progress, Arc<Mutex<Vec<String>>>) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    (
+        Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string())),
+        lines,
+    )
+}
+
+async fn store(dir: &tempfile::TempDir) -> SqliteStore {
+    SqliteStore::open(&dir.path().join("inventory.sqlite"))
+        .await
+        .unwrap()
+}
+
+fn options() -> LifecycleOptions {
+    LifecycleOptions {
+        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test"
+            .into(),
+        ..LifecycleOptions::default()
+    }
+}
+
+fn owned(labels: &Labels) -> bool {
+    labels.get(LABEL_MANAGED_BY).map(String::as_str) == Some(MANAGED_BY)
+}
+
+#[tokio::test]
+async fn deploy_redeploy_change_and_destroy() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let fleet = spec(SPEC);
+
+    // Deploy into an empty tenant.
+    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!((result.deployed, result.failed), (3, 0), "{result:#?}");
+    let projects = cloud.list_projects(&tenant).await.unwrap();
+    let mut names: Vec<_> = projects.iter().map(|p| p.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["eng-a", "eng-b"]);
+    let a = projects.iter().find(|p| p.name == "eng-a").unwrap();
+    let clusters = cloud.list_clusters(&a.id).await.unwrap();
+    assert_eq!(clusters.len(), 2);
+    assert!(
+        clusters
+            .iter()
+            .all(|c| owned(&c.labels) && c.state == State::Ready)
+    );
+    let infer = clusters.iter().find(|c| c.name == "infer").unwrap();
+    let groups = cloud.list_node_groups(&infer.id).await.unwrap();
+    let mut shapes: Vec<_> = groups
+        .iter()
+        .map(|g| {
+            (
+                g.name.clone(),
+                g.spec.node_count,
+                g.spec.platform.clone(),
+                g.spec.boot_disk_gibibytes,
+            )
+        })
+        .collect();
+    shapes.sort();
+    assert_eq!(
+        shapes,
+        [
+            ("infer-ng-cpu".to_string(), 1, "cpu-d3".to_string(), 128),
+            (
+                "infer-ng-gpu-0".to_string(),
+                2,
+                "gpu-rtx6000".to_string(),
+                1023
+            ),
+        ]
+    );
+    let gpu = groups.iter().find(|g| g.name == "infer-ng-gpu-0").unwrap();
+    assert_eq!(
+        gpu.spec.drivers_preset, "cuda13.0",
+        "auto with GPUs uses the managed driver image"
+    );
+    assert_eq!(gpu.spec.filesystems.len(), 1);
+    assert!(gpu.spec.cloud_init_user_data.contains("defaults,nofail"));
+    let filesystems = cloud.list_filesystems(&a.id).await.unwrap();
+    assert_eq!(filesystems.len(), 2);
+    assert!(
+        filesystems
+            .iter()
+            .all(|f| f.size_gibibytes == 512 && owned(&f.labels))
+    );
+    let buckets = cloud.list_buckets(&a.id).await.unwrap();
+    assert_eq!(buckets.len(), 1);
+    assert_eq!(
+        (buckets[0].storage_class.as_str(), buckets[0].max_size_bytes),
+        ("enhanced_throughput", 1024 << 30)
+    );
+    let records = store.targets("eng").await.unwrap();
+    assert_eq!(records.len(), 3);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.status == "deployed" && !r.cluster_id.is_empty())
+    );
+
+    // Deploy again: the plan is quiet and no mutation reaches the simulator.
+    let prepared = prepare(&cloud, &store, &fleet, &tenant, &options())
+        .await
+        .unwrap();
+    assert!(
+        plan_is_quiet(&prepared.plan),
+        "{}",
+        prepared.plan.render_text()
+    );
+    assert_eq!(prepared.plan.summary.unchanged, 3);
+    sim.service.clear_call_log();
+    let again = deploy(&cloud, &store, &fleet, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!(again.deployed, 3);
+    assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+
+    // Change one pool count: exactly one node-group update.
+    let changed = spec(&SPEC.replace(
+        "        gpu_nodes: {count: 2}",
+        "        gpu_nodes: {count: 3}",
+    ));
+    let prepared = prepare(&cloud, &store, &changed, &tenant, &options())
+        .await
+        .unwrap();
+    assert_eq!(
+        prepared.plan.summary.update,
+        1,
+        "{}",
+        prepared.plan.render_text()
+    );
+    assert_eq!(prepared.plan.summary.unchanged, 2);
+    sim.service.clear_call_log();
+    deploy(&cloud, &store, &changed, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!(
+        sim.service.mutation_calls(),
+        ["/nebius.mk8s.v1.NodeGroupService/Update"]
+    );
+    let groups = cloud.list_node_groups(&infer.id).await.unwrap();
+    assert_eq!(
+        groups
+            .iter()
+            .find(|g| g.name == "infer-ng-gpu-0")
+            .unwrap()
+            .spec
+            .node_count,
+        3
+    );
+
+    // A selection leaves everything else untouched.
+    let select = LifecycleOptions {
+        only_projects: vec!["b".into()],
+        ..options()
+    };
+    let smaller = spec(&SPEC.replace(
+        "  - name: b\n",
+        "  - name: b\n    clusters: [{cpu_nodes: {count: 2}}]\n",
+    ));
+    sim.service.clear_call_log();
+    let result = deploy(&cloud, &store, &smaller, &tenant, &select, quiet())
+        .await
+        .unwrap();
+    assert_eq!(result.clusters.len(), 1);
+    let mutations = sim.service.mutation_calls();
+    assert_eq!(
+        mutations,
+        ["/nebius.mk8s.v1.NodeGroupService/Update"],
+        "only project b's CPU group changes"
+    );
+
+    // Destroy project a: its targets go, its bucket and project stay, its reused subnet stays.
+    let (progress, _) = recording();
+    let only_a = LifecycleOptions {
+        only_projects: vec!["a".into()],
+        ..options()
+    };
+    let destroyed = destroy(&cloud, &store, &changed, &only_a, progress)
+        .await
+        .unwrap();
+    assert_eq!(destroyed.failed, 0, "{destroyed:#?}");
+    assert!(destroyed.clusters.iter().all(|c| c.status == "destroyed"));
+    assert!(cloud.list_clusters(&a.id).await.unwrap().is_empty());
+    assert!(cloud.list_filesystems(&a.id).await.unwrap().is_empty());
+    assert_eq!(
+        cloud.list_buckets(&a.id).await.unwrap().len(),
+        1,
+        "buckets are never deleted"
+    );
+    assert!(
+        cloud.get_project(&a.id).await.is_ok(),
+        "projects are never deleted"
+    );
+    assert_eq!(
+        cloud.list_subnets(&a.id).await.unwrap().len(),
+        1,
+        "a reused subnet is kept"
+    );
+    assert!(
+        destroyed.networks.is_empty(),
+        "fleetbot created no network in project a"
+    );
+    let remaining = store.targets("eng").await.unwrap();
+    assert_eq!(remaining.len(), 1);
+    let st = status(&cloud, &store, &changed).await.unwrap();
+    let statuses: Vec<_> = st
+        .clusters
+        .iter()
+        .map(|c| {
+            (
+                c.project_key.as_str(),
+                c.cluster_name.as_str(),
+                c.status.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("a", "train", "unknown"),
+            ("a", "infer", "unknown"),
+            ("b", "cluster", "deployed")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn fleetbot_created_networks_are_reclaimed_and_nothing_else() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    // A pre-existing project without any subnet: fleetbot must create its own network.
+    let project = cloud
+        .create_project(&tenant, "bare", "us-central1", &Labels::new(), "bare")
+        .await
+        .unwrap();
+    for s in cloud.list_subnets(&project.id).await.unwrap() {
+        cloud
+            .delete_subnet(&s.id, &idempotency_key(&["del", &s.id]))
+            .await
+            .unwrap();
+    }
+    for n in cloud.list_networks(&project.id).await.unwrap() {
+        cloud
+            .delete_network(&n.id, &idempotency_key(&["del", &n.id]))
+            .await
+            .unwrap();
+    }
+    let text = format!(
+        "apiVersion: npa.fleet/v0.0.1\nname: net\nregion: us-central1\nprojects:\n  - project_id: {}\n    clusters: [{{name: c, cpu_nodes: {{count: 1, preset: 8vcpu-32gb}}}}]\n",
+        project.id
+    );
+    let fleet = spec(&text);
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!(result.deployed, 1, "{result:#?}");
+    let networks = cloud.list_networks(&project.id).await.unwrap();
+    assert_eq!(networks.len(), 1);
+    assert_eq!(networks[0].name, format!("{}-net", fleet.projects[0].key()));
+    let destroyed = destroy(&cloud, &store, &fleet, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!(destroyed.failed, 0, "{destroyed:#?}");
+    assert_eq!(destroyed.networks.len(), 1);
+    assert_eq!(destroyed.networks[0].status, "destroyed");
+    assert!(cloud.list_networks(&project.id).await.unwrap().is_empty());
+    assert!(cloud.list_subnets(&project.id).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn preflight_shortfall_reaches_no_mutation() {
+    let world = "name: tight\nregions: [us-central1]\noperation_latency_ms: 5\nquotas:\n  us-central1:\n    mk8s.cluster.count: 10\n    vpc.allocation.count: 100\n    compute.instance.count: 10\n    compute.instance.non-gpu.vcpu: 100\n    compute.disk.count: 10\n    compute.disk.size.network-ssd: 109951162777600\n    compute.instance.gpu.rtx6000: {limit: 3, usage: 1}\n    compute.filesystem.count: 5\n    compute.filesystem.size.network-ssd: 109951162777600\n    storage.bucket.count: 5\n    storage.bucket.size.enhanced-throughput: 109951162777600\n";
+    let sim = simulator(world).await;
+    let cloud = client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    sim.service.clear_call_log();
+    let err = deploy(
+        &cloud,
+        &store,
+        &spec(SPEC),
+        &sim.tenant_id(),
+        &options(),
+        quiet(),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.0.contains("quota is too low for this fleet"), "{err}");
+    assert!(
+        err.0
+            .contains("compute.instance.gpu.rtx6000 [us-central1]: needs 4"),
+        "{err}"
+    );
+    assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+    assert!(store.targets("eng").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn resources_fleetbot_does_not_own_are_never_touched() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let project = cloud
+        .create_project(&tenant, "eng-b", "us-central1", &Labels::new(), "pb")
+        .await
+        .unwrap();
+    let subnet = cloud.list_subnets(&project.id).await.unwrap().remove(0);
+    let foreign = cloud
+        .create_cluster(
+            &project.id,
+            "cluster",
+            &ClusterSpec {
+                subnet_id: subnet.id,
+                ..Default::default()
+            },
+            &Labels::new(),
+            "foreign",
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let only_b = LifecycleOptions {
+        only_projects: vec!["b".into()],
+        ..options()
+    };
+    sim.service.clear_call_log();
+    let err = deploy(&cloud, &store, &spec(SPEC), &tenant, &only_b, quiet())
+        .await
+        .unwrap_err();
+    assert!(
+        err.0
+            .contains("exists but is not owned by this fleet target"),
+        "{err}"
+    );
+    assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+    // Destroy has no record of it, so it is absent, and the foreign cluster stays.
+    let destroyed = destroy(&cloud, &store, &spec(SPEC), &only_b, quiet())
+        .await
+        .unwrap();
+    assert_eq!(destroyed.clusters[0].status, "absent");
+    assert_eq!(
+        cloud.get_cluster(&foreign.id).await.unwrap().name,
+        "cluster"
+    );
+}
+
+#[tokio::test]
+async fn interrupted_deploys_converge_without_duplicates() {
+    let sim =
+        simulator(&world().replace("operation_latency_ms: 5", "operation_latency_ms: 3")).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let fleet = spec(SPEC);
+    // Cut deploys short at spread-out points, then let one finish.
+    let opts = options();
+    let mut seed: u64 = 0x5eed;
+    for trial in 0..50u64 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let cut = Duration::from_millis((seed >> 33) % 400);
+        let run = deploy(&cloud, &store, &fleet, &tenant, &opts, quiet());
+        let _ = tokio::time::timeout(cut, run).await;
+        if trial % 10 == 9 {
+            // Let in-flight operations finish before the next round, as a real restart would.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!((result.deployed, result.failed), (3, 0), "{result:#?}");
+
+    // No duplicate and no unlabelled resource anywhere.
+    let projects = cloud.list_projects(&tenant).await.unwrap();
+    assert_eq!(projects.len(), 2, "{projects:#?}");
+    for p in &projects {
+        let clusters = cloud.list_clusters(&p.id).await.unwrap();
+        let mut names: Vec<_> = clusters.iter().map(|c| c.name.clone()).collect();
+        names.dedup();
+        assert_eq!(names.len(), clusters.len());
+        assert!(clusters.iter().all(|c| owned(&c.labels)));
+        for c in &clusters {
+            let groups = cloud.list_node_groups(&c.id).await.unwrap();
+            assert!(groups.iter().all(|g| owned(&g.labels)));
+        }
+        let fs = cloud.list_filesystems(&p.id).await.unwrap();
+        assert!(fs.iter().all(|f| owned(&f.labels)));
+        assert_eq!(fs.len(), clusters.len());
+        assert!(cloud.list_buckets(&p.id).await.unwrap().len() <= 1);
+    }
+    let prepared = prepare(&cloud, &store, &fleet, &tenant, &options())
+        .await
+        .unwrap();
+    assert!(plan_is_quiet(&prepared.plan));
+}
+
+#[tokio::test]
+async fn injected_unavailable_and_failed_operations_then_converge() {
+    let world = format!(
+        "{}faults:\n  - {{method: NodeGroupService/Create, code: unavailable, error_rate: 0.3}}\n  - {{method: ClusterService/Create, code: unavailable, fail_nth: [1], after_effect: true}}\n",
+        world()
+    );
+    let sim = simulator(&world).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let fleet = spec(SPEC);
+    let mut last = None;
+    for _ in 0..5 {
+        let result = deploy(&cloud, &store, &fleet, &tenant, &options(), quiet())
+            .await
+            .unwrap();
+        let done = result.failed == 0;
+        last = Some(result);
+        if done {
+            break;
+        }
+    }
+    let result = last.unwrap();
+    assert_eq!((result.deployed, result.failed), (3, 0), "{result:#?}");
+    assert!(sim.service.faults_fired() >= 1);
+    for p in cloud.list_projects(&tenant).await.unwrap() {
+        let clusters = cloud.list_clusters(&p.id).await.unwrap();
+        for c in &clusters {
+            let groups = cloud.list_node_groups(&c.id).await.unwrap();
+            let mut names: Vec<_> = groups.iter().map(|g| g.name.clone()).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), groups.len(), "no duplicate node group");
+        }
+    }
+}
