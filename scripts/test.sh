@@ -9,6 +9,8 @@ export INSTA_UPDATE=no
 export CI="${CI:-false}"
 
 cargo fmt --all -- --check
+# GitHub's REST description and webhook examples, pinned and integrity-checked (npm pack).
+bash scripts/fetch-github-fixtures.sh
 # One build shared by every test binary; doc tests and a smoke run of each benchmark too.
 cargo test --locked --all-targets
 cargo test --locked --doc

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod github;
 pub mod privacy;
 pub mod quota;
+pub mod server;
 pub mod sim;
 pub mod spec;
 pub mod store;

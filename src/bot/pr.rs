@@ -363,11 +363,11 @@ fn evaluate_spec(
         Err(e) => {
             report.status = FleetStatus::Invalid;
             report.name = spec_name(text);
-            let line = e.pos.map(|p| p.line as u32);
+            let line = e.pos.map(|p| p.line);
             let private_here = line.is_some_and(|l| head_private.contains(&l));
             report.problems.push(SpecProblem {
                 line,
-                column: e.pos.map(|p| p.col as u32),
+                column: e.pos.map(|p| p.col),
                 field: e.path.clone(),
                 message: if private_here {
                     without_quoted_text(&e.message)
@@ -1012,5 +1012,109 @@ fn preflight_check(report: &PrReport, scanner: &Scanner) -> CheckRunPayload {
             text,
             annotations,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bot::config::LoadedConfig;
+
+    const SPEC: &str = include_str!("../../fixtures/specs/fleet1-test.yaml");
+
+    fn file(path: &str, status: &str, head: Option<&str>, base: Option<&str>) -> ChangedFile {
+        ChangedFile {
+            path: path.into(),
+            status: status.into(),
+            head: head.map(|h| h.as_bytes().to_vec()),
+            base: base.map(|b| b.as_bytes().to_vec()),
+            ..ChangedFile::default()
+        }
+    }
+
+    fn run(files: &[ChangedFile], config: &LoadedConfig) -> PrOutcome {
+        evaluate_pull_request(&PrInput {
+            repo: "o/r",
+            number: 1,
+            head_sha: &"a".repeat(40),
+            base_sha: &"b".repeat(40),
+            files,
+            files_truncated: false,
+            config,
+            alias_key: b"k",
+            quota: None,
+        })
+    }
+
+    #[test]
+    fn a_removed_spec_destroys_its_clusters_without_blocking() {
+        let config = LoadedConfig::from_default_branch("main", None);
+        let out = run(
+            &[file("fleets/a.yaml", "removed", None, Some(SPEC))],
+            &config,
+        );
+        let fleet = &out.report.fleets[0];
+        assert_eq!(fleet.status, FleetStatus::Removed);
+        assert_eq!(fleet.plan.as_ref().unwrap().destroy.len(), 3, "{fleet:?}");
+        assert_eq!(out.report.verdict, Verdict::Ready);
+        assert!(out.report.reasons[0].contains("destroyed on merge"));
+        assert_eq!(out.preflight.conclusion, CheckConclusion::Success);
+        assert!(out.comment.contains("🗑️ **destroy**"));
+    }
+
+    #[test]
+    fn an_invalid_config_fails_preflight_even_without_spec_changes() {
+        let config = LoadedConfig::from_default_branch("main", Some(b"specz: []\n"));
+        let out = run(&[file("README.md", "modified", Some("x\n"), None)], &config);
+        assert_eq!(out.report.verdict, Verdict::Blocked);
+        assert_eq!(out.preflight.conclusion, CheckConclusion::Failure);
+        assert_eq!(out.privacy.conclusion, CheckConclusion::Skipped);
+        assert!(out.preflight.output.summary.contains("unknown field"));
+    }
+
+    #[test]
+    fn spec_errors_on_a_line_with_a_private_value_lose_their_quoted_text() {
+        assert_eq!(
+            without_quoted_text("expected an integer, found \"tenant-e00x\" at 'y'"),
+            "expected an integer, found (value withheld) at (value withheld)"
+        );
+        let id = crate::privacy::testdata::nid("tenant", "e00", 15);
+        let spec = SPEC.replace("region: us-central1", &format!("region: [\"{id}\"]"));
+        let config = LoadedConfig::from_default_branch("main", None);
+        let out = run(
+            &[file("fleets/a.yaml", "added", Some(&spec), None)],
+            &config,
+        );
+        let text = format!(
+            "{}{:?}{:?}",
+            out.comment, out.preflight.output, out.privacy.output
+        );
+        assert!(!text.contains(&id));
+        assert_eq!(out.report.fleets[0].status, FleetStatus::Invalid);
+        assert_eq!(out.privacy.conclusion, CheckConclusion::Failure);
+    }
+
+    #[test]
+    fn the_digest_covers_spec_bytes_and_config() {
+        let config = LoadedConfig::from_default_branch("main", None);
+        let a = run(&[file("fleets/a.yaml", "added", Some(SPEC), None)], &config);
+        let b = run(
+            &[file(
+                "fleets/a.yaml",
+                "added",
+                Some(&format!("{SPEC}\n")),
+                None,
+            )],
+            &config,
+        );
+        let other = LoadedConfig::from_default_branch("main", Some(b"specs: ['fleets/**']\n"));
+        let c = run(&[file("fleets/a.yaml", "added", Some(SPEC), None)], &other);
+        assert_eq!(a.report.digest.len(), 64);
+        assert_ne!(a.report.digest, b.report.digest);
+        assert_ne!(a.report.digest, c.report.digest);
+        assert_eq!(
+            a.privacy.external_id.as_deref(),
+            Some(a.report.digest.as_str())
+        );
     }
 }

@@ -225,7 +225,8 @@ fn chars(s: &str) -> usize {
 /// Cuts at the last line that fits, and says where the rest is.
 fn cut(text: &str, max: usize, measure: fn(&str) -> usize, pointer: &str) -> String {
     let note = format!("\n\n… cut to fit GitHub's size limit; {pointer}\n");
-    let budget = max.saturating_sub(measure(&note));
+    // Room for the note and for a closing fence.
+    let budget = max.saturating_sub(measure(&note) + 4);
     let mut out = String::new();
     for line in text.split_inclusive('\n') {
         if measure(&out) + measure(line) > budget {

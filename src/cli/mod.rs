@@ -5,6 +5,7 @@ pub mod destroy;
 pub mod lifecycle;
 pub mod output;
 pub mod plan;
+pub mod serve;
 pub mod sim;
 pub mod status;
 
@@ -30,6 +31,8 @@ pub enum Command {
     Destroy(destroy::DestroyArgs),
     /// Show every target's recorded and live state.
     Status(status::StatusArgs),
+    /// Run the GitHub App: the webhook server and its worker.
+    Serve(serve::ServeArgs),
     /// Run the Nebius simulator as a standalone gRPC server.
     Sim(sim::SimArgs),
 }
@@ -54,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Deploy(args) => deploy::run(args),
         Command::Destroy(args) => destroy::run(args),
         Command::Status(args) => status::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Sim(args) => sim::run(args),
     }
 }

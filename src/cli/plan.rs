@@ -23,6 +23,15 @@ pub struct PlanArgs {
     /// Output format: text or json.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
     pub output: OutputFormat,
+    /// Read the cloud and show what deploy would create, change or delete (the live plan).
+    #[arg(long)]
+    pub live: bool,
+    /// With --live: only these projects (keys or display names, comma-separated).
+    #[arg(long, default_value = "", value_name = "CSV", requires = "live")]
+    pub only_projects: String,
+    /// With --live: only these clusters (names, comma-separated).
+    #[arg(long, default_value = "", value_name = "CSV", requires = "live")]
+    pub only_clusters: String,
     /// Nebius CLI configuration to read profiles from.
     #[arg(long, env = "FLEETBOT_NEBIUS_CONFIG", value_name = "PATH", hide = true)]
     pub nebius_config: Option<PathBuf>,
@@ -54,6 +63,9 @@ pub fn run(args: PlanArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
+    if args.live {
+        return run_live(&spec, &args);
+    }
     let effective_profile = if args.profile.is_empty() {
         spec.profile.clone()
     } else {
@@ -75,4 +87,58 @@ pub fn run(args: PlanArgs) -> ExitCode {
         OutputFormat::Text => print!("{}", plan.render_text()),
     }
     ExitCode::SUCCESS
+}
+
+/// `plan --live`: reads only; exits 1 when the plan finds problems deploy would refuse.
+fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
+    use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
+    use crate::engine::ops::{LifecycleOptions, csv, prepare};
+    let profile = if args.profile.is_empty() {
+        spec.profile.clone()
+    } else {
+        args.profile.clone()
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let outcome = async {
+            let connection = open_cloud(&profile).await?;
+            let tenant = resolve_tenant(spec, &connection, &profile)?;
+            let store = open_inventory(&connection).await?;
+            let options = LifecycleOptions {
+                only_projects: csv(&args.only_projects),
+                only_clusters: csv(&args.only_clusters),
+                project_prefix: args.project_prefix.clone(),
+                profile: profile.clone(),
+                ssh_public_key: resolve_ssh_key(spec),
+                ..LifecycleOptions::default()
+            };
+            prepare(&connection.client, &store, spec, &tenant, &options)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .await;
+        match outcome {
+            Ok(prepared) => {
+                match args.output {
+                    OutputFormat::Json => print_json(&prepared.plan),
+                    OutputFormat::Text => print!("{}", prepared.plan.render_text()),
+                }
+                if prepared.plan.has_problems() {
+                    ExitCode::FAILURE
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
 }

@@ -91,10 +91,11 @@ pub fn added_line_ranges(patch: &str) -> Vec<RangeInclusive<u32>> {
 }
 
 fn finish(files: &mut Vec<FileDiff>, file: Option<FileDiff>, deleted: bool) {
-    if let Some(file) = file {
-        if !deleted && !file.path.is_empty() {
-            files.push(file);
-        }
+    if let Some(file) = file
+        && !deleted
+        && !file.path.is_empty()
+    {
+        files.push(file);
     }
 }
 
@@ -164,13 +165,13 @@ impl Hunk {
 /// The `b/` path of `diff --git a/x b/x` when both sides agree (no rename), which is
 /// what binary and mode-only changes have instead of a `+++` line.
 fn header_new_path(rest: &str) -> Option<String> {
-    if rest.starts_with('"') {
-        let close = rest[1..].find("\" ")? + 1;
+    if let Some(quoted) = rest.strip_prefix('"') {
+        let close = quoted.find("\" ")? + 1;
         let b_part = rest[close + 2..].trim();
         return unquote(b_part).strip_prefix("b/").map(str::to_string);
     }
     let half = rest.len().checked_sub(1)? / 2;
-    let (a, b) = (&rest[..half], &rest[half + 1..]);
+    let (a, b) = (rest.get(..half)?, rest.get(half + 1..)?);
     match (a.strip_prefix("a/"), b.strip_prefix("b/")) {
         (Some(a), Some(b)) if a == b => Some(b.to_string()),
         _ => rest.rsplit_once(" b/").map(|(_, b)| b.to_string()),

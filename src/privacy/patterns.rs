@@ -85,8 +85,17 @@ const MIN_KEY_BODY: usize = 64;
 /// How far past a BEGIN line a key body is followed, so one marker cannot make a scan quadratic.
 const MAX_BLOCK_BYTES: usize = 64 * 1024;
 
+/// Most header lines followed before a key body.
+const MAX_HEADERS: usize = 8;
+
+/// Longest RFC 1421 header line (`DEK-Info: …`, `Comment: …`) followed inside a key block.
+const MAX_HEADER_BYTES: usize = 512;
+
 /// How far a credentials object or a PuTTY key is followed (real ones are a few kB).
 const MAX_DOCUMENT_BYTES: usize = 16 * 1024;
+
+/// Bytes after a marker that stand in for its value when there is no document to follow.
+const MAX_VALUE_BYTES: usize = 256;
 
 /// Markers per file whose document is followed at all; past this a file is hostile or
 /// generated, each marker is still reported, and the scan stays linear.
@@ -348,7 +357,10 @@ fn service_account_credentials(text: &[u8], out: &mut Vec<Candidate>) {
         let (end, value) = match object {
             Some(end) => (end, squeeze(&text[m.end()..end])),
             None => {
-                let eol = memchr_newline(text, m.end());
+                // Not a followed object: the rest of the line (bounded, so a line of
+                // markers stays linear) stands in for the value.
+                let limit = (m.end() + MAX_VALUE_BYTES).min(text.len());
+                let eol = memchr_newline(&text[..limit], m.end());
                 (m.end(), squeeze(&text[m.end()..eol]))
             }
         };
@@ -403,6 +415,7 @@ fn key_body(text: &[u8], from: usize) -> Option<(usize, Vec<u8>)> {
     let mut line_start = true;
     let mut run = 0usize;
     let mut last_run = usize::MAX;
+    let mut headers = 0usize;
     let mut end = from;
     while i < limit {
         let b = text[i];
@@ -434,9 +447,21 @@ fn key_body(text: &[u8], from: usize) -> Option<(usize, Vec<u8>)> {
                 end = end_marker_end(text, i);
                 return (body.len() >= MIN_KEY_BODY).then_some((end, body));
             }
-            _ if line_start && is_header_line(&text[i..limit]) => {
-                while i < limit && !matches!(text[i], b'\n' | b'\\') {
-                    i += 1;
+            // Headers (`Proc-Type:`, `DEK-Info:`, PGP `Version:`) come before the body, and
+            // only a few of them; past that a `Name:` line ends the block (PuTTY's
+            // `Private-MAC:` after its body).
+            _ if line_start
+                && body.is_empty()
+                && headers < MAX_HEADERS
+                && is_header_line(&text[i..limit]) =>
+            {
+                headers += 1;
+                // Headers are short; a "header" without a line end soon is not one, and
+                // stopping here keeps a run of BEGIN lines from rescanning the file.
+                let window = &text[i..(i + MAX_HEADER_BYTES).min(limit)];
+                match window.iter().position(|b| matches!(b, b'\n' | b'\\')) {
+                    Some(p) => i += p,
+                    None => break,
                 }
             }
             _ if is_base64(b) => {

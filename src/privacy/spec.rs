@@ -128,12 +128,14 @@ impl<'a> Doc<'a> {
         if p >= b.len() || b[p] == b'#' {
             return i + 1;
         }
-        if p == 0 && (line.starts_with("---") || line.starts_with("...")) {
-            if b.len() == 3 || b[3] == b' ' || b[3] == b'\t' {
-                p = skip_spaces(line, 3);
-                if p >= b.len() || b[p] == b'#' {
-                    return i + 1;
-                }
+        // A document marker (`---`, `...`) may carry a node after it.
+        if p == 0
+            && (line.starts_with("---") || line.starts_with("..."))
+            && (b.len() == 3 || b[3] == b' ' || b[3] == b'\t')
+        {
+            p = skip_spaces(line, 3);
+            if p >= b.len() || b[p] == b'#' {
+                return i + 1;
             }
         }
         // `- - key: value`: every dash opens a sequence entry; the node follows the last.

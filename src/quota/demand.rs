@@ -130,6 +130,13 @@ fn amount(value: i64) -> u128 {
 /// are service-owned and consume no tenant compute or disk quota.
 pub fn cluster_demand(cluster: &ClusterSpec) -> Demand {
     let mut needed = Demand::new();
+    add_cluster_demand(&mut needed, cluster);
+    needed
+}
+
+/// Adds what `cluster` needs to `needed` in place (no per-cluster map, which matters for
+/// fleets of thousands of clusters).
+pub fn add_cluster_demand(needed: &mut Demand, cluster: &ClusterSpec) {
     let cpu = cluster.cpu_nodes.as_ref();
     let gpu = cluster.gpu_nodes.as_ref();
     let cpu_count = amount(cluster.cpu_count());
@@ -190,7 +197,6 @@ pub fn cluster_demand(cluster: &ClusterSpec) -> Demand {
             bytes(1, amount(cluster.filestore_disk_size_gibibytes)),
         );
     }
-    needed
 }
 
 /// The default topology a create-on-demand project needs before anything can run in it.
@@ -228,7 +234,7 @@ pub fn required_quotas<'a>(
 ) -> Demand {
     let mut needed = Demand::new();
     for cluster in clusters {
-        needed.merge(&cluster_demand(cluster));
+        add_cluster_demand(&mut needed, cluster);
     }
     for storage in buckets {
         needed.merge(&bucket_demand(storage));

@@ -148,7 +148,9 @@ impl Metrics {
     pub fn render(&self, github: Option<&ApiMetricsSnapshot>) -> String {
         let m = self.lock();
         let mut out = String::new();
-        out.push_str("# HELP fleetbot_webhook_deliveries_total Webhook deliveries by event and outcome.\n");
+        out.push_str(
+            "# HELP fleetbot_webhook_deliveries_total Webhook deliveries by event and outcome.\n",
+        );
         out.push_str("# TYPE fleetbot_webhook_deliveries_total counter\n");
         for ((event, outcome), n) in &m.deliveries {
             let _ = writeln!(
@@ -158,8 +160,11 @@ impl Metrics {
         }
         out.push_str("# HELP fleetbot_webhook_intake_seconds Time from request to answer.\n");
         out.push_str("# TYPE fleetbot_webhook_intake_seconds histogram\n");
-        m.intake.render(&mut out, "fleetbot_webhook_intake_seconds", "");
-        out.push_str("# HELP fleetbot_job_duration_seconds Time to handle one accepted delivery.\n");
+        m.intake
+            .render(&mut out, "fleetbot_webhook_intake_seconds", "");
+        out.push_str(
+            "# HELP fleetbot_job_duration_seconds Time to handle one accepted delivery.\n",
+        );
         out.push_str("# TYPE fleetbot_job_duration_seconds histogram\n");
         for ((event, outcome), h) in &m.jobs {
             h.render(

@@ -2,7 +2,16 @@
 //! each in its own transaction.
 
 /// `(version, sql)`, in order. New migrations are appended, never edited.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("migrations/0001_inventory.sql"))];
+/// The same text runs on SQLite and PostgreSQL, so it keeps to what both accept (`TEXT`,
+/// `BIGINT`, `BYTEA`, no auto-increment, no engine-specific functions).
+pub const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/0001_inventory.sql")),
+    (2, include_str!("migrations/0002_queue.sql")),
+];
+
+/// The PostgreSQL advisory-lock key that serializes migrations when several replicas start at
+/// once (`fleetbot:migrate` hashed like a fleet lock key).
+pub const MIGRATION_LOCK_NAME: &str = "schema_migrations";
 
 /// Splits a migration into statements (the files hold no semicolons inside literals).
 pub fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
@@ -26,5 +35,32 @@ mod tests {
         sorted.dedup();
         assert_eq!(versions, sorted);
         assert_eq!(super::statements(super::MIGRATIONS[0].1).count(), 2);
+        assert_eq!(super::statements(super::MIGRATIONS[1].1).count(), 8);
+    }
+
+    #[test]
+    fn migrations_stay_portable() {
+        // Each of these works on one engine only; the migrations run unchanged on both.
+        for (version, sql) in super::MIGRATIONS {
+            let upper = super::statements(sql)
+                .collect::<Vec<_>>()
+                .join(";")
+                .to_ascii_uppercase();
+            for token in [
+                "AUTOINCREMENT",
+                "SERIAL",
+                "BLOB",
+                "GENERATED",
+                "PRAGMA",
+                "NOW()",
+                "DATETIME",
+                "JSONB",
+            ] {
+                assert!(
+                    !upper.contains(token),
+                    "migration {version} uses {token}, which is not portable"
+                );
+            }
+        }
     }
 }

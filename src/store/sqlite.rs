@@ -1,22 +1,32 @@
-//! The SQLite store: the embedded default, one file, WAL journal, every write a transaction.
+//! The SQLite store: the embedded default for one replica. One file, WAL journal, every write
+//! a transaction, and writes taken one at a time inside the process.
+//!
+//! SQLite allows one writer at a time. Left to SQLite, concurrent writers on several
+//! connections wait in its busy handler, which sleeps in steps of up to 100 ms; queueing
+//! writers on an in-process gate instead keeps webhook intake in the low milliseconds under
+//! load. Reads do not take the gate (WAL lets them run beside the writer).
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{Row, Sqlite, Transaction};
 
 use super::StoreError;
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
+use super::lock::FleetLock;
 use super::migrate::{MIGRATIONS, statements};
+use super::queue::{ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts};
+use super::sql;
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
     path: PathBuf,
+    /// Held for every write (see the module docs).
+    write_gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn unreadable(path: &Path, e: impl std::fmt::Display) -> StoreError {
@@ -53,19 +63,39 @@ impl SqliteStore {
         let store = SqliteStore {
             pool,
             path: path.to_path_buf(),
+            write_gate: Arc::new(tokio::sync::Mutex::new(())),
         };
         store.migrate().await?;
         Ok(store)
     }
 
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The migration versions applied, in order.
+    pub async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
+        sqlx::query_scalar("SELECT version FROM schema_migrations ORDER BY version")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    /// Closes every connection (a clean shutdown; tests use it to simulate a restart).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
     async fn migrate(&self) -> Result<(), StoreError> {
+        let _gate = self.write_gate.lock().await;
         sqlx::query("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)")
             .execute(&self.pool)
             .await
             .map_err(|e| unreadable(&self.path, e))?;
         for (version, sql) in MIGRATIONS {
             let applied: Option<i64> =
-                sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = ?")
+                sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = $1")
                     .bind(version)
                     .fetch_optional(&self.pool)
                     .await
@@ -81,7 +111,7 @@ impl SqliteStore {
                     .await
                     .map_err(|e| write_error(&self.path, e))?;
             }
-            sqlx::query("INSERT INTO schema_migrations (version) VALUES (?)")
+            sqlx::query("INSERT INTO schema_migrations (version) VALUES ($1)")
                 .bind(version)
                 .execute(&mut *tx)
                 .await
@@ -97,47 +127,19 @@ impl SqliteStore {
             .await
             .map_err(|e| write_error(&self.path, e))
     }
-}
 
-fn target_from(row: &SqliteRow) -> Result<TargetRecord, sqlx::Error> {
-    let ids: String = row.try_get("node_group_ids")?;
-    let node_group_ids =
-        serde_json::from_str(&ids).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-    Ok(TargetRecord {
-        fleet: row.try_get("fleet")?,
-        project_key: row.try_get("project_key")?,
-        cluster_name: row.try_get("cluster_name")?,
-        backend: row.try_get("backend")?,
-        status: row.try_get("status")?,
-        tenant_id: row.try_get("tenant_id")?,
-        region: row.try_get("region")?,
-        profile: row.try_get("profile")?,
-        project_id: row.try_get("project_id")?,
-        cluster_id: row.try_get("cluster_id")?,
-        node_group_ids,
-        filesystem_id: row.try_get("filesystem_id")?,
-        filesystem_created: row.try_get::<i64, _>("filesystem_created")? != 0,
-        gpu_cluster_id: row.try_get("gpu_cluster_id")?,
-        subnet_id: row.try_get("subnet_id")?,
-        applied_digest: row.try_get("applied_digest")?,
-        error: row.try_get("error")?,
-        updated_at: row.try_get("updated_at")?,
-    })
-}
-
-fn project_from(row: &SqliteRow) -> Result<ProjectRecord, sqlx::Error> {
-    Ok(ProjectRecord {
-        fleet: row.try_get("fleet")?,
-        project_key: row.try_get("project_key")?,
-        project_id: row.try_get("project_id")?,
-        project_created: row.try_get::<i64, _>("project_created")? != 0,
-        created_network_id: row.try_get("created_network_id")?,
-        created_subnet_id: row.try_get("created_subnet_id")?,
-        subnet_id: row.try_get("subnet_id")?,
-        bucket_id: row.try_get("bucket_id")?,
-        bucket_name: row.try_get("bucket_name")?,
-        updated_at: row.try_get("updated_at")?,
-    })
+    /// Runs one write statement under the gate; returns the rows it changed.
+    async fn write<'q>(
+        &self,
+        query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
+    ) -> Result<u64, StoreError> {
+        let _gate = self.write_gate.lock().await;
+        query
+            .execute(&self.pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(|e| write_error(&self.path, e))
+    }
 }
 
 impl InventoryStore for SqliteStore {
@@ -146,15 +148,13 @@ impl InventoryStore for SqliteStore {
     }
 
     async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT * FROM inventory_targets WHERE fleet = ? ORDER BY project_key, cluster_name",
-        )
-        .bind(fleet)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| unreadable(&self.path, e))?;
+        let rows = sqlx::query(sql::SELECT_TARGETS)
+            .bind(fleet)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
         rows.iter()
-            .map(target_from)
+            .map(sql::target_from)
             .collect::<Result<_, _>>()
             .map_err(|e| unreadable(&self.path, e))
     }
@@ -162,39 +162,28 @@ impl InventoryStore for SqliteStore {
     async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
         let ids =
             serde_json::to_string(&r.node_group_ids).map_err(|e| write_error(&self.path, e))?;
-        sqlx::query(
-            "INSERT INTO inventory_targets (fleet, project_key, cluster_name, backend, status, tenant_id, region, profile, \
-             project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \
-             applied_digest, error, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (fleet, project_key, cluster_name) DO UPDATE SET backend = excluded.backend, \
-             status = excluded.status, tenant_id = excluded.tenant_id, region = excluded.region, \
-             profile = excluded.profile, project_id = excluded.project_id, cluster_id = excluded.cluster_id, \
-             node_group_ids = excluded.node_group_ids, filesystem_id = excluded.filesystem_id, \
-             filesystem_created = excluded.filesystem_created, gpu_cluster_id = excluded.gpu_cluster_id, \
-             subnet_id = excluded.subnet_id, applied_digest = excluded.applied_digest, error = excluded.error, \
-             updated_at = excluded.updated_at",
+        self.write(
+            sqlx::query(sql::UPSERT_TARGET)
+                .bind(&r.fleet)
+                .bind(&r.project_key)
+                .bind(&r.cluster_name)
+                .bind(&r.backend)
+                .bind(&r.status)
+                .bind(&r.tenant_id)
+                .bind(&r.region)
+                .bind(&r.profile)
+                .bind(&r.project_id)
+                .bind(&r.cluster_id)
+                .bind(ids)
+                .bind(&r.filesystem_id)
+                .bind(i64::from(r.filesystem_created))
+                .bind(&r.gpu_cluster_id)
+                .bind(&r.subnet_id)
+                .bind(&r.applied_digest)
+                .bind(&r.error)
+                .bind(r.updated_at),
         )
-        .bind(&r.fleet)
-        .bind(&r.project_key)
-        .bind(&r.cluster_name)
-        .bind(&r.backend)
-        .bind(&r.status)
-        .bind(&r.tenant_id)
-        .bind(&r.region)
-        .bind(&r.profile)
-        .bind(&r.project_id)
-        .bind(&r.cluster_id)
-        .bind(ids)
-        .bind(&r.filesystem_id)
-        .bind(i64::from(r.filesystem_created))
-        .bind(&r.gpu_cluster_id)
-        .bind(&r.subnet_id)
-        .bind(&r.applied_digest)
-        .bind(&r.error)
-        .bind(r.updated_at)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| write_error(&self.path, e))?;
+        .await?;
         Ok(())
     }
 
@@ -204,62 +193,198 @@ impl InventoryStore for SqliteStore {
         project_key: &str,
         cluster_name: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM inventory_targets WHERE fleet = ? AND project_key = ? AND cluster_name = ?")
-            .bind(fleet)
-            .bind(project_key)
-            .bind(cluster_name)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| write_error(&self.path, e))?;
+        self.write(
+            sqlx::query(sql::DELETE_TARGET)
+                .bind(fleet)
+                .bind(project_key)
+                .bind(cluster_name),
+        )
+        .await?;
         Ok(())
     }
 
     async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
-        let rows =
-            sqlx::query("SELECT * FROM inventory_projects WHERE fleet = ? ORDER BY project_key")
-                .bind(fleet)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| unreadable(&self.path, e))?;
+        let rows = sqlx::query(sql::SELECT_PROJECTS)
+            .bind(fleet)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
         rows.iter()
-            .map(project_from)
+            .map(sql::project_from)
             .collect::<Result<_, _>>()
             .map_err(|e| unreadable(&self.path, e))
     }
 
     async fn upsert_project(&self, r: &ProjectRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO inventory_projects (fleet, project_key, project_id, project_created, created_network_id, \
-             created_subnet_id, subnet_id, bucket_id, bucket_name, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (fleet, project_key) DO UPDATE SET project_id = excluded.project_id, \
-             project_created = excluded.project_created, created_network_id = excluded.created_network_id, \
-             created_subnet_id = excluded.created_subnet_id, subnet_id = excluded.subnet_id, \
-             bucket_id = excluded.bucket_id, bucket_name = excluded.bucket_name, updated_at = excluded.updated_at",
+        self.write(
+            sqlx::query(sql::UPSERT_PROJECT)
+                .bind(&r.fleet)
+                .bind(&r.project_key)
+                .bind(&r.project_id)
+                .bind(i64::from(r.project_created))
+                .bind(&r.created_network_id)
+                .bind(&r.created_subnet_id)
+                .bind(&r.subnet_id)
+                .bind(&r.bucket_id)
+                .bind(&r.bucket_name)
+                .bind(r.updated_at),
         )
-        .bind(&r.fleet)
-        .bind(&r.project_key)
-        .bind(&r.project_id)
-        .bind(i64::from(r.project_created))
-        .bind(&r.created_network_id)
-        .bind(&r.created_subnet_id)
-        .bind(&r.subnet_id)
-        .bind(&r.bucket_id)
-        .bind(&r.bucket_name)
-        .bind(r.updated_at)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| write_error(&self.path, e))?;
+        .await?;
         Ok(())
     }
 
     async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM inventory_projects WHERE fleet = ? AND project_key = ?")
-            .bind(fleet)
-            .bind(project_key)
-            .execute(&self.pool)
+        self.write(
+            sqlx::query(sql::DELETE_PROJECT)
+                .bind(fleet)
+                .bind(project_key),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+impl JobQueue for SqliteStore {
+    async fn enqueue_delivery(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin().await?;
+        let new = sqlx::query(sql::INSERT_DELIVERY)
+            .bind(&job.id)
+            .bind(&job.event)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| write_error(&self.path, e))?
+            .rows_affected();
+        if new == 0 {
+            return Ok(Enqueued::Duplicate);
+        }
+        let queued = sqlx::query(sql::INSERT_JOB)
+            .bind(&job.id)
+            .bind(&job.kind)
+            .bind(&job.event)
+            .bind(job.payload.as_ref())
+            .bind(&job.pr_key)
+            .bind(&job.fleet_key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| write_error(&self.path, e))?
+            .rows_affected();
+        tx.commit().await.map_err(|e| write_error(&self.path, e))?;
+        // A job row outliving its pruned delivery row means the delivery already ran.
+        Ok(if queued == 1 {
+            Enqueued::New
+        } else {
+            Enqueued::Duplicate
+        })
+    }
+
+    async fn claim(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
+        // One statement, and SQLite takes its write lock before reading, so the pick and the
+        // take cannot interleave with another claim.
+        let claim = sql::claim_sql("");
+        let token = uuid::Uuid::new_v4().to_string();
+        let _gate = self.write_gate.lock().await;
+        let row = sqlx::query(sqlx::AssertSqlSafe(claim))
+            .bind(now)
+            .bind(&token)
+            .bind(worker)
+            .bind(now.saturating_add(lease_ms))
+            .fetch_optional(&self.pool)
             .await
             .map_err(|e| write_error(&self.path, e))?;
-        Ok(())
+        row.as_ref()
+            .map(sql::claimed_from)
+            .transpose()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn renew(&self, job: &ClaimedJob, until: i64) -> Result<bool, StoreError> {
+        let changed = self
+            .write(
+                sqlx::query(sql::RENEW)
+                    .bind(until)
+                    .bind(&job.id)
+                    .bind(&job.lease_token),
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    async fn finish(
+        &self,
+        job: &ClaimedJob,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let (statement, at, message) = sql::finish_sql(outcome, now);
+        let mut query = sqlx::query(statement)
+            .bind(at)
+            .bind(&job.id)
+            .bind(&job.lease_token)
+            .bind(message);
+        if matches!(outcome, JobOutcome::Done) {
+            query = query.bind(Vec::<u8>::new());
+        }
+        Ok(self.write(query).await? == 1)
+    }
+
+    async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {
+        let deliveries = self
+            .write(sqlx::query(sql::PRUNE_DELIVERIES).bind(before))
+            .await?;
+        let jobs = self.write(sqlx::query(sql::PRUNE_JOBS).bind(before)).await?;
+        Ok(Pruned { deliveries, jobs })
+    }
+
+    async fn delivery_known(&self, id: &str) -> Result<bool, StoreError> {
+        let n: i64 = sqlx::query_scalar(sql::DELIVERY_KNOWN)
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        Ok(n > 0)
+    }
+
+    async fn job(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        let row = sqlx::query(sql::SELECT_JOB)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        row.as_ref()
+            .map(sql::job_from)
+            .transpose()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn counts(&self) -> Result<QueueCounts, StoreError> {
+        let rows = sqlx::query(sql::COUNT_JOBS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        let states = rows
+            .iter()
+            .map(|r| Ok((r.try_get::<String, _>("state")?, r.try_get::<i64, _>("n")?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(|e| unreadable(&self.path, e))?;
+        let deliveries: i64 = sqlx::query_scalar(sql::COUNT_DELIVERIES)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        Ok(sql::fold_counts(states, deliveries))
+    }
+
+    async fn try_lock_fleet(&self, fleet: &str) -> Result<Option<FleetLock>, StoreError> {
+        // The canonical path, so two handles on one file share their locks.
+        let key = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
+        Ok(FleetLock::try_local(key, fleet))
     }
 }
 

@@ -1,0 +1,194 @@
+//! The durable job queue every store backend implements: the webhook inbox (deduplicated by
+//! `X-GitHub-Delivery`) and jobs with per-pull-request and per-fleet exclusivity and leases.
+//!
+//! Rules every backend keeps (the conformance suite in `tests/store_conformance.rs` checks them
+//! on SQLite and on a real PostgreSQL):
+//!
+//! - [`JobQueue::enqueue_delivery`] records the delivery and its job in one transaction, or
+//!   neither; a known delivery id is [`Enqueued::Duplicate`] and changes nothing.
+//! - [`JobQueue::claim`] hands each job to one worker at a time. Jobs sharing a non-empty
+//!   `pr_key` (or `fleet_key`) run one at a time and in arrival order; a job whose lease ran
+//!   out (its worker died) is handed out again.
+//! - Only the holder of the current lease (its token) can renew or finish a job, so a worker
+//!   that lost its lease cannot overwrite the work of the one that took the job over.
+//!
+//! Time is passed in (unix milliseconds) instead of read inside, so leases and backoff are
+//! tested without sleeping. Replicas compare their clocks through lease expiry: leases are
+//! minutes long, so ordinary NTP skew does not matter.
+
+use std::future::Future;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+
+use super::StoreError;
+
+/// Unix milliseconds now.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Milliseconds in `d`, saturating.
+pub fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The kind of a job made from a webhook delivery.
+pub const WEBHOOK_JOB: &str = "webhook";
+
+/// A job to enqueue. For a webhook delivery the job id is the delivery id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    pub id: String,
+    pub kind: String,
+    /// `X-GitHub-Event` for webhook jobs.
+    pub event: String,
+    pub payload: Bytes,
+    /// `owner/repo#number`, lowercased; empty when the job touches no pull request.
+    pub pr_key: String,
+    /// The fleet the job changes; empty when it changes none.
+    pub fleet_key: String,
+}
+
+/// The outcome of [`JobQueue::enqueue_delivery`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    /// Stored: the delivery is known and its job queued.
+    New,
+    /// The delivery id was seen before (within the retention); nothing changed.
+    Duplicate,
+}
+
+/// A job handed to one worker, with the lease that proves it is theirs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedJob {
+    pub id: String,
+    pub kind: String,
+    pub event: String,
+    pub payload: Bytes,
+    pub pr_key: String,
+    pub fleet_key: String,
+    /// Which attempt this is (1 for the first).
+    pub attempt: u32,
+    /// Unique per claim: renewing and finishing need it.
+    pub lease_token: String,
+}
+
+/// How a claimed job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// Finished; never run again.
+    Done,
+    /// Failed for now; queued again to run no earlier than `at` (unix ms).
+    Retry { at: i64, error: String },
+    /// Failed for good; kept (with its payload) until pruned.
+    Failed { error: String },
+    /// Not run (a fleet lock was held elsewhere); queued again for `at` without counting the
+    /// attempt.
+    Deferred { at: i64 },
+}
+
+/// A job as stored (for operators and tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    pub id: String,
+    pub kind: String,
+    pub event: String,
+    /// `queued`, `running`, `done` or `failed`.
+    pub state: String,
+    pub attempts: u32,
+    pub pr_key: String,
+    pub fleet_key: String,
+    pub last_error: String,
+}
+
+/// Row counts (for `/metrics`, operators and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    pub deliveries: u64,
+    pub queued: u64,
+    pub running: u64,
+    pub done: u64,
+    pub failed: u64,
+}
+
+impl QueueCounts {
+    /// Jobs of any state.
+    pub fn jobs(&self) -> u64 {
+        self.queued + self.running + self.done + self.failed
+    }
+}
+
+/// What [`JobQueue::prune`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub deliveries: u64,
+    pub jobs: u64,
+}
+
+/// GitHub redelivers a delivery for up to 3 days with the same id; a shorter retention would
+/// let a redelivery run twice.
+pub const MIN_RETENTION: Duration = Duration::from_secs(3 * 24 * 3600);
+
+/// The inbox and the job queue.
+pub trait JobQueue: Send + Sync + 'static {
+    /// Records `delivery_id` and queues `job` at `now`, atomically; a known delivery id (or
+    /// job id) is a [`Enqueued::Duplicate`] and stores nothing.
+    fn enqueue_delivery(
+        &self,
+        job: &NewJob,
+        now: i64,
+    ) -> impl Future<Output = Result<Enqueued, StoreError>> + Send;
+
+    /// Hands the oldest runnable job to `worker` with a lease until `now + lease_ms`.
+    fn claim(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> impl Future<Output = Result<Option<ClaimedJob>, StoreError>> + Send;
+
+    /// Extends the lease to `until`; `false` when the lease was lost (expired and taken).
+    fn renew(
+        &self,
+        job: &ClaimedJob,
+        until: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Finishes a claim; `false` when the lease was lost and nothing was recorded.
+    fn finish(
+        &self,
+        job: &ClaimedJob,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Removes deliveries received, and finished jobs finished, before `before`.
+    fn prune(&self, before: i64) -> impl Future<Output = Result<Pruned, StoreError>> + Send;
+
+    /// Whether the delivery id is known.
+    fn delivery_known(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// One job.
+    fn job(&self, id: &str) -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send;
+
+    /// Row counts.
+    fn counts(&self) -> impl Future<Output = Result<QueueCounts, StoreError>> + Send;
+
+    /// Takes the fleet's exclusive lock, or `None` when another holder (a worker of any
+    /// replica, or the CLI on the same store) has it. Release it with [`FleetLock::release`];
+    /// a dropped lock is released too.
+    fn try_lock_fleet(
+        &self,
+        fleet: &str,
+    ) -> impl Future<Output = Result<Option<super::FleetLock>, StoreError>> + Send;
+}
+
+/// The pull-request key of a job: `owner/repo#number`, lowercased (GitHub names are
+/// case-insensitive, so two spellings must not run side by side).
+pub fn pr_key(repo_full_name: &str, number: u64) -> String {
+    format!("{}#{number}", repo_full_name.to_ascii_lowercase())
+}

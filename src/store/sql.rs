@@ -1,0 +1,236 @@
+//! SQL text and row decoding shared by the SQLite and PostgreSQL stores.
+//!
+//! Both engines take `$N` placeholders and `ON CONFLICT … DO UPDATE/NOTHING`, so one text
+//! serves both; where they differ (PostgreSQL's `FOR UPDATE SKIP LOCKED`), the backend appends
+//! its part. Queries are checked at run time (no `query!` macros), so a build needs no
+//! database; the conformance suite runs every statement against both engines.
+
+use bytes::Bytes;
+use sqlx::{ColumnIndex, Decode, Row, Type};
+
+use super::inventory::{ProjectRecord, TargetRecord};
+use super::queue::{ClaimedJob, JobRecord};
+
+pub(crate) const SELECT_TARGETS: &str =
+    "SELECT * FROM inventory_targets WHERE fleet = $1 ORDER BY project_key, cluster_name";
+
+pub(crate) const UPSERT_TARGET: &str = "INSERT INTO inventory_targets (fleet, project_key, cluster_name, backend, status, tenant_id, region, profile, \
+     project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \
+     applied_digest, error, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+     ON CONFLICT (fleet, project_key, cluster_name) DO UPDATE SET backend = excluded.backend, \
+     status = excluded.status, tenant_id = excluded.tenant_id, region = excluded.region, \
+     profile = excluded.profile, project_id = excluded.project_id, cluster_id = excluded.cluster_id, \
+     node_group_ids = excluded.node_group_ids, filesystem_id = excluded.filesystem_id, \
+     filesystem_created = excluded.filesystem_created, gpu_cluster_id = excluded.gpu_cluster_id, \
+     subnet_id = excluded.subnet_id, applied_digest = excluded.applied_digest, error = excluded.error, \
+     updated_at = excluded.updated_at";
+
+pub(crate) const DELETE_TARGET: &str =
+    "DELETE FROM inventory_targets WHERE fleet = $1 AND project_key = $2 AND cluster_name = $3";
+
+pub(crate) const SELECT_PROJECTS: &str =
+    "SELECT * FROM inventory_projects WHERE fleet = $1 ORDER BY project_key";
+
+pub(crate) const UPSERT_PROJECT: &str = "INSERT INTO inventory_projects (fleet, project_key, project_id, project_created, created_network_id, \
+     created_subnet_id, subnet_id, bucket_id, bucket_name, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+     ON CONFLICT (fleet, project_key) DO UPDATE SET project_id = excluded.project_id, \
+     project_created = excluded.project_created, created_network_id = excluded.created_network_id, \
+     created_subnet_id = excluded.created_subnet_id, subnet_id = excluded.subnet_id, \
+     bucket_id = excluded.bucket_id, bucket_name = excluded.bucket_name, updated_at = excluded.updated_at";
+
+pub(crate) const DELETE_PROJECT: &str =
+    "DELETE FROM inventory_projects WHERE fleet = $1 AND project_key = $2";
+
+pub(crate) const INSERT_DELIVERY: &str = "INSERT INTO webhook_deliveries (delivery_id, event, received_at) VALUES ($1, $2, $3) \
+     ON CONFLICT (delivery_id) DO NOTHING";
+
+/// `seq` is one more than the largest so far: strictly increasing on SQLite (writes are
+/// serialized); on PostgreSQL two concurrent arrivals may share a value, and ties are broken
+/// by id, which is as good an order as two simultaneous deliveries have.
+pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after) \
+     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), $7, $7) \
+     ON CONFLICT (id) DO NOTHING";
+
+/// The runnable job to claim: queued (or running on an expired lease), due, and not held back
+/// by a job with the same pull-request or fleet key that is running on a live lease or is
+/// older and unfinished (so jobs of one key run one at a time, in order). `$1` is now.
+pub(crate) const PICK_JOB: &str = "SELECT j.id FROM jobs j \
+     WHERE j.state IN ('queued', 'running') \
+       AND (j.state = 'queued' OR j.lease_until < $1) \
+       AND j.run_after <= $1 \
+       AND (j.pr_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.id <> j.id \
+            AND k.state IN ('queued', 'running') \
+            AND ((k.state = 'running' AND k.lease_until >= $1) OR k.seq < j.seq OR (k.seq = j.seq AND k.id < j.id)))) \
+       AND (j.fleet_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.id <> j.id \
+            AND k.state IN ('queued', 'running') \
+            AND ((k.state = 'running' AND k.lease_until >= $1) OR k.seq < j.seq OR (k.seq = j.seq AND k.id < j.id)))) \
+     ORDER BY j.seq, j.id LIMIT 1";
+
+/// Takes the picked job: `$1` now, `$2` lease token, `$3` worker, `$4` lease end; the pick
+/// (with any backend suffix) is spliced in by [`claim_sql`].
+pub(crate) fn claim_sql(pick_suffix: &str) -> String {
+    format!(
+        "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_token = $2, lease_owner = $3, lease_until = $4 \
+         WHERE id = ({PICK_JOB}{pick_suffix}) \
+         RETURNING id, kind, event, payload, pr_key, fleet_key, attempts, lease_token"
+    )
+}
+
+pub(crate) const RENEW: &str = "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND state = 'running'";
+
+/// The payload is dropped once done: it is no longer needed, and it is the bulk of the row.
+pub(crate) const FINISH_DONE: &str = "UPDATE jobs SET state = 'done', finished_at = $1, payload = $5, lease_token = '', lease_until = 0, last_error = $4 \
+     WHERE id = $2 AND lease_token = $3 AND state = 'running'";
+
+pub(crate) const FINISH_RETRY: &str = "UPDATE jobs SET state = 'queued', run_after = $1, last_error = $4, lease_token = '', lease_until = 0 \
+     WHERE id = $2 AND lease_token = $3 AND state = 'running'";
+
+pub(crate) const FINISH_FAILED: &str = "UPDATE jobs SET state = 'failed', finished_at = $1, last_error = $4, lease_token = '', lease_until = 0 \
+     WHERE id = $2 AND lease_token = $3 AND state = 'running'";
+
+pub(crate) const FINISH_DEFERRED: &str = "UPDATE jobs SET state = 'queued', run_after = $1, attempts = attempts - 1, last_error = $4, lease_token = '', lease_until = 0 \
+     WHERE id = $2 AND lease_token = $3 AND state = 'running'";
+
+pub(crate) const PRUNE_DELIVERIES: &str = "DELETE FROM webhook_deliveries WHERE received_at < $1";
+
+pub(crate) const PRUNE_JOBS: &str =
+    "DELETE FROM jobs WHERE state IN ('done', 'failed') AND finished_at < $1";
+
+pub(crate) const DELIVERY_KNOWN: &str =
+    "SELECT COUNT(*) FROM webhook_deliveries WHERE delivery_id = $1";
+
+pub(crate) const SELECT_JOB: &str = "SELECT id, kind, event, state, attempts, pr_key, fleet_key, last_error FROM jobs WHERE id = $1";
+
+pub(crate) const COUNT_JOBS: &str = "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state";
+
+pub(crate) const COUNT_DELIVERIES: &str = "SELECT COUNT(*) FROM webhook_deliveries";
+
+/// The statement that records `outcome`, with its binds: `$1` a time, `$2` the id, `$3` the
+/// lease token, `$4` a message; `Done` (and only `Done`) also binds `$5`, the emptied payload.
+pub(crate) fn finish_sql(outcome: &super::JobOutcome, now: i64) -> (&'static str, i64, String) {
+    use super::JobOutcome::*;
+    match outcome {
+        Done => (FINISH_DONE, now, String::new()),
+        Retry { at, error } => (FINISH_RETRY, *at, error.clone()),
+        Failed { error } => (FINISH_FAILED, now, error.clone()),
+        Deferred { at } => (
+            FINISH_DEFERRED,
+            *at,
+            "deferred: the fleet is locked elsewhere".to_string(),
+        ),
+    }
+}
+
+pub(crate) fn target_from<R: Row>(row: &R) -> Result<TargetRecord, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    let ids: String = row.try_get("node_group_ids")?;
+    let node_group_ids =
+        serde_json::from_str(&ids).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    Ok(TargetRecord {
+        fleet: row.try_get("fleet")?,
+        project_key: row.try_get("project_key")?,
+        cluster_name: row.try_get("cluster_name")?,
+        backend: row.try_get("backend")?,
+        status: row.try_get("status")?,
+        tenant_id: row.try_get("tenant_id")?,
+        region: row.try_get("region")?,
+        profile: row.try_get("profile")?,
+        project_id: row.try_get("project_id")?,
+        cluster_id: row.try_get("cluster_id")?,
+        node_group_ids,
+        filesystem_id: row.try_get("filesystem_id")?,
+        filesystem_created: row.try_get::<i64, _>("filesystem_created")? != 0,
+        gpu_cluster_id: row.try_get("gpu_cluster_id")?,
+        subnet_id: row.try_get("subnet_id")?,
+        applied_digest: row.try_get("applied_digest")?,
+        error: row.try_get("error")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+pub(crate) fn project_from<R: Row>(row: &R) -> Result<ProjectRecord, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(ProjectRecord {
+        fleet: row.try_get("fleet")?,
+        project_key: row.try_get("project_key")?,
+        project_id: row.try_get("project_id")?,
+        project_created: row.try_get::<i64, _>("project_created")? != 0,
+        created_network_id: row.try_get("created_network_id")?,
+        created_subnet_id: row.try_get("created_subnet_id")?,
+        subnet_id: row.try_get("subnet_id")?,
+        bucket_id: row.try_get("bucket_id")?,
+        bucket_name: row.try_get("bucket_name")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn attempts(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
+pub(crate) fn claimed_from<R: Row>(row: &R) -> Result<ClaimedJob, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(ClaimedJob {
+        id: row.try_get("id")?,
+        kind: row.try_get("kind")?,
+        event: row.try_get("event")?,
+        payload: Bytes::from(row.try_get::<Vec<u8>, _>("payload")?),
+        pr_key: row.try_get("pr_key")?,
+        fleet_key: row.try_get("fleet_key")?,
+        attempt: attempts(row.try_get("attempts")?),
+        lease_token: row.try_get("lease_token")?,
+    })
+}
+
+pub(crate) fn job_from<R: Row>(row: &R) -> Result<JobRecord, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(JobRecord {
+        id: row.try_get("id")?,
+        kind: row.try_get("kind")?,
+        event: row.try_get("event")?,
+        state: row.try_get("state")?,
+        attempts: attempts(row.try_get("attempts")?),
+        pr_key: row.try_get("pr_key")?,
+        fleet_key: row.try_get("fleet_key")?,
+        last_error: row.try_get("last_error")?,
+    })
+}
+
+/// Folds `(state, count)` rows into counts.
+pub(crate) fn fold_counts(
+    rows: impl IntoIterator<Item = (String, i64)>,
+    deliveries: i64,
+) -> super::QueueCounts {
+    let mut c = super::QueueCounts {
+        deliveries: deliveries.max(0) as u64,
+        ..Default::default()
+    };
+    for (state, n) in rows {
+        let n = n.max(0) as u64;
+        match state.as_str() {
+            "queued" => c.queued += n,
+            "running" => c.running += n,
+            "done" => c.done += n,
+            "failed" => c.failed += n,
+            _ => {}
+        }
+    }
+    c
+}

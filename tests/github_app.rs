@@ -1,0 +1,750 @@
+//! The GitHub App end to end: the real router, worker, bot and GitHub client against a fake
+//! GitHub on loopback that checks every request against GitHub's REST description.
+//!
+//! Needs the pinned npm artefacts: run `scripts/fetch-github-fixtures.sh` first (the tests fail,
+//! never skip, without them).
+
+#[path = "support/fake_github/mod.rs"]
+mod fake_github;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_github::{APP_ID, APP_PRIVATE_KEY_PATH, FakeGitHub, Fault, fixtures};
+use fleetbot::bot::handler::QuotaSource;
+use fleetbot::bot::{Bot, BotSettings, Handled};
+use fleetbot::github::{AppCredentials, ClientConfig, GitHubClient, RetryPolicy, sign};
+use fleetbot::privacy::testdata;
+use fleetbot::quota::InMemoryEvidence;
+use fleetbot::server::{AppState, InMemorySink, JobReport, Metrics, router, run_worker, serve};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+const SECRET: &str = "test-webhook-secret";
+const OWNER: &str = "octo-org";
+const NAME: &str = "fleet-config";
+const REPO: &str = "octo-org/fleet-config";
+const INSTALLATION: u64 = 77;
+const PR: u64 = 12;
+
+fn sha(n: u32) -> String {
+    format!("{n:040x}")
+}
+
+fn base_spec() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/specs/fleet1-test.yaml"
+    ))
+    .unwrap()
+}
+
+/// The base spec with the default GPU pool grown to `n` nodes.
+fn spec_with_gpus(n: u32) -> String {
+    let s = base_spec();
+    let from = "  gpu_nodes:\n    count: 1\n";
+    assert!(s.contains(from));
+    s.replacen(from, &format!("  gpu_nodes:\n    count: {n}\n"), 1)
+}
+
+fn staging_spec() -> String {
+    base_spec()
+        .replace("name: fleet1-test", "name: staging")
+        .replace(
+            "project_prefix: \"fleet1-test-\"",
+            "project_prefix: \"staging-\"",
+        )
+}
+
+fn pr_ref(head: &str) -> fixtures::PrRef {
+    fixtures::PrRef {
+        owner: OWNER.into(),
+        repo: NAME.into(),
+        number: PR,
+        head_sha: head.into(),
+        base_sha: sha(1),
+        head_ref: "grow-gpus".into(),
+        base_ref: "main".into(),
+        installation_id: INSTALLATION,
+    }
+}
+
+struct Harness {
+    gh: FakeGitHub,
+    url: String,
+    sink: Arc<InMemorySink>,
+    jobs: mpsc::UnboundedReceiver<JobReport>,
+    http: reqwest::Client,
+    delivery: u32,
+}
+
+impl Harness {
+    /// The fake world: `main` holds `fleets/prod.yaml` (the fleet1-test example).
+    async fn start(quota: Option<QuotaSource>) -> Self {
+        let gh = FakeGitHub::start().await;
+        {
+            let mut w = gh.world();
+            w.add_repo(
+                REPO,
+                "main",
+                &sha(1),
+                &[
+                    ("README.md", "# fleet config\n"),
+                    ("fleets/prod.yaml", &base_spec()),
+                    (".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n"),
+                ],
+            );
+            w.set_role(REPO, "maintainer-mia", "maintain");
+            w.set_role(REPO, "reader-rob", "read");
+        }
+        let credentials =
+            AppCredentials::from_pem_file(APP_ID, APP_PRIVATE_KEY_PATH.as_ref()).unwrap();
+        let github = GitHubClient::new(ClientConfig {
+            api_url: gh.url.clone(),
+            credentials: Some(Arc::new(credentials)),
+            retry: RetryPolicy {
+                max_attempts: 3,
+                base_backoff: Duration::from_millis(20),
+                max_wait: Duration::from_secs(5),
+                attempt_timeout: Duration::from_secs(10),
+            },
+        })
+        .unwrap();
+        let bot = Bot::new(
+            github.clone(),
+            BotSettings {
+                quota,
+                ..BotSettings::default()
+            },
+        );
+        let (sink, queue) = InMemorySink::new();
+        let sink = Arc::new(sink);
+        let metrics = Arc::new(Metrics::default());
+        let (done_tx, jobs) = mpsc::unbounded_channel();
+        tokio::spawn(run_worker(queue, bot, metrics.clone(), Some(done_tx)));
+        let state = AppState::new(
+            fleetbot::github::WebhookSecrets::from_comma_separated(&format!("{SECRET},old-secret"))
+                .unwrap(),
+            sink.clone(),
+            metrics,
+            Some(github),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(serve(listener, router(state), std::future::pending()));
+        Harness {
+            gh,
+            url,
+            sink,
+            jobs,
+            http: reqwest::Client::new(),
+            delivery: 0,
+        }
+    }
+
+    fn next_delivery_id(&mut self) -> String {
+        self.delivery += 1;
+        format!("0000{:04}-aaaa-bbbb-cccc-000000000000", self.delivery)
+    }
+
+    async fn post(
+        &self,
+        event: &str,
+        id: &str,
+        body: &[u8],
+        signature: Option<String>,
+    ) -> (u16, String) {
+        let mut req = self
+            .http
+            .post(format!("{}/webhook", self.url))
+            .header("x-github-event", event)
+            .header("x-github-delivery", id)
+            .header("content-type", "application/json")
+            .body(body.to_vec());
+        if let Some(sig) = signature {
+            req = req.header("x-hub-signature-256", sig);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    /// Delivers a signed event and waits for its job.
+    async fn deliver(&mut self, event: &str, body: &[u8]) -> Handled {
+        let id = self.next_delivery_id();
+        let (status, text) = self
+            .post(event, &id, body, Some(sign(SECRET.as_bytes(), body)))
+            .await;
+        assert_eq!((status, text.as_str()), (202, "accepted\n"));
+        let job = self.next_job().await;
+        assert_eq!(job.delivery_id, id);
+        job.result.unwrap_or_else(|e| panic!("job failed: {e}"))
+    }
+
+    async fn next_job(&mut self) -> JobReport {
+        tokio::time::timeout(Duration::from_secs(30), self.jobs.recv())
+            .await
+            .expect("the job finished in time")
+            .expect("the worker is running")
+    }
+
+    /// Opens the pull request with `changes` on top of main and delivers `opened`.
+    async fn open(&mut self, head: &str, changes: &[(&str, Option<&str>)]) -> Handled {
+        {
+            let mut w = self.gh.world();
+            w.commit(REPO, &sha(1), head, changes);
+            w.open_pr(REPO, PR, "grow-gpus", head);
+        }
+        let body = fixtures::pull_request("opened", &pr_ref(head));
+        self.deliver("pull_request", &body).await
+    }
+
+    async fn push(&mut self, head: &str, changes: &[(&str, Option<&str>)]) -> Handled {
+        {
+            let mut w = self.gh.world();
+            let parent = w.repos[REPO].pulls[&PR].head_sha.clone();
+            w.commit(REPO, &parent, head, changes);
+            w.push(REPO, PR, head);
+        }
+        let body = fixtures::pull_request("synchronize", &pr_ref(head));
+        self.deliver("pull_request", &body).await
+    }
+
+    fn bot_comments(&self) -> Vec<fake_github::Comment> {
+        self.gh
+            .world()
+            .comments_on(REPO, PR)
+            .into_iter()
+            .filter(|c| c.user_type == "Bot")
+            .collect()
+    }
+
+    fn run(&self, head: &str, name: &str) -> fake_github::CheckRun {
+        let runs: Vec<_> = self
+            .gh
+            .world()
+            .runs_on(REPO, head)
+            .into_iter()
+            .filter(|r| r.name == name)
+            .collect();
+        assert_eq!(runs.len(), 1, "exactly one {name} run on {head}");
+        runs.into_iter().next().unwrap()
+    }
+}
+
+/// Hides what changes with every release or run (the digest covers the engine version).
+fn stable(text: &str) -> String {
+    let re = regex::Regex::new(r"digest `[0-9a-f]{12}`").unwrap();
+    let text = re.replace_all(text, "digest `[digest]`");
+    text.replace(env!("CARGO_PKG_VERSION"), "[version]")
+}
+
+fn quota(allowances: &str) -> QuotaSource {
+    let text = std::fs::read_to_string(format!(
+        "{}/fixtures/quotas/{allowances}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    QuotaSource {
+        tenant_id: "tenant-example".into(),
+        evidence: Arc::new(InMemoryEvidence {
+            allowances: fleetbot::quota::json::allowance_document(&text),
+            capacity: Ok(Default::default()),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn pr_opened_gets_one_comment_and_two_completed_checks() {
+    let mut h = Harness::start(Some(quota("allowances-room.json"))).await;
+    let grown = spec_with_gpus(2);
+    let staging = staging_spec();
+    let handled = h
+        .open(
+            &sha(2),
+            &[
+                ("fleets/prod.yaml", Some(&grown)),
+                ("fleets/staging.yaml", Some(&staging)),
+                ("README.md", Some("# fleet config\n\nNow with staging.\n")),
+            ],
+        )
+        .await;
+    assert!(matches!(handled, Handled::Preflight { .. }), "{handled:?}");
+    h.gh.assert_clean();
+    let comments = h.bot_comments();
+    assert_eq!(comments.len(), 1);
+    assert!(
+        comments[0]
+            .body
+            .starts_with("<!-- fleetbot:pr-comment v1 -->\n## ✅")
+    );
+    let privacy = h.run(&sha(2), "fleet/privacy");
+    let preflight = h.run(&sha(2), "fleet/preflight");
+    for run in [&privacy, &preflight] {
+        assert_eq!(run.status, "completed");
+        assert_eq!(run.conclusion.as_deref(), Some("success"), "{}", run.title);
+    }
+    assert_eq!(preflight.title, "2 fleet specs valid; quota fits");
+    insta::assert_snapshot!("opened_comment", stable(&comments[0].body));
+    insta::assert_snapshot!("opened_preflight_summary", stable(&preflight.summary));
+    insta::assert_snapshot!(
+        "opened_preflight_text",
+        stable(preflight.text.as_deref().unwrap_or(""))
+    );
+    insta::assert_snapshot!("opened_privacy_summary", stable(&privacy.summary));
+    // The App authenticated once: one installation token for the whole job.
+    assert_eq!(
+        h.gh.world().calls("apps/create-installation-access-token"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_second_push_edits_the_same_comment() {
+    let mut h = Harness::start(None).await;
+    let two = spec_with_gpus(2);
+    h.open(&sha(2), &[("fleets/prod.yaml", Some(&two))]).await;
+    let first = h.bot_comments();
+    assert_eq!(first.len(), 1);
+    let three = spec_with_gpus(3);
+    h.push(&sha(3), &[("fleets/prod.yaml", Some(&three))]).await;
+    h.gh.assert_clean();
+    let after = h.bot_comments();
+    assert_eq!(after.len(), 1, "no second comment");
+    assert_eq!(after[0].id, first[0].id);
+    assert_eq!(after[0].edits, 1);
+    assert_ne!(after[0].body, first[0].body);
+    assert!(
+        after[0].body.contains("gpu\\_nodes: 1 → 3"),
+        "{}",
+        after[0].body
+    );
+    assert_eq!(h.gh.world().calls("issues/create-comment"), 1);
+    // Both checks on each head; without a quota source the preflight is neutral.
+    for head in [sha(2), sha(3)] {
+        assert_eq!(
+            h.run(&head, "fleet/privacy").conclusion.as_deref(),
+            Some("success")
+        );
+        assert_eq!(
+            h.run(&head, "fleet/preflight").conclusion.as_deref(),
+            Some("neutral")
+        );
+    }
+    insta::assert_snapshot!("pushed_comment", stable(&after[0].body));
+}
+
+#[tokio::test]
+async fn a_committed_private_id_fails_privacy_on_its_line_and_never_reaches_github() {
+    let mut h = Harness::start(None).await;
+    let id = testdata::nid("tenant", "e00", 15);
+    let leaked = base_spec().replace("tenant_id: \"\"", &format!("tenant_id: \"{id}\""));
+    let line = leaked.lines().position(|l| l.contains(&id)).unwrap() as u32 + 1;
+    h.open(&sha(2), &[("fleets/prod.yaml", Some(&leaked))])
+        .await;
+    h.gh.assert_clean();
+    let run = h.run(&sha(2), "fleet/privacy");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.annotations.len(), 1);
+    let a = &run.annotations[0];
+    assert_eq!(a["path"], "fleets/prod.yaml");
+    assert_eq!(
+        (a["start_line"].as_u64(), a["end_line"].as_u64()),
+        (Some(line.into()), Some(line.into()))
+    );
+    assert_eq!(a["annotation_level"], "failure");
+    // The value was read from GitHub, but nothing the bot sent back holds it.
+    h.gh.assert_never_sent(&id);
+    let comment = &h.bot_comments()[0];
+    assert!(comment.body.contains("diff is not shown"));
+    let alias = a["message"]
+        .as_str()
+        .unwrap()
+        .split("alias is ")
+        .nth(1)
+        .unwrap()[..16]
+        .to_string();
+    insta::assert_snapshot!(
+        "private_id_privacy_summary",
+        stable(&run.summary).replace(&alias, "[alias]")
+    );
+    insta::assert_snapshot!(
+        "private_id_comment",
+        stable(&comment.body).replace(&alias, "[alias]")
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_spec_fails_preflight_on_the_spec_line() {
+    let mut h = Harness::start(None).await;
+    let broken = base_spec().replacen(
+        "  gpu_nodes:\n    count: 1\n",
+        "  gpu_nodes:\n    count: \"2\"\n",
+        1,
+    );
+    let line = broken
+        .lines()
+        .position(|l| l.contains("count: \"2\""))
+        .unwrap() as u64
+        + 1;
+    h.open(&sha(2), &[("fleets/prod.yaml", Some(&broken))])
+        .await;
+    h.gh.assert_clean();
+    let run = h.run(&sha(2), "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.title, "Blocked: 1 invalid fleet spec");
+    assert_eq!(run.annotations.len(), 1);
+    assert_eq!(run.annotations[0]["path"], "fleets/prod.yaml");
+    assert_eq!(run.annotations[0]["start_line"].as_u64(), Some(line));
+    assert_eq!(
+        h.run(&sha(2), "fleet/privacy").conclusion.as_deref(),
+        Some("success")
+    );
+    insta::assert_snapshot!("invalid_spec_preflight_summary", stable(&run.summary));
+    insta::assert_snapshot!("invalid_spec_comment", stable(&h.bot_comments()[0].body));
+}
+
+#[tokio::test]
+async fn a_quota_shortfall_fails_preflight_naming_the_quota() {
+    let mut h = Harness::start(Some(quota("allowances-one-gpu-short.json"))).await;
+    let grown = spec_with_gpus(2);
+    h.open(&sha(2), &[("fleets/prod.yaml", Some(&grown))]).await;
+    h.gh.assert_clean();
+    let run = h.run(&sha(2), "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.title, "Blocked: quota shortfall");
+    assert!(
+        run.summary.contains("compute.instance.gpu"),
+        "{}",
+        run.summary
+    );
+    h.gh.assert_never_sent("tenant-example");
+    insta::assert_snapshot!("quota_short_preflight_summary", stable(&run.summary));
+}
+
+#[tokio::test]
+async fn no_spec_change_reports_both_checks_skipped_and_posts_no_comment() {
+    let mut h = Harness::start(None).await;
+    h.open(
+        &sha(2),
+        &[("README.md", Some("# fleet config\n\nTypo fixed.\n"))],
+    )
+    .await;
+    h.gh.assert_clean();
+    for name in ["fleet/privacy", "fleet/preflight"] {
+        let run = h.run(&sha(2), name);
+        assert_eq!(run.conclusion.as_deref(), Some("skipped"));
+        assert_eq!(run.status, "completed");
+    }
+    assert!(h.bot_comments().is_empty());
+    assert_eq!(
+        h.gh.world().calls("repos/get-content"),
+        1,
+        "only the config was read"
+    );
+    insta::assert_snapshot!(
+        "skipped_preflight_summary",
+        h.run(&sha(2), "fleet/preflight").summary
+    );
+}
+
+#[tokio::test]
+async fn a_bad_signature_is_refused_and_nothing_is_accepted() {
+    let mut h = Harness::start(None).await;
+    let body = fixtures::pull_request("opened", &pr_ref(&sha(2)));
+    let id = h.next_delivery_id();
+    let wrong = sign(b"not-the-secret", &body);
+    assert_eq!(h.post("pull_request", &id, &body, Some(wrong)).await.0, 401);
+    assert_eq!(h.post("pull_request", &id, &body, None).await.0, 401);
+    let mut tampered = body.clone();
+    tampered.push(b' ');
+    let sig = sign(SECRET.as_bytes(), &body);
+    assert_eq!(
+        h.post("pull_request", &id, &tampered, Some(sig.clone()))
+            .await
+            .0,
+        401
+    );
+    assert!(h.sink.accepted().is_empty());
+    assert!(h.jobs.try_recv().is_err());
+    assert!(h.gh.world().requests.is_empty());
+    // The rotated-out secret still works during a rotation.
+    let old = sign(b"old-secret", &body);
+    assert_eq!(
+        h.post("ping", &id, &body, Some(old)).await,
+        (202, "ignored\n".to_string())
+    );
+    let metrics = h
+        .http
+        .get(format!("{}/metrics", h.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "fleetbot_webhook_deliveries_total{event=\"pull_request\",outcome=\"refused\"} 3"
+        ),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn the_same_delivery_twice_is_accepted_once() {
+    let mut h = Harness::start(None).await;
+    let grown = spec_with_gpus(2);
+    {
+        let mut w = h.gh.world();
+        w.commit(
+            REPO,
+            &sha(1),
+            &sha(2),
+            &[("fleets/prod.yaml", Some(&grown))],
+        );
+        w.open_pr(REPO, PR, "grow-gpus", &sha(2));
+    }
+    let body = fixtures::pull_request("opened", &pr_ref(&sha(2)));
+    let sig = sign(SECRET.as_bytes(), &body);
+    let id = h.next_delivery_id();
+    assert_eq!(
+        h.post("pull_request", &id, &body, Some(sig.clone())).await,
+        (202, "accepted\n".into())
+    );
+    assert_eq!(
+        h.post("pull_request", &id, &body, Some(sig)).await,
+        (202, "duplicate\n".into())
+    );
+    h.next_job().await.result.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(h.jobs.try_recv().is_err(), "processed once");
+    assert_eq!(h.sink.accepted().len(), 1);
+    assert_eq!(h.bot_comments().len(), 1);
+    assert_eq!(h.gh.world().runs_on(REPO, &sha(2)).len(), 2);
+}
+
+#[tokio::test]
+async fn ping_and_unknown_events_are_acknowledged_and_ignored() {
+    let mut h = Harness::start(None).await;
+    for (event, body) in [
+        (
+            "ping",
+            serde_json::to_vec(&fixtures::example("ping", None)).unwrap(),
+        ),
+        (
+            "star",
+            serde_json::to_vec(&fixtures::example("star", Some("created"))).unwrap(),
+        ),
+    ] {
+        let id = h.next_delivery_id();
+        let sig = sign(SECRET.as_bytes(), &body);
+        assert_eq!(
+            h.post(event, &id, &body, Some(sig)).await,
+            (202, "ignored\n".into())
+        );
+    }
+    assert!(h.sink.accepted().is_empty());
+    assert!(h.jobs.try_recv().is_err());
+    for path in ["/healthz", "/readyz"] {
+        let r = h.http.get(format!("{}{path}", h.url)).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+    }
+}
+
+#[tokio::test]
+async fn commands_are_acknowledged_checked_per_permission_and_answered_once() {
+    let mut h = Harness::start(None).await;
+    let grown = spec_with_gpus(2);
+    h.open(&sha(2), &[("fleets/prod.yaml", Some(&grown))]).await;
+    let pr = pr_ref(&sha(2));
+    // A reader may ask for help but not re-plan; quoted and fenced commands are not commands.
+    let body = "/help\n/plan\n> /verify-storage\n```\n/status\n```\n/pln\n";
+    let handled = h
+        .deliver(
+            "issue_comment",
+            &fixtures::pr_comment(&pr, 501, "reader-rob", "User", body),
+        )
+        .await;
+    assert_eq!(handled, Handled::Commands { ran: 1, refused: 2 });
+    h.gh.assert_clean();
+    assert_eq!(
+        h.gh.world().reactions,
+        vec![(REPO.to_string(), 501, "eyes".to_string())]
+    );
+    let comments = h.bot_comments();
+    assert_eq!(comments.len(), 2, "the sticky comment and one reply");
+    insta::assert_snapshot!("reply_to_reader", comments[1].body.clone());
+    // A maintainer's /plan re-runs the preflight: the sticky comment is edited, not duplicated.
+    let runs_before = h.gh.world().runs_on(REPO, &sha(2)).len();
+    let handled = h
+        .deliver(
+            "issue_comment",
+            &fixtures::pr_comment(&pr, 502, "maintainer-mia", "User", "LGTM\n/plan\n"),
+        )
+        .await;
+    assert_eq!(handled, Handled::Commands { ran: 1, refused: 0 });
+    assert_eq!(h.gh.world().runs_on(REPO, &sha(2)).len(), runs_before + 2);
+    assert_eq!(h.bot_comments().len(), 2);
+    // Bots, edits and plain issues are ignored.
+    let bot = h
+        .deliver(
+            "issue_comment",
+            &fixtures::pr_comment(&pr, 503, "fleetbot-test[bot]", "Bot", "/plan\n"),
+        )
+        .await;
+    assert!(matches!(bot, Handled::Ignored(_)));
+    let mut edited: serde_json::Value = serde_json::from_slice(&fixtures::pr_comment(
+        &pr,
+        504,
+        "maintainer-mia",
+        "User",
+        "/plan\n",
+    ))
+    .unwrap();
+    edited["action"] = json!("edited");
+    edited["changes"] = json!({"body": {"from": "hello"}});
+    let handled = h
+        .deliver("issue_comment", &serde_json::to_vec(&edited).unwrap())
+        .await;
+    assert!(matches!(handled, Handled::Ignored(_)));
+    h.gh.assert_clean();
+}
+
+#[tokio::test]
+async fn rate_limits_are_waited_out_and_content_is_never_blindly_reposted() {
+    let mut h = Harness::start(None).await;
+    {
+        let mut w = h.gh.world();
+        w.faults.push(Fault {
+            operation: "pulls/list-files".into(),
+            status: 429,
+            headers: vec![("retry-after".into(), "1".into())],
+            body: json!({"message": "API rate limit exceeded"}),
+            times: 1,
+        });
+        // The comment is refused with a 502: GitHub may or may not have stored it.
+        w.faults.push(Fault {
+            operation: "issues/create-comment".into(),
+            status: 502,
+            headers: vec![],
+            body: json!({"message": "Server Error"}),
+            times: 1,
+        });
+    }
+    let started = std::time::Instant::now();
+    let grown = spec_with_gpus(2);
+    h.open(&sha(2), &[("fleets/prod.yaml", Some(&grown))]).await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "retry-after was honoured"
+    );
+    h.gh.assert_clean();
+    let w = h.gh.world();
+    assert_eq!(w.calls("pulls/list-files"), 2);
+    let ops: Vec<&str> = w.requests.iter().map(|r| r.operation.as_str()).collect();
+    let creates: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| **o == "issues/create-comment")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(creates.len(), 2);
+    assert!(
+        ops[creates[0]..creates[1]].contains(&"issues/list-comments"),
+        "looked for the comment before creating it again: {ops:?}"
+    );
+    drop(w);
+    assert_eq!(h.bot_comments().len(), 1);
+}
+
+#[tokio::test]
+async fn more_than_fifty_annotations_go_in_batches() {
+    let mut h = Harness::start(None).await;
+    let mut text = String::from("# notes\n");
+    for i in 0..60 {
+        text.push_str(&format!(
+            "id {}\n",
+            testdata::nid_seeded("project", "e00", 19, i)
+        ));
+    }
+    let grown = spec_with_gpus(2);
+    h.open(
+        &sha(2),
+        &[
+            ("fleets/prod.yaml", Some(&grown)),
+            ("notes/ids.txt", Some(&text)),
+        ],
+    )
+    .await;
+    h.gh.assert_clean();
+    let run = h.run(&sha(2), "fleet/privacy");
+    assert_eq!(run.annotations.len(), 60);
+    assert_eq!(run.requests, 2, "one create with 50, one update with 10");
+    assert_eq!(run.title, "60 private values committed");
+    let comment = &h.bot_comments()[0];
+    assert!(comment.body.len() < 60_000);
+}
+
+#[tokio::test]
+async fn a_huge_pull_request_keeps_the_comment_under_githubs_limit() {
+    let mut h = Harness::start(None).await;
+    let mut changes: Vec<(String, String)> = Vec::new();
+    for i in 0..120 {
+        let spec = base_spec()
+            .replace("name: fleet1-test", &format!("name: fleet-{i:03}"))
+            .replace(
+                "project_prefix: \"fleet1-test-\"",
+                &format!("project_prefix: \"f{i:03}-\""),
+            );
+        changes.push((format!("fleets/many/fleet-{i:03}.yaml"), spec));
+    }
+    let refs: Vec<(&str, Option<&str>)> = changes
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    h.open(&sha(2), &refs).await;
+    h.gh.assert_clean();
+    let comment = &h.bot_comments()[0];
+    assert!(comment.body.len() <= 60_000, "{} bytes", comment.body.len());
+    assert!(
+        comment.body.contains("check run"),
+        "points at the check run"
+    );
+    let run = h.run(&sha(2), "fleet/preflight");
+    assert!(run.summary.chars().count() <= 65_535);
+    assert!(run.text.as_deref().unwrap_or("").chars().count() <= 65_535);
+    // Paginated: 120 files need two pages of 100.
+    assert_eq!(h.gh.world().calls("pulls/list-files"), 2);
+}
+
+/// Every example payload of `@octokit/webhooks-examples`, signed, is answered 2xx, and every
+/// example of an event the bot handles decodes.
+#[tokio::test]
+async fn every_webhook_example_is_acknowledged_and_handled_ones_decode() {
+    let h = Harness::start(None).await;
+    let examples = fixtures::all_examples();
+    assert!(examples.len() > 300, "{} examples", examples.len());
+    let mut decoded = 0;
+    for (i, (event, payload)) in examples.iter().enumerate() {
+        let body = serde_json::to_vec(payload).unwrap();
+        if [
+            "pull_request",
+            "issue_comment",
+            "check_run",
+            "installation",
+            "ping",
+        ]
+        .contains(&event.as_str())
+        {
+            fleetbot::github::parse_event(event, &body)
+                .unwrap_or_else(|e| panic!("example {i} of {event}: {e}"));
+            decoded += 1;
+        }
+        let id = format!("{i:08}-0000-0000-0000-000000000000");
+        let (status, _) = h
+            .post(event, &id, &body, Some(sign(SECRET.as_bytes(), &body)))
+            .await;
+        assert_eq!(status, 202, "example {i} of {event}");
+    }
+    assert!(decoded > 50);
+}

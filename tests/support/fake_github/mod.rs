@@ -1,0 +1,923 @@
+//! A stateful fake GitHub on loopback (axum) that checks every request against GitHub's REST
+//! description and answers with schema-valid responses built from its documented examples.
+//!
+//! The world holds repositories (branches, file trees per commit, pull requests), comments,
+//! check runs, reactions and collaborator roles. Every request is recorded, so a test can
+//! assert that a private value never reached GitHub; every violation of the description (an
+//! unknown path, a bad parameter, a body the schema refuses, a missing or wrong token) is
+//! recorded too and answered with an error, and [`FakeGitHub::assert_clean`] fails the test.
+#![allow(dead_code)]
+
+pub mod fixtures;
+pub mod openapi;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use fixtures::openapi;
+
+/// The test App's public key (the private half is `src/github/testdata/app-test-key.pem`).
+pub const APP_PUBLIC_KEY: &str = include_str!("../../../src/github/testdata/app-test-key.pub.pem");
+pub const APP_PRIVATE_KEY_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/src/github/testdata/app-test-key.pem"
+);
+pub const APP_ID: &str = "424242";
+pub const BOT_LOGIN: &str = "fleetbot-test[bot]";
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub body: String,
+    pub operation: String,
+    pub status: u16,
+}
+
+impl Recorded {
+    /// Everything of the request a value could hide in.
+    pub fn text(&self) -> String {
+        format!(
+            "{} {}?{}\n{}",
+            self.method, self.path, self.query, self.body
+        )
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Repo {
+    pub default_branch: String,
+    pub branches: BTreeMap<String, String>,
+    /// Full file trees by commit SHA.
+    pub trees: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+    pub pulls: BTreeMap<u64, Pull>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pull {
+    pub number: u64,
+    pub state: String,
+    pub head_ref: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    pub base_sha: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Comment {
+    pub id: u64,
+    pub repo: String,
+    pub issue: u64,
+    pub body: String,
+    pub user: String,
+    pub user_type: String,
+    pub edits: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckRun {
+    pub id: u64,
+    pub repo: String,
+    pub name: String,
+    pub head_sha: String,
+    pub external_id: Option<String>,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub title: String,
+    pub summary: String,
+    pub text: Option<String>,
+    pub annotations: Vec<Value>,
+    pub requests: usize,
+}
+
+/// An answer to give instead of the real one, `times` times, for one operation.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub operation: String,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub times: usize,
+}
+
+/// The fake's state.
+#[derive(Debug, Default)]
+pub struct World {
+    pub base_url: String,
+    pub repos: BTreeMap<String, Repo>,
+    /// `(repo, user)` → role (`admin`, `maintain`, `write`, `triage`, `read`).
+    pub roles: BTreeMap<(String, String), String>,
+    pub comments: BTreeMap<u64, Comment>,
+    pub check_runs: BTreeMap<u64, CheckRun>,
+    pub reactions: Vec<(String, u64, String)>,
+    pub requests: Vec<Recorded>,
+    pub violations: Vec<String>,
+    /// Installation token → installation id.
+    pub tokens: BTreeMap<String, u64>,
+    pub faults: Vec<Fault>,
+    next_id: u64,
+}
+
+impl World {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        1_000 + self.next_id
+    }
+
+    /// Adds a repository whose default branch holds `files`.
+    pub fn add_repo(&mut self, full: &str, branch: &str, sha: &str, files: &[(&str, &str)]) {
+        let repo = self.repos.entry(full.to_string()).or_default();
+        repo.default_branch = branch.to_string();
+        repo.branches.insert(branch.to_string(), sha.to_string());
+        repo.trees.insert(
+            sha.to_string(),
+            files
+                .iter()
+                .map(|(p, c)| (p.to_string(), c.as_bytes().to_vec()))
+                .collect(),
+        );
+    }
+
+    /// A commit `sha` whose tree is `parent`'s with `changes` applied (`None` deletes).
+    pub fn commit(
+        &mut self,
+        full: &str,
+        parent: &str,
+        sha: &str,
+        changes: &[(&str, Option<&str>)],
+    ) {
+        let repo = self.repos.get_mut(full).expect("repo exists");
+        let mut tree = repo
+            .trees
+            .get(parent)
+            .cloned()
+            .expect("parent commit exists");
+        for (path, content) in changes {
+            match content {
+                Some(c) => {
+                    tree.insert(path.to_string(), c.as_bytes().to_vec());
+                }
+                None => {
+                    tree.remove(*path);
+                }
+            }
+        }
+        repo.trees.insert(sha.to_string(), tree);
+    }
+
+    pub fn open_pr(&mut self, full: &str, number: u64, head_ref: &str, head_sha: &str) {
+        let repo = self.repos.get_mut(full).expect("repo exists");
+        let base_ref = repo.default_branch.clone();
+        let base_sha = repo.branches[&base_ref].clone();
+        repo.branches
+            .insert(head_ref.to_string(), head_sha.to_string());
+        repo.pulls.insert(
+            number,
+            Pull {
+                number,
+                state: "open".into(),
+                head_ref: head_ref.into(),
+                head_sha: head_sha.into(),
+                base_ref,
+                base_sha,
+            },
+        );
+    }
+
+    pub fn push(&mut self, full: &str, number: u64, head_sha: &str) {
+        let pr = self
+            .repos
+            .get_mut(full)
+            .and_then(|r| r.pulls.get_mut(&number))
+            .expect("pull request exists");
+        pr.head_sha = head_sha.to_string();
+    }
+
+    pub fn set_role(&mut self, full: &str, user: &str, role: &str) {
+        self.roles
+            .insert((full.to_string(), user.to_string()), role.to_string());
+    }
+
+    /// The comments on one issue or pull request, oldest first.
+    pub fn comments_on(&self, full: &str, issue: u64) -> Vec<Comment> {
+        self.comments
+            .values()
+            .filter(|c| c.repo == full && c.issue == issue)
+            .cloned()
+            .collect()
+    }
+
+    /// The check runs on one commit, oldest first.
+    pub fn runs_on(&self, full: &str, sha: &str) -> Vec<CheckRun> {
+        self.check_runs
+            .values()
+            .filter(|r| r.repo == full && r.head_sha == sha)
+            .cloned()
+            .collect()
+    }
+
+    /// Requests of one operation.
+    pub fn calls(&self, operation: &str) -> usize {
+        self.requests
+            .iter()
+            .filter(|r| r.operation == operation)
+            .count()
+    }
+}
+
+/// The running fake.
+pub struct FakeGitHub {
+    pub url: String,
+    world: Arc<Mutex<World>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeGitHub {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeGitHub {
+    /// Starts on 127.0.0.1 with an empty world.
+    pub async fn start() -> Self {
+        // Parse the description before the first request (and fail early when it is missing).
+        let _ = openapi();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let world = Arc::new(Mutex::new(World {
+            base_url: url.clone(),
+            ..World::default()
+        }));
+        let app = Router::new().fallback(handle).with_state(world.clone());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeGitHub { url, world, task }
+    }
+
+    pub fn world(&self) -> MutexGuard<'_, World> {
+        self.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fails when any request broke the REST description or the fake's rules.
+    pub fn assert_clean(&self) {
+        let w = self.world();
+        assert!(
+            w.violations.is_empty(),
+            "requests that GitHub would refuse:\n{}",
+            w.violations.join("\n")
+        );
+    }
+
+    /// Fails when `needle` occurs in any request the fake received.
+    pub fn assert_never_sent(&self, needle: &str) {
+        let w = self.world();
+        assert!(!w.requests.is_empty());
+        for r in &w.requests {
+            assert!(
+                !r.text().contains(needle),
+                "a private value reached GitHub in {} {}",
+                r.method,
+                r.path
+            );
+        }
+    }
+}
+
+fn parse_query(q: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let s = s.replace('+', " ");
+        let bytes = s.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%'
+                && i + 2 < bytes.len()
+                && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn iso(secs: u64) -> String {
+    fleetbot::github::app::format_github_time(UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+struct Answer {
+    status: u16,
+    body: Value,
+    headers: Vec<(String, String)>,
+}
+
+impl Answer {
+    fn json(status: u16, body: Value) -> Self {
+        Answer {
+            status,
+            body,
+            headers: vec![],
+        }
+    }
+}
+
+fn not_found() -> Answer {
+    Answer::json(
+        404,
+        json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
+    )
+}
+
+fn verify_jwt(token: &str) -> Result<(), String> {
+    use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode};
+    #[derive(serde::Deserialize)]
+    struct Claims {
+        iat: u64,
+        exp: u64,
+        iss: Value,
+    }
+    let key = DecodingKey::from_rsa_pem(APP_PUBLIC_KEY.as_bytes()).unwrap();
+    let mut v = Validation::new(Algorithm::RS256);
+    v.set_required_spec_claims(&["exp", "iat"]);
+    v.leeway = 0;
+    let data = decode::<Claims>(token, &key, &v).map_err(|e| format!("JWT refused: {e}"))?;
+    let c = data.claims;
+    let now = now_secs();
+    if c.iat > now {
+        return Err("JWT iat is in the future".into());
+    }
+    if c.exp > now + 600 || c.exp - c.iat > 600 {
+        return Err("JWT exp is more than 10 minutes ahead".into());
+    }
+    if c.iss != json!(APP_ID.parse::<u64>().unwrap()) && c.iss != json!(APP_ID) {
+        return Err(format!("JWT iss {} is not the App", c.iss));
+    }
+    Ok(())
+}
+
+async fn handle(
+    State(world): State<Arc<Mutex<World>>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_string();
+    let query_raw = uri.query().unwrap_or_default().to_string();
+    let query = parse_query(&query_raw);
+    let body_text = String::from_utf8_lossy(&body).into_owned();
+    let mut w = world.lock().unwrap_or_else(|e| e.into_inner());
+    let mut violations = Vec::new();
+    let json_body = if body.is_empty() {
+        None
+    } else {
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                violations.push(format!("{method} {path}: body is not JSON: {e}"));
+                None
+            }
+        }
+    };
+    let checked = openapi().check_request(method.as_str(), &path, &query, json_body.as_ref());
+    let (operation, params) = match checked {
+        Ok(x) => x,
+        Err(errors) => {
+            let op = openapi()
+                .find(method.as_str(), &path)
+                .map(|m| m.operation.id.clone())
+                .unwrap_or_else(|| "unknown".into());
+            violations.extend(errors);
+            (op, BTreeMap::new())
+        }
+    };
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    if header("x-github-api-version") != "2022-11-28" {
+        violations.push(format!(
+            "{operation}: X-GitHub-Api-Version is not 2022-11-28"
+        ));
+    }
+    if !header("accept").starts_with("application/vnd.github") {
+        violations.push(format!("{operation}: Accept is not a GitHub media type"));
+    }
+    if header("user-agent").is_empty() {
+        violations.push(format!(
+            "{operation}: no User-Agent (GitHub refuses such requests)"
+        ));
+    }
+    let bearer = header("authorization")
+        .strip_prefix("Bearer ")
+        .unwrap_or_default()
+        .to_string();
+    let auth = if operation == "apps/create-installation-access-token" {
+        verify_jwt(&bearer)
+    } else if w.tokens.contains_key(&bearer) {
+        Ok(())
+    } else {
+        Err(format!("{operation}: not a valid installation token"))
+    };
+    let answer = if !violations.is_empty() {
+        Answer::json(
+            422,
+            json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}),
+        )
+    } else if let Err(e) = auth {
+        violations.push(e);
+        Answer::json(
+            401,
+            json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}),
+        )
+    } else if let Some(i) = w
+        .faults
+        .iter()
+        .position(|f| f.operation == operation && f.times > 0)
+    {
+        let f = &mut w.faults[i];
+        f.times -= 1;
+        Answer {
+            status: f.status,
+            body: f.body.clone(),
+            headers: f.headers.clone(),
+        }
+    } else {
+        let accept = header("accept").to_string();
+        let a = respond(
+            &mut w,
+            &operation,
+            &params,
+            &query,
+            json_body.as_ref(),
+            &path,
+            &accept,
+        );
+        if (200..300).contains(&a.status) {
+            let errors = openapi().check_response(&operation, a.status, &a.body);
+            violations.extend(errors.into_iter().map(|e| format!("(fake) {e}")));
+        }
+        a
+    };
+    w.requests.push(Recorded {
+        method: method.to_string(),
+        path: path.clone(),
+        query: query_raw,
+        body: body_text,
+        operation,
+        status: answer.status,
+    });
+    w.violations.extend(violations);
+    drop(w);
+    let mut response = (
+        StatusCode::from_u16(answer.status).unwrap(),
+        [("content-type", "application/json; charset=utf-8")],
+        answer.body.to_string(),
+    )
+        .into_response();
+    let h = response.headers_mut();
+    h.insert("x-ratelimit-limit", "5000".parse().unwrap());
+    h.insert("x-ratelimit-remaining", "4999".parse().unwrap());
+    h.insert(
+        "x-ratelimit-reset",
+        (now_secs() + 3600).to_string().parse().unwrap(),
+    );
+    h.insert("x-ratelimit-resource", "core".parse().unwrap());
+    for (k, v) in &answer.headers {
+        h.insert(
+            axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    response
+}
+
+fn repo_full(params: &BTreeMap<String, String>) -> String {
+    format!(
+        "{}/{}",
+        params.get("owner").cloned().unwrap_or_default(),
+        params.get("repo").cloned().unwrap_or_default()
+    )
+}
+
+fn page<T: Clone>(
+    items: &[T],
+    query: &[(String, String)],
+    base_url: &str,
+    path: &str,
+) -> (Vec<T>, Vec<(String, String)>) {
+    let get = |k: &str| {
+        query
+            .iter()
+            .find(|(q, _)| q == k)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    let per_page = get("per_page").unwrap_or(30).clamp(1, 100);
+    let page = get("page").unwrap_or(1).max(1);
+    let start = (page - 1) * per_page;
+    let slice: Vec<T> = items.iter().skip(start).take(per_page).cloned().collect();
+    let mut headers = vec![];
+    if start + per_page < items.len() {
+        headers.push((
+            "link".to_string(),
+            format!(
+                "<{base_url}{path}?per_page={per_page}&page={}>; rel=\"next\", <{base_url}{path}?per_page={per_page}&page={}>; rel=\"last\"",
+                page + 1,
+                items.len().div_ceil(per_page)
+            ),
+        ));
+    }
+    (slice, headers)
+}
+
+fn comment_json(w: &World, c: &Comment) -> Value {
+    let mut v = openapi().example("issues/create-comment", 201);
+    v["id"] = json!(c.id);
+    v["body"] = json!(c.body);
+    v["user"]["login"] = json!(c.user);
+    v["user"]["type"] = json!(c.user_type);
+    v["html_url"] = json!(format!(
+        "https://github.com/{}/pull/{}#issuecomment-{}",
+        c.repo, c.issue, c.id
+    ));
+    v["url"] = json!(format!(
+        "{}/repos/{}/issues/comments/{}",
+        w.base_url, c.repo, c.id
+    ));
+    v
+}
+
+fn check_run_json(w: &World, r: &CheckRun) -> Value {
+    let mut v = openapi().example("checks/create", 201);
+    v["id"] = json!(r.id);
+    v["name"] = json!(r.name);
+    v["head_sha"] = json!(r.head_sha);
+    v["external_id"] = json!(r.external_id.clone().unwrap_or_default());
+    v["status"] = json!(r.status);
+    v["conclusion"] = json!(r.conclusion);
+    v["completed_at"] = if r.conclusion.is_some() {
+        json!(iso(now_secs()))
+    } else {
+        Value::Null
+    };
+    v["output"]["title"] = json!(r.title);
+    v["output"]["summary"] = json!(r.summary);
+    v["output"]["text"] = json!(r.text);
+    v["output"]["annotations_count"] = json!(r.annotations.len());
+    v["url"] = json!(format!(
+        "{}/repos/{}/check-runs/{}",
+        w.base_url, r.repo, r.id
+    ));
+    v
+}
+
+fn apply_check_run_body(r: &mut CheckRun, body: &Value) {
+    if let Some(s) = body["status"].as_str() {
+        r.status = s.to_string();
+    }
+    if let Some(c) = body["conclusion"].as_str() {
+        r.conclusion = Some(c.to_string());
+        r.status = "completed".into();
+    }
+    if let Some(e) = body["external_id"].as_str() {
+        r.external_id = Some(e.to_string());
+    }
+    let out = &body["output"];
+    if let Some(t) = out["title"].as_str() {
+        r.title = t.to_string();
+    }
+    if let Some(s) = out["summary"].as_str() {
+        r.summary = s.to_string();
+    }
+    if let Some(t) = out["text"].as_str() {
+        r.text = Some(t.to_string());
+    }
+    if let Some(a) = out["annotations"].as_array() {
+        r.annotations.extend(a.iter().cloned());
+    }
+    r.requests += 1;
+}
+
+/// GitHub's `patch` for one file: the unified diff hunks without file headers.
+fn patch(old: &[u8], new: &[u8]) -> Option<String> {
+    let (Ok(old), Ok(new)) = (std::str::from_utf8(old), std::str::from_utf8(new)) else {
+        return None;
+    };
+    let diff = similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .to_string();
+    Some(diff.trim_end_matches('\n').to_string())
+}
+
+fn respond(
+    w: &mut World,
+    operation: &str,
+    params: &BTreeMap<String, String>,
+    query: &[(String, String)],
+    body: Option<&Value>,
+    path: &str,
+    _accept: &str,
+) -> Answer {
+    let full = repo_full(params);
+    let num = |k: &str| {
+        params
+            .get(k)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let base_url = w.base_url.clone();
+    match operation {
+        "apps/create-installation-access-token" => {
+            let id = num("installation_id");
+            let token = format!("ghs_fake{}x{}", id, w.tokens.len() + 1);
+            w.tokens.insert(token.clone(), id);
+            let mut v = openapi().example(operation, 201);
+            v["token"] = json!(token);
+            v["expires_at"] = json!(iso(now_secs() + 3600));
+            Answer::json(201, v)
+        }
+        "repos/get" => {
+            let Some(repo) = w.repos.get(&full) else {
+                return not_found();
+            };
+            let mut v = openapi().example(operation, 200);
+            v["default_branch"] = json!(repo.default_branch);
+            // GitHub's own example lacks the required `language`; this repository is no fork.
+            v["language"] = json!("YAML");
+            let obj = v.as_object_mut().unwrap();
+            obj.remove("source");
+            obj.remove("parent");
+            v["fork"] = json!(false);
+            v["full_name"] = json!(full);
+            v["name"] = json!(params["repo"]);
+            v["owner"]["login"] = json!(params["owner"]);
+            Answer::json(200, v)
+        }
+        "repos/get-content" => {
+            let Some(repo) = w.repos.get(&full) else {
+                return not_found();
+            };
+            let git_ref = query
+                .iter()
+                .find(|(k, _)| k == "ref")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| repo.default_branch.clone());
+            let sha = repo.branches.get(&git_ref).cloned().unwrap_or(git_ref);
+            let file_path = params.get("path").cloned().unwrap_or_default();
+            let Some(bytes) = repo.trees.get(&sha).and_then(|t| t.get(&file_path)) else {
+                return not_found();
+            };
+            let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+            // GitHub wraps the base64 at 60 characters.
+            let wrapped: Vec<String> = encoded
+                .as_bytes()
+                .chunks(60)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            let mut v = openapi().example(operation, 200);
+            v["type"] = json!("file");
+            v["encoding"] = json!("base64");
+            v["size"] = json!(bytes.len());
+            v["name"] = json!(file_path.rsplit('/').next().unwrap_or_default());
+            v["path"] = json!(file_path);
+            v["content"] = json!(wrapped.join("\n") + "\n");
+            Answer::json(200, v)
+        }
+        "pulls/get" => {
+            let Some(pr) = w
+                .repos
+                .get(&full)
+                .and_then(|r| r.pulls.get(&num("pull_number")))
+            else {
+                return not_found();
+            };
+            let mut v = openapi().example(operation, 200);
+            v["number"] = json!(pr.number);
+            v["state"] = json!(pr.state);
+            v["draft"] = json!(false);
+            // GitHub's example has a team without the required `type`.
+            v["requested_teams"] = json!([]);
+            v["head"]["sha"] = json!(pr.head_sha);
+            v["head"]["ref"] = json!(pr.head_ref);
+            v["head"]["repo"]["full_name"] = json!(full);
+            v["base"]["sha"] = json!(pr.base_sha);
+            v["base"]["ref"] = json!(pr.base_ref);
+            v["base"]["repo"]["full_name"] = json!(full);
+            Answer::json(200, v)
+        }
+        "pulls/list-files" => {
+            let Some(repo) = w.repos.get(&full) else {
+                return not_found();
+            };
+            let Some(pr) = repo.pulls.get(&num("pull_number")) else {
+                return not_found();
+            };
+            let empty = BTreeMap::new();
+            let base = repo.trees.get(&pr.base_sha).unwrap_or(&empty);
+            let head = repo.trees.get(&pr.head_sha).unwrap_or(&empty);
+            let template = openapi().example(operation, 200)[0].clone();
+            let mut files = Vec::new();
+            let paths: std::collections::BTreeSet<&String> =
+                base.keys().chain(head.keys()).collect();
+            for p in paths {
+                let (status, old, new) = match (base.get(p), head.get(p)) {
+                    (None, Some(n)) => ("added", &b""[..], &n[..]),
+                    (Some(o), None) => ("removed", &o[..], &b""[..]),
+                    (Some(o), Some(n)) if o != n => ("modified", &o[..], &n[..]),
+                    _ => continue,
+                };
+                let mut f = template.clone();
+                f["filename"] = json!(p);
+                f["status"] = json!(status);
+                f.as_object_mut().unwrap().remove("previous_filename");
+                match patch(old, new) {
+                    Some(text) => f["patch"] = json!(text),
+                    None => {
+                        f.as_object_mut().unwrap().remove("patch");
+                    }
+                }
+                files.push(f);
+            }
+            let (slice, headers) = page(&files, query, &base_url, path);
+            Answer {
+                status: 200,
+                body: Value::Array(slice),
+                headers,
+            }
+        }
+        "issues/list-comments" => {
+            let issue = num("issue_number");
+            let all: Vec<Value> = w
+                .comments
+                .values()
+                .filter(|c| c.repo == full && c.issue == issue)
+                .map(|c| comment_json(w, c))
+                .collect();
+            let (slice, headers) = page(&all, query, &base_url, path);
+            Answer {
+                status: 200,
+                body: Value::Array(slice),
+                headers,
+            }
+        }
+        "issues/create-comment" | "issues/update-comment" => {
+            let text = body
+                .and_then(|b| b["body"].as_str())
+                .unwrap_or_default()
+                .to_string();
+            if text.chars().count() > 65_536 {
+                w.violations.push(format!(
+                    "{operation}: body is {} characters; GitHub refuses over 65,536",
+                    text.chars().count()
+                ));
+                return Answer::json(
+                    422,
+                    json!({"message": "Body is too long (maximum is 65536 characters)", "documentation_url": "https://docs.github.com/rest"}),
+                );
+            }
+            if operation == "issues/create-comment" {
+                let id = w.next_id();
+                let c = Comment {
+                    id,
+                    repo: full,
+                    issue: num("issue_number"),
+                    body: text,
+                    user: BOT_LOGIN.into(),
+                    user_type: "Bot".into(),
+                    edits: 0,
+                };
+                let v = comment_json(w, &c);
+                w.comments.insert(id, c);
+                Answer::json(201, v)
+            } else {
+                let id = num("comment_id");
+                let Some(c) = w.comments.get_mut(&id) else {
+                    return not_found();
+                };
+                if c.user != BOT_LOGIN {
+                    w.violations.push(format!(
+                        "{operation}: the bot edited someone else's comment"
+                    ));
+                    return Answer::json(403, json!({"message": "Forbidden"}));
+                }
+                c.body = text;
+                c.edits += 1;
+                let c = c.clone();
+                Answer::json(200, comment_json(w, &c))
+            }
+        }
+        "reactions/create-for-issue-comment" => {
+            let content = body
+                .and_then(|b| b["content"].as_str())
+                .unwrap_or_default()
+                .to_string();
+            w.reactions.push((full, num("comment_id"), content.clone()));
+            let mut v = openapi().example(operation, 201);
+            v["content"] = json!(content);
+            Answer::json(201, v)
+        }
+        "repos/get-collaborator-permission-level" => {
+            let user = params.get("username").cloned().unwrap_or_default();
+            let Some(role) = w.roles.get(&(full, user.clone())).cloned() else {
+                return not_found();
+            };
+            let legacy = match role.as_str() {
+                "maintain" => "write",
+                "triage" => "read",
+                r => r,
+            };
+            let mut v = openapi().example(operation, 200);
+            v["permission"] = json!(legacy);
+            v["role_name"] = json!(role);
+            v["user"]["login"] = json!(user);
+            // Required by the schema, missing from GitHub's example.
+            v["user"]["role_name"] = json!(role);
+            Answer::json(200, v)
+        }
+        "checks/create" => {
+            let b = body.cloned().unwrap_or_default();
+            let id = w.next_id();
+            let mut run = CheckRun {
+                id,
+                repo: full,
+                name: b["name"].as_str().unwrap_or_default().into(),
+                head_sha: b["head_sha"].as_str().unwrap_or_default().into(),
+                external_id: None,
+                status: "queued".into(),
+                conclusion: None,
+                title: String::new(),
+                summary: String::new(),
+                text: None,
+                annotations: vec![],
+                requests: 0,
+            };
+            apply_check_run_body(&mut run, &b);
+            let v = check_run_json(w, &run);
+            w.check_runs.insert(id, run);
+            Answer::json(201, v)
+        }
+        "checks/update" => {
+            let id = num("check_run_id");
+            let Some(run) = w.check_runs.get_mut(&id) else {
+                return not_found();
+            };
+            apply_check_run_body(run, body.unwrap_or(&Value::Null));
+            let run = run.clone();
+            Answer::json(200, check_run_json(w, &run))
+        }
+        "checks/list-for-ref" => {
+            let name = query
+                .iter()
+                .find(|(k, _)| k == "check_name")
+                .map(|(_, v)| v.clone());
+            let git_ref = params.get("ref").cloned().unwrap_or_default();
+            let runs: Vec<Value> = w
+                .check_runs
+                .values()
+                .filter(|r| r.repo == full && r.head_sha == git_ref)
+                .filter(|r| name.as_ref().is_none_or(|n| &r.name == n))
+                .map(|r| check_run_json(w, r))
+                .collect();
+            Answer::json(200, json!({"total_count": runs.len(), "check_runs": runs}))
+        }
+        other => {
+            w.violations
+                .push(format!("{other}: the fake does not implement it"));
+            Answer::json(501, json!({"message": "not implemented by the fake"}))
+        }
+    }
+}
