@@ -52,6 +52,7 @@ fn bench(c: &mut Criterion) {
         let tenant = sim.tenant_id();
         let options = LifecycleOptions {
             concurrency: 8,
+            preflight: false,
             ..LifecycleOptions::default()
         };
         let result = deploy(

@@ -10,7 +10,7 @@ mod fake_github;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_github::{APP_ID, APP_PRIVATE_KEY_PATH, FakeGitHub, Fault, fixtures};
+use fake_github::{APP_ID, FakeGitHub, Fault, app_private_key_path, fixtures};
 use fleetbot::bot::handler::QuotaSource;
 use fleetbot::bot::{Bot, BotSettings, Handled};
 use fleetbot::github::{AppCredentials, ClientConfig, GitHubClient, RetryPolicy, sign};
@@ -97,8 +97,7 @@ impl Harness {
             w.set_role(REPO, "maintainer-mia", "maintain");
             w.set_role(REPO, "reader-rob", "read");
         }
-        let credentials =
-            AppCredentials::from_pem_file(APP_ID, APP_PRIVATE_KEY_PATH.as_ref()).unwrap();
+        let credentials = AppCredentials::from_pem_file(APP_ID, app_private_key_path()).unwrap();
         let github = GitHubClient::new(ClientConfig {
             api_url: gh.url.clone(),
             credentials: Some(Arc::new(credentials)),

@@ -85,7 +85,7 @@ fn paginated_allowances_exit_1() {
 fn unreadable_or_missing_evidence_exits_1() {
     for extra in [
         &["--quotas", "fixtures/quotas/no-such-file.json"][..],
-        &[][..],
+        &["--offline"][..],
     ] {
         let mut args = vec![
             "preflight",

@@ -5,6 +5,8 @@ pub mod destroy;
 pub mod lifecycle;
 pub mod output;
 pub mod plan;
+pub mod preflight;
+pub mod scan;
 pub mod serve;
 pub mod sim;
 pub mod status;
@@ -25,6 +27,10 @@ pub struct Cli {
 pub enum Command {
     /// Show the resolved deployment plan without touching infrastructure.
     Plan(plan::PlanArgs),
+    /// Refuse committed private IDs, keys and tokens.
+    Scan(scan::ScanArgs),
+    /// Check what the selected targets need against the tenant's quotas and capacity blocks.
+    Preflight(preflight::PreflightArgs),
     /// Create and converge the fleet's clusters (live plan and preflight first).
     Deploy(deploy::DeployArgs),
     /// Tear down the fleet's recorded clusters; projects and buckets are kept.
@@ -54,6 +60,8 @@ pub fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Plan(args) => plan::run(args),
+        Command::Scan(args) => scan::run(args),
+        Command::Preflight(args) => preflight::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Destroy(args) => destroy::run(args),
         Command::Status(args) => status::run(args),

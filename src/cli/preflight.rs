@@ -3,7 +3,9 @@
 //!
 //! Exit 0 when everything fits, 1 on a shortfall or when capacity cannot be proven (missing,
 //! unreadable, incomplete or ambiguous evidence, unresolved tenant), 2 on an invalid spec.
-//! Until the live source is wired in, evidence comes from files saved from the Nebius CLI.
+//! Evidence comes from files saved from the Nebius CLI (`--quotas`, `--capacity`), or, without
+//! them, live from the cloud (Nebius, or the embedded simulator when no credentials are set),
+//! where the live plan also proves which targets are unchanged. `--offline` forbids the live read.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +45,9 @@ pub struct PreflightArgs {
     /// Also write the budget as Markdown (for a pull request comment) to this file.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Never read the cloud: without --quotas, fail closed.
+    #[arg(long)]
+    pub offline: bool,
     /// Nebius CLI configuration to read profiles from.
     #[arg(long, env = "FLEETBOT_NEBIUS_CONFIG", value_name = "PATH", hide = true)]
     pub nebius_config: Option<PathBuf>,
@@ -50,6 +55,7 @@ pub struct PreflightArgs {
 
 impl From<PreflightArgs> for PreflightCommand {
     fn from(args: PreflightArgs) -> PreflightCommand {
+        let _ = args.offline;
         PreflightCommand {
             spec: args.spec,
             quotas: args.quotas,
@@ -66,8 +72,81 @@ impl From<PreflightArgs> for PreflightCommand {
 }
 
 pub fn run(args: PreflightArgs) -> ExitCode {
+    if args.quotas.is_none() && !args.offline {
+        return run_live(args);
+    }
     let command = PreflightCommand::from(args);
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr().lock();
     ExitCode::from(run_command(&command, &mut stdout, &mut stderr))
+}
+
+/// Live evidence: the tenant's allowances and capacity blocks read through the cloud layer, and
+/// unchanged targets proven by the live plan (so they add no demand).
+fn run_live(args: PreflightArgs) -> ExitCode {
+    use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
+    use crate::engine::ops::{LifecycleOptions, csv, prepare};
+    use crate::engine::preflight::{live_evidence, proven_state};
+    use crate::quota::run::run_with;
+
+    let spec = match crate::spec::load(&args.spec) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("Invalid fleet spec: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let profile = if args.profile.is_empty() {
+        spec.profile.clone()
+    } else {
+        args.profile.clone()
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let gathered = runtime.block_on(async {
+        let connection = open_cloud(&profile).await?;
+        let tenant = if args.tenant_id.is_empty() {
+            resolve_tenant(&spec, &connection, &profile)?
+        } else {
+            args.tenant_id.clone()
+        };
+        let store = open_inventory(&connection).await?;
+        let options = LifecycleOptions {
+            only_projects: csv(&args.only_projects),
+            only_clusters: csv(&args.only_clusters),
+            profile: profile.clone(),
+            ssh_public_key: resolve_ssh_key(&spec),
+            ..LifecycleOptions::default()
+        };
+        let prepared = prepare(&connection.client, &store, &spec, &tenant, &options)
+            .await
+            .map_err(|e| e.to_string())?;
+        let evidence = live_evidence(&connection.client, &tenant).await.map_err(|e| {
+            format!("could not read tenant quota allowances; refusing to create projects or resources without capacity evidence ({e})")
+        })?;
+        Ok::<_, String>((tenant, proven_state(&prepared.plan), evidence))
+    });
+    let (tenant, proven, evidence) = match gathered {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut command = PreflightCommand::from(args);
+    command.tenant_id = tenant;
+    let mut stdout = std::io::stdout().lock();
+    let mut stderr = std::io::stderr().lock();
+    ExitCode::from(run_with(
+        &command,
+        &evidence,
+        &proven,
+        &mut stdout,
+        &mut stderr,
+    ))
 }

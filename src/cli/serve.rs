@@ -9,12 +9,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
 use crate::bot::{Bot, BotSettings};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
-use crate::server::{AppState, InMemorySink, Metrics, router, run_worker, serve};
+use crate::server::durable::{DurableSettings, start};
+use crate::server::{Metrics, WorkerSettings};
+use crate::store::{JobQueue, PostgresStore, SqliteStore, StoreUrl};
+
+/// How long a shutdown waits for running jobs before leaving them to their leases.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// A secret command-line value: parsed as given, shown as `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
@@ -75,17 +81,29 @@ pub struct ServeArgs {
     #[arg(long, env = "FLEETBOT_GITHUB_API_URL", default_value = DEFAULT_API_URL, value_name = "URL")]
     pub github_api_url: String,
     /// Where deliveries and jobs are kept: sqlite://PATH (one replica; default
-    /// sqlite://fleetbot.db) or postgres://… (several replicas). May hold a password, so its
-    /// value is never shown.
+    /// sqlite://DATA_DIR/fleetbot/fleetbot.sqlite, e.g. ~/.local/share/fleetbot/fleetbot.sqlite)
+    /// or postgres://USER:PASSWORD@HOST/DB (several replicas share it). May hold a password,
+    /// so its value is never shown or logged.
     #[arg(
         long,
         env = "FLEETBOT_STORE",
-        default_value = "sqlite://fleetbot.db",
         hide_env_values = true,
-        hide_default_value = true,
         value_name = "URL"
     )]
-    pub store: SecretArg,
+    pub store: Option<SecretArg>,
+    /// Workers in this process. Jobs of one pull request run one at a time whatever the
+    /// number; more workers run more pull requests at once.
+    #[arg(long, env = "FLEETBOT_WORKERS", default_value_t = 2, value_name = "N")]
+    pub workers: usize,
+    /// Days delivery ids are remembered (a redelivery within them is not run again) and
+    /// finished jobs kept. At least 3: GitHub redelivers for up to 3 days.
+    #[arg(
+        long,
+        env = "FLEETBOT_RETENTION_DAYS",
+        default_value_t = 7,
+        value_name = "DAYS"
+    )]
+    pub retention_days: u64,
 }
 
 /// The checked configuration (its `Debug` redacts, like its parts).
@@ -93,6 +111,7 @@ pub struct ServeArgs {
 struct Checked {
     secrets: WebhookSecrets,
     credentials: Arc<AppCredentials>,
+    store: StoreUrl,
 }
 
 fn check(args: &ServeArgs) -> Result<Checked, String> {
@@ -112,12 +131,15 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         }
     };
     let credentials = AppCredentials::from_pem_file(app_id, key_path).map_err(|e| e.to_string())?;
-    let store = args.store.expose();
-    if !(store.starts_with("sqlite://")
-        || store.starts_with("postgres://")
-        || store.starts_with("postgresql://"))
-    {
-        return Err("FLEETBOT_STORE must be sqlite://PATH or postgres://…".to_string());
+    let store = StoreUrl::parse(
+        args.store.as_ref().map(SecretArg::expose),
+        &StoreUrl::default_dir(),
+    )
+    .map_err(|e| e.to_string())?;
+    if args.retention_days < 3 {
+        return Err(
+            "FLEETBOT_RETENTION_DAYS must be at least 3: GitHub redelivers for 3 days".to_string(),
+        );
     }
     if !(args.github_api_url.starts_with("https://") || args.github_api_url.starts_with("http://"))
     {
@@ -126,6 +148,7 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
     Ok(Checked {
         secrets,
         credentials: Arc::new(credentials),
+        store,
     })
 }
 
@@ -157,30 +180,76 @@ pub fn run(args: ServeArgs) -> ExitCode {
 }
 
 async fn serve_until_signal(args: ServeArgs, checked: Checked) -> Result<(), String> {
+    match &checked.store {
+        StoreUrl::Sqlite(path) => {
+            let store = SqliteStore::open(path).await.map_err(|e| e.to_string())?;
+            serve_with(store, args, checked).await
+        }
+        StoreUrl::Postgres(url) => {
+            let store = PostgresStore::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            serve_with(store, args, checked).await
+        }
+    }
+}
+
+/// Runs the server over an open store until SIGINT or SIGTERM.
+async fn serve_with<Q: JobQueue + Clone>(
+    store: Q,
+    args: ServeArgs,
+    checked: Checked,
+) -> Result<(), String> {
     let github = GitHubClient::new(ClientConfig {
         api_url: args.github_api_url.clone(),
         credentials: Some(checked.credentials),
         ..ClientConfig::default()
     })
     .map_err(|e| e.to_string())?;
-    // The durable store is the next phase; until then deliveries are deduplicated and queued
-    // in memory, and a restart loses what was queued.
-    tracing::warn!("the durable store is not wired in yet: deliveries are kept in memory");
-    let (sink, queue) = InMemorySink::new();
-    let metrics = Arc::new(Metrics::default());
-    let bot = Bot::new(github.clone(), BotSettings::default());
-    let worker = tokio::spawn(run_worker(queue, bot, metrics.clone(), None));
-    let state = AppState::new(checked.secrets, Arc::new(sink), metrics, Some(github));
+    let bot = Bot::new(github, BotSettings::default());
+    if args.workers == 0 {
+        tracing::warn!(
+            "FLEETBOT_WORKERS=0: deliveries are stored but handled by other replicas only"
+        );
+    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    tracing::info!(listen = %args.listen, api = %args.github_api_url, "fleetbot serve is listening");
-    eprintln!("fleetbot serve: listening on {}", args.listen);
-    serve(listener, router(state), shutdown_signal())
+    let settings = DurableSettings {
+        workers: args.workers,
+        worker: WorkerSettings::default(),
+        retention: Duration::from_secs(args.retention_days * 24 * 3600),
+        ..DurableSettings::default()
+    };
+    let server = start(
+        listener,
+        store,
+        checked.secrets,
+        bot,
+        Arc::new(Metrics::default()),
+        settings,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    // The store is shown redacted: a PostgreSQL URL's password never reaches a log.
+    tracing::info!(
+        listen = %args.listen,
+        api = %args.github_api_url,
+        store = %checked.store,
+        workers = args.workers,
+        "fleetbot serve is listening"
+    );
+    eprintln!(
+        "fleetbot serve: listening on {} (store {})",
+        server.local_addr(),
+        checked.store
+    );
+    shutdown_signal().await;
+    eprintln!("fleetbot serve: shutting down");
+    server
+        .shutdown(SHUTDOWN_GRACE)
         .await
-        .map_err(|e| e.to_string())?;
-    worker.abort();
-    Ok(())
+        .map_err(|e| e.to_string())
 }
 
 /// SIGINT or SIGTERM.
@@ -214,12 +283,11 @@ mod tests {
             listen: "127.0.0.1:0".parse().unwrap(),
             webhook_secret: Some("a,b".parse().unwrap()),
             app_id: Some("1".into()),
-            app_private_key_path: Some(PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/src/github/testdata/app-test-key.pem"
-            ))),
+            app_private_key_path: Some(crate::github::test_key::test_key().private_path.clone()),
             github_api_url: DEFAULT_API_URL.into(),
-            store: "postgres://user:hunter2@db/fleetbot".parse().unwrap(),
+            store: Some("postgres://user:hunter2@db/fleetbot".parse().unwrap()),
+            workers: 2,
+            retention_days: 7,
         }
     }
 
@@ -227,7 +295,7 @@ mod tests {
     fn checks_and_redacts() {
         let a = args();
         assert!(check(&a).is_ok());
-        let shown = format!("{a:?}");
+        let shown = format!("{a:?} {:?}", check(&a).unwrap());
         assert!(
             !shown.contains("hunter2") && !shown.contains("\"a,b\""),
             "{shown}"
@@ -243,7 +311,20 @@ mod tests {
         no_key.app_private_key_path = None;
         assert!(check(&no_key).unwrap_err().contains("both required"));
         let mut bad_store = args();
-        bad_store.store = "mysql://x".parse().unwrap();
-        assert!(check(&bad_store).unwrap_err().contains("FLEETBOT_STORE"));
+        bad_store.store = Some("mysql://x:hunter2@db".parse().unwrap());
+        let err = check(&bad_store).unwrap_err();
+        assert!(
+            err.contains("FLEETBOT_STORE") && !err.contains("hunter2"),
+            "{err}"
+        );
+        let mut default_store = args();
+        default_store.store = None;
+        assert!(matches!(
+            check(&default_store).unwrap().store,
+            StoreUrl::Sqlite(p) if p.ends_with("fleetbot/fleetbot.sqlite")
+        ));
+        let mut short = args();
+        short.retention_days = 2;
+        assert!(check(&short).unwrap_err().contains("at least 3"));
     }
 }

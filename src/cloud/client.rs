@@ -251,6 +251,7 @@ impl NebiusClient {
             .user_agent(self.inner.user_agent.clone())
             .map_err(transport_error)?
             .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(20))
             .keep_alive_timeout(Duration::from_secs(10))
             .keep_alive_while_idle(true);

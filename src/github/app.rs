@@ -241,9 +241,7 @@ mod tests {
     use super::*;
     use jsonwebtoken::{DecodingKey, Validation, decode};
 
-    /// A test-only RSA key pair (generated for these tests; it guards nothing).
-    pub(crate) const TEST_KEY: &str = include_str!("testdata/app-test-key.pem");
-    const TEST_PUBLIC_KEY: &str = include_str!("testdata/app-test-key.pub.pem");
+    use crate::github::test_key::test_key;
 
     #[derive(serde::Deserialize)]
     struct Decoded {
@@ -254,7 +252,7 @@ mod tests {
 
     #[test]
     fn jwt_round_trips_with_backdated_iat_and_short_exp() {
-        let creds = AppCredentials::from_pem("12345", TEST_KEY.as_bytes()).unwrap();
+        let creds = AppCredentials::from_pem("12345", test_key().private_pem.as_bytes()).unwrap();
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let jwt = creds.jwt(now).unwrap();
         let mut validation = Validation::new(Algorithm::RS256);
@@ -262,7 +260,7 @@ mod tests {
         validation.set_required_spec_claims(&["iat", "exp"]);
         let token = decode::<Decoded>(
             jwt.expose(),
-            &DecodingKey::from_rsa_pem(TEST_PUBLIC_KEY.as_bytes()).unwrap(),
+            &DecodingKey::from_rsa_pem(test_key().public_pem.as_bytes()).unwrap(),
             &validation,
         )
         .unwrap();
@@ -270,11 +268,12 @@ mod tests {
         assert_eq!(token.claims.exp, 1_700_000_000 + 540);
         assert!(token.claims.exp - token.claims.iat <= 600);
         assert_eq!(token.claims.iss, serde_json::json!(12345));
-        let by_client_id = AppCredentials::from_pem("Iv1.abc", TEST_KEY.as_bytes()).unwrap();
+        let by_client_id =
+            AppCredentials::from_pem("Iv1.abc", test_key().private_pem.as_bytes()).unwrap();
         let jwt = by_client_id.jwt(now).unwrap();
         let token = decode::<Decoded>(
             jwt.expose(),
-            &DecodingKey::from_rsa_pem(TEST_PUBLIC_KEY.as_bytes()).unwrap(),
+            &DecodingKey::from_rsa_pem(test_key().public_pem.as_bytes()).unwrap(),
             &validation,
         )
         .unwrap();
@@ -288,10 +287,10 @@ mod tests {
             Err(AppAuthError::BadKey)
         ));
         assert!(matches!(
-            AppCredentials::from_pem(" ", TEST_KEY.as_bytes()),
+            AppCredentials::from_pem(" ", test_key().private_pem.as_bytes()),
             Err(AppAuthError::MissingAppId)
         ));
-        let creds = AppCredentials::from_pem("1", TEST_KEY.as_bytes()).unwrap();
+        let creds = AppCredentials::from_pem("1", test_key().private_pem.as_bytes()).unwrap();
         let shown = format!("{creds:?}");
         assert!(shown.contains("redacted") && !shown.contains("PRIVATE"));
         assert_ne!(creds.installation_key(1), creds.installation_key(2));

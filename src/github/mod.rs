@@ -8,6 +8,8 @@
 pub mod app;
 pub mod client;
 pub mod events;
+#[cfg(test)]
+pub(crate) mod test_key;
 pub mod webhook;
 
 use std::fmt;

@@ -138,6 +138,13 @@ fn nid_weak_id_is_filler(v: &str) -> bool {
         && is_filler(&tail[3..])
 }
 
+/// Contains the word "example" in any case: documentation keys and tokens are marked this
+/// way (AWS's `…EXAMPLE` keys), and seven given letters essentially never occur by chance
+/// in a random key, token or ID.
+pub(crate) fn mentions_example(bytes: &[u8]) -> bool {
+    bytes.windows(7).any(|w| w.eq_ignore_ascii_case(b"example"))
+}
+
 /// Only `[0-9a-f]`.
 pub(crate) fn is_lower_hex(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -199,6 +206,13 @@ mod tests {
         ] {
             assert!(!is_placeholder(v), "{v:?} should not be a placeholder");
         }
+    }
+
+    #[test]
+    fn example_marker() {
+        assert!(mentions_example(b"AAAAC3NzaExampleKeyForTests"));
+        assert!(mentions_example(b"AKIAIOSFODNN7EXAMPLE"));
+        assert!(!mentions_example(b"AAAAC3NzaC1lZDI1NTE5"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use regex::bytes::Regex;
 
 use super::Candidate;
-use super::noise::{is_digest_length, is_filler, is_lower_hex, is_placeholder};
+use super::noise::{is_digest_length, is_filler, is_lower_hex, is_placeholder, mentions_example};
 use super::rules::RuleId;
 
 /// Type prefixes named by the API's `nid` annotations and seen in real IDs
@@ -184,7 +184,7 @@ pub(crate) fn detect(text: &[u8], out: &mut Vec<Candidate>) {
 fn simple(text: &[u8], re: &Regex, rule: RuleId, prefix: usize, out: &mut Vec<Candidate>) {
     for m in re.find_iter(text) {
         let value = m.as_bytes();
-        if body_is_filler(&value[prefix..]) {
+        if is_stand_in(&value[prefix..]) {
             continue;
         }
         out.push(Candidate::new(m.start(), m.end(), rule, value.to_vec()));
@@ -193,6 +193,11 @@ fn simple(text: &[u8], re: &Regex, rule: RuleId, prefix: usize, out: &mut Vec<Ca
 
 fn body_is_filler(body: &[u8]) -> bool {
     std::str::from_utf8(body).is_ok_and(is_filler)
+}
+
+/// A body that only stands in for a secret: filler, or marked as an example.
+fn is_stand_in(body: &[u8]) -> bool {
+    body_is_filler(body) || mentions_example(body)
 }
 
 fn nebius_ids(text: &[u8], out: &mut Vec<Candidate>) {
@@ -254,7 +259,7 @@ fn nid_at(text: &[u8], dash: usize) -> Option<(usize, usize, RuleId)> {
     } else {
         return None;
     };
-    if body_is_filler(weak) {
+    if is_stand_in(weak) {
         return None;
     }
     Some((start, end, rule))
@@ -297,7 +302,7 @@ fn github_tokens(text: &[u8], out: &mut Vec<Candidate>) {
             4
         };
         let min_body = if body_at == 11 { 22 } else { 36 };
-        if value.len() < body_at + min_body || body_is_filler(&value[body_at..]) {
+        if value.len() < body_at + min_body || is_stand_in(&value[body_at..]) {
             continue;
         }
         let end = m.start() + value.len();
@@ -314,6 +319,9 @@ fn ssh_public_keys(text: &[u8], out: &mut Vec<Candidate>) {
     for caps in SSH_PUBLIC.captures_iter(text) {
         let all = caps.get(0).expect("match");
         let blob = caps.get(1).expect("blob group");
+        if mentions_example(blob.as_bytes()) {
+            continue;
+        }
         // The blob identifies the key; the comment after it does not.
         out.push(Candidate::new(
             all.start(),
@@ -355,6 +363,9 @@ fn service_account_credentials(text: &[u8], out: &mut Vec<Candidate>) {
             None
         };
         let (end, value) = match object {
+            // A credentials object without a private key in it is a stub (a parser's
+            // test input, a schema example), not a credential.
+            Some(end) if !holds_private_key(&text[m.end()..end]) => continue,
             Some(end) => (end, squeeze(&text[m.end()..end])),
             None => {
                 // Not a followed object: the rest of the line (bounded, so a line of
@@ -378,9 +389,17 @@ fn service_account_credentials(text: &[u8], out: &mut Vec<Candidate>) {
     }
 }
 
+fn holds_private_key(document: &[u8]) -> bool {
+    PEM_BEGIN
+        .find_iter(document)
+        .any(|m| key_body(document, m.end()).is_some_and(|(_, body)| !mentions_example(&body)))
+}
+
 fn private_keys(text: &[u8], out: &mut Vec<Candidate>) {
     for m in PEM_BEGIN.find_iter(text) {
-        if let Some((end, body)) = key_body(text, m.end()) {
+        if let Some((end, body)) = key_body(text, m.end())
+            && !mentions_example(&body)
+        {
             out.push(Candidate::new(m.start(), end, RuleId::PrivateKey, body));
         }
     }
@@ -395,7 +414,9 @@ fn putty_keys(text: &[u8], out: &mut Vec<Candidate>) {
         };
         let after_marker = m.end() + at + MARKER.len();
         let body_start = memchr_newline(text, after_marker);
-        if let Some((end, body)) = key_body(text, body_start) {
+        if let Some((end, body)) = key_body(text, body_start)
+            && !mentions_example(&body)
+        {
             out.push(Candidate::new(m.start(), end, RuleId::PrivateKey, body));
         }
     }
@@ -441,6 +462,13 @@ fn key_body(text: &[u8], from: usize) -> Option<(usize, Vec<u8>)> {
                     last_run = usize::MAX;
                 }
                 Some(b't') => i += 2,
+                // `\\n`: a key inside JSON that is itself inside a JSON string.
+                Some(b'\\') if matches!(text.get(i + 2), Some(b'n' | b'r')) => {
+                    i += 3;
+                    line_start = true;
+                    run = 0;
+                    last_run = usize::MAX;
+                }
                 _ => break,
             },
             b'-' if text[i..].starts_with(b"-----END") || text[i..].starts_with(b"---- END") => {
@@ -736,6 +764,39 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].rule, RuleId::SshPublicKey);
         assert!(out[0].value.starts_with(b"AAAA"));
+    }
+
+    #[test]
+    fn example_marked_and_stub_values_are_ignored() {
+        let ssh = format!(
+            "ssh-ed25519 AAAAC3{}ExampleKeyForTests",
+            testdata::base64(40, 3)
+        );
+        let token = format!(
+            "ghp_{}EXAMPLE",
+            testdata::base64(30, 4).replace(['+', '/'], "x")
+        );
+        let name = ["subject", "credentials"].join("-");
+        let stub = format!("{{\"{name}\": {{\"private-key\": \"PEMDATA\", \"kid\": \"k\"}}}}");
+        for text in [ssh, token, stub] {
+            assert_eq!(rules(&text), vec![]);
+        }
+    }
+
+    #[test]
+    fn credentials_nested_in_a_json_string() {
+        let name = ["subject", "credentials"].join("-");
+        let key = testdata::pem_key("", 4).replace('\n', "\\\\n");
+        let text = format!(
+            "{{\"config\": \"{{\\\"{name}\\\": {{\\\"private-key\\\": \\\"{key}\\\"}}}}\"}}"
+        );
+        let found = rules(&text);
+        assert_eq!(
+            found.len(),
+            2,
+            "credentials and the key inside (not deduplicated here)"
+        );
+        assert_eq!(found[0].1, RuleId::ServiceAccountCredentials);
     }
 
     #[test]

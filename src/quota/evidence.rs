@@ -55,9 +55,9 @@ impl QuotaEvidence for OfflineEvidence {
     fn allowances(&self, _tenant_id: &str) -> Result<AllowanceDocument, EvidenceError> {
         // The hint names the flag, not the tenant: it may be pasted into a ticket.
         let Some(path) = &self.quotas else {
-            return Err(EvidenceError::Unreadable(format!(
-                "no quota evidence was given: pass --quotas FILE with the output of `nebius quotas quota-allowance list --parent-id <tenant-id> --all --format json` (fleetbot has no live quota source yet)"
-            )));
+            return Err(EvidenceError::Unreadable(
+                "no quota evidence was given: pass --quotas FILE with the output of `nebius quotas quota-allowance list --parent-id <tenant-id> --all --format json` (fleetbot has no live quota source yet)".into(),
+            ));
         };
         json::allowance_document(&read(path)?)
     }
@@ -67,9 +67,9 @@ impl QuotaEvidence for OfflineEvidence {
         _tenant_id: &str,
     ) -> Result<CapacityBlockDocument, EvidenceError> {
         let Some(path) = &self.capacity else {
-            return Err(EvidenceError::Unreadable(format!(
-                "no capacity evidence was given: pass --capacity FILE with the output of `nebius capacity capacity-block-group list --parent-id <tenant-id> --all --format json` (fleetbot has no live capacity source yet)"
-            )));
+            return Err(EvidenceError::Unreadable(
+                "no capacity evidence was given: pass --capacity FILE with the output of `nebius capacity capacity-block-group list --parent-id <tenant-id> --all --format json` (fleetbot has no live capacity source yet)".into(),
+            ));
         };
         json::capacity_document(&read(path)?)
     }

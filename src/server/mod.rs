@@ -8,8 +8,10 @@
 //! does not handle are acknowledged (`202`) and not stored. Request headers are never logged:
 //! GitHub once sent webhook secrets in one by mistake.
 
+pub mod durable;
 pub mod metrics;
 pub mod sink;
+pub mod worker;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,8 +30,10 @@ use crate::bot::{Bot, Handled};
 use crate::github::WebhookSecrets;
 use crate::github::webhook::SIGNATURE_HEADER;
 
+pub use durable::{DurableServer, DurableSettings, StoreSink};
 pub use metrics::Metrics;
 pub use sink::{Acceptance, Delivery, DeliverySink, InMemorySink, SinkError, SinkFuture};
+pub use worker::{WorkerSettings, run_queue_worker};
 
 /// GitHub does not send payloads over 25 MB; a little more is allowed so none is refused.
 pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
@@ -191,9 +195,10 @@ pub struct JobReport {
     pub took: Duration,
 }
 
-/// Runs deliveries one at a time, in arrival order, until the queue closes. One at a time is
-/// what makes "one job at a time per pull request" hold in this phase; the store's queue takes
-/// over that guarantee across processes.
+/// Runs deliveries from an [`InMemorySink`] one at a time, in arrival order, until the queue
+/// closes (tests without a store). `fleetbot serve` runs [`worker::run_queue_worker`] over the
+/// store's queue instead, which keeps jobs of one pull request one at a time across workers
+/// and replicas.
 pub async fn run_worker(
     mut queue: mpsc::UnboundedReceiver<Delivery>,
     bot: Bot,

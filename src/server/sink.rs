@@ -1,7 +1,8 @@
 //! Where accepted deliveries go: the [`DeliverySink`] seam between the HTTP layer and the store.
 //!
 //! The webhook handler answers `202` only after the sink has accepted the delivery, so a
-//! durable sink (the store, next phase) makes "answered" mean "persisted". Acceptance is
+//! durable sink ([`super::durable::StoreSink`], what `fleetbot serve` uses) makes "answered"
+//! mean "persisted". Acceptance is
 //! deduplicated by `X-GitHub-Delivery`: GitHub reuses the id when a delivery is redelivered,
 //! so a second acceptance of the same id must not cause a second run.
 
@@ -74,7 +75,7 @@ pub trait DeliverySink: Send + Sync + 'static {
 pub const IN_MEMORY_DEDUP_WINDOW: usize = 100_000;
 
 /// An in-memory sink: deduplicates, keeps a log, and hands new deliveries to a worker
-/// through a channel. Used by tests and until the store lands; nothing survives a restart.
+/// through a channel. For tests that need no store; nothing survives a restart.
 pub struct InMemorySink {
     seen: Mutex<Seen>,
     queue: mpsc::UnboundedSender<Delivery>,

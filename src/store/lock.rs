@@ -2,7 +2,7 @@
 //! the CLI on the same database), or a process-wide lock for SQLite (one replica).
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
@@ -103,9 +103,9 @@ impl FleetLock {
     }
 }
 
-fn release_local(path: &PathBuf, fleet: &str) {
+fn release_local(path: &Path, fleet: &str) {
     let mut locks = local_locks().lock().unwrap_or_else(|e| e.into_inner());
-    locks.remove(&(path.clone(), fleet.to_string()));
+    locks.remove(&(path.to_path_buf(), fleet.to_string()));
 }
 
 impl Drop for FleetLock {

@@ -7,22 +7,27 @@
 pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_inventory.sql")),
     (2, include_str!("migrations/0002_queue.sql")),
+    (3, include_str!("migrations/0003_queue_claim_indexes.sql")),
 ];
 
 /// The PostgreSQL advisory-lock key that serializes migrations when several replicas start at
 /// once (`fleetbot:migrate` hashed like a fleet lock key).
 pub const MIGRATION_LOCK_NAME: &str = "schema_migrations";
 
-/// Splits a migration into statements (the files hold no semicolons inside literals).
+/// Splits a migration into statements: whole-line `--` comments are dropped first (so a
+/// comment may hold a semicolon), then the text is split at `;` (the files hold no semicolons
+/// inside literals).
 pub fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
-    sql.split(';')
-        .map(|s| {
-            s.lines()
-                .filter(|l| !l.trim_start().starts_with("--"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .filter(|s| !s.trim().is_empty())
+    let code = sql
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    code.split(';')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .into_iter()
 }
 
 #[cfg(test)]
@@ -36,6 +41,7 @@ mod tests {
         assert_eq!(versions, sorted);
         assert_eq!(super::statements(super::MIGRATIONS[0].1).count(), 2);
         assert_eq!(super::statements(super::MIGRATIONS[1].1).count(), 8);
+        assert_eq!(super::statements(super::MIGRATIONS[2].1).count(), 4);
     }
 
     #[test]

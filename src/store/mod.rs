@@ -1,13 +1,28 @@
-//! Durable state behind one trait: the fleet inventory (what fleetbot created, per target and
-//! per project). SQLite is the embedded default; other backends implement the same trait and
-//! pass the same conformance tests.
+//! Durable state behind one set of traits, with two backends: the fleet inventory (what
+//! fleetbot created, per target and per project) and the webhook inbox with its job queue.
+//!
+//! SQLite ([`SqliteStore`]) is the embedded default and serves one replica; PostgreSQL
+//! ([`PostgresStore`]) serves several replicas sharing one queue. Both run the same numbered
+//! migrations ([`migrate`]) and the same statements ([`sql`]), and both pass the same
+//! conformance suite (`tests/store_conformance.rs`). `FLEETBOT_STORE` picks one ([`StoreUrl`]).
 
 pub mod inventory;
+pub mod lock;
 pub mod migrate;
+pub mod postgres;
+pub mod queue;
+mod sql;
 pub mod sqlite;
+pub mod url;
 
 pub use inventory::{InventoryStore, ProjectRecord, TargetRecord};
+pub use lock::FleetLock;
+pub use postgres::PostgresStore;
+pub use queue::{
+    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,
+};
 pub use sqlite::SqliteStore;
+pub use url::{StoreUrl, redact_url};
 
 /// A store that cannot be read or written. Callers fail closed on it.
 #[derive(Debug, thiserror::Error)]
@@ -18,4 +33,22 @@ pub enum StoreError {
     Unreadable { location: String, reason: String },
     #[error("cannot write the fleet inventory at {location}: {reason}")]
     Write { location: String, reason: String },
+    /// The inbox or job queue cannot be read or written (intake answers 503, so GitHub marks
+    /// the delivery failed and it can be redelivered).
+    #[error("the job queue at {location} is unavailable: {reason}")]
+    Queue { location: String, reason: String },
+    /// The store's location is not usable (a malformed `FLEETBOT_STORE`).
+    #[error("{0}")]
+    Config(String),
+}
+
+impl StoreError {
+    /// The same failure, described as the job queue's.
+    pub fn into_queue(self) -> StoreError {
+        match self {
+            StoreError::Unreadable { location, reason }
+            | StoreError::Write { location, reason } => StoreError::Queue { location, reason },
+            other => other,
+        }
+    }
 }

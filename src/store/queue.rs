@@ -143,6 +143,14 @@ pub trait JobQueue: Send + Sync + 'static {
         now: i64,
     ) -> impl Future<Output = Result<Enqueued, StoreError>> + Send;
 
+    /// Queues a job that comes from no delivery (a follow-up job a handler creates); a known
+    /// job id is a [`Enqueued::Duplicate`].
+    fn enqueue(
+        &self,
+        job: &NewJob,
+        now: i64,
+    ) -> impl Future<Output = Result<Enqueued, StoreError>> + Send;
+
     /// Hands the oldest runnable job to `worker` with a lease until `now + lease_ms`.
     fn claim(
         &self,

@@ -52,18 +52,28 @@ pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, payload,
      ON CONFLICT (id) DO NOTHING";
 
 /// The runnable job to claim: queued (or running on an expired lease), due, and not held back
-/// by a job with the same pull-request or fleet key that is running on a live lease or is
-/// older and unfinished (so jobs of one key run one at a time, in order). `$1` is now.
+/// by a job with the same pull-request or fleet key that is older and unfinished, or running
+/// on a live lease (so jobs of one key run one at a time, in order). `$1` is now.
+///
+/// Shaped for the indexes of migration 3: the walk follows `jobs_open_seq` and stops at the
+/// first runnable job; each check is one index lookup (`k.seq <= j.seq` bounds the range, so
+/// a key's later jobs are never scanned). The running check is separate from the older-job
+/// check because two PostgreSQL arrivals may share a `seq`, and then the id decides which is
+/// "older" only after both are visible.
 pub(crate) const PICK_JOB: &str = "SELECT j.id FROM jobs j \
      WHERE j.state IN ('queued', 'running') \
        AND (j.state = 'queued' OR j.lease_until < $1) \
        AND j.run_after <= $1 \
-       AND (j.pr_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.id <> j.id \
-            AND k.state IN ('queued', 'running') \
-            AND ((k.state = 'running' AND k.lease_until >= $1) OR k.seq < j.seq OR (k.seq = j.seq AND k.id < j.id)))) \
-       AND (j.fleet_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.id <> j.id \
-            AND k.state IN ('queued', 'running') \
-            AND ((k.state = 'running' AND k.lease_until >= $1) OR k.seq < j.seq OR (k.seq = j.seq AND k.id < j.id)))) \
+       AND (j.pr_key = '' OR ( \
+            NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.state IN ('queued', 'running') \
+                AND k.seq <= j.seq AND (k.seq < j.seq OR k.id < j.id)) \
+            AND NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.state = 'running' \
+                AND k.lease_until >= $1 AND k.id <> j.id))) \
+       AND (j.fleet_key = '' OR ( \
+            NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.state IN ('queued', 'running') \
+                AND k.seq <= j.seq AND (k.seq < j.seq OR k.id < j.id)) \
+            AND NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.state = 'running' \
+                AND k.lease_until >= $1 AND k.id <> j.id))) \
      ORDER BY j.seq, j.id LIMIT 1";
 
 /// Takes the picked job: `$1` now, `$2` lease token, `$3` worker, `$4` lease end; the pick
@@ -76,7 +86,8 @@ pub(crate) fn claim_sql(pick_suffix: &str) -> String {
     )
 }
 
-pub(crate) const RENEW: &str = "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND state = 'running'";
+pub(crate) const RENEW: &str =
+    "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND state = 'running'";
 
 /// The payload is dropped once done: it is no longer needed, and it is the bulk of the row.
 pub(crate) const FINISH_DONE: &str = "UPDATE jobs SET state = 'done', finished_at = $1, payload = $5, lease_token = '', lease_until = 0, last_error = $4 \

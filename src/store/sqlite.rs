@@ -18,7 +18,9 @@ use super::StoreError;
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;
 use super::migrate::{MIGRATIONS, statements};
-use super::queue::{ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts};
+use super::queue::{
+    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,
+};
 use super::sql;
 
 #[derive(Debug, Clone)]
@@ -38,6 +40,13 @@ fn unreadable(path: &Path, e: impl std::fmt::Display) -> StoreError {
 
 fn write_error(path: &Path, e: impl std::fmt::Display) -> StoreError {
     StoreError::Write {
+        location: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+fn queue_error(path: &Path, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Queue {
         location: path.display().to_string(),
         reason: e.to_string(),
     }
@@ -254,7 +263,7 @@ impl JobQueue for SqliteStore {
             .bind(now)
             .execute(&mut *tx)
             .await
-            .map_err(|e| write_error(&self.path, e))?
+            .map_err(|e| queue_error(&self.path, e))?
             .rows_affected();
         if new == 0 {
             return Ok(Enqueued::Duplicate);
@@ -269,10 +278,31 @@ impl JobQueue for SqliteStore {
             .bind(now)
             .execute(&mut *tx)
             .await
-            .map_err(|e| write_error(&self.path, e))?
+            .map_err(|e| queue_error(&self.path, e))?
             .rows_affected();
-        tx.commit().await.map_err(|e| write_error(&self.path, e))?;
+        tx.commit().await.map_err(|e| queue_error(&self.path, e))?;
         // A job row outliving its pruned delivery row means the delivery already ran.
+        Ok(if queued == 1 {
+            Enqueued::New
+        } else {
+            Enqueued::Duplicate
+        })
+    }
+
+    async fn enqueue(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
+        let _gate = self.write_gate.lock().await;
+        let queued = sqlx::query(sql::INSERT_JOB)
+            .bind(&job.id)
+            .bind(&job.kind)
+            .bind(&job.event)
+            .bind(job.payload.as_ref())
+            .bind(&job.pr_key)
+            .bind(&job.fleet_key)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| queue_error(&self.path, e))?
+            .rows_affected();
         Ok(if queued == 1 {
             Enqueued::New
         } else {
@@ -298,11 +328,11 @@ impl JobQueue for SqliteStore {
             .bind(now.saturating_add(lease_ms))
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| write_error(&self.path, e))?;
+            .map_err(|e| queue_error(&self.path, e))?;
         row.as_ref()
             .map(sql::claimed_from)
             .transpose()
-            .map_err(|e| unreadable(&self.path, e))
+            .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn renew(&self, job: &ClaimedJob, until: i64) -> Result<bool, StoreError> {
@@ -313,7 +343,8 @@ impl JobQueue for SqliteStore {
                     .bind(&job.id)
                     .bind(&job.lease_token),
             )
-            .await?;
+            .await
+            .map_err(StoreError::into_queue)?;
         Ok(changed == 1)
     }
 
@@ -332,14 +363,18 @@ impl JobQueue for SqliteStore {
         if matches!(outcome, JobOutcome::Done) {
             query = query.bind(Vec::<u8>::new());
         }
-        Ok(self.write(query).await? == 1)
+        Ok(self.write(query).await.map_err(StoreError::into_queue)? == 1)
     }
 
     async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {
         let deliveries = self
             .write(sqlx::query(sql::PRUNE_DELIVERIES).bind(before))
-            .await?;
-        let jobs = self.write(sqlx::query(sql::PRUNE_JOBS).bind(before)).await?;
+            .await
+            .map_err(StoreError::into_queue)?;
+        let jobs = self
+            .write(sqlx::query(sql::PRUNE_JOBS).bind(before))
+            .await
+            .map_err(StoreError::into_queue)?;
         Ok(Pruned { deliveries, jobs })
     }
 
@@ -348,7 +383,7 @@ impl JobQueue for SqliteStore {
             .bind(id)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| unreadable(&self.path, e))?;
+            .map_err(|e| queue_error(&self.path, e))?;
         Ok(n > 0)
     }
 
@@ -357,27 +392,27 @@ impl JobQueue for SqliteStore {
             .bind(id)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| unreadable(&self.path, e))?;
+            .map_err(|e| queue_error(&self.path, e))?;
         row.as_ref()
             .map(sql::job_from)
             .transpose()
-            .map_err(|e| unreadable(&self.path, e))
+            .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn counts(&self) -> Result<QueueCounts, StoreError> {
         let rows = sqlx::query(sql::COUNT_JOBS)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| unreadable(&self.path, e))?;
+            .map_err(|e| queue_error(&self.path, e))?;
         let states = rows
             .iter()
             .map(|r| Ok((r.try_get::<String, _>("state")?, r.try_get::<i64, _>("n")?)))
             .collect::<Result<Vec<_>, sqlx::Error>>()
-            .map_err(|e| unreadable(&self.path, e))?;
+            .map_err(|e| queue_error(&self.path, e))?;
         let deliveries: i64 = sqlx::query_scalar(sql::COUNT_DELIVERIES)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| unreadable(&self.path, e))?;
+            .map_err(|e| queue_error(&self.path, e))?;
         Ok(sql::fold_counts(states, deliveries))
     }
 

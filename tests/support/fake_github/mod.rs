@@ -25,12 +25,45 @@ use serde_json::{Value, json};
 
 use fixtures::openapi;
 
-/// The test App's public key (the private half is `src/github/testdata/app-test-key.pem`).
-pub const APP_PUBLIC_KEY: &str = include_str!("../../../src/github/testdata/app-test-key.pub.pem");
-pub const APP_PRIVATE_KEY_PATH: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/src/github/testdata/app-test-key.pem"
-);
+/// The test App's key pair: made once per test binary with the `openssl` CLI (PKCS#1, the
+/// form GitHub hands out), so no private key lives in the repository.
+pub struct AppKey {
+    pub public_pem: String,
+    pub private_path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+pub fn app_key() -> &'static AppKey {
+    static KEY: std::sync::OnceLock<AppKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let private_path = dir.path().join("app-test-key.pem");
+        let status = std::process::Command::new("openssl")
+            .args(["genrsa", "-traditional", "-out"])
+            .arg(&private_path)
+            .arg("2048")
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("the openssl CLI is installed (it makes the test App's key)");
+        assert!(status.success(), "openssl genrsa failed");
+        let public = std::process::Command::new("openssl")
+            .args(["pkey", "-pubout", "-in"])
+            .arg(&private_path)
+            .output()
+            .unwrap();
+        assert!(public.status.success(), "openssl pkey -pubout failed");
+        AppKey {
+            public_pem: String::from_utf8(public.stdout).unwrap(),
+            private_path,
+            _dir: dir,
+        }
+    })
+}
+
+/// Where the test App's private key is.
+pub fn app_private_key_path() -> &'static std::path::Path {
+    &app_key().private_path
+}
 pub const APP_ID: &str = "424242";
 pub const BOT_LOGIN: &str = "fleetbot-test[bot]";
 
@@ -367,7 +400,7 @@ fn verify_jwt(token: &str) -> Result<(), String> {
         exp: u64,
         iss: Value,
     }
-    let key = DecodingKey::from_rsa_pem(APP_PUBLIC_KEY.as_bytes()).unwrap();
+    let key = DecodingKey::from_rsa_pem(app_key().public_pem.as_bytes()).unwrap();
     let mut v = Validation::new(Algorithm::RS256);
     v.set_required_spec_claims(&["exp", "iat"]);
     v.leeway = 0;

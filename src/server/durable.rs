@@ -1,0 +1,307 @@
+//! The server over the store: a [`DeliverySink`] that persists each delivery (and its job)
+//! before `202`, and [`start`], which runs the HTTP layer, the workers and the pruning of old
+//! deliveries together and stops them together.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::sink::{Acceptance, Delivery, DeliverySink, SinkError, SinkFuture};
+use super::worker::{WorkerSettings, run_queue_worker};
+use super::{AppState, JobReport, Metrics, router, serve};
+use crate::bot::Bot;
+use crate::github::WebhookSecrets;
+use crate::store::queue::{MIN_RETENTION, WEBHOOK_JOB, ms, now_ms, pr_key};
+use crate::store::{Enqueued, JobQueue, NewJob};
+
+/// After a store error, `/readyz` reports not ready for this long, so a load balancer sends
+/// deliveries to a healthy replica meanwhile (and comes back without any traffic needed).
+const UNREADY_AFTER_ERROR: Duration = Duration::from_secs(5);
+
+/// Persists deliveries in the store's inbox and queue.
+pub struct StoreSink<Q> {
+    queue: Q,
+    wake: Arc<Notify>,
+    last_error_ms: AtomicI64,
+}
+
+impl<Q: JobQueue> StoreSink<Q> {
+    /// A sink over `queue` that wakes a local worker through `wake` for each new job.
+    pub fn new(queue: Q, wake: Arc<Notify>) -> Self {
+        StoreSink {
+            queue,
+            wake,
+            last_error_ms: AtomicI64::new(i64::MIN / 2),
+        }
+    }
+}
+
+/// The job a delivery becomes.
+pub fn job_for(delivery: &Delivery) -> NewJob {
+    NewJob {
+        id: delivery.id.clone(),
+        kind: WEBHOOK_JOB.to_string(),
+        event: delivery.event.clone(),
+        payload: delivery.payload.clone(),
+        pr_key: pull_request_key(&delivery.event, &delivery.payload).unwrap_or_default(),
+        fleet_key: String::new(),
+    }
+}
+
+impl<Q: JobQueue> DeliverySink for StoreSink<Q> {
+    fn accept(&self, delivery: Delivery) -> SinkFuture<'_> {
+        Box::pin(async move {
+            let job = job_for(&delivery);
+            match self.queue.enqueue_delivery(&job, now_ms()).await {
+                Ok(Enqueued::New) => {
+                    self.wake.notify_one();
+                    Ok(Acceptance::Accepted)
+                }
+                Ok(Enqueued::Duplicate) => Ok(Acceptance::Duplicate),
+                Err(e) => {
+                    self.last_error_ms.store(now_ms(), Ordering::Relaxed);
+                    Err(SinkError(e.to_string()))
+                }
+            }
+        })
+    }
+
+    fn ready(&self) -> bool {
+        now_ms().saturating_sub(self.last_error_ms.load(Ordering::Relaxed))
+            > ms(UNREADY_AFTER_ERROR)
+    }
+}
+
+#[derive(Deserialize)]
+struct Numbered {
+    #[serde(default)]
+    number: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Repository {
+    full_name: String,
+}
+
+#[derive(Deserialize)]
+struct CheckRun {
+    #[serde(default)]
+    pull_requests: Vec<Numbered>,
+}
+
+/// Only what the key needs; serde skips the rest of the payload without building it.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default)]
+    number: Option<u64>,
+    #[serde(default)]
+    pull_request: Option<Numbered>,
+    #[serde(default)]
+    issue: Option<Numbered>,
+    #[serde(default)]
+    check_run: Option<CheckRun>,
+    #[serde(default)]
+    repository: Option<Repository>,
+}
+
+/// The pull request a delivery is about (`owner/repo#number`), so jobs of one pull request run
+/// one at a time. `None` for events about no single pull request, and for payloads that do
+/// not decode (the worker reports those).
+pub fn pull_request_key(event: &str, payload: &[u8]) -> Option<String> {
+    if !matches!(event, "pull_request" | "issue_comment" | "check_run") {
+        return None;
+    }
+    let probe: Probe = serde_json::from_slice(payload).ok()?;
+    let repo = probe.repository?.full_name;
+    let number = match event {
+        "pull_request" => probe
+            .number
+            .or_else(|| probe.pull_request.and_then(|p| p.number)),
+        "issue_comment" => probe.issue.and_then(|i| i.number),
+        _ => probe
+            .check_run
+            .and_then(|c| c.pull_requests.into_iter().next())
+            .and_then(|p| p.number),
+    }?;
+    Some(pr_key(&repo, number))
+}
+
+/// How the durable server runs.
+#[derive(Debug, Clone)]
+pub struct DurableSettings {
+    /// Workers in this process (0: intake only).
+    pub workers: usize,
+    pub worker: WorkerSettings,
+    /// How long delivery ids (and finished jobs) are kept; at least [`MIN_RETENTION`].
+    pub retention: Duration,
+    /// How often old rows are pruned.
+    pub prune_every: Duration,
+}
+
+impl Default for DurableSettings {
+    fn default() -> Self {
+        DurableSettings {
+            workers: 2,
+            worker: WorkerSettings::default(),
+            retention: Duration::from_secs(7 * 24 * 3600),
+            prune_every: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// A running server: HTTP intake, workers and pruning.
+pub struct DurableServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    http: JoinHandle<std::io::Result<()>>,
+    workers: Vec<JoinHandle<()>>,
+    pruner: JoinHandle<()>,
+}
+
+/// Starts the server on `listener` over `queue`.
+pub fn start<Q: JobQueue + Clone>(
+    listener: tokio::net::TcpListener,
+    queue: Q,
+    secrets: WebhookSecrets,
+    bot: Bot,
+    metrics: Arc<Metrics>,
+    settings: DurableSettings,
+    done: Option<mpsc::UnboundedSender<JobReport>>,
+) -> std::io::Result<DurableServer> {
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = watch::channel(false);
+    let wake = Arc::new(Notify::new());
+    let sink = StoreSink::new(queue.clone(), wake.clone());
+    let state = AppState::new(
+        secrets,
+        Arc::new(sink),
+        metrics.clone(),
+        Some(bot.github().clone()),
+    );
+    let mut http_stop = stopped.clone();
+    let http = tokio::spawn(serve(listener, router(state), async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    }));
+    let workers = (0..settings.workers)
+        .map(|i| {
+            let mut worker = settings.worker.clone();
+            if settings.workers > 1 {
+                worker.id = format!("{}/{i}", worker.id);
+            }
+            tokio::spawn(run_queue_worker(
+                queue.clone(),
+                bot.clone(),
+                metrics.clone(),
+                worker,
+                wake.clone(),
+                stopped.clone(),
+                done.clone(),
+            ))
+        })
+        .collect();
+    let retention = settings.retention.max(MIN_RETENTION);
+    let pruner = tokio::spawn(prune_periodically(
+        queue,
+        retention,
+        settings.prune_every,
+        stopped,
+    ));
+    Ok(DurableServer {
+        addr,
+        stop,
+        http,
+        workers,
+        pruner,
+    })
+}
+
+async fn prune_periodically<Q: JobQueue>(
+    queue: Q,
+    retention: Duration,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        match queue.prune(now_ms() - ms(retention)).await {
+            Ok(p) if p.deliveries + p.jobs > 0 => tracing::info!(
+                deliveries = p.deliveries,
+                jobs = p.jobs,
+                "pruned old deliveries and finished jobs"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("cannot prune: {e}"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+impl DurableServer {
+    /// Where it listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops intake, lets running jobs finish for up to `grace`, then stops. A job still
+    /// running after that keeps its lease until it expires and is then run again (by this
+    /// server after a restart, or by another replica).
+    pub async fn shutdown(self, grace: Duration) -> std::io::Result<()> {
+        let _ = self.stop.send(true);
+        let http = self.http.await;
+        let deadline = tokio::time::Instant::now() + grace;
+        for worker in self.workers {
+            let abort = worker.abort_handle();
+            if tokio::time::timeout_at(deadline, worker).await.is_err() {
+                abort.abort();
+            }
+        }
+        self.pruner.abort();
+        match http {
+            Ok(result) => result,
+            Err(e) => Err(std::io::Error::other(e)),
+        }
+    }
+
+    /// Stops everything at once, as a crash would: running jobs are cut off mid-way and keep
+    /// their leases until they expire.
+    pub fn abort(self) {
+        self.http.abort();
+        for worker in &self.workers {
+            worker.abort();
+        }
+        self.pruner.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_request_keys() {
+        let pr = br#"{"action":"opened","number":12,"pull_request":{"number":12},"repository":{"full_name":"Octo-Org/Fleet"}}"#;
+        assert_eq!(
+            pull_request_key("pull_request", pr).as_deref(),
+            Some("octo-org/fleet#12")
+        );
+        let comment = br#"{"action":"created","issue":{"number":7,"pull_request":{}},"repository":{"full_name":"o/r"}}"#;
+        assert_eq!(
+            pull_request_key("issue_comment", comment).as_deref(),
+            Some("o/r#7")
+        );
+        let run =
+            br#"{"check_run":{"pull_requests":[{"number":3}]},"repository":{"full_name":"o/r"}}"#;
+        assert_eq!(pull_request_key("check_run", run).as_deref(), Some("o/r#3"));
+        let no_pr = br#"{"check_run":{"pull_requests":[]},"repository":{"full_name":"o/r"}}"#;
+        assert_eq!(pull_request_key("check_run", no_pr), None);
+        assert_eq!(pull_request_key("installation", pr), None);
+        assert_eq!(pull_request_key("pull_request", b"not json"), None);
+    }
+}

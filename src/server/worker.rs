@@ -1,0 +1,227 @@
+//! The durable worker: claims jobs from the store's queue, runs them through [`Bot::handle`],
+//! and records the outcome.
+//!
+//! Several workers (in one process or in several replicas on one PostgreSQL) share one queue;
+//! the store hands each job to one of them and keeps jobs of one pull request (or fleet) one at
+//! a time. A worker keeps its lease alive while a job runs; if the worker dies, the lease runs
+//! out and another worker takes the job again. A worker that finds its lease taken stops the
+//! job rather than run it twice.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, mpsc, watch};
+use tracing::Instrument;
+
+use super::JobReport;
+use super::metrics::{Metrics, event_label};
+use crate::bot::{Bot, BotError, Handled};
+use crate::store::queue::{ms, now_ms};
+use crate::store::{ClaimedJob, JobOutcome, JobQueue};
+
+/// How a worker claims and retries.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// Names this worker in the store (`lease_owner`), for operators.
+    pub id: String,
+    /// How long a claim lasts without renewal. A job whose worker died waits this long before
+    /// it is taken again; the running worker renews every third of it.
+    pub lease: Duration,
+    /// How often an idle worker looks for work it was not woken for (jobs queued by another
+    /// replica, retries coming due, expired leases).
+    pub idle_poll: Duration,
+    /// Attempts before a job that keeps failing on GitHub errors is marked failed.
+    pub max_attempts: u32,
+    /// The first retry's delay; each further retry doubles it.
+    pub retry_backoff: Duration,
+    /// How long a job waits when its fleet is locked elsewhere.
+    pub fleet_busy_delay: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            id: worker_id(),
+            lease: Duration::from_secs(300),
+            idle_poll: Duration::from_secs(1),
+            max_attempts: 5,
+            retry_backoff: Duration::from_secs(30),
+            fleet_busy_delay: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `host-pid-random`: unique per process, readable in the store.
+pub fn worker_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "fleetbot".into());
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &random[..8])
+}
+
+/// Claims and runs jobs until `stop` turns true (or its sender is dropped); a job already
+/// running is finished first.
+pub async fn run_queue_worker<Q: JobQueue + Clone>(
+    queue: Q,
+    bot: Bot,
+    metrics: Arc<Metrics>,
+    settings: WorkerSettings,
+    wake: Arc<Notify>,
+    mut stop: watch::Receiver<bool>,
+    done: Option<mpsc::UnboundedSender<JobReport>>,
+) {
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        match queue
+            .claim(&settings.id, now_ms(), ms(settings.lease))
+            .await
+        {
+            Ok(Some(job)) => {
+                run_job(&queue, &bot, &metrics, &settings, job, done.as_ref()).await;
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(worker = %settings.id, "cannot claim a job: {e}"),
+        }
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(settings.idle_poll) => {}
+            changed = stop.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Why a job ended without an outcome of its own.
+enum Interrupted {
+    LeaseLost,
+}
+
+async fn run_job<Q: JobQueue>(
+    queue: &Q,
+    bot: &Bot,
+    metrics: &Metrics,
+    settings: &WorkerSettings,
+    job: ClaimedJob,
+    done: Option<&mpsc::UnboundedSender<JobReport>>,
+) {
+    let started = Instant::now();
+    let label = event_label(Some(&job.event));
+    let span = tracing::info_span!("job", id = %job.id, event = label, attempt = job.attempt);
+    let fleet_lock = if job.fleet_key.is_empty() {
+        None
+    } else {
+        match queue.try_lock_fleet(&job.fleet_key).await {
+            Ok(Some(lock)) => Some(lock),
+            other => {
+                if let Err(e) = other {
+                    tracing::warn!(parent: &span, "cannot take the fleet lock: {e}");
+                }
+                let at = now_ms() + ms(settings.fleet_busy_delay);
+                finish(queue, &job, &JobOutcome::Deferred { at }, &span).await;
+                metrics.job(label, "deferred", started.elapsed());
+                return;
+            }
+        }
+    };
+
+    let work = bot
+        .handle(&job.event, &job.payload)
+        .instrument(span.clone());
+    tokio::pin!(work);
+    let mut beat = tokio::time::interval((settings.lease / 3).max(Duration::from_millis(10)));
+    beat.tick().await;
+    let result = loop {
+        tokio::select! {
+            result = &mut work => break Ok(result),
+            _ = beat.tick() => {
+                match queue.renew(&job, now_ms() + ms(settings.lease)).await {
+                    Ok(true) => {}
+                    // Another worker holds the job now; running on would run it twice.
+                    Ok(false) => break Err(Interrupted::LeaseLost),
+                    Err(e) => tracing::warn!(parent: &span, "cannot renew the lease: {e}"),
+                }
+            }
+        }
+    };
+    let took = started.elapsed();
+    let (outcome, metric) = match &result {
+        Err(Interrupted::LeaseLost) => (None, "lease_lost"),
+        Ok(Ok(Handled::Ignored(_))) => (Some(JobOutcome::Done), "ignored"),
+        Ok(Ok(_)) => (Some(JobOutcome::Done), "ok"),
+        // The delivery itself is bad: another attempt would fail the same way.
+        Ok(Err(e @ BotError::Event(_))) => (
+            Some(JobOutcome::Failed {
+                error: e.to_string(),
+            }),
+            "error",
+        ),
+        Ok(Err(e)) if job.attempt >= settings.max_attempts => (
+            Some(JobOutcome::Failed {
+                error: e.to_string(),
+            }),
+            "error",
+        ),
+        Ok(Err(e)) => {
+            let factor = 1u32 << job.attempt.saturating_sub(1).min(16);
+            let at = now_ms() + ms(settings.retry_backoff.saturating_mul(factor));
+            (
+                Some(JobOutcome::Retry {
+                    at,
+                    error: e.to_string(),
+                }),
+                "retry",
+            )
+        }
+    };
+    if let Some(outcome) = &outcome {
+        finish(queue, &job, outcome, &span).await;
+    } else {
+        tracing::warn!(parent: &span, "the lease was taken over; stopped without recording");
+    }
+    if let Some(lock) = fleet_lock
+        && let Err(e) = lock.release().await
+    {
+        tracing::warn!(parent: &span, "cannot release the fleet lock: {e}");
+    }
+    metrics.job(label, metric, took);
+    if let Ok(Err(e)) = &result {
+        tracing::error!(parent: &span, "job failed: {e}");
+    }
+    if let Some(done) = done {
+        let _ = done.send(JobReport {
+            delivery_id: job.id.clone(),
+            event: job.event.clone(),
+            result: match result {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(Interrupted::LeaseLost) => Err("lease lost".into()),
+            },
+            took,
+        });
+    }
+}
+
+async fn finish<Q: JobQueue>(
+    queue: &Q,
+    job: &ClaimedJob,
+    outcome: &JobOutcome,
+    span: &tracing::Span,
+) {
+    match queue.finish(job, outcome, now_ms()).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(parent: span, "the lease was taken over before the job finished")
+        }
+        // The lease runs out and the job is taken again: at worst it runs twice, never zero
+        // times.
+        Err(e) => tracing::error!(parent: span, "cannot record the job's outcome: {e}"),
+    }
+}

@@ -1,0 +1,443 @@
+//! The PostgreSQL store: several replicas share one database. Same schema and statements as
+//! SQLite; what PostgreSQL adds is row locking and advisory locks:
+//!
+//! - claims pick with `FOR UPDATE SKIP LOCKED`, so replicas claiming at once never wait on,
+//!   nor take, the same row: each job goes to exactly one worker;
+//! - per-fleet exclusivity is a session advisory lock (`pg_try_advisory_lock`), which also
+//!   excludes a CLI `deploy` using the same database;
+//! - migrations run under an advisory lock, so replicas starting together migrate once.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+use super::StoreError;
+use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
+use super::lock::{FleetLock, advisory_key};
+use super::migrate::{MIGRATION_LOCK_NAME, MIGRATIONS, statements};
+use super::queue::{
+    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,
+};
+use super::sql;
+use super::url::redact_url;
+
+/// Connections per replica: a few workers, intake, and the fleet locks held during applies.
+const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    /// The URL without its password, for messages.
+    location: String,
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://…`) and migrates.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        Self::connect_with(url, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// [`PostgresStore::connect`] with a pool size.
+    pub async fn connect_with(
+        url: &str,
+        max_connections: u32,
+    ) -> Result<PostgresStore, StoreError> {
+        let location = redact_url(url);
+        let unreachable = |e: sqlx::Error| StoreError::Unreadable {
+            location: location.clone(),
+            reason: e.to_string(),
+        };
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Config(format!("{location}: {e}")))?
+            .application_name("fleetbot");
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(unreachable)?;
+        let store = PostgresStore { pool, location };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    fn unreadable(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Unreadable {
+            location: self.location.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    fn write_error(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Write {
+            location: self.location.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    fn queue_error(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Queue {
+            location: self.location.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// The migration versions applied, in order.
+    pub async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
+        sqlx::query_scalar("SELECT version FROM schema_migrations ORDER BY version")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.unreadable(e))
+    }
+
+    /// Closes every connection (releasing any fleet lock still held).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        // One session holds the migration lock for the whole run.
+        let mut conn = self.pool.acquire().await.map_err(|e| self.unreadable(e))?;
+        let key = advisory_key("migrate", MIGRATION_LOCK_NAME);
+        sqlx::query("SELECT pg_advisory_lock($1)")
+            .bind(key)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| self.unreadable(e))?;
+        let result = async {
+            sqlx::query(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)",
+            )
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| self.write_error(e))?;
+            for (version, sql) in MIGRATIONS {
+                let applied: Option<i64> =
+                    sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = $1")
+                        .bind(version)
+                        .fetch_optional(&mut *conn)
+                        .await
+                        .map_err(|e| self.unreadable(e))?;
+                if applied.is_some() {
+                    continue;
+                }
+                let mut tx = sqlx::Connection::begin(&mut *conn)
+                    .await
+                    .map_err(|e| self.write_error(e))?;
+                for statement in statements(sql) {
+                    // Embedded migration text, never user input.
+                    sqlx::query(sqlx::AssertSqlSafe(statement))
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| self.write_error(format!("migration {version}: {e}")))?;
+                }
+                sqlx::query("INSERT INTO schema_migrations (version) VALUES ($1)")
+                    .bind(version)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.write_error(e))?;
+                tx.commit().await.map_err(|e| self.write_error(e))?;
+            }
+            Ok(())
+        }
+        .await;
+        let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(key)
+            .execute(&mut *conn)
+            .await;
+        if unlocked.is_err() {
+            // Never hand a session that may still hold the lock back to the pool.
+            conn.close_on_drop();
+        }
+        result
+    }
+
+    async fn write(
+        &self,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<u64, StoreError> {
+        query
+            .execute(&self.pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(|e| self.write_error(e))
+    }
+}
+
+impl InventoryStore for PostgresStore {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
+        let rows = sqlx::query(sql::SELECT_TARGETS)
+            .bind(fleet)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.unreadable(e))?;
+        rows.iter()
+            .map(sql::target_from)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.unreadable(e))
+    }
+
+    async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
+        let ids = serde_json::to_string(&r.node_group_ids).map_err(|e| self.write_error(e))?;
+        self.write(
+            sqlx::query(sql::UPSERT_TARGET)
+                .bind(&r.fleet)
+                .bind(&r.project_key)
+                .bind(&r.cluster_name)
+                .bind(&r.backend)
+                .bind(&r.status)
+                .bind(&r.tenant_id)
+                .bind(&r.region)
+                .bind(&r.profile)
+                .bind(&r.project_id)
+                .bind(&r.cluster_id)
+                .bind(ids)
+                .bind(&r.filesystem_id)
+                .bind(i64::from(r.filesystem_created))
+                .bind(&r.gpu_cluster_id)
+                .bind(&r.subnet_id)
+                .bind(&r.applied_digest)
+                .bind(&r.error)
+                .bind(r.updated_at),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn remove_target(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<(), StoreError> {
+        self.write(
+            sqlx::query(sql::DELETE_TARGET)
+                .bind(fleet)
+                .bind(project_key)
+                .bind(cluster_name),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
+        let rows = sqlx::query(sql::SELECT_PROJECTS)
+            .bind(fleet)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.unreadable(e))?;
+        rows.iter()
+            .map(sql::project_from)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.unreadable(e))
+    }
+
+    async fn upsert_project(&self, r: &ProjectRecord) -> Result<(), StoreError> {
+        self.write(
+            sqlx::query(sql::UPSERT_PROJECT)
+                .bind(&r.fleet)
+                .bind(&r.project_key)
+                .bind(&r.project_id)
+                .bind(i64::from(r.project_created))
+                .bind(&r.created_network_id)
+                .bind(&r.created_subnet_id)
+                .bind(&r.subnet_id)
+                .bind(&r.bucket_id)
+                .bind(&r.bucket_name)
+                .bind(r.updated_at),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
+        self.write(
+            sqlx::query(sql::DELETE_PROJECT)
+                .bind(fleet)
+                .bind(project_key),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+impl JobQueue for PostgresStore {
+    async fn enqueue_delivery(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.queue_error(e))?;
+        // A concurrent insert of the same id waits here for the other transaction, then
+        // inserts nothing: exactly one of them is `New`.
+        let new = sqlx::query(sql::INSERT_DELIVERY)
+            .bind(&job.id)
+            .bind(&job.event)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.queue_error(e))?
+            .rows_affected();
+        if new == 0 {
+            return Ok(Enqueued::Duplicate);
+        }
+        let queued = sqlx::query(sql::INSERT_JOB)
+            .bind(&job.id)
+            .bind(&job.kind)
+            .bind(&job.event)
+            .bind(job.payload.as_ref())
+            .bind(&job.pr_key)
+            .bind(&job.fleet_key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.queue_error(e))?
+            .rows_affected();
+        tx.commit().await.map_err(|e| self.queue_error(e))?;
+        Ok(if queued == 1 {
+            Enqueued::New
+        } else {
+            Enqueued::Duplicate
+        })
+    }
+
+    async fn enqueue(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
+        let queued = sqlx::query(sql::INSERT_JOB)
+            .bind(&job.id)
+            .bind(&job.kind)
+            .bind(&job.event)
+            .bind(job.payload.as_ref())
+            .bind(&job.pr_key)
+            .bind(&job.fleet_key)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.queue_error(e))?
+            .rows_affected();
+        Ok(if queued == 1 {
+            Enqueued::New
+        } else {
+            Enqueued::Duplicate
+        })
+    }
+
+    async fn claim(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
+        // The picked row is locked by this statement; a replica claiming at the same moment
+        // skips it and takes the next runnable job instead of waiting or taking the same one.
+        let claim = sql::claim_sql(" FOR UPDATE OF j SKIP LOCKED");
+        let token = uuid::Uuid::new_v4().to_string();
+        let row = sqlx::query(sqlx::AssertSqlSafe(claim))
+            .bind(now)
+            .bind(&token)
+            .bind(worker)
+            .bind(now.saturating_add(lease_ms))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.queue_error(e))?;
+        row.as_ref()
+            .map(sql::claimed_from)
+            .transpose()
+            .map_err(|e| self.queue_error(e))
+    }
+
+    async fn renew(&self, job: &ClaimedJob, until: i64) -> Result<bool, StoreError> {
+        let changed = self
+            .write(
+                sqlx::query(sql::RENEW)
+                    .bind(until)
+                    .bind(&job.id)
+                    .bind(&job.lease_token),
+            )
+            .await
+            .map_err(StoreError::into_queue)?;
+        Ok(changed == 1)
+    }
+
+    async fn finish(
+        &self,
+        job: &ClaimedJob,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let (statement, at, message) = sql::finish_sql(outcome, now);
+        let mut query = sqlx::query(statement)
+            .bind(at)
+            .bind(&job.id)
+            .bind(&job.lease_token)
+            .bind(message);
+        if matches!(outcome, JobOutcome::Done) {
+            query = query.bind(Vec::<u8>::new());
+        }
+        Ok(self.write(query).await.map_err(StoreError::into_queue)? == 1)
+    }
+
+    async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {
+        let deliveries = self
+            .write(sqlx::query(sql::PRUNE_DELIVERIES).bind(before))
+            .await
+            .map_err(StoreError::into_queue)?;
+        let jobs = self
+            .write(sqlx::query(sql::PRUNE_JOBS).bind(before))
+            .await
+            .map_err(StoreError::into_queue)?;
+        Ok(Pruned { deliveries, jobs })
+    }
+
+    async fn delivery_known(&self, id: &str) -> Result<bool, StoreError> {
+        let n: i64 = sqlx::query_scalar(sql::DELIVERY_KNOWN)
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.queue_error(e))?;
+        Ok(n > 0)
+    }
+
+    async fn job(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        let row = sqlx::query(sql::SELECT_JOB)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.queue_error(e))?;
+        row.as_ref()
+            .map(sql::job_from)
+            .transpose()
+            .map_err(|e| self.queue_error(e))
+    }
+
+    async fn counts(&self) -> Result<QueueCounts, StoreError> {
+        let rows = sqlx::query(sql::COUNT_JOBS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.queue_error(e))?;
+        let states = rows
+            .iter()
+            .map(|r| Ok((r.try_get::<String, _>("state")?, r.try_get::<i64, _>("n")?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(|e| self.queue_error(e))?;
+        let deliveries: i64 = sqlx::query_scalar(sql::COUNT_DELIVERIES)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.queue_error(e))?;
+        Ok(sql::fold_counts(states, deliveries))
+    }
+
+    async fn try_lock_fleet(&self, fleet: &str) -> Result<Option<FleetLock>, StoreError> {
+        // A session lock lives as long as its connection, so the connection is taken out of
+        // the pool and kept by the lock until release.
+        let mut conn = self.pool.acquire().await.map_err(|e| self.queue_error(e))?;
+        let key = advisory_key("fleet", fleet);
+        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(key)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| self.queue_error(e))?;
+        Ok(got.then(|| FleetLock::postgres(fleet, conn, key)))
+    }
+}

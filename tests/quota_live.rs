@@ -1,0 +1,83 @@
+//! Preflight with live evidence: the tenant's allowances and capacity blocks read from the
+//! simulator through the real gRPC client.
+
+mod support;
+
+use fleetbot::engine::ops::{LifecycleOptions, prepare};
+use fleetbot::engine::preflight::live_preflight;
+use fleetbot::quota::scope::Selection;
+use fleetbot::spec::load_str;
+use fleetbot::store::SqliteStore;
+use support::{client, simulator};
+
+const SPEC: &str = "apiVersion: npa.fleet/v0.0.1\nname: q\nregion: us-central1\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}\n  gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}\nprojects:\n  - name: a\n";
+
+fn world(gpu_limit: &str, extra: &str) -> String {
+    include_str!("../fixtures/sim/default.yaml").replace(
+        "    compute.instance.gpu.rtx6000: 512\n",
+        &format!("    compute.instance.gpu.rtx6000: {gpu_limit}\n"),
+    ) + extra
+}
+
+async fn check(world: &str) -> Result<fleetbot::quota::PreflightReport, String> {
+    let sim = simulator(world).await;
+    let cloud = client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("i.sqlite"))
+        .await
+        .unwrap();
+    let spec = load_str(SPEC, "q.yaml").unwrap();
+    let tenant = sim.tenant_id();
+    let prepared = prepare(&cloud, &store, &spec, &tenant, &LifecycleOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let selection = Selection {
+        projects: vec![],
+        clusters: vec![],
+    };
+    let mut lines = Vec::new();
+    let report = live_preflight(
+        &cloud,
+        &spec,
+        &tenant,
+        selection,
+        "",
+        &prepared.plan,
+        &mut |l: &str| lines.push(l.to_string()),
+    )
+    .await;
+    assert!(
+        lines.iter().any(|l| l.starts_with("quota ")),
+        "progress lines are produced: {lines:?}"
+    );
+    report
+}
+
+#[tokio::test]
+async fn a_tenant_with_room_passes() {
+    let report = check(&world("512", "")).await.unwrap();
+    assert!(report.fits(), "{:?}", report.message());
+}
+
+#[tokio::test]
+async fn a_tenant_one_gpu_short_fails_with_the_exact_line() {
+    let report = check(&world("{limit: 8, usage: 7}", "")).await.unwrap();
+    assert!(!report.fits());
+    let message = report.message().unwrap();
+    assert!(
+        message.contains("compute.instance.gpu.rtx6000 [us-central1]: needs 2 count, 1 available from tenant limit 8; shortfall 1"),
+        "{message}"
+    );
+    assert!(message.starts_with("tenant "), "{message}");
+}
+
+#[tokio::test]
+async fn an_unreadable_allowance_list_fails_closed() {
+    let faults =
+        "faults:\n  - {method: QuotaAllowanceService/List, code: unavailable, error_rate: 1.0}\n";
+    let err = check(&world("512", faults)).await.unwrap_err();
+    assert!(
+        err.contains("could not read tenant quota allowances"),
+        "{err}"
+    );
+}

@@ -1,0 +1,556 @@
+//! One conformance suite for every store backend: each test is a generic function over a
+//! [`Backend`], run once against SQLite (a temporary file) and once against a real PostgreSQL
+//! (a fresh database on the server named by `FLEETBOT_TEST_POSTGRES_URL`; see
+//! `scripts/with-postgres.sh`). A backend passes when it behaves the same in every test.
+//!
+//! Time is passed to the queue explicitly, so leases and backoff are tested without sleeping.
+
+#[path = "support/postgres.rs"]
+mod pg;
+#[path = "support/stores.rs"]
+mod stores;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use fleetbot::store::migrate::MIGRATIONS;
+use fleetbot::store::queue::{WEBHOOK_JOB, now_ms, pr_key};
+use fleetbot::store::{
+    Enqueued, InventoryStore, JobOutcome, JobQueue, NewJob, ProjectRecord, QueueCounts,
+    TargetRecord,
+};
+use stores::{Backend, Postgres, Sqlite};
+
+/// Runs each listed test against both backends.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(<super::Sqlite as super::Backend>::fresh().await).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(<super::Postgres as super::Backend>::fresh().await).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    inventory_round_trip,
+    migrations_apply_once_on_every_open,
+    a_delivery_is_stored_once_across_handles,
+    concurrent_duplicates_store_one_delivery,
+    payload_bytes_survive_exactly,
+    jobs_of_one_pull_request_run_one_at_a_time_in_order,
+    jobs_of_one_fleet_run_one_at_a_time,
+    an_expired_lease_is_taken_again_and_the_old_holder_is_fenced_off,
+    renewing_keeps_a_job_from_being_taken,
+    retries_wait_their_turn_and_failure_is_final,
+    a_deferred_job_does_not_use_up_an_attempt,
+    queued_and_abandoned_jobs_survive_a_restart,
+    pruning_removes_only_old_rows,
+    many_workers_on_two_handles_run_every_job_exactly_once,
+    fleet_locks_are_exclusive_across_handles_and_released,
+);
+
+const T0: i64 = 1_700_000_000_000;
+const LEASE: i64 = 60_000;
+
+fn job(id: &str, pr: Option<u64>) -> NewJob {
+    NewJob {
+        id: id.to_string(),
+        kind: WEBHOOK_JOB.into(),
+        event: "pull_request".into(),
+        payload: Bytes::from(format!("{{\"id\":\"{id}\"}}")),
+        pr_key: pr.map(|n| pr_key("Octo-Org/Fleet", n)).unwrap_or_default(),
+        fleet_key: String::new(),
+    }
+}
+
+fn fleet_job(id: &str, fleet: &str) -> NewJob {
+    NewJob {
+        kind: "apply".into(),
+        fleet_key: fleet.into(),
+        ..job(id, None)
+    }
+}
+
+async fn claim_id<S: JobQueue>(s: &S, now: i64) -> Option<String> {
+    s.claim("w", now, LEASE).await.unwrap().map(|j| j.id)
+}
+
+async fn inventory_round_trip<B: Backend>(b: B) {
+    let store = b.open().await;
+    let target = |cluster: &str| TargetRecord {
+        fleet: "f".into(),
+        project_key: "a".into(),
+        cluster_name: cluster.into(),
+        backend: "mk8s".into(),
+        status: "deployed".into(),
+        node_group_ids: vec!["g1".into(), "g2".into()],
+        filesystem_created: true,
+        updated_at: 7,
+        ..Default::default()
+    };
+    store.upsert_target(&target("c1")).await.unwrap();
+    store.upsert_target(&target("c2")).await.unwrap();
+    let mut changed = target("c1");
+    changed.status = "destroy-incomplete".into();
+    store.upsert_target(&changed).await.unwrap();
+    assert_eq!(
+        store.targets("f").await.unwrap(),
+        vec![changed, target("c2")]
+    );
+    assert!(store.targets("other").await.unwrap().is_empty());
+    store.remove_target("f", "a", "c1").await.unwrap();
+    assert_eq!(store.targets("f").await.unwrap().len(), 1);
+    let project = ProjectRecord {
+        fleet: "f".into(),
+        project_key: "a".into(),
+        project_id: "p".into(),
+        project_created: true,
+        bucket_name: "b".into(),
+        updated_at: 9,
+        ..Default::default()
+    };
+    store.upsert_project(&project).await.unwrap();
+    // Another handle (a second replica) reads the same.
+    let other = b.open().await;
+    assert_eq!(other.projects("f").await.unwrap(), vec![project]);
+    other.remove_project("f", "a").await.unwrap();
+    assert!(store.projects("f").await.unwrap().is_empty());
+    assert!(!store.location().contains("password"));
+}
+
+async fn migrations_apply_once_on_every_open<B: Backend>(b: B) {
+    let all: Vec<i64> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
+    let first = b.open().await;
+    assert_eq!(B::migrations(&first).await, all);
+    // Opening again (a restart, or replicas starting together) applies nothing twice.
+    let (second, third) = tokio::join!(b.open(), b.open());
+    assert_eq!(B::migrations(&second).await, all);
+    assert_eq!(B::migrations(&third).await, all);
+}
+
+async fn a_delivery_is_stored_once_across_handles<B: Backend>(b: B) {
+    let a = b.open().await;
+    let replica = b.open().await;
+    let d = job("d-1", Some(12));
+    assert!(!a.delivery_known("d-1").await.unwrap());
+    assert_eq!(a.enqueue_delivery(&d, T0).await.unwrap(), Enqueued::New);
+    assert_eq!(
+        a.enqueue_delivery(&d, T0 + 1).await.unwrap(),
+        Enqueued::Duplicate
+    );
+    assert_eq!(
+        replica.enqueue_delivery(&d, T0 + 2).await.unwrap(),
+        Enqueued::Duplicate
+    );
+    assert!(replica.delivery_known("d-1").await.unwrap());
+    assert_eq!(
+        a.counts().await.unwrap(),
+        QueueCounts {
+            deliveries: 1,
+            queued: 1,
+            ..Default::default()
+        }
+    );
+    // Still a duplicate once it has run.
+    let claimed = a.claim("w", T0 + 3, LEASE).await.unwrap().unwrap();
+    assert!(a.finish(&claimed, &JobOutcome::Done, T0 + 4).await.unwrap());
+    assert_eq!(
+        replica.enqueue_delivery(&d, T0 + 5).await.unwrap(),
+        Enqueued::Duplicate
+    );
+    let record = a.job("d-1").await.unwrap().unwrap();
+    assert_eq!((record.state.as_str(), record.attempts), ("done", 1));
+    assert_eq!(record.pr_key, "octo-org/fleet#12");
+    // A job queued without a delivery is deduplicated by its id.
+    let follow_up = fleet_job("apply-1", "prod");
+    assert_eq!(a.enqueue(&follow_up, T0).await.unwrap(), Enqueued::New);
+    assert_eq!(
+        replica.enqueue(&follow_up, T0).await.unwrap(),
+        Enqueued::Duplicate
+    );
+    assert!(!a.delivery_known("apply-1").await.unwrap());
+}
+
+async fn concurrent_duplicates_store_one_delivery<B: Backend>(b: B) {
+    let handles = [b.open().await, b.open().await];
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let store = handles[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .enqueue_delivery(&job("same-id", Some(1)), T0 + i as i64)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut new = 0;
+    for t in tasks {
+        if t.await.unwrap() == Enqueued::New {
+            new += 1;
+        }
+    }
+    assert_eq!(new, 1);
+    let counts = handles[0].counts().await.unwrap();
+    assert_eq!((counts.deliveries, counts.jobs()), (1, 1));
+}
+
+async fn payload_bytes_survive_exactly<B: Backend>(b: B) {
+    let store = b.open().await;
+    let mut bytes: Vec<u8> = (0..=255u8).collect();
+    bytes.extend(std::iter::repeat_n(b'x', 2 << 20));
+    let mut d = job("bin", None);
+    d.payload = Bytes::from(bytes.clone());
+    store.enqueue_delivery(&d, T0).await.unwrap();
+    let claimed = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    assert_eq!(claimed.payload.as_ref(), bytes.as_slice());
+    assert_eq!(claimed.attempt, 1);
+    assert_eq!(claimed.event, "pull_request");
+    assert_eq!(claimed.kind, WEBHOOK_JOB);
+}
+
+async fn jobs_of_one_pull_request_run_one_at_a_time_in_order<B: Backend>(b: B) {
+    let store = b.open().await;
+    for (id, pr) in [("a1", 1), ("a2", 1), ("b1", 2), ("a3", 1), ("b2", 2)] {
+        store
+            .enqueue_delivery(&job(id, Some(pr)), T0)
+            .await
+            .unwrap();
+    }
+    store
+        .enqueue_delivery(&job("free", None), T0)
+        .await
+        .unwrap();
+    let first = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    assert_eq!(first.id, "a1");
+    // PR 1 is busy: the next is PR 2's oldest, then the job without a pull request.
+    let second = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    assert_eq!(second.id, "b1");
+    assert_eq!(claim_id(&store, T0).await.as_deref(), Some("free"));
+    assert_eq!(claim_id(&store, T0).await, None);
+    assert!(store.finish(&first, &JobOutcome::Done, T0).await.unwrap());
+    assert_eq!(claim_id(&store, T0).await.as_deref(), Some("a2"));
+    assert_eq!(claim_id(&store, T0).await, None);
+    assert!(store.finish(&second, &JobOutcome::Done, T0).await.unwrap());
+    assert_eq!(claim_id(&store, T0).await.as_deref(), Some("b2"));
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.queued, counts.running, counts.done), (1, 3, 2));
+}
+
+async fn jobs_of_one_fleet_run_one_at_a_time<B: Backend>(b: B) {
+    let store = b.open().await;
+    store.enqueue(&fleet_job("p1", "prod"), T0).await.unwrap();
+    store.enqueue(&fleet_job("p2", "prod"), T0).await.unwrap();
+    store
+        .enqueue(&fleet_job("s1", "staging"), T0)
+        .await
+        .unwrap();
+    let p1 = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    assert_eq!(p1.fleet_key, "prod");
+    assert_eq!(claim_id(&store, T0).await.as_deref(), Some("s1"));
+    assert_eq!(claim_id(&store, T0).await, None);
+    let outcome = JobOutcome::Failed {
+        error: "boom".into(),
+    };
+    assert!(store.finish(&p1, &outcome, T0).await.unwrap());
+    // A failed job no longer holds its fleet.
+    assert_eq!(claim_id(&store, T0).await.as_deref(), Some("p2"));
+    let failed = store.job("p1").await.unwrap().unwrap();
+    assert_eq!(
+        (failed.state.as_str(), failed.last_error.as_str()),
+        ("failed", "boom")
+    );
+}
+
+async fn an_expired_lease_is_taken_again_and_the_old_holder_is_fenced_off<B: Backend>(b: B) {
+    let store = b.open().await;
+    let replica = b.open().await;
+    store
+        .enqueue_delivery(&job("j", Some(5)), T0)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&job("k", Some(5)), T0)
+        .await
+        .unwrap();
+    let crashed = store.claim("dead", T0, LEASE).await.unwrap().unwrap();
+    // Within the lease nobody takes it, nor the next job of its pull request.
+    assert_eq!(claim_id(&replica, T0 + LEASE - 1).await, None);
+    let taken = replica
+        .claim("alive", T0 + LEASE + 1, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((taken.id.as_str(), taken.attempt), ("j", 2));
+    assert_ne!(taken.lease_token, crashed.lease_token);
+    // The first holder comes back: it can neither renew nor finish.
+    assert!(!store.renew(&crashed, T0 + 10 * LEASE).await.unwrap());
+    assert!(
+        !store
+            .finish(&crashed, &JobOutcome::Done, T0 + LEASE + 2)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.job("j").await.unwrap().unwrap().state, "running");
+    assert!(
+        replica
+            .finish(&taken, &JobOutcome::Done, T0 + LEASE + 3)
+            .await
+            .unwrap()
+    );
+    assert_eq!(claim_id(&store, T0 + LEASE + 4).await.as_deref(), Some("k"));
+}
+
+async fn renewing_keeps_a_job_from_being_taken<B: Backend>(b: B) {
+    let store = b.open().await;
+    store.enqueue_delivery(&job("j", None), T0).await.unwrap();
+    let held = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    assert!(store.renew(&held, T0 + 3 * LEASE).await.unwrap());
+    assert_eq!(claim_id(&store, T0 + 2 * LEASE).await, None);
+    assert_eq!(
+        claim_id(&store, T0 + 3 * LEASE + 1).await.as_deref(),
+        Some("j")
+    );
+}
+
+async fn retries_wait_their_turn_and_failure_is_final<B: Backend>(b: B) {
+    let store = b.open().await;
+    store
+        .enqueue_delivery(&job("r", Some(9)), T0)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&job("later", Some(9)), T0)
+        .await
+        .unwrap();
+    let first = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    let retry = JobOutcome::Retry {
+        at: T0 + 30_000,
+        error: "GitHub said 502".into(),
+    };
+    assert!(store.finish(&first, &retry, T0 + 10).await.unwrap());
+    // Neither the retried job nor the next one of its pull request runs before the retry.
+    assert_eq!(claim_id(&store, T0 + 29_999).await, None);
+    let second = store.claim("w", T0 + 30_000, LEASE).await.unwrap().unwrap();
+    assert_eq!((second.id.as_str(), second.attempt), ("r", 2));
+    let record = store.job("r").await.unwrap().unwrap();
+    assert_eq!(record.last_error, "GitHub said 502");
+    let failed = JobOutcome::Failed {
+        error: "gave up".into(),
+    };
+    assert!(store.finish(&second, &failed, T0 + 30_001).await.unwrap());
+    assert_eq!(store.job("r").await.unwrap().unwrap().state, "failed");
+    let later = store.claim("w", T0 + 40_000, LEASE).await.unwrap().unwrap();
+    assert_eq!(later.id, "later");
+    assert!(
+        store
+            .finish(&later, &JobOutcome::Done, T0 + 40_001)
+            .await
+            .unwrap()
+    );
+    assert_eq!(claim_id(&store, T0 + 10 * LEASE).await, None, "never again");
+}
+
+async fn a_deferred_job_does_not_use_up_an_attempt<B: Backend>(b: B) {
+    let store = b.open().await;
+    store.enqueue(&fleet_job("d", "prod"), T0).await.unwrap();
+    let first = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    let defer = JobOutcome::Deferred { at: T0 + 1_000 };
+    assert!(store.finish(&first, &defer, T0).await.unwrap());
+    assert_eq!(claim_id(&store, T0 + 999).await, None);
+    let again = store.claim("w", T0 + 1_000, LEASE).await.unwrap().unwrap();
+    assert_eq!(again.attempt, 1);
+}
+
+async fn queued_and_abandoned_jobs_survive_a_restart<B: Backend>(b: B) {
+    {
+        let before = b.open().await;
+        before
+            .enqueue_delivery(&job("q1", Some(1)), T0)
+            .await
+            .unwrap();
+        before
+            .enqueue_delivery(&job("q2", Some(2)), T0)
+            .await
+            .unwrap();
+        // q1 was running when the process died.
+        before.claim("gone", T0, LEASE).await.unwrap().unwrap();
+        B::close(&before).await;
+    }
+    let after = b.open().await;
+    assert_eq!(after.counts().await.unwrap().jobs(), 2);
+    assert_eq!(claim_id(&after, T0 + 1).await.as_deref(), Some("q2"));
+    assert_eq!(
+        claim_id(&after, T0 + LEASE + 1).await.as_deref(),
+        Some("q1")
+    );
+    assert!(
+        after
+            .enqueue_delivery(&job("q1", Some(1)), T0 + 2)
+            .await
+            .unwrap()
+            == Enqueued::Duplicate,
+        "the inbox survived too"
+    );
+}
+
+async fn pruning_removes_only_old_rows<B: Backend>(b: B) {
+    let store = b.open().await;
+    store.enqueue_delivery(&job("old", None), T0).await.unwrap();
+    store
+        .enqueue_delivery(&job("old-open", None), T0)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&job("new", None), T0 + 100_000)
+        .await
+        .unwrap();
+    let old = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    assert_eq!(old.id, "old");
+    assert!(store.finish(&old, &JobOutcome::Done, T0 + 1).await.unwrap());
+    let pruned = store.prune(T0 + 50_000).await.unwrap();
+    // Both old delivery ids go; of the jobs only the finished one (an open job is never lost).
+    assert_eq!((pruned.deliveries, pruned.jobs), (2, 1));
+    assert!(!store.delivery_known("old").await.unwrap());
+    assert!(store.delivery_known("new").await.unwrap());
+    assert!(store.job("old").await.unwrap().is_none());
+    assert_eq!(
+        store.job("old-open").await.unwrap().unwrap().state,
+        "queued"
+    );
+    // Past the retention a redelivery is new again; one whose job is still kept is not.
+    assert_eq!(
+        store
+            .enqueue_delivery(&job("old", None), T0 + 60_000)
+            .await
+            .unwrap(),
+        Enqueued::New
+    );
+    assert_eq!(
+        store
+            .enqueue_delivery(&job("old-open", None), T0 + 60_000)
+            .await
+            .unwrap(),
+        Enqueued::Duplicate
+    );
+}
+
+/// Eight workers on two handles (two replicas) race for 160 jobs over 8 pull requests and
+/// some without one: every job runs exactly once, and no two jobs of one pull request ever
+/// run at the same time.
+async fn many_workers_on_two_handles_run_every_job_exactly_once<B: Backend>(b: B) {
+    let handles = [b.open().await, b.open().await];
+    let now = now_ms();
+    let mut total = 0;
+    for i in 0..160u64 {
+        let pr = (i % 5 != 0).then_some(i % 8);
+        let d = job(&format!("job-{i:03}"), pr);
+        assert_eq!(
+            handles[(i % 2) as usize]
+                .enqueue_delivery(&d, now)
+                .await
+                .unwrap(),
+            Enqueued::New
+        );
+        total += 1;
+    }
+    let runs: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let busy: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for w in 0..8 {
+        let store = handles[w % 2].clone();
+        let (runs, busy, finished) = (runs.clone(), busy.clone(), finished.clone());
+        workers.push(tokio::spawn(async move {
+            while finished.load(std::sync::atomic::Ordering::SeqCst) < total {
+                let Some(job) = store
+                    .claim(&format!("w{w}"), now_ms(), LEASE)
+                    .await
+                    .unwrap()
+                else {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                };
+                if !job.pr_key.is_empty() {
+                    assert!(
+                        busy.lock().unwrap().insert(job.pr_key.clone()),
+                        "two jobs of {} ran at once",
+                        job.pr_key
+                    );
+                }
+                *runs.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+                tokio::task::yield_now().await;
+                // Cleared before the store hears of it: only then may the next job of this
+                // pull request be claimed.
+                if !job.pr_key.is_empty() {
+                    busy.lock().unwrap().remove(&job.pr_key);
+                }
+                assert!(
+                    store
+                        .finish(&job, &JobOutcome::Done, now_ms())
+                        .await
+                        .unwrap()
+                );
+                finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }));
+    }
+    let all = async {
+        for w in workers {
+            w.await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), all)
+        .await
+        .expect("every job ran in time");
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), total);
+    assert!(runs.values().all(|n| *n == 1), "{runs:?}");
+    assert_eq!(handles[1].counts().await.unwrap().done, total as u64);
+}
+
+async fn fleet_locks_are_exclusive_across_handles_and_released<B: Backend>(b: B) {
+    let a = b.open().await;
+    let replica = b.open().await;
+    let lock = a.try_lock_fleet("prod").await.unwrap().expect("free");
+    assert_eq!(lock.fleet(), "prod");
+    assert!(replica.try_lock_fleet("prod").await.unwrap().is_none());
+    assert!(a.try_lock_fleet("prod").await.unwrap().is_none());
+    let staging = replica
+        .try_lock_fleet("staging")
+        .await
+        .unwrap()
+        .expect("another fleet");
+    lock.release().await.unwrap();
+    let again = replica
+        .try_lock_fleet("prod")
+        .await
+        .unwrap()
+        .expect("released");
+    // A lock dropped without release (a panicking job) is released too.
+    drop(again);
+    drop(staging);
+    let mut retook = None;
+    for _ in 0..100 {
+        if let Some(l) = a.try_lock_fleet("prod").await.unwrap() {
+            retook = Some(l);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(retook.is_some(), "a dropped lock was never released");
+    assert!(a.try_lock_fleet("staging").await.unwrap().is_some());
+}

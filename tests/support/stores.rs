@@ -1,0 +1,61 @@
+//! The store backends as the tests see them: a fresh, empty store of each kind, and more
+//! handles on it (a second replica, or the same process after a restart).
+#![allow(dead_code)]
+
+use fleetbot::store::{InventoryStore, JobQueue, PostgresStore, SqliteStore};
+
+/// A backend under test: a fresh, empty store, and more handles on it (a second replica, or
+/// the same process after a restart).
+pub trait Backend: Sized {
+    type Store: InventoryStore + JobQueue + Clone;
+    async fn fresh() -> Self;
+    async fn open(&self) -> Self::Store;
+    async fn migrations(store: &Self::Store) -> Vec<i64>;
+    async fn close(store: &Self::Store);
+}
+
+pub struct Sqlite {
+    pub dir: tempfile::TempDir,
+}
+
+impl Backend for Sqlite {
+    type Store = SqliteStore;
+    async fn fresh() -> Self {
+        Sqlite {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    async fn open(&self) -> SqliteStore {
+        SqliteStore::open(&self.dir.path().join("store.sqlite"))
+            .await
+            .unwrap()
+    }
+    async fn migrations(store: &SqliteStore) -> Vec<i64> {
+        store.applied_migrations().await.unwrap()
+    }
+    async fn close(store: &SqliteStore) {
+        store.close().await
+    }
+}
+
+pub struct Postgres {
+    pub url: String,
+}
+
+impl Backend for Postgres {
+    type Store = PostgresStore;
+    async fn fresh() -> Self {
+        Postgres {
+            url: crate::pg::fresh_database().await,
+        }
+    }
+    async fn open(&self) -> PostgresStore {
+        PostgresStore::connect_with(&self.url, 6).await.unwrap()
+    }
+    async fn migrations(store: &PostgresStore) -> Vec<i64> {
+        store.applied_migrations().await.unwrap()
+    }
+    async fn close(store: &PostgresStore) {
+        store.close().await
+    }
+}
