@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::lifecycle::{
-    confirm, open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime, stderr_progress,
+    confirm, open_cloud, open_inventory, progress_for, resolve_ssh_key, resolve_tenant, runtime,
 };
 use super::output::{OutputFormat, print_json};
 use super::plan::load_spec;
@@ -184,7 +184,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
             &spec,
             &tenant,
             &options,
-            stderr_progress(),
+            progress_for(targets.len(), json),
         )
         .await
         {

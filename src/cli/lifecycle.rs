@@ -92,6 +92,35 @@ pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, Stri
     SqliteStore::open(&path).await.map_err(|e| e.to_string())
 }
 
+/// Progress for `targets` targets: a progress bar on a terminal in text mode (step lines above
+/// it), plain lines on stderr otherwise, so stdout stays one document in JSON mode.
+pub fn progress_for(targets: usize, json: bool) -> Progress {
+    use std::io::IsTerminal;
+    if json || !std::io::stderr().is_terminal() {
+        return stderr_progress();
+    }
+    let bar = indicatif::ProgressBar::new(targets as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} targets {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    Arc::new(move |line: &str| {
+        bar.println(format!("  - {line}"));
+        // A target's last line is its outcome: `<key>/<cluster>: deployed` or `…: failed: …`.
+        let finished = line.ends_with(": deployed") || line.contains(": failed: ");
+        if finished {
+            bar.inc(1);
+        }
+        if bar.position() >= bar.length().unwrap_or(0) {
+            bar.finish_and_clear();
+        } else {
+            bar.set_message(line.split(':').next().unwrap_or("").to_string());
+        }
+    })
+}
+
 /// Progress lines on stderr, so stdout stays one document in JSON mode.
 pub fn stderr_progress() -> Progress {
     Arc::new(|line: &str| {

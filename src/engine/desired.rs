@@ -194,12 +194,10 @@ pub fn desired_target(
     } else {
         None
     };
-    let mount = cluster.enable_filestore.then(|| {
-        (
-            cluster.filestore_mount_tag.as_str(),
-            cluster.filestore_mount_path.as_str(),
-        )
-    });
+    let mount = cluster.enable_filestore.then_some((
+        cluster.filestore_mount_tag.as_str(),
+        cluster.filestore_mount_path.as_str(),
+    ));
     let init = cloud_init(mount, ssh_public_key);
     let init_digest = hex::encode(Sha256::digest(init.as_bytes()));
     let gpu_cluster_on = cluster.resolved_enable_gpu_cluster();

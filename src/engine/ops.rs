@@ -235,6 +235,29 @@ impl DeployResult {
     }
 }
 
+/// Backend ownership (fleet-engine §6.8): a record without a backend reads as `mk8s`, and a
+/// record of another backend than the spec's refuses the action.
+fn require_backend(
+    record: &TargetRecord,
+    cluster: &crate::spec::ClusterSpec,
+    refusal: &str,
+) -> Result<(), EngineError> {
+    let backend = if record.backend.is_empty() {
+        "mk8s"
+    } else {
+        record.backend.as_str()
+    };
+    if backend == cluster.backend_name() {
+        return Ok(());
+    }
+    Err(EngineError(format!(
+        "persisted cluster state belongs to backend '{backend}', but the spec selects '{}'; {refusal}",
+        cluster.backend_name()
+    )))
+}
+
+const WRONG_BACKEND: &str = "refusing to plan, reconcile, or destroy with the wrong backend";
+
 /// Everything a lifecycle run reads before acting.
 pub struct Prepared {
     pub selected: Vec<(usize, usize)>,
@@ -276,17 +299,7 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
             .iter()
             .find(|r| r.project_key == project.key() && r.cluster_name == cluster.name)
         {
-            let backend = if record.backend.is_empty() {
-                "mk8s"
-            } else {
-                record.backend.as_str()
-            };
-            if backend != cluster.backend_name() {
-                return Err(EngineError(format!(
-                    "persisted cluster state belongs to backend '{backend}', but the spec selects '{}'; refusing to plan, reconcile, or destroy with the wrong backend",
-                    cluster.backend_name()
-                )));
-            }
+            require_backend(record, cluster, WRONG_BACKEND)?;
         }
     }
     let projects = desired::desired_projects(spec, &selected, prefix);
@@ -475,6 +488,7 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
                 Ok(result) => result,
                 Err(_) => {
                     let error = format!("timed out after {} minute(s)", timeout.as_secs() / 60);
+                    progress(&format!("{key}: failed: {error}"));
                     let _ = record_failure(
                         &store, &fleet, &tenant, &profile, &target, &project, &error,
                     )
@@ -832,7 +846,7 @@ async fn apply_target<C: Cloud, S: InventoryStore>(
             record.error = e.clone();
             result.status = "error".into();
             result.error = e.clone();
-            progress(&format!("{key}: {e}"));
+            progress(&format!("{key}: failed: {e}"));
         }
     }
     record.updated_at = now_ms();
@@ -1134,17 +1148,7 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
             .iter()
             .find(|r| r.project_key == spec.projects[p].key() && r.cluster_name == cluster.name)
         {
-            let backend = if r.backend.is_empty() {
-                "mk8s"
-            } else {
-                r.backend.as_str()
-            };
-            if backend != cluster.backend_name() {
-                return Err(EngineError(format!(
-                    "persisted cluster state belongs to backend '{backend}', but the spec selects '{}'; refusing to plan, reconcile, or destroy with the wrong backend",
-                    cluster.backend_name()
-                )));
-            }
+            require_backend(r, cluster, WRONG_BACKEND)?;
         }
     }
     let mut result = DestroyResult {
@@ -1483,17 +1487,11 @@ pub async fn status<C: Cloud, S: InventoryStore>(
             error: String::new(),
         };
         if let Some(r) = record {
-            let backend = if r.backend.is_empty() {
-                "mk8s"
-            } else {
-                r.backend.as_str()
-            };
-            if backend != cluster.backend_name() {
-                return Err(EngineError(format!(
-                    "persisted cluster state belongs to backend '{backend}', but the spec selects '{}'; refusing status without backend ownership proof",
-                    cluster.backend_name()
-                )));
-            }
+            require_backend(
+                r,
+                cluster,
+                "refusing status without backend ownership proof",
+            )?;
             entry.status = if r.status.is_empty() {
                 "unknown".into()
             } else {
