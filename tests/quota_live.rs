@@ -46,10 +46,12 @@ async fn check(world: &str) -> Result<fleetbot::quota::PreflightReport, String> 
         &mut |l: &str| lines.push(l.to_string()),
     )
     .await;
-    assert!(
-        lines.iter().any(|l| l.starts_with("quota ")),
-        "progress lines are produced: {lines:?}"
-    );
+    if report.is_ok() {
+        assert!(
+            lines.iter().any(|l| l.starts_with("quota ")),
+            "progress lines are produced: {lines:?}"
+        );
+    }
     report
 }
 
