@@ -11,6 +11,7 @@ export CI="${CI:-false}"
 cargo fmt --all -- --check
 # GitHub's REST description and webhook examples, pinned and integrity-checked (npm pack).
 bash scripts/fetch-github-fixtures.sh
-# One build shared by every test binary; doc tests and a smoke run of each benchmark too.
-cargo test --locked --all-targets
+# One build shared by every test binary (a smoke run of each benchmark too), with a throwaway
+# PostgreSQL for the store conformance suite and the two-replica tests; doc tests after.
+bash scripts/with-postgres.sh cargo test --locked --all-targets
 cargo test --locked --doc
