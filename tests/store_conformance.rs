@@ -50,6 +50,7 @@ conformance!(
     migrations_apply_once_on_every_open,
     a_delivery_is_stored_once_across_handles,
     concurrent_duplicates_store_one_delivery,
+    a_batch_stores_each_new_delivery_once_in_order,
     payload_bytes_survive_exactly,
     jobs_of_one_pull_request_run_one_at_a_time_in_order,
     jobs_of_one_fleet_run_one_at_a_time,
@@ -206,6 +207,48 @@ async fn concurrent_duplicates_store_one_delivery<B: Backend>(b: B) {
     assert_eq!(new, 1);
     let counts = handles[0].counts().await.unwrap();
     assert_eq!((counts.deliveries, counts.jobs()), (1, 1));
+}
+
+async fn a_batch_stores_each_new_delivery_once_in_order<B: Backend>(b: B) {
+    let store = b.open().await;
+    store.enqueue_delivery(&job("b", None), T0).await.unwrap();
+    let batch = [
+        job("a", None),
+        job("b", None),
+        job("a", None),
+        job("c", None),
+    ];
+    assert_eq!(
+        store.enqueue_deliveries(&batch, T0 + 1).await.unwrap(),
+        [
+            Enqueued::New,
+            Enqueued::Duplicate,
+            Enqueued::Duplicate,
+            Enqueued::New
+        ]
+    );
+    assert!(store.enqueue_deliveries(&[], T0).await.unwrap().is_empty());
+    // A full batch of new deliveries, then every job in arrival order.
+    let many: Vec<NewJob> = (0..fleetbot::store::queue::MAX_ENQUEUE_BATCH)
+        .map(|i| job(&format!("m{i:03}"), Some(7)))
+        .collect();
+    let answers = store.enqueue_deliveries(&many, T0 + 2).await.unwrap();
+    assert!(answers.iter().all(|a| *a == Enqueued::New));
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.deliveries, counts.queued), (67, 67));
+    let mut order = Vec::new();
+    while let Some(claimed) = store.claim("w", T0 + 3, LEASE).await.unwrap() {
+        assert!(
+            store
+                .finish(&claimed, &JobOutcome::Done, T0 + 3)
+                .await
+                .unwrap()
+        );
+        order.push(claimed.id);
+    }
+    let mut expected = vec!["b".to_string(), "a".into(), "c".into()];
+    expected.extend(many.iter().map(|j| j.id.clone()));
+    assert_eq!(order, expected);
 }
 
 async fn payload_bytes_survive_exactly<B: Backend>(b: B) {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::sink::{Acceptance, Delivery, DeliverySink, SinkError, SinkFuture};
@@ -16,7 +16,7 @@ use super::worker::{WorkerSettings, run_queue_worker};
 use super::{AppState, JobReport, Metrics, router, serve};
 use crate::bot::Bot;
 use crate::github::WebhookSecrets;
-use crate::store::queue::{MIN_RETENTION, WEBHOOK_JOB, ms, now_ms, pr_key};
+use crate::store::queue::{MAX_ENQUEUE_BATCH, MIN_RETENTION, WEBHOOK_JOB, ms, now_ms, pr_key};
 use crate::store::{Enqueued, JobQueue, NewJob};
 
 /// After a store error, `/readyz` reports not ready for this long, so a load balancer sends
@@ -24,19 +24,63 @@ use crate::store::{Enqueued, JobQueue, NewJob};
 const UNREADY_AFTER_ERROR: Duration = Duration::from_secs(5);
 
 /// Persists deliveries in the store's inbox and queue.
-pub struct StoreSink<Q> {
-    queue: Q,
-    wake: Arc<Notify>,
-    last_error_ms: AtomicI64,
+///
+/// Deliveries arriving together are stored together: one writer task takes every delivery
+/// waiting for it (up to [`MAX_ENQUEUE_BATCH`]) and stores them in one transaction, then
+/// answers each. Alone, a delivery is stored at once; under load, one commit (one sync to
+/// disk on SQLite, one round trip on PostgreSQL) serves many, which is what keeps intake in
+/// the milliseconds at hundreds of deliveries a second. No delivery is answered before its
+/// transaction has committed.
+pub struct StoreSink {
+    batches: mpsc::Sender<Pending>,
+    last_error_ms: Arc<AtomicI64>,
 }
 
-impl<Q: JobQueue> StoreSink<Q> {
-    /// A sink over `queue` that wakes a local worker through `wake` for each new job.
-    pub fn new(queue: Q, wake: Arc<Notify>) -> Self {
+/// A delivery waiting for the writer, and where its answer goes.
+type Pending = (NewJob, oneshot::Sender<Result<Enqueued, String>>);
+
+/// Deliveries waiting for the writer before intake pushes back (each holds its payload).
+const PENDING_CAPACITY: usize = 1024;
+
+impl StoreSink {
+    /// A sink over `queue` that wakes a local worker through `wake` for each new job. Spawns
+    /// the writer task, which ends when the sink is dropped.
+    pub fn new<Q: JobQueue>(queue: Q, wake: Arc<Notify>) -> Self {
+        let (batches, pending) = mpsc::channel(PENDING_CAPACITY);
+        let last_error_ms = Arc::new(AtomicI64::new(i64::MIN / 2));
+        tokio::spawn(write_batches(queue, pending, wake, last_error_ms.clone()));
         StoreSink {
-            queue,
-            wake,
-            last_error_ms: AtomicI64::new(i64::MIN / 2),
+            batches,
+            last_error_ms,
+        }
+    }
+}
+
+async fn write_batches<Q: JobQueue>(
+    queue: Q,
+    mut pending: mpsc::Receiver<Pending>,
+    wake: Arc<Notify>,
+    last_error_ms: Arc<AtomicI64>,
+) {
+    let mut batch: Vec<Pending> = Vec::with_capacity(MAX_ENQUEUE_BATCH);
+    while pending.recv_many(&mut batch, MAX_ENQUEUE_BATCH).await > 0 {
+        let (jobs, answers): (Vec<NewJob>, Vec<_>) = batch.drain(..).unzip();
+        match queue.enqueue_deliveries(&jobs, now_ms()).await {
+            Ok(outcomes) => {
+                for (outcome, answer) in outcomes.into_iter().zip(answers) {
+                    if outcome == Enqueued::New {
+                        wake.notify_one();
+                    }
+                    let _ = answer.send(Ok(outcome));
+                }
+            }
+            Err(e) => {
+                last_error_ms.store(now_ms(), Ordering::Relaxed);
+                let e = e.to_string();
+                for answer in answers {
+                    let _ = answer.send(Err(e.clone()));
+                }
+            }
         }
     }
 }
@@ -53,27 +97,28 @@ pub fn job_for(delivery: &Delivery) -> NewJob {
     }
 }
 
-impl<Q: JobQueue> DeliverySink for StoreSink<Q> {
+impl DeliverySink for StoreSink {
     fn accept(&self, delivery: Delivery) -> SinkFuture<'_> {
         Box::pin(async move {
             let job = job_for(&delivery);
-            match self.queue.enqueue_delivery(&job, now_ms()).await {
-                Ok(Enqueued::New) => {
-                    self.wake.notify_one();
-                    Ok(Acceptance::Accepted)
-                }
+            let (answer, answered) = oneshot::channel();
+            let stopped = || SinkError("the store writer has stopped".into());
+            self.batches
+                .send((job, answer))
+                .await
+                .map_err(|_| stopped())?;
+            match answered.await.map_err(|_| stopped())? {
+                Ok(Enqueued::New) => Ok(Acceptance::Accepted),
                 Ok(Enqueued::Duplicate) => Ok(Acceptance::Duplicate),
-                Err(e) => {
-                    self.last_error_ms.store(now_ms(), Ordering::Relaxed);
-                    Err(SinkError(e.to_string()))
-                }
+                Err(e) => Err(SinkError(e)),
             }
         })
     }
 
     fn ready(&self) -> bool {
-        now_ms().saturating_sub(self.last_error_ms.load(Ordering::Relaxed))
-            > ms(UNREADY_AFTER_ERROR)
+        !self.batches.is_closed()
+            && now_ms().saturating_sub(self.last_error_ms.load(Ordering::Relaxed))
+                > ms(UNREADY_AFTER_ERROR)
     }
 }
 

@@ -7,6 +7,7 @@
 //!   excludes a CLI `deploy` using the same database;
 //! - migrations run under an advisory lock, so replicas starting together migrate once.
 
+use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -18,7 +19,8 @@ use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::{FleetLock, advisory_key};
 use super::migrate::{MIGRATION_LOCK_NAME, MIGRATIONS, statements};
 use super::queue::{
-    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,
+    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts, decide,
+    first_occurrences,
 };
 use super::sql;
 use super::url::redact_url;
@@ -268,39 +270,55 @@ impl InventoryStore for PostgresStore {
 }
 
 impl JobQueue for PostgresStore {
-    async fn enqueue_delivery(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.queue_error(e))?;
-        // A concurrent insert of the same id waits here for the other transaction, then
-        // inserts nothing: exactly one of them is `New`.
-        let new = sqlx::query(sql::INSERT_DELIVERY)
-            .bind(&job.id)
-            .bind(&job.event)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.queue_error(e))?
-            .rows_affected();
-        if new == 0 {
-            return Ok(Enqueued::Duplicate);
+    async fn enqueue_deliveries(
+        &self,
+        jobs: &[NewJob],
+        now: i64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        let (firsts, answers) = first_occurrences(jobs);
+        if firsts.is_empty() {
+            return Ok(decide(jobs, answers, &HashSet::new()));
         }
-        let queued = sqlx::query(sql::INSERT_JOB)
-            .bind(&job.id)
-            .bind(&job.kind)
-            .bind(&job.event)
-            .bind(job.payload.as_ref())
-            .bind(&job.pr_key)
-            .bind(&job.fleet_key)
-            .bind(now)
-            .execute(&mut *tx)
+        let mut tx = self.pool.begin().await.map_err(|e| self.queue_error(e))?;
+        // Generated placeholders only; every value is bound.
+        let mut deliveries = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
+            sql::insert_deliveries_sql(firsts.len()),
+        ));
+        for job in &firsts {
+            deliveries = deliveries.bind(&job.id).bind(&job.event).bind(now);
+        }
+        let new: HashSet<String> = deliveries
+            .fetch_all(&mut *tx)
             .await
             .map_err(|e| self.queue_error(e))?
-            .rows_affected();
+            .into_iter()
+            .collect();
+        let fresh: Vec<&NewJob> = firsts.into_iter().filter(|j| new.contains(&j.id)).collect();
+        let mut queued = HashSet::new();
+        if !fresh.is_empty() {
+            let mut insert = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
+                sql::insert_jobs_sql(fresh.len()),
+            ));
+            for job in &fresh {
+                insert = insert
+                    .bind(&job.id)
+                    .bind(&job.kind)
+                    .bind(&job.event)
+                    .bind(job.payload.as_ref())
+                    .bind(&job.pr_key)
+                    .bind(&job.fleet_key)
+                    .bind(now);
+            }
+            // A job row outliving its pruned delivery row means the delivery already ran.
+            queued = insert
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| self.queue_error(e))?
+                .into_iter()
+                .collect();
+        }
         tx.commit().await.map_err(|e| self.queue_error(e))?;
-        Ok(if queued == 1 {
-            Enqueued::New
-        } else {
-            Enqueued::Duplicate
-        })
+        Ok(decide(jobs, answers, &queued))
     }
 
     async fn enqueue(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {

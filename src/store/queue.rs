@@ -129,19 +129,42 @@ pub struct Pruned {
     pub jobs: u64,
 }
 
+/// The most deliveries stored in one [`JobQueue::enqueue_deliveries`] call (7 bound values a
+/// row stays far below every engine's limit on bound parameters).
+pub const MAX_ENQUEUE_BATCH: usize = 64;
+
 /// GitHub redelivers a delivery for up to 3 days with the same id; a shorter retention would
 /// let a redelivery run twice.
 pub const MIN_RETENTION: Duration = Duration::from_secs(3 * 24 * 3600);
 
 /// The inbox and the job queue.
 pub trait JobQueue: Send + Sync + 'static {
-    /// Records `delivery_id` and queues `job` at `now`, atomically; a known delivery id (or
-    /// job id) is a [`Enqueued::Duplicate`] and stores nothing.
+    /// Records each delivery (its job id is the delivery id) and queues its job at `now`, all
+    /// in one transaction: afterwards every delivery is stored with its job, or the call failed
+    /// and none is. A delivery id known before, or repeated within `jobs`, is a
+    /// [`Enqueued::Duplicate`] and stores nothing. One answer per job, in order.
+    ///
+    /// Intake batches concurrent deliveries into one call, so under load one commit (and, on
+    /// SQLite, one sync to disk) serves many deliveries; see [`MAX_ENQUEUE_BATCH`].
+    fn enqueue_deliveries(
+        &self,
+        jobs: &[NewJob],
+        now: i64,
+    ) -> impl Future<Output = Result<Vec<Enqueued>, StoreError>> + Send;
+
+    /// [`JobQueue::enqueue_deliveries`] for one delivery.
     fn enqueue_delivery(
         &self,
         job: &NewJob,
         now: i64,
-    ) -> impl Future<Output = Result<Enqueued, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Enqueued, StoreError>> + Send {
+        async move {
+            let answers = self
+                .enqueue_deliveries(std::slice::from_ref(job), now)
+                .await?;
+            Ok(answers.first().copied().unwrap_or(Enqueued::Duplicate))
+        }
+    }
 
     /// Queues a job that comes from no delivery (a follow-up job a handler creates); a known
     /// job id is a [`Enqueued::Duplicate`].
@@ -193,6 +216,40 @@ pub trait JobQueue: Send + Sync + 'static {
         &self,
         fleet: &str,
     ) -> impl Future<Output = Result<Option<super::FleetLock>, StoreError>> + Send;
+}
+
+/// Splits a batch into the first occurrence of each id (to insert) and answers where a later
+/// occurrence is already a duplicate. Returns `(firsts, answers)`: `answers[i]` is `None`
+/// for the firsts (decided by the store) and `Some(Duplicate)` for repeats.
+pub(crate) fn first_occurrences(jobs: &[NewJob]) -> (Vec<&NewJob>, Vec<Option<Enqueued>>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut firsts = Vec::with_capacity(jobs.len());
+    let mut answers = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        if seen.insert(job.id.as_str()) {
+            firsts.push(job);
+            answers.push(None);
+        } else {
+            answers.push(Some(Enqueued::Duplicate));
+        }
+    }
+    (firsts, answers)
+}
+
+/// Fills the undecided answers: `New` for ids the store queued, `Duplicate` for the rest.
+pub(crate) fn decide(
+    jobs: &[NewJob],
+    mut answers: Vec<Option<Enqueued>>,
+    queued: &std::collections::HashSet<String>,
+) -> Vec<Enqueued> {
+    jobs.iter()
+        .zip(answers.iter_mut())
+        .map(|(job, answer)| match answer.take() {
+            Some(a) => a,
+            None if queued.contains(&job.id) => Enqueued::New,
+            None => Enqueued::Duplicate,
+        })
+        .collect()
 }
 
 /// The pull-request key of a job: `owner/repo#number`, lowercased (GitHub names are

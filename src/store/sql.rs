@@ -41,8 +41,47 @@ pub(crate) const UPSERT_PROJECT: &str = "INSERT INTO inventory_projects (fleet, 
 pub(crate) const DELETE_PROJECT: &str =
     "DELETE FROM inventory_projects WHERE fleet = $1 AND project_key = $2";
 
-pub(crate) const INSERT_DELIVERY: &str = "INSERT INTO webhook_deliveries (delivery_id, event, received_at) VALUES ($1, $2, $3) \
-     ON CONFLICT (delivery_id) DO NOTHING";
+/// Records `rows` deliveries (`$3k+1` id, `$3k+2` event, `$3k+3` time) and returns the ids
+/// that were new.
+pub(crate) fn insert_deliveries_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|k| format!("(${}, ${}, ${})", 3 * k + 1, 3 * k + 2, 3 * k + 3))
+        .collect();
+    format!(
+        "INSERT INTO webhook_deliveries (delivery_id, event, received_at) VALUES {} \
+         ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id",
+        values.join(", ")
+    )
+}
+
+/// Queues `rows` jobs (`$7k+1` id, kind, event, payload, pr_key, fleet_key, `$7k+7` time) and
+/// returns the ids that were new. Row `k` gets `seq` = the largest so far + `k` + 1, so a batch
+/// keeps its order (whether or not the engine's subquery sees the batch's earlier rows, the
+/// values only grow).
+pub(crate) fn insert_jobs_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|k| {
+            let b = 7 * k;
+            format!(
+                "(${}, ${}, ${}, ${}, ${}, ${}, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) FROM jobs) + {}, ${}, ${})",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4,
+                b + 5,
+                b + 6,
+                k + 1,
+                b + 7,
+                b + 7
+            )
+        })
+        .collect();
+    format!(
+        "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after) \
+         VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
+        values.join(", ")
+    )
+}
 
 /// `seq` is one more than the largest so far: strictly increasing on SQLite (writes are
 /// serialized); on PostgreSQL two concurrent arrivals may share a value, and ties are broken

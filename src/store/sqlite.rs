@@ -6,6 +6,7 @@
 //! writers on an in-process gate instead keeps webhook intake in the low milliseconds under
 //! load. Reads do not take the gate (WAL lets them run beside the writer).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -19,7 +20,8 @@ use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;
 use super::migrate::{MIGRATIONS, statements};
 use super::queue::{
-    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,
+    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts, decide,
+    first_occurrences,
 };
 use super::sql;
 
@@ -254,39 +256,56 @@ impl InventoryStore for SqliteStore {
 }
 
 impl JobQueue for SqliteStore {
-    async fn enqueue_delivery(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
-        let _gate = self.write_gate.lock().await;
-        let mut tx = self.begin().await?;
-        let new = sqlx::query(sql::INSERT_DELIVERY)
-            .bind(&job.id)
-            .bind(&job.event)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| queue_error(&self.path, e))?
-            .rows_affected();
-        if new == 0 {
-            return Ok(Enqueued::Duplicate);
+    async fn enqueue_deliveries(
+        &self,
+        jobs: &[NewJob],
+        now: i64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        let (firsts, answers) = first_occurrences(jobs);
+        if firsts.is_empty() {
+            return Ok(decide(jobs, answers, &HashSet::new()));
         }
-        let queued = sqlx::query(sql::INSERT_JOB)
-            .bind(&job.id)
-            .bind(&job.kind)
-            .bind(&job.event)
-            .bind(job.payload.as_ref())
-            .bind(&job.pr_key)
-            .bind(&job.fleet_key)
-            .bind(now)
-            .execute(&mut *tx)
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin().await.map_err(StoreError::into_queue)?;
+        // Generated placeholders only; every value is bound.
+        let mut deliveries = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
+            sql::insert_deliveries_sql(firsts.len()),
+        ));
+        for job in &firsts {
+            deliveries = deliveries.bind(&job.id).bind(&job.event).bind(now);
+        }
+        let new: HashSet<String> = deliveries
+            .fetch_all(&mut *tx)
             .await
             .map_err(|e| queue_error(&self.path, e))?
-            .rows_affected();
+            .into_iter()
+            .collect();
+        let fresh: Vec<&NewJob> = firsts.into_iter().filter(|j| new.contains(&j.id)).collect();
+        let mut queued = HashSet::new();
+        if !fresh.is_empty() {
+            let mut insert = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
+                sql::insert_jobs_sql(fresh.len()),
+            ));
+            for job in &fresh {
+                insert = insert
+                    .bind(&job.id)
+                    .bind(&job.kind)
+                    .bind(&job.event)
+                    .bind(job.payload.as_ref())
+                    .bind(&job.pr_key)
+                    .bind(&job.fleet_key)
+                    .bind(now);
+            }
+            // A job row outliving its pruned delivery row means the delivery already ran.
+            queued = insert
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| queue_error(&self.path, e))?
+                .into_iter()
+                .collect();
+        }
         tx.commit().await.map_err(|e| queue_error(&self.path, e))?;
-        // A job row outliving its pruned delivery row means the delivery already ran.
-        Ok(if queued == 1 {
-            Enqueued::New
-        } else {
-            Enqueued::Duplicate
-        })
+        Ok(decide(jobs, answers, &queued))
     }
 
     async fn enqueue(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
