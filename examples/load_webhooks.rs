@@ -58,6 +58,10 @@ struct Args {
     /// The running server's webhook secret.
     #[arg(long, default_value = "load-test-secret")]
     secret: String,
+    /// The `X-GitHub-Event` sent. `ping` is verified and answered without touching the store,
+    /// which gives the HTTP path's own share of the latency for comparison.
+    #[arg(long, default_value = "pull_request")]
+    event: String,
     /// Requests in flight at most; beyond it the sender waits (and the wait counts as latency).
     #[arg(long, default_value_t = 256)]
     max_in_flight: usize,
@@ -302,11 +306,11 @@ async fn main() -> std::process::ExitCode {
         let due = started + interval.mul_f64(i as f64);
         tokio::time::sleep_until(due.into()).await;
         let permit = permits.clone().acquire_owned().await.unwrap();
-        let (http, url) = (http.clone(), url.clone());
+        let (http, url, event) = (http.clone(), url.clone(), args.event.clone());
         tasks.push(tokio::spawn(async move {
             let result = http
                 .post(format!("{url}/webhook"))
-                .header("x-github-event", "pull_request")
+                .header("x-github-event", event)
                 .header("x-github-delivery", id)
                 .header("x-hub-signature-256", sig)
                 .header("content-type", "application/json")
@@ -336,7 +340,7 @@ async fn main() -> std::process::ExitCode {
     // Let the workers drain the queue, then let the server sit idle. Without workers of its
     // own (`--workers 0`) there is nothing to wait for.
     let drain = Instant::now();
-    let mut drained = args.workers == 0 && args.url.is_none();
+    let mut drained = (args.workers == 0 && args.url.is_none()) || args.event == "ping";
     while !drained && drain.elapsed() < Duration::from_secs(120) {
         if jobs_done(&http, &url).await.unwrap_or(0) >= done_before + accepted {
             drained = true;
