@@ -22,6 +22,7 @@
 //!     paths: ['fixtures/privacy/**']
 //! ```
 
+use crate::privacy::allowlist::glob_to_regex;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -267,57 +268,6 @@ impl SpecMatcher {
         let path = path.trim_start_matches("./");
         self.globs.iter().any(|g| g.is_match(path))
     }
-}
-
-/// Globs as the privacy allowlist reads them: `*` and `?` stay within a segment, `**` spans
-/// segments, `[abc]`/`[!abc]` are classes, a trailing `/` means everything below.
-fn glob_to_regex(glob: &str) -> Result<Regex, String> {
-    let g = glob.trim().trim_start_matches("./").trim_start_matches('/');
-    if g.is_empty() {
-        return Err("empty glob".into());
-    }
-    let chars: Vec<char> = g.chars().collect();
-    let mut re = String::from("^");
-    let mut k = 0;
-    while k < chars.len() {
-        match chars[k] {
-            '*' if chars.get(k + 1) == Some(&'*') => {
-                k += 2;
-                if chars.get(k) == Some(&'/') {
-                    k += 1;
-                    re.push_str("(?:.*/)?");
-                } else {
-                    re.push_str(".*");
-                }
-                continue;
-            }
-            '*' => re.push_str("[^/]*"),
-            '?' => re.push_str("[^/]"),
-            '[' => {
-                let close = chars[k + 1..]
-                    .iter()
-                    .position(|&c| c == ']')
-                    .ok_or_else(|| format!("unclosed '[' in {g:?}"))?;
-                let class: String = chars[k + 1..k + 1 + close].iter().collect();
-                let class = match class.strip_prefix('!') {
-                    Some(rest) => format!("^{rest}"),
-                    None => class,
-                };
-                re.push('[');
-                re.push_str(&class.replace('\\', "\\\\"));
-                re.push(']');
-                k += close + 2;
-                continue;
-            }
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-        k += 1;
-    }
-    if g.ends_with('/') {
-        re.push_str(".*");
-    }
-    re.push('$');
-    Regex::new(&re).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

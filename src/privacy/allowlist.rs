@@ -158,7 +158,10 @@ pub(crate) fn normalize_path(path: &str) -> String {
     p
 }
 
-fn glob_to_regex(glob: &str) -> Result<Regex, String> {
+/// Compiles a path glob: `*` and `?` stay within a segment, `**` spans segments,
+/// `[abc]`/`[!abc]` are classes, a trailing `/` means everything below. Shared by every
+/// path setting of the repo config.
+pub(crate) fn glob_to_regex(glob: &str) -> Result<Regex, String> {
     let glob = glob.trim();
     if glob.is_empty() {
         return Err("empty glob".into());

@@ -7,7 +7,7 @@
 //! `Debug` output or log line. `fleetbot scan` and the GitHub App both sit on this API.
 
 mod alias;
-mod allowlist;
+pub(crate) mod allowlist;
 pub mod diff;
 mod noise;
 mod patterns;

@@ -1,0 +1,166 @@
+//! `deploy`, `status` and `destroy` through the binary on the embedded simulator: one JSON
+//! document on stdout, progress on stderr, the confirmation contract and exit codes.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+struct Env {
+    home: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let world = self.home.path().join("world.yaml");
+        if !world.exists() {
+            let text = include_str!("../fixtures/sim/default.yaml")
+                .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
+            std::fs::write(&world, text).unwrap();
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("HOME", self.home.path())
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env("FLEETBOT_CLOUD", "simulator")
+            .env("FLEETBOT_SIM_WORLD", &world)
+            .env("FLEETBOT_SIM_STATE", self.home.path().join("sim.state"))
+            .env(
+                "FLEETBOT_NEBIUS_CONFIG",
+                self.home.path().join("absent.yaml"),
+            )
+            .env_remove("NEBIUS_IAM_TOKEN")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+const SPEC: &str = "fixtures/specs/fleet1-test.yaml";
+
+#[test]
+fn declined_confirmation_aborts_without_touching_anything() {
+    let env = Env::new();
+    let out = env.run(&["deploy", "--spec", SPEC, "--only-projects", "a"], "n\n");
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "About to create/update fleet 'fleet1-test': 1 cluster(s) across 1 project(s)."
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  - fleet1-test-a / cluster cluster") && !stdout.contains("fleet1-test-b"),
+        "only targeted clusters are listed: {stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Aborted."));
+    let status = env.run(&["status", "--spec", SPEC, "--output", "json"], "");
+    assert!(
+        json(&status)["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "unknown")
+    );
+}
+
+#[test]
+fn deploy_status_destroy_in_json_keep_stdout_one_document() {
+    let env = Env::new();
+    let out = env.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], "");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(
+        (doc["deployed"].as_u64(), doc["failed"].as_u64()),
+        (Some(2), Some(0))
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("About to create/update") && stderr.contains("embedded Nebius simulator"),
+        "{stderr}"
+    );
+
+    let status = json(&env.run(&["status", "--spec", SPEC, "--output", "json"], ""));
+    assert!(
+        status["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "deployed" && c["live_state"] == "ready")
+    );
+
+    let plan = env.run(&["plan", "--live", "--spec", SPEC, "--output", "json"], "");
+    assert_eq!(json(&plan)["summary"]["unchanged"], 2);
+
+    let out = env.run(
+        &["destroy", "--spec", SPEC, "--yes", "--output", "json"],
+        "",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(doc["failed"], 0);
+    assert!(
+        doc["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "destroyed")
+    );
+}
+
+#[test]
+fn empty_scope_prints_one_document_and_exits_0() {
+    let env = Env::new();
+    let out = env.run(
+        &[
+            "deploy",
+            "--spec",
+            SPEC,
+            "--only-clusters",
+            "nope",
+            "--output",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["clusters"], serde_json::json!([]));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(no targets in scope) -- nothing to do.")
+    );
+}
