@@ -6,6 +6,7 @@
 
 #[path = "support/fake_github/mod.rs"]
 mod fake_github;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,6 +82,14 @@ struct Harness {
 impl Harness {
     /// The fake world: `main` holds `fleets/prod.yaml` (the fleet1-test example).
     async fn start(quota: Option<QuotaSource>) -> Self {
+        Self::start_with(BotSettings {
+            quota,
+            ..BotSettings::default()
+        })
+        .await
+    }
+
+    async fn start_with(settings: BotSettings) -> Self {
         let gh = FakeGitHub::start().await;
         {
             let mut w = gh.world();
@@ -109,13 +118,7 @@ impl Harness {
             },
         })
         .unwrap();
-        let bot = Bot::new(
-            github.clone(),
-            BotSettings {
-                quota,
-                ..BotSettings::default()
-            },
-        );
+        let bot = Bot::new(github.clone(), settings);
         let (sink, queue) = InMemorySink::new();
         let sink = Arc::new(sink);
         let metrics = Arc::new(Metrics::default());
@@ -746,4 +749,180 @@ async fn every_webhook_example_is_acknowledged_and_handled_ones_decode() {
         assert_eq!(status, 202, "example {i} of {event}");
     }
     assert!(decoded > 50);
+}
+
+/// The base spec with only project `a`'s cluster grown to two GPU nodes.
+fn spec_with_a_grown() -> String {
+    let from = "  - name: a   # display name fleet1-test-a\n";
+    let s = base_spec();
+    assert!(s.contains(from));
+    s.replacen(
+        from,
+        &format!("{from}    clusters:\n      - name: cluster\n        gpu_nodes: {{count: 2}}\n"),
+        1,
+    )
+}
+
+/// A simulator with `fleets/prod.yaml` from `main` deployed by fleetbot, and a bot that plans
+/// against it with the same inventory.
+async fn live_harness() -> (Harness, fleetbot::sim::Simulator, String) {
+    use fleetbot::bot::live::{CloudPlanner, LiveCloud};
+    use fleetbot::engine::ops::{LifecycleOptions, deploy};
+    let world = include_str!("../fixtures/sim/default.yaml")
+        .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
+    let sim = support::simulator(&world).await;
+    let tenant = sim.tenant_id();
+    let client = support::client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = fleetbot::store::SqliteStore::open(&dir.path().join("bot.sqlite"))
+        .await
+        .unwrap();
+    // The store outlives the directory handle: keep the files for the test's life.
+    std::mem::forget(dir);
+    let spec = fleetbot::spec::load_str(&base_spec(), "fleets/prod.yaml").unwrap();
+    let result = deploy(
+        &client,
+        &inventory,
+        &spec,
+        &tenant,
+        &LifecycleOptions::default(),
+        Arc::new(|_: &str| {}),
+    )
+    .await
+    .unwrap();
+    assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
+    let cloud: Arc<dyn LiveCloud> = Arc::new(CloudPlanner::new(
+        client,
+        inventory,
+        "the fleetbot simulator",
+        Some(tenant.clone()),
+    ));
+    let h = Harness::start_with(BotSettings {
+        cloud: Some(cloud),
+        ..BotSettings::default()
+    })
+    .await;
+    (h, sim, tenant)
+}
+
+#[tokio::test]
+async fn live_plan_shows_what_the_cloud_needs_and_unchanged_targets_add_no_demand() {
+    let (mut h, sim, tenant) = live_harness().await;
+    let grown = spec_with_a_grown();
+    let staging = staging_spec();
+    let head = sha(2);
+    let handled = h
+        .open(
+            &head,
+            &[
+                ("fleets/prod.yaml", Some(&grown)),
+                ("fleets/staging.yaml", Some(&staging)),
+            ],
+        )
+        .await;
+    let Handled::Preflight { verdict, .. } = handled else {
+        panic!("{handled:?}")
+    };
+    let comments = h.bot_comments();
+    assert_eq!(comments.len(), 1);
+    let body = &comments[0].body;
+    assert_eq!(verdict, fleetbot::bot::report::Verdict::Ready, "{body}");
+    assert!(
+        body.contains("planned against the live state in the fleetbot simulator"),
+        "{body}"
+    );
+    // Only project a's GPU pool changes; b's cluster is proven unchanged.
+    assert!(
+        body.contains("| ✏️ change | cluster `fleet1-test-a/cluster` | node-group"),
+        "{body}"
+    );
+    assert!(body.contains("node\\_count: 1 → 2"), "{body}");
+    assert!(!body.contains("cluster `fleet1-test-b/cluster`"), "{body}");
+    assert!(body.contains("1 cluster unchanged."), "{body}");
+    // The changed target is charged in full (2 GPUs), the unchanged one not at all: a static
+    // budget would ask for 3. The 2 GPUs already deployed show as in use.
+    assert!(
+        body.contains("| us-central1 | `compute.instance.gpu.rtx6000` | 2 GPUs | 2 GPUs |"),
+        "{body}"
+    );
+    // A new fleet: every resource is created, planned against the same cloud.
+    assert!(
+        body.contains("| ➕ create | cluster `staging-a/cluster` |"),
+        "{body}"
+    );
+    assert!(
+        body.contains("| ➕ create | project `staging-b` |"),
+        "{body}"
+    );
+    assert_eq!(
+        h.run(&head, "fleet/preflight").conclusion.as_deref(),
+        Some("success")
+    );
+    // Nothing the cloud knows privately reaches GitHub.
+    h.gh.assert_never_sent(&tenant);
+    let client = support::client(&sim);
+    for project in fleetbot::cloud::Cloud::list_projects(&client, &tenant)
+        .await
+        .unwrap()
+    {
+        h.gh.assert_never_sent(&project.id);
+    }
+    insta::assert_snapshot!("live_comment", stable(body));
+}
+
+#[tokio::test]
+async fn a_short_live_quota_blocks_and_an_unreachable_cloud_fails_closed() {
+    use fleetbot::bot::live::{CloudPlanner, LiveCloud};
+    // A hundred GPU nodes: more than the tenant's allowance.
+    let (mut h, _sim, _tenant) = live_harness().await;
+    let huge = base_spec().replacen(
+        "    count: 1\n    platform: gpu-rtx6000",
+        "    count: 600\n    platform: gpu-rtx6000",
+        1,
+    );
+    assert_ne!(huge, base_spec());
+    let head = sha(3);
+    h.open(&head, &[("fleets/prod.yaml", Some(&huge))]).await;
+    let run = h.run(&head, "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{}", run.title);
+    let body = &h.bot_comments()[0].body;
+    assert!(
+        body.contains("blocked by compute.instance.gpu.rtx6000 in us-central1"),
+        "{body}"
+    );
+
+    // A cloud that cannot be reached: nothing is assumed; the preflight fails with the reason.
+    let dead = fleetbot::cloud::NebiusClient::new(
+        fleetbot::cloud::client::Endpoints::Single {
+            uri: "http://127.0.0.1:9".into(),
+        },
+        fleetbot::cloud::auth::Credentials::Static(support::TOKEN.into()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = fleetbot::store::SqliteStore::open(&dir.path().join("bot.sqlite"))
+        .await
+        .unwrap();
+    let cloud: Arc<dyn LiveCloud> = Arc::new(CloudPlanner::new(
+        dead,
+        inventory,
+        "Nebius",
+        Some("tenant-e00notreachable".into()),
+    ));
+    let mut h = Harness::start_with(BotSettings {
+        cloud: Some(cloud),
+        ..BotSettings::default()
+    })
+    .await;
+    let head = sha(4);
+    h.open(&head, &[("fleets/prod.yaml", Some(&spec_with_a_grown()))])
+        .await;
+    let run = h.run(&head, "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{}", run.title);
+    let body = &h.bot_comments()[0].body;
+    assert!(body.contains("the live plan could not be made"), "{body}");
+    assert!(
+        body.contains("could not read tenant quota allowances"),
+        "{body}"
+    );
+    h.gh.assert_never_sent("tenant-e00notreachable");
 }

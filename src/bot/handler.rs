@@ -6,11 +6,13 @@
 //! permission, re-run the preflight for `/plan`, answer the rest in one short reply). It is
 //! called by the worker after the delivery was accepted, never by the HTTP handler.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use super::commands::{CommandKind, parse_comment};
 use super::config::{CONFIG_PATH, LoadedConfig};
+use super::live::LiveCloud;
 use super::pr::{ChangedFile, PrInput, QuotaInput, evaluate_pull_request};
 use super::render::{render_command_reply, reply_marker};
 use super::report::{CommandHelp, Verdict};
@@ -38,10 +40,13 @@ impl fmt::Debug for QuotaSource {
 }
 
 /// How the bot works, beyond the GitHub client.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BotSettings {
-    /// The quota budget's evidence. `None` until the live Nebius quota source is wired in: the
-    /// budget is then reported as not checked and `fleet/preflight` is `neutral`.
+    /// The cloud each changed spec is planned against, live; its quota evidence is the
+    /// budget's. Reads only.
+    pub cloud: Option<Arc<dyn LiveCloud>>,
+    /// Fixed quota evidence for the budget when there is no cloud. With neither, the budget is
+    /// reported as not checked and `fleet/preflight` is `neutral`.
     pub quota: Option<QuotaSource>,
     /// Changed files whose content is fetched for the privacy scan; the rest are reported as
     /// not scanned.
@@ -50,9 +55,21 @@ pub struct BotSettings {
     pub max_file_bytes: usize,
 }
 
+impl fmt::Debug for BotSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BotSettings")
+            .field("cloud", &self.cloud.as_ref().map(|c| c.public_name()))
+            .field("quota", &self.quota)
+            .field("max_fetched_files", &self.max_fetched_files)
+            .field("max_file_bytes", &self.max_file_bytes)
+            .finish()
+    }
+}
+
 impl Default for BotSettings {
     fn default() -> Self {
         BotSettings {
+            cloud: None,
             quota: None,
             max_fetched_files: 300,
             max_file_bytes: 1 << 20,
@@ -215,6 +232,12 @@ impl Bot {
             }
             files.push(file);
         }
+        let live = match &self.settings.cloud {
+            Some(cloud) if config.error.is_none() => {
+                super::live::read_live(cloud.as_ref(), &valid_head_specs(&files, &matcher)).await
+            }
+            _ => BTreeMap::new(),
+        };
         let key = self.alias_key(repo.installation_id());
         let quota = self.settings.quota.as_ref().map(|q| QuotaInput {
             tenant_id: &q.tenant_id,
@@ -231,6 +254,7 @@ impl Bot {
             config: &config,
             alias_key: &key,
             quota,
+            live: &live,
         });
         let mut check_runs = Vec::new();
         for run in [&outcome.privacy, &outcome.preflight] {
@@ -364,4 +388,27 @@ impl Bot {
         }
         Ok(Handled::Commands { ran, refused })
     }
+}
+
+/// The changed specs whose head parses and validates, for the live plan (the others are
+/// reported invalid by the evaluation and never planned).
+fn valid_head_specs(
+    files: &[ChangedFile],
+    matcher: &super::config::SpecMatcher,
+) -> Vec<(String, crate::spec::FleetSpec)> {
+    files
+        .iter()
+        .filter(|f| {
+            f.status != "removed"
+                && (matcher.matches(&f.path)
+                    || f.previous_path
+                        .as_deref()
+                        .is_some_and(|p| matcher.matches(p)))
+        })
+        .filter_map(|f| {
+            let text = std::str::from_utf8(f.head.as_deref()?).ok()?;
+            let spec = crate::spec::load_str(text, &f.path).ok()?;
+            Some((f.path.clone(), spec))
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@
 pub mod commands;
 pub mod config;
 pub mod handler;
+pub mod live;
 pub mod pr;
 pub mod render;
 pub mod report;

@@ -3,9 +3,11 @@
 //! comment out.
 //!
 //! [`evaluate_pull_request`] does no IO, so every rule here is unit-tested and the GitHub side
-//! ([`super::handler`]) only fetches inputs and publishes outputs. The plan is the static plan
-//! of the head spec compared with the base spec; the budget uses [`crate::quota`] against
-//! whatever quota evidence the caller supplies (none yet in production, see the handler).
+//! ([`super::handler`]) only fetches inputs and publishes outputs. When the bot reaches a
+//! cloud, the handler reads each spec's live plan and the tenant's quota evidence first
+//! ([`super::live`]); the plan shown is then the live one and unchanged targets add no demand.
+//! Without a cloud the plan is the static plan of the head spec compared with the base spec,
+//! and the budget uses whatever quota evidence the caller supplies (or is not checked).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
@@ -14,8 +16,10 @@ use sha2::{Digest, Sha256};
 use similar::TextDiff;
 
 use super::config::{CONFIG_PATH, LoadedConfig};
+use super::live::LiveSpec;
 use super::render;
 use super::report::*;
+use crate::engine::live::Action;
 use crate::engine::static_plan::{ClusterPlan, ObjectStoragePlan};
 use crate::engine::{FleetPlan, PlanOptions, plan};
 use crate::github::{Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload};
@@ -73,6 +77,10 @@ pub struct PrInput<'a> {
     pub alias_key: &'a [u8],
     /// `None`: no quota source; the budget is reported as not checked.
     pub quota: Option<QuotaInput<'a>>,
+    /// What the cloud said about each changed spec, by path (empty without a cloud). A spec
+    /// found here is planned live and budgeted against the live evidence; `quota` is then
+    /// not used for it.
+    pub live: &'a BTreeMap<String, LiveSpec>,
 }
 
 /// What to publish.
@@ -133,7 +141,8 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
     let mut fleets = Vec::new();
     let mut diffs = Vec::new();
     for file in &specs {
-        let (fleet, diff) = evaluate_spec(file, &scanner, input.quota.as_ref());
+        let live = input.live.get(&file.path);
+        let (fleet, diff) = evaluate_spec(file, &scanner, input.quota.as_ref(), live);
         fleets.push(fleet);
         diffs.push(diff);
     }
@@ -287,6 +296,7 @@ fn evaluate_spec(
     file: &ChangedFile,
     scanner: &Scanner,
     quota: Option<&QuotaInput<'_>>,
+    live: Option<&LiveSpec>,
 ) -> (FleetReport, SpecDiff) {
     let change = FileChange::from_github(&file.status, file.previous_path.as_deref());
     let base_path = file.previous_path.as_deref().unwrap_or(&file.path);
@@ -357,8 +367,15 @@ fn evaluate_spec(
         Ok(spec) => {
             report.name = Some(spec.name.clone());
             let head_plan = plan(&spec, &PlanOptions::default());
-            report.plan = Some(summarize(Some(&head_plan), base_plan.as_ref()));
-            report.budget = Some(budget(&spec, quota));
+            let mut summary = summarize(Some(&head_plan), base_plan.as_ref());
+            match live {
+                Some(live) => {
+                    apply_live(&mut summary, &head_plan, &spec, live);
+                    report.budget = Some(live_budget(&spec, live));
+                }
+                None => report.budget = Some(budget(&spec, quota)),
+            }
+            report.plan = Some(summary);
         }
         Err(e) => {
             report.status = FleetStatus::Invalid;
@@ -578,6 +595,9 @@ fn summarize(head: Option<&FleetPlan>, base: Option<&FleetPlan>) -> PlanSummary 
         change: Vec::new(),
         destroy: Vec::new(),
         unchanged: 0,
+        live_cloud: None,
+        unrecorded: 0,
+        problems: Vec::new(),
     };
     for (label, will_create) in &new.projects {
         if !old.projects.contains_key(label) && *will_create {
@@ -639,6 +659,165 @@ fn summarize(head: Option<&FleetPlan>, base: Option<&FleetPlan>) -> PlanSummary 
     summary
 }
 
+/// Replaces the static create/change rows of what the live plan covers with what the cloud
+/// actually needs, and records the live plan's problems. Names are the spec's public labels:
+/// never a project ID, a bucket name or a resource ID from the cloud.
+fn apply_live(summary: &mut PlanSummary, head: &FleetPlan, spec: &FleetSpec, live: &LiveSpec) {
+    summary.live_cloud = Some(live.cloud.clone());
+    let planned = match &live.plan {
+        Ok(Some(planned)) => planned,
+        Ok(None) => return,
+        Err(e) => {
+            summary.live_cloud = None;
+            summary.problems.push(scrub_tenant(
+                &format!("the live plan could not be made: {e}"),
+                &live.tenant_id,
+            ));
+            return;
+        }
+    };
+    let labels: Vec<String> = head
+        .projects
+        .iter()
+        .enumerate()
+        .map(|(i, p)| project_label(i, p.display_name.as_deref()))
+        .collect();
+    let facts = index_plan(head);
+    let covered_projects: BTreeSet<&str> = planned
+        .project_index
+        .iter()
+        .filter_map(|&i| labels.get(i).map(String::as_str))
+        .collect();
+    let target_name = |&(p, c): &(usize, usize)| {
+        format!(
+            "{}/{}",
+            labels.get(p).map_or("?", String::as_str),
+            spec.projects[p].clusters[c].name
+        )
+    };
+    let covered_targets: BTreeSet<String> = planned.target_index.iter().map(target_name).collect();
+    let covered = |item: &PlanItem| match item.kind {
+        "cluster" => covered_targets.contains(&item.name),
+        _ => covered_projects.contains(item.name.as_str()),
+    };
+    // Covered targets the static comparison did not list were counted as unchanged there.
+    let listed = summary
+        .create
+        .iter()
+        .chain(&summary.change)
+        .filter(|i| i.kind == "cluster" && covered(i))
+        .count();
+    summary.unchanged = summary
+        .unchanged
+        .saturating_sub(covered_targets.len().saturating_sub(listed));
+    summary.create.retain(|i| !covered(i));
+    summary.change.retain(|i| !covered(i));
+
+    for (project, &index) in planned.plan.projects.iter().zip(&planned.project_index) {
+        let label = labels.get(index).cloned().unwrap_or_default();
+        for a in &project.actions {
+            let item = |details: Vec<String>| PlanItem {
+                kind: a.resource,
+                name: label.clone(),
+                details,
+            };
+            match (a.resource, a.action) {
+                ("project", Action::Create) => {
+                    summary.create.push(item(vec!["created on deploy".into()]))
+                }
+                ("bucket", Action::Create) => summary.create.push(item(
+                    facts.buckets.get(&label).cloned().into_iter().collect(),
+                )),
+                ("network" | "subnet", Action::Create) => summary
+                    .create
+                    .push(item(vec!["for the project's clusters".into()])),
+                (_, Action::Update | Action::Replace) => {
+                    summary.change.push(item(change_details(a)))
+                }
+                (_, Action::Delete) => summary.destroy.push(item(change_details(a))),
+                _ => {}
+            }
+        }
+        for problem in &project.problems {
+            summary.problems.push(scrub_tenant(
+                &format!("project {label}: {problem}"),
+                &live.tenant_id,
+            ));
+        }
+    }
+    for (target, index) in planned.plan.targets.iter().zip(&planned.target_index) {
+        let name = target_name(index);
+        let creates_cluster = target
+            .actions
+            .iter()
+            .any(|a| a.resource == "cluster" && a.action == Action::Create);
+        let changes: Vec<String> = target
+            .actions
+            .iter()
+            .filter(|a| !matches!(a.action, Action::NoChange | Action::Reuse))
+            .map(|a| {
+                let mut line = format!("{} {}: {}", a.resource, a.name, action_word(a.action));
+                let details = change_details(a);
+                if !details.is_empty() {
+                    line.push_str(&format!(" ({})", details.join(", ")));
+                }
+                line
+            })
+            .collect();
+        if creates_cluster {
+            summary.create.push(PlanItem {
+                kind: "cluster",
+                name: name.clone(),
+                details: facts
+                    .clusters
+                    .get(&name)
+                    .map(cluster_facts)
+                    .unwrap_or_default(),
+            });
+        } else if !changes.is_empty() {
+            summary.change.push(PlanItem {
+                kind: "cluster",
+                name: name.clone(),
+                details: changes,
+            });
+        } else {
+            summary.unchanged += 1;
+            if !target.unchanged {
+                summary.unrecorded += 1;
+            }
+        }
+        for problem in &target.problems {
+            summary
+                .problems
+                .push(scrub_tenant(&format!("{name}: {problem}"), &live.tenant_id));
+        }
+    }
+}
+
+fn action_word(action: Action) -> &'static str {
+    match action {
+        Action::Create => "create",
+        Action::Update => "update in place",
+        Action::Replace => "replace",
+        Action::Delete => "delete",
+        Action::NoChange => "no change",
+        Action::Reuse => "reuse",
+    }
+}
+
+/// `field: from → to` for each changed field, and the reason when there is one.
+fn change_details(a: &crate::engine::live::ResourceAction) -> Vec<String> {
+    let mut details: Vec<String> = a
+        .changes
+        .iter()
+        .map(|c| format!("{}: {} → {}", c.field, c.from, c.to))
+        .collect();
+    if !a.reason.is_empty() {
+        details.push(a.reason.clone());
+    }
+    details
+}
+
 fn budget(spec: &FleetSpec, quota: Option<&QuotaInput<'_>>) -> BudgetReport {
     let Some(quota) = quota else {
         return BudgetReport {
@@ -648,7 +827,43 @@ fn budget(spec: &FleetSpec, quota: Option<&QuotaInput<'_>>) -> BudgetReport {
             note: Some("no quota source is configured for this installation yet".into()),
         };
     };
-    let demand = match fleet_demand(spec, &ScopeOptions::default(), &ProvenState::default()) {
+    budget_against(
+        spec,
+        &ProvenState::default(),
+        quota.tenant_id,
+        quota.evidence,
+    )
+}
+
+/// The budget against the live evidence, with what the live plan proved unchanged.
+fn live_budget(spec: &FleetSpec, live: &LiveSpec) -> BudgetReport {
+    let proven = match &live.plan {
+        Ok(Some(planned)) => planned.proven.clone(),
+        _ => ProvenState::default(),
+    };
+    match &live.evidence {
+        Ok(evidence) => budget_against(spec, &proven, &live.tenant_id, evidence.as_ref()),
+        Err(e) => BudgetReport {
+            status: BudgetStatus::Unproven,
+            rows: Vec::new(),
+            blocked_by: Vec::new(),
+            note: Some(scrub_tenant(
+                &format!(
+                    "could not read tenant quota allowances; refusing to create projects or resources without capacity evidence ({e})"
+                ),
+                &live.tenant_id,
+            )),
+        },
+    }
+}
+
+fn budget_against(
+    spec: &FleetSpec,
+    proven: &ProvenState,
+    tenant_id: &str,
+    evidence: &dyn QuotaEvidence,
+) -> BudgetReport {
+    let demand = match fleet_demand(spec, &ScopeOptions::default(), proven) {
         Ok(d) => d,
         Err(e) => {
             return BudgetReport {
@@ -659,19 +874,21 @@ fn budget(spec: &FleetSpec, quota: Option<&QuotaInput<'_>>) -> BudgetReport {
             };
         }
     };
-    let report = run_preflight(demand, quota.tenant_id, quota.evidence, &mut |_| {});
-    budget_from(&report, quota.tenant_id)
+    let report = run_preflight(demand, tenant_id, evidence, &mut |_| {});
+    budget_from(&report, tenant_id)
+}
+
+fn scrub_tenant(text: &str, tenant_id: &str) -> String {
+    if tenant_id.is_empty() {
+        text.to_string()
+    } else {
+        text.replace(tenant_id, "(tenant)")
+    }
 }
 
 /// The public budget of a preflight report; the tenant never appears.
 fn budget_from(report: &PreflightReport, tenant_id: &str) -> BudgetReport {
-    let scrub = |text: String| {
-        if tenant_id.is_empty() {
-            text
-        } else {
-            text.replace(tenant_id, "(tenant)")
-        }
-    };
+    let scrub = |text: String| scrub_tenant(&text, tenant_id);
     let amount =
         |q: &str, v: Option<u64>| v.map_or_else(|| "-".into(), |v| format_amount(q, v.into()));
     let rows = report
@@ -801,6 +1018,17 @@ impl VerdictInputs<'_> {
             reasons.push(format!(
                 "capacity could not be proven for {unproven} fleet{}",
                 plural(unproven)
+            ));
+        }
+        let troubled = self
+            .fleets
+            .iter()
+            .filter(|f| f.plan.as_ref().is_some_and(|p| !p.problems.is_empty()))
+            .count();
+        if troubled > 0 {
+            reasons.push(format!(
+                "the live plan found problems in {troubled} fleet{}",
+                plural(troubled)
             ));
         }
         let removed = self
@@ -1043,6 +1271,7 @@ mod tests {
             config,
             alias_key: b"k",
             quota: None,
+            live: &BTreeMap::new(),
         })
     }
 

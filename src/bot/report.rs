@@ -129,8 +129,8 @@ pub struct SpecProblem {
     pub message: String,
 }
 
-/// What the static plan of the head spec creates, changes and destroys, compared with the
-/// base branch's spec.
+/// What the head spec creates, changes and destroys: from the live plan when the bot reached a
+/// cloud (`live_cloud`), else from the static plan compared with the base branch's spec.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlanSummary {
     pub region: String,
@@ -141,8 +141,15 @@ pub struct PlanSummary {
     pub create: Vec<PlanItem>,
     pub change: Vec<PlanItem>,
     pub destroy: Vec<PlanItem>,
-    /// Clusters present and identical on both sides.
+    /// Clusters with nothing to do.
     pub unchanged: usize,
+    /// The public name of the cloud the plan was read from; `None` for a static plan.
+    pub live_cloud: Option<String>,
+    /// Of `unchanged`, clusters that match the spec but are not recorded as deployed by
+    /// fleetbot, so the budget still counts them in full.
+    pub unrecorded: usize,
+    /// What stops the live plan (ownership, identity, an unreadable cloud); each blocks.
+    pub problems: Vec<String>,
 }
 
 impl PlanSummary {
@@ -155,7 +162,7 @@ impl PlanSummary {
 /// One created, changed or destroyed object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlanItem {
-    /// `project`, `cluster` or `bucket`.
+    /// `project`, `cluster`, `bucket`, `network` or `subnet`.
     pub kind: &'static str,
     /// `project/cluster` for clusters, the project's display name otherwise.
     pub name: String,

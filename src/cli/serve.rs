@@ -13,11 +13,13 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::bot::live::{CloudPlanner, LiveCloud};
 use crate::bot::{Bot, BotSettings};
+use crate::cloud::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::{Metrics, WorkerSettings};
-use crate::store::{JobQueue, PostgresStore, SqliteStore, StoreUrl};
+use crate::store::{InventoryStore, JobQueue, PostgresStore, SqliteStore, StoreUrl};
 
 /// How long a shutdown waits for running jobs before leaving them to their leases.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -104,6 +106,26 @@ pub struct ServeArgs {
         value_name = "DAYS"
     )]
     pub retention_days: u64,
+    /// The cloud each changed spec is planned against, read-only: `auto` (Nebius when
+    /// credentials are configured — NEBIUS_IAM_TOKEN or a service-account profile — else
+    /// none), `nebius`, `simulator` (the embedded one, for trials), or `none` (static plans;
+    /// the quota budget is then not checked).
+    #[arg(
+        long,
+        env = "FLEETBOT_CLOUD",
+        default_value = "auto",
+        value_name = "CLOUD"
+    )]
+    pub cloud: String,
+    /// The tenant whose quota allowances apply to specs that name no `tenant_id`. Private:
+    /// never shown or logged.
+    #[arg(
+        long,
+        env = "FLEETBOT_TENANT_ID",
+        hide_env_values = true,
+        value_name = "ID"
+    )]
+    pub tenant_id: Option<SecretArg>,
 }
 
 /// The checked configuration (its `Debug` redacts, like its parts).
@@ -112,6 +134,7 @@ struct Checked {
     secrets: WebhookSecrets,
     credentials: Arc<AppCredentials>,
     store: StoreUrl,
+    cloud: Option<CloudChoice>,
 }
 
 fn check(args: &ServeArgs) -> Result<Checked, String> {
@@ -149,6 +172,7 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         secrets,
         credentials: Arc::new(credentials),
         store,
+        cloud: cloud_choice(&args.cloud)?,
     })
 }
 
@@ -195,7 +219,7 @@ async fn serve_until_signal(args: ServeArgs, checked: Checked) -> Result<(), Str
 }
 
 /// Runs the server over an open store until SIGINT or SIGTERM.
-async fn serve_with<Q: JobQueue + Clone>(
+async fn serve_with<Q: JobQueue + InventoryStore + Clone + 'static>(
     store: Q,
     args: ServeArgs,
     checked: Checked,
@@ -206,7 +230,39 @@ async fn serve_with<Q: JobQueue + Clone>(
         ..ClientConfig::default()
     })
     .map_err(|e| e.to_string())?;
-    let bot = Bot::new(github, BotSettings::default());
+    // Held for the server's life: an embedded simulator stops when its connection drops.
+    let connection = open_cloud(checked.cloud).await?;
+    let cloud: Option<Arc<dyn LiveCloud>> = connection.as_ref().map(|c| {
+        let name = if c.is_simulated() {
+            "the fleetbot simulator"
+        } else {
+            "Nebius"
+        };
+        let tenant = args
+            .tenant_id
+            .as_ref()
+            .map(|t| t.expose().to_string())
+            .or_else(|| c.tenant_id.clone());
+        Arc::new(CloudPlanner::new(
+            c.client.clone(),
+            store.clone(),
+            name,
+            tenant,
+        )) as Arc<dyn LiveCloud>
+    });
+    match &cloud {
+        Some(c) => tracing::info!(cloud = %c.public_name(), "pull requests are planned live"),
+        None => tracing::warn!(
+            "no cloud configured (FLEETBOT_CLOUD): pull requests get static plans and no quota budget"
+        ),
+    }
+    let bot = Bot::new(
+        github,
+        BotSettings {
+            cloud,
+            ..BotSettings::default()
+        },
+    );
     if args.workers == 0 {
         tracing::warn!(
             "FLEETBOT_WORKERS=0: deliveries are stored but handled by other replicas only"
@@ -252,6 +308,26 @@ async fn serve_with<Q: JobQueue + Clone>(
         .map_err(|e| e.to_string())
 }
 
+/// `--cloud`: `None` for `none`.
+fn cloud_choice(value: &str) -> Result<Option<CloudChoice>, String> {
+    if value.trim().eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    CloudChoice::parse(value)
+        .map(Some)
+        .map_err(|_| format!("--cloud {value:?}: expected auto, nebius, simulator or none"))
+}
+
+/// The cloud pull requests are planned against, if any.
+async fn open_cloud(choice: Option<CloudChoice>) -> Result<Option<Connection>, String> {
+    let Some(choice) = choice else {
+        return Ok(None);
+    };
+    let mut options = ConnectOptions::from_env("")?;
+    options.choice = choice;
+    connect_configured(&options).await
+}
+
 /// SIGINT or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -288,7 +364,22 @@ mod tests {
             store: Some("postgres://user:hunter2@db/fleetbot".parse().unwrap()),
             workers: 2,
             retention_days: 7,
+            cloud: "none".into(),
+            tenant_id: None,
         }
+    }
+
+    #[test]
+    fn the_cloud_choice_is_checked_before_anything_starts() {
+        let mut a = args();
+        assert_eq!(check(&a).unwrap().cloud, None);
+        a.cloud = "Simulator".into();
+        assert_eq!(check(&a).unwrap().cloud, Some(CloudChoice::Simulator));
+        a.cloud = "auto".into();
+        assert_eq!(check(&a).unwrap().cloud, Some(CloudChoice::Auto));
+        a.cloud = "aws".into();
+        let err = check(&a).unwrap_err();
+        assert!(err.contains("--cloud \"aws\""), "{err}");
     }
 
     #[test]

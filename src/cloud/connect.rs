@@ -213,6 +213,22 @@ pub async fn embedded_simulator(
 
 /// Connects as the options say. The embedded simulator is announced on stderr.
 pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
+    if let Some(connection) = connect_configured(options).await? {
+        return Ok(connection);
+    }
+    let connection =
+        embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
+    eprintln!(
+        "fleetbot: no Nebius credentials configured; using {}",
+        connection.client.description()
+    );
+    Ok(connection)
+}
+
+/// Connects to what is configured, without the embedded-simulator fallback: `Ok(None)` when
+/// the choice is `auto` and no credentials are configured (the server then plans statically
+/// instead of planning against a simulator nobody asked for).
+pub async fn connect_configured(options: &ConnectOptions) -> Result<Option<Connection>, String> {
     if options.choice == CloudChoice::Simulator {
         let connection =
             embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
@@ -220,7 +236,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
             "fleetbot: using {} (FLEETBOT_CLOUD=simulator)",
             connection.client.description()
         );
-        return Ok(connection);
+        return Ok(Some(connection));
     }
     let override_endpoints = options
         .endpoint
@@ -231,11 +247,11 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
         let endpoints = override_endpoints.unwrap_or(Endpoints::Public {
             domain: DEFAULT_DOMAIN.into(),
         });
-        return Ok(Connection {
+        return Ok(Some(Connection {
             client: NebiusClient::new(endpoints, Credentials::Static(token.clone())),
             simulator: None,
             tenant_id: None,
-        });
+        }));
     }
     let config = options
         .nebius_config
@@ -256,11 +272,11 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
                     },
                 },
             };
-            return Ok(Connection {
+            return Ok(Some(Connection {
                 client: NebiusClient::new(endpoints, Credentials::service_account(key)),
                 simulator: None,
                 tenant_id: profile.tenant_id,
-            });
+            }));
         }
         if options.choice == CloudChoice::Nebius || !options.profile.is_empty() {
             return Err(format!(
@@ -272,13 +288,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
     if options.choice == CloudChoice::Nebius {
         return Err("FLEETBOT_CLOUD=nebius but no credentials are configured: set NEBIUS_IAM_TOKEN or a service-account profile in ~/.nebius/config.yaml".into());
     }
-    let connection =
-        embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
-    eprintln!(
-        "fleetbot: no Nebius credentials configured; using {}",
-        connection.client.description()
-    );
-    Ok(connection)
+    Ok(None)
 }
 
 #[cfg(test)]
