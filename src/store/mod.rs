@@ -13,6 +13,7 @@ pub mod postgres;
 pub mod queue;
 mod sql;
 pub mod sqlite;
+mod sqlite_writer;
 pub mod url;
 
 pub use inventory::{InventoryStore, ProjectRecord, TargetRecord};

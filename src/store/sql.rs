@@ -41,6 +41,10 @@ pub(crate) const UPSERT_PROJECT: &str = "INSERT INTO inventory_projects (fleet, 
 pub(crate) const DELETE_PROJECT: &str =
     "DELETE FROM inventory_projects WHERE fleet = $1 AND project_key = $2";
 
+/// Records one delivery (`$1` id, `$2` event, `$3` time); changes no row when it is known.
+pub(crate) const INSERT_DELIVERY: &str = "INSERT INTO webhook_deliveries (delivery_id, event, received_at) \
+     VALUES ($1, $2, $3) ON CONFLICT (delivery_id) DO NOTHING";
+
 /// Records `rows` deliveries (`$3k+1` id, `$3k+2` event, `$3k+3` time) and returns the ids
 /// that were new.
 pub(crate) fn insert_deliveries_sql(rows: usize) -> String {

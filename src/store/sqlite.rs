@@ -6,9 +6,13 @@
 //! writers on an in-process gate instead keeps webhook intake in the low milliseconds under
 //! load. Reads do not take the gate (WAL lets them run beside the writer).
 //!
+//! The queue's hot writes (intake, claim, renewal, outcome) run on one dedicated thread that
+//! owns its connections ([`super::sqlite_writer`]): a whole transaction is one hand-off
+//! between threads instead of one per statement and row. They take the gate too.
+//!
 //! Durability: whatever must survive a power loss (inventory writes, accepted deliveries)
 //! commits with `synchronous=FULL`, a sync to disk per commit. A job's claim, lease renewal
-//! and outcome commit on a second pool with `synchronous=NORMAL`, without their own sync: the
+//! and outcome commit on a second connection with `synchronous=NORMAL`, without their own sync: the
 //! write-ahead log is sequential, so the next full commit makes them durable too, and losing
 //! the last few to a power cut only means a job runs again after its lease (jobs run at
 //! least once anyway). That keeps syncs to about one per batch of deliveries instead of three
@@ -34,12 +38,13 @@ use super::queue::{
     first_occurrences,
 };
 use super::sql;
+use super::sqlite_writer::{self, Writer};
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// `synchronous=NORMAL`, for job state changes only (see the module docs).
-    relaxed: SqlitePool,
+    /// The queue's hot writes (see the module docs).
+    writer: Writer,
     path: PathBuf,
     /// Held for every write (see the module docs).
     write_gate: Arc<tokio::sync::Mutex<()>>,
@@ -84,13 +89,10 @@ impl SqliteStore {
             .connect_with(options.clone())
             .await
             .map_err(|e| unreadable(path, e))?;
-        // Opened lazily: the CLI's inventory never claims a job.
-        let relaxed = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_lazy_with(options.synchronous(SqliteSynchronous::Normal));
+        let writer = Writer::start(path).map_err(|e| unreadable(path, e))?;
         let store = SqliteStore {
             pool,
-            relaxed,
+            writer,
             path: path.to_path_buf(),
             write_gate: Arc::new(tokio::sync::Mutex::new(())),
         };
@@ -113,7 +115,7 @@ impl SqliteStore {
 
     /// Closes every connection (a clean shutdown; tests use it to simulate a restart).
     pub async fn close(&self) {
-        self.relaxed.close().await;
+        self.writer.close();
         self.pool.close().await;
     }
 
@@ -169,19 +171,6 @@ impl SqliteStore {
             .await
             .map(|r| r.rows_affected())
             .map_err(|e| write_error(&self.path, e))
-    }
-
-    /// [`SqliteStore::write`] for a job state change, without its own sync to disk.
-    async fn write_relaxed<'q>(
-        &self,
-        query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
-    ) -> Result<u64, StoreError> {
-        let _gate = self.write_gate.lock().await;
-        query
-            .execute(&self.relaxed)
-            .await
-            .map(|r| r.rows_affected())
-            .map_err(|e| queue_error(&self.path, e))
     }
 }
 
@@ -297,47 +286,14 @@ impl JobQueue for SqliteStore {
         if firsts.is_empty() {
             return Ok(decide(jobs, answers, &HashSet::new()));
         }
+        let firsts: Vec<NewJob> = firsts.into_iter().cloned().collect();
         let _gate = self.write_gate.lock().await;
-        let mut tx = self.begin().await.map_err(StoreError::into_queue)?;
-        // Generated placeholders only; every value is bound.
-        let mut deliveries = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
-            sql::insert_deliveries_sql(firsts.len()),
-        ));
-        for job in &firsts {
-            deliveries = deliveries.bind(&job.id).bind(&job.event).bind(now);
-        }
-        let new: HashSet<String> = deliveries
-            .fetch_all(&mut *tx)
+        let queued = self
+            .writer
+            .run(move |c| sqlite_writer::enqueue_deliveries(&mut c.full, &firsts, now))
             .await
-            .map_err(|e| queue_error(&self.path, e))?
-            .into_iter()
-            .collect();
-        let fresh: Vec<&NewJob> = firsts.into_iter().filter(|j| new.contains(&j.id)).collect();
-        let mut queued = HashSet::new();
-        if !fresh.is_empty() {
-            let mut insert = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
-                sql::insert_jobs_sql(fresh.len()),
-            ));
-            for job in &fresh {
-                insert = insert
-                    .bind(&job.id)
-                    .bind(&job.kind)
-                    .bind(&job.event)
-                    .bind(job.payload.as_ref())
-                    .bind(&job.pr_key)
-                    .bind(&job.fleet_key)
-                    .bind(now);
-            }
-            // A job row outliving its pruned delivery row means the delivery already ran.
-            queued = insert
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| queue_error(&self.path, e))?
-                .into_iter()
-                .collect();
-        }
-        tx.commit().await.map_err(|e| queue_error(&self.path, e))?;
-        Ok(decide(jobs, answers, &queued))
+            .map_err(|e| queue_error(&self.path, e))?;
+        Ok(decide(jobs, answers, &queued.into_iter().collect()))
     }
 
     async fn enqueue(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
@@ -367,36 +323,23 @@ impl JobQueue for SqliteStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Option<ClaimedJob>, StoreError> {
-        // One statement, and SQLite takes its write lock before reading, so the pick and the
-        // take cannot interleave with another claim.
-        let claim = sql::claim_sql("");
         let token = uuid::Uuid::new_v4().to_string();
+        let worker = worker.to_string();
+        let until = now.saturating_add(lease_ms);
         let _gate = self.write_gate.lock().await;
-        let row = sqlx::query(sqlx::AssertSqlSafe(claim))
-            .bind(now)
-            .bind(&token)
-            .bind(worker)
-            .bind(now.saturating_add(lease_ms))
-            .fetch_optional(&self.relaxed)
+        self.writer
+            .run(move |c| sqlite_writer::claim(&mut c.relaxed, now, &token, &worker, until))
             .await
-            .map_err(|e| queue_error(&self.path, e))?;
-        row.as_ref()
-            .map(sql::claimed_from)
-            .transpose()
             .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn renew(&self, job: &ClaimedJob, until: i64) -> Result<bool, StoreError> {
-        let changed = self
-            .write_relaxed(
-                sqlx::query(sql::RENEW)
-                    .bind(until)
-                    .bind(&job.id)
-                    .bind(&job.lease_token),
-            )
+        let (id, token) = (job.id.clone(), job.lease_token.clone());
+        let _gate = self.write_gate.lock().await;
+        self.writer
+            .run(move |c| sqlite_writer::renew(&mut c.relaxed, &id, &token, until))
             .await
-            .map_err(StoreError::into_queue)?;
-        Ok(changed == 1)
+            .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn finish(
@@ -405,20 +348,12 @@ impl JobQueue for SqliteStore {
         outcome: &JobOutcome,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let (statement, at, message) = sql::finish_sql(outcome, now);
-        let mut query = sqlx::query(statement)
-            .bind(at)
-            .bind(&job.id)
-            .bind(&job.lease_token)
-            .bind(message);
-        if matches!(outcome, JobOutcome::Done) {
-            query = query.bind(Vec::<u8>::new());
-        }
-        Ok(self
-            .write_relaxed(query)
+        let (id, token, outcome) = (job.id.clone(), job.lease_token.clone(), outcome.clone());
+        let _gate = self.write_gate.lock().await;
+        self.writer
+            .run(move |c| sqlite_writer::finish(&mut c.relaxed, &id, &token, &outcome, now))
             .await
-            .map_err(StoreError::into_queue)?
-            == 1)
+            .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {
