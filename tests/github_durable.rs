@@ -287,6 +287,18 @@ async fn queued_jobs_and_a_dead_workers_job_run_after_a_restart<B: Backend>(b: B
         assert_eq!(intake.post(&id, &body, signed(&body)).await.0, 202);
         heads.insert(id, (number, head));
     }
+    // The queue depth is read from the store at scrape time.
+    let metrics = reqwest::get(format!("{}/metrics", intake.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("fleetbot_store_up 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("fleetbot_queue_jobs{state=\"queued\"} 3\n"),
+        "{metrics}"
+    );
     intake.stop().await;
     assert_eq!(
         store.counts().await.unwrap(),

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use super::sink::{Acceptance, Delivery, DeliverySink, SinkError, SinkFuture};
+use super::sink::{Acceptance, CountsFuture, Delivery, DeliverySink, SinkError, SinkFuture};
 use super::worker::{WorkerSettings, run_queue_worker};
 use super::{AppState, JobReport, Metrics, router, serve};
 use crate::bot::Bot;
@@ -34,6 +34,7 @@ const UNREADY_AFTER_ERROR: Duration = Duration::from_secs(5);
 pub struct StoreSink {
     batches: mpsc::Sender<Pending>,
     last_error_ms: Arc<AtomicI64>,
+    counts: Box<dyn Fn() -> CountsFuture<'static> + Send + Sync>,
 }
 
 /// A delivery waiting for the writer, and where its answer goes.
@@ -45,13 +46,18 @@ const PENDING_CAPACITY: usize = 1024;
 impl StoreSink {
     /// A sink over `queue` that wakes a local worker through `wake` for each new job. Spawns
     /// the writer task, which ends when the sink is dropped.
-    pub fn new<Q: JobQueue>(queue: Q, wake: Arc<Notify>) -> Self {
+    pub fn new<Q: JobQueue + Clone>(queue: Q, wake: Arc<Notify>) -> Self {
         let (batches, pending) = mpsc::channel(PENDING_CAPACITY);
         let last_error_ms = Arc::new(AtomicI64::new(i64::MIN / 2));
+        let counter = queue.clone();
         tokio::spawn(write_batches(queue, pending, wake, last_error_ms.clone()));
         StoreSink {
             batches,
             last_error_ms,
+            counts: Box::new(move || {
+                let queue = counter.clone();
+                Box::pin(async move { queue.counts().await.map_err(|e| e.to_string()) })
+            }),
         }
     }
 }
@@ -113,6 +119,10 @@ impl DeliverySink for StoreSink {
                 Err(e) => Err(SinkError(e)),
             }
         })
+    }
+
+    fn queue_counts(&self) -> Option<CountsFuture<'_>> {
+        Some((self.counts)())
     }
 
     fn ready(&self) -> bool {

@@ -217,6 +217,35 @@ impl Metrics {
     }
 }
 
+/// Appends the store's job counts (read at scrape time, so every replica reports the shared
+/// queue) and whether the store answered.
+pub fn render_queue(out: &mut String, counts: &Result<crate::store::QueueCounts, String>) {
+    use std::fmt::Write;
+    out.push_str("# HELP fleetbot_store_up Whether the store answered this scrape's job count.\n");
+    out.push_str("# TYPE fleetbot_store_up gauge\n");
+    let _ = writeln!(out, "fleetbot_store_up {}", u8::from(counts.is_ok()));
+    let Ok(c) = counts else {
+        return;
+    };
+    out.push_str(
+        "# HELP fleetbot_queue_jobs Jobs in the store by state (the queue depth is `queued`).\n",
+    );
+    out.push_str("# TYPE fleetbot_queue_jobs gauge\n");
+    for (state, n) in [
+        ("queued", c.queued),
+        ("running", c.running),
+        ("done", c.done),
+        ("failed", c.failed),
+    ] {
+        let _ = writeln!(out, "fleetbot_queue_jobs{{state=\"{state}\"}} {n}");
+    }
+    out.push_str(
+        "# HELP fleetbot_webhook_deliveries_stored Delivery ids remembered for deduplication.\n",
+    );
+    out.push_str("# TYPE fleetbot_webhook_deliveries_stored gauge\n");
+    let _ = writeln!(out, "fleetbot_webhook_deliveries_stored {}", c.deliveries);
+}
+
 /// A label value from GitHub's headers, kept to a safe alphabet.
 fn label_value(v: &str) -> String {
     v.chars()
@@ -229,6 +258,32 @@ fn label_value(v: &str) -> String {
 mod tests {
     use super::*;
     use crate::github::client::RateLimitState;
+
+    #[test]
+    fn queue_gauges_and_an_unreadable_store() {
+        let mut out = String::new();
+        let counts = crate::store::QueueCounts {
+            deliveries: 9,
+            queued: 3,
+            running: 1,
+            done: 5,
+            failed: 0,
+        };
+        render_queue(&mut out, &Ok(counts));
+        assert!(out.contains("fleetbot_store_up 1\n"), "{out}");
+        assert!(
+            out.contains("fleetbot_queue_jobs{state=\"queued\"} 3\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("fleetbot_webhook_deliveries_stored 9\n"),
+            "{out}"
+        );
+        let mut down = String::new();
+        render_queue(&mut down, &Err("database is locked".into()));
+        assert!(down.contains("fleetbot_store_up 0\n"), "{down}");
+        assert!(!down.contains("fleetbot_queue_jobs"), "{down}");
+    }
 
     #[test]
     fn exposition() {

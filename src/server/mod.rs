@@ -32,7 +32,9 @@ use crate::github::webhook::SIGNATURE_HEADER;
 
 pub use durable::{DurableServer, DurableSettings, StoreSink};
 pub use metrics::Metrics;
-pub use sink::{Acceptance, Delivery, DeliverySink, InMemorySink, SinkError, SinkFuture};
+pub use sink::{
+    Acceptance, CountsFuture, Delivery, DeliverySink, InMemorySink, SinkError, SinkFuture,
+};
 pub use worker::{WorkerSettings, run_queue_worker};
 
 /// GitHub does not send payloads over 25 MB; a little more is allowed so none is refused.
@@ -184,10 +186,14 @@ async fn readyz(State(state): State<AppState>) -> Response {
 
 async fn metrics_text(State(state): State<AppState>) -> Response {
     let github = state.github.as_ref().map(|g| g.metrics().snapshot());
+    let mut text = state.metrics.render(github.as_ref());
+    if let Some(counts) = state.sink.queue_counts() {
+        metrics::render_queue(&mut text, &counts.await);
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(github.as_ref()),
+        text,
     )
         .into_response()
 }

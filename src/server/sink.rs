@@ -67,7 +67,16 @@ pub trait DeliverySink: Send + Sync + 'static {
     fn ready(&self) -> bool {
         true
     }
+
+    /// The store's job counts by state, for `/metrics`; `None` when the sink has no store.
+    fn queue_counts(&self) -> Option<CountsFuture<'_>> {
+        None
+    }
 }
+
+/// The future of [`DeliverySink::queue_counts`].
+pub type CountsFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<crate::store::QueueCounts, String>> + Send + 'a>>;
 
 /// Delivery ids remembered for deduplication. GitHub redelivers for 3 days; at the target
 /// 1,000 deliveries/s an in-memory window can only ever be partial, which is why the store
