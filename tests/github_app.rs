@@ -868,6 +868,12 @@ async fn live_plan_shows_what_the_cloud_needs_and_unchanged_targets_add_no_deman
         h.gh.assert_never_sent(&project.id);
     }
     insta::assert_snapshot!("live_comment", stable(body));
+    let preflight = h.run(&head, "fleet/preflight");
+    insta::assert_snapshot!("live_preflight_summary", stable(&preflight.summary));
+    insta::assert_snapshot!(
+        "live_preflight_text",
+        stable(preflight.text.as_deref().unwrap_or_default())
+    );
 }
 
 #[tokio::test]
@@ -919,6 +925,7 @@ async fn a_short_live_quota_blocks_and_an_unreachable_cloud_fails_closed() {
     let run = h.run(&head, "fleet/preflight");
     assert_eq!(run.conclusion.as_deref(), Some("failure"), "{}", run.title);
     let body = &h.bot_comments()[0].body;
+    insta::assert_snapshot!("unreachable_cloud_comment", stable(body));
     assert!(body.contains("the live plan could not be made"), "{body}");
     assert!(
         body.contains("could not read tenant quota allowances"),
