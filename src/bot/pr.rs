@@ -1064,7 +1064,8 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// SHA-256 over what the plan depends on: head and base commits, engine version, the repo
-/// config bytes and every changed spec's bytes (length-prefixed, in path order).
+/// config bytes, every changed spec's bytes and its live plan's digest (length-prefixed, in
+/// path order).
 fn digest(input: &PrInput<'_>, specs: &[&ChangedFile]) -> String {
     let mut h = Sha256::new();
     let mut field = |bytes: &[u8]| {
@@ -1081,6 +1082,13 @@ fn digest(input: &PrInput<'_>, specs: &[&ChangedFile]) -> String {
         match &spec.head {
             Some(bytes) => field(bytes),
             None => field(b"\0removed-or-unread"),
+        }
+        // A live plan is part of what was shown: the same spec against a changed cloud is a
+        // different plan.
+        match input.live.get(&spec.path).map(|l| &l.plan) {
+            Some(Ok(Some(planned))) => field(planned.plan.digest.as_bytes()),
+            Some(_) => field(b"\0live-plan-unavailable"),
+            None => field(b"\0static"),
         }
     }
     hex::encode(h.finalize())

@@ -68,7 +68,7 @@ pub struct PrReport {
     pub privacy: PrivacyReport,
     /// One per changed spec file, in path order.
     pub diffs: Vec<SpecDiff>,
-    /// Hex SHA-256 over head, base, spec bytes, engine version and repo config.
+    /// Hex SHA-256 over head, base, spec bytes, live plans, engine version and repo config.
     pub digest: String,
     pub commands: Vec<CommandHelp>,
     /// Limits that were hit (file listing cut at 3,000, files not scanned, …).
