@@ -349,9 +349,12 @@ async fn preflight_shortfall_reaches_no_mutation() {
     )
     .await
     .unwrap_err();
-    assert!(err.0.contains("quota is too low for this fleet"), "{err}");
     assert!(
-        err.0
+        err.message.contains("quota is too low for this fleet"),
+        "{err}"
+    );
+    assert!(
+        err.message
             .contains("compute.instance.gpu.rtx6000 [us-central1]: needs 4"),
         "{err}"
     );
@@ -393,7 +396,7 @@ async fn resources_fleetbot_does_not_own_are_never_touched() {
         .await
         .unwrap_err();
     assert!(
-        err.0
+        err.message
             .contains("exists but is not owned by this fleet target"),
         "{err}"
     );

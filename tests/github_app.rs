@@ -933,3 +933,55 @@ async fn a_short_live_quota_blocks_and_an_unreachable_cloud_fails_closed() {
     );
     h.gh.assert_never_sent("tenant-e00notreachable");
 }
+
+#[tokio::test]
+async fn only_the_configured_tenant_is_read_and_forks_are_never_planned_live() {
+    let (mut h, _sim, tenant) = live_harness().await;
+    // A spec pointing the bot at another tenant is refused, not read.
+    let other = "tenant-e00otherfleetowner";
+    let elsewhere =
+        spec_with_a_grown().replace("tenant_id: \"\"", &format!("tenant_id: \"{other}\""));
+    assert_ne!(elsewhere, spec_with_a_grown());
+    let head = sha(5);
+    h.open(&head, &[("fleets/prod.yaml", Some(&elsewhere))])
+        .await;
+    let run = h.run(&head, "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{}", run.title);
+    let body = h.bot_comments()[0].body.clone();
+    assert!(
+        body.contains(
+            "the spec's tenant\\_id is not the tenant fleetbot is configured to plan against"
+        ),
+        "{body}"
+    );
+    h.gh.assert_never_sent(&tenant);
+    h.gh.assert_never_sent(other);
+
+    // A push from a fork: the plan is static and the comment says why.
+    let head = sha(6);
+    {
+        let mut w = h.gh.world();
+        let parent = w.repos[REPO].pulls[&PR].head_sha.clone();
+        let grown = spec_with_a_grown();
+        w.commit(REPO, &parent, &head, &[("fleets/prod.yaml", Some(&grown))]);
+        w.push(REPO, PR, &head);
+    }
+    let mut payload: serde_json::Value =
+        serde_json::from_slice(&fixtures::pull_request("synchronize", &pr_ref(&head))).unwrap();
+    payload["pull_request"]["head"]["repo"]["full_name"] = json!("someone/fleet-config");
+    let handled = h
+        .deliver("pull_request", &serde_json::to_vec(&payload).unwrap())
+        .await;
+    assert!(matches!(handled, Handled::Preflight { .. }), "{handled:?}");
+    let body = h.bot_comments()[0].body.clone();
+    assert!(body.contains("comes from a fork"), "{body}");
+    assert!(
+        body.contains("(static plan; live state not read)"),
+        "{body}"
+    );
+    assert!(!body.contains("planned against the live state"), "{body}");
+    assert_eq!(
+        h.run(&head, "fleet/preflight").conclusion.as_deref(),
+        Some("neutral")
+    );
+}

@@ -365,6 +365,23 @@ fn yaml_errors_and_limits_are_reported_with_position() {
 }
 
 #[test]
+fn an_mk8s_cluster_carrying_a_soperator_object_is_refused() {
+    let e = assert_err(
+        &cluster("soperator: {workers: []}\n"),
+        "cluster 'c': 'soperator' configuration is unsupported for backend 'mk8s'",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].soperator");
+    // Inside an explicit envelope it is an unknown envelope field first.
+    assert_err(
+        &cluster("backend: mk8s\nmk8s: {soperator: {workers: []}}\n"),
+        "cluster.mk8s has unsupported field(s): soperator",
+    );
+    // Python's truthiness: an empty mapping or null is no object.
+    assert!(load_str(&cluster("soperator: {}\n"), "fleet.yaml").is_ok());
+    assert!(load_str(&cluster("soperator: null\n"), "fleet.yaml").is_ok());
+}
+
+#[test]
 fn backend_envelope_errors() {
     assert_err(
         &cluster("backend: kubeflow\n"),

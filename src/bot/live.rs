@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::cloud::domain::Cloud;
 use crate::engine::live::LivePlan;
-use crate::engine::ops::{LifecycleOptions, prepare};
+use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, prepare};
 use crate::engine::preflight::{live_evidence, proven_state};
 use crate::quota::InMemoryEvidence;
 use crate::quota::scope::ProvenState;
@@ -35,16 +35,53 @@ pub struct PlannedFleet {
     pub proven: ProvenState,
 }
 
-/// What the cloud said about one changed spec.
-#[derive(Debug, Clone)]
+/// What the cloud said about one changed spec. Error texts are public (classified, see
+/// [`public_error`]); the tenant is not.
+#[derive(Clone)]
 pub struct LiveSpec {
     /// Public name of the cloud ("Nebius", "the fleetbot simulator").
     pub cloud: String,
     /// `Ok(None)`: the spec has no target the API engine plans (soperator only).
     pub plan: Result<Option<PlannedFleet>, String>,
-    /// The tenant the evidence is for (private: never shown).
+    /// The tenant the evidence is for (private: never shown or logged).
     pub tenant_id: String,
     pub evidence: Result<Arc<InMemoryEvidence>, String>,
+}
+
+impl std::fmt::Debug for LiveSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSpec")
+            .field("cloud", &self.cloud)
+            .field(
+                "plan",
+                &self
+                    .plan
+                    .as_ref()
+                    .map(|p| p.as_ref().map(|p| &p.plan.digest)),
+            )
+            .field("tenant_id", &"<redacted>")
+            .field("evidence", &self.evidence.as_ref().map(|_| "read"))
+            .finish()
+    }
+}
+
+/// What a pull request may be told about an error: where it came from, never the text of a
+/// store or cloud error (which can name hosts, paths, resources and IDs). The full error goes
+/// to the bot's log without the cloud's own message.
+pub fn public_error(e: &EngineError) -> String {
+    match e.source {
+        ErrorSource::Engine => e.message.clone(),
+        ErrorSource::Store => {
+            tracing::warn!(error = %e.message, "live plan: the bot's store could not be read");
+            "the bot's store could not be read (see the bot's log)".to_string()
+        }
+        ErrorSource::Cloud(code) => cloud_unreadable(code),
+    }
+}
+
+fn cloud_unreadable(code: tonic::Code) -> String {
+    tracing::warn!(code = ?code, "live plan: the cloud could not be read");
+    format!("the cloud could not be read ({code:?})")
 }
 
 /// A cloud the bot can plan against. Reads only.
@@ -52,7 +89,8 @@ pub trait LiveCloud: Send + Sync + 'static {
     /// Public name for the comment; never an endpoint, path or ID.
     fn public_name(&self) -> String;
 
-    /// The tenant whose allowances apply to `spec`: the spec's, else the configured one.
+    /// The tenant whose allowances apply to `spec`: the configured one, which a spec naming a
+    /// tenant must match.
     fn tenant_for(&self, spec: &FleetSpec) -> Result<String, String>;
 
     /// The live plan of the spec's mk8s targets (`Ok(None)` when it has none).
@@ -75,8 +113,8 @@ pub struct CloudPlanner<C, S> {
 }
 
 impl<C, S> CloudPlanner<C, S> {
-    /// `default_tenant` applies to specs that name none (`FLEETBOT_TENANT_ID`, or what the
-    /// credentials' source names).
+    /// `tenant` is the only tenant read (`FLEETBOT_TENANT_ID`, or what the credentials' source
+    /// names); specs naming another are refused.
     pub fn new(
         cloud: C,
         inventory: S,
@@ -102,13 +140,18 @@ where
     }
 
     fn tenant_for(&self, spec: &FleetSpec) -> Result<String, String> {
-        if !spec.tenant_id.trim().is_empty() {
-            return Ok(spec.tenant_id.trim().to_string());
+        // Only the configured tenant is ever read: a pull request chooses its spec's
+        // tenant_id, and must not point the bot's credentials at another tenant.
+        let Some(tenant) = &self.default_tenant else {
+            return Err(
+                "fleetbot has no tenant configured to plan against (FLEETBOT_TENANT_ID)".into(),
+            );
+        };
+        let named = spec.tenant_id.trim();
+        if !named.is_empty() && named != tenant {
+            return Err("the spec's tenant_id is not the tenant fleetbot is configured to plan against (FLEETBOT_TENANT_ID)".into());
         }
-        self.default_tenant.clone().ok_or_else(|| {
-            "the spec names no tenant_id and fleetbot has no default tenant (FLEETBOT_TENANT_ID)"
-                .to_string()
-        })
+        Ok(tenant.clone())
     }
 
     fn plan_fleet<'a>(
@@ -118,43 +161,61 @@ where
     ) -> LiveFuture<'a, Option<PlannedFleet>> {
         Box::pin(async move {
             // The API engine plans mk8s targets; soperator targets stay statically planned
-            // and are charged in full by the budget.
-            let mk8s: Vec<String> = spec
-                .projects
-                .iter()
-                .flat_map(|p| &p.clusters)
-                .filter(|c| c.backend != Backend::Soperator)
-                .map(|c| c.name.clone())
-                .collect();
-            if mk8s.is_empty() {
+            // (and are not budgeted, as in the reference). They are left out by position, not
+            // by name: an mk8s and a soperator cluster may share a name in two projects.
+            let (mk8s, index) = mk8s_only(spec);
+            if index.is_empty() {
                 return Ok(None);
             }
-            let all = spec
-                .projects
-                .iter()
-                .map(|p| p.clusters.len())
-                .sum::<usize>();
             let options = LifecycleOptions {
-                only_clusters: if mk8s.len() == all { Vec::new() } else { mk8s },
                 // Only the spec's own key: a key on the bot's host means nothing to the fleet.
                 ssh_public_key: spec.ssh_public_key.trim().to_string(),
                 ..LifecycleOptions::default()
             };
-            let prepared = prepare(&self.cloud, &self.inventory, spec, tenant_id, &options)
+            let prepared = prepare(&self.cloud, &self.inventory, &mk8s, tenant_id, &options)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| public_error(&e))?;
             Ok(Some(PlannedFleet {
                 proven: proven_state(&prepared.plan),
                 project_index: prepared.projects.iter().map(|(i, _)| *i).collect(),
-                target_index: prepared.selected.clone(),
+                target_index: prepared
+                    .selected
+                    .iter()
+                    .map(|&(p, c)| (p, index[&(p, c)]))
+                    .collect(),
                 plan: prepared.plan,
             }))
         })
     }
 
     fn quota_evidence<'a>(&'a self, tenant_id: &'a str) -> LiveFuture<'a, InMemoryEvidence> {
-        Box::pin(live_evidence(&self.cloud, tenant_id))
+        Box::pin(async move {
+            live_evidence(&self.cloud, tenant_id)
+                .await
+                .map_err(|e| cloud_unreadable(e.code))
+        })
     }
+}
+
+/// The spec without its soperator clusters, and where each kept cluster was in the original
+/// (`(project, cluster in the copy)` → cluster in the original). Projects keep their positions.
+fn mk8s_only(spec: &FleetSpec) -> (FleetSpec, BTreeMap<(usize, usize), usize>) {
+    let mut copy = spec.clone();
+    let mut index = BTreeMap::new();
+    for (p, project) in copy.projects.iter_mut().enumerate() {
+        let mut kept = 0;
+        project.clusters = std::mem::take(&mut project.clusters)
+            .into_iter()
+            .enumerate()
+            .filter(|(_, c)| c.backend != Backend::Soperator)
+            .map(|(c, cluster)| {
+                index.insert((p, kept), c);
+                kept += 1;
+                cluster
+            })
+            .collect();
+    }
+    (copy, index)
 }
 
 /// Plans every spec against `cloud`, reading each tenant's evidence once.
@@ -196,4 +257,50 @@ pub async fn read_live(
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn soperator_clusters_are_left_out_by_position_not_by_name() {
+        // research's soperator cluster shares its name with platform's mk8s cluster.
+        let text = include_str!("../../fixtures/specs/mixed-backends.yaml")
+            .replace("      - name: slurm-gpu\n", "      - name: legacy\n")
+            .replace("name: slurm-gpu   #", "name: legacy   #");
+        let spec = crate::spec::load_str(&text, "mixed.yaml").unwrap();
+        assert!(
+            spec.projects[1]
+                .clusters
+                .iter()
+                .any(|c| c.name == "legacy" && c.backend == Backend::Soperator)
+        );
+        let (mk8s, index) = mk8s_only(&spec);
+        let kept: Vec<(usize, usize, &str)> = index
+            .iter()
+            .map(|(&(p, c), &original)| (p, original, mk8s.projects[p].clusters[c].name.as_str()))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![(0, 0, "legacy"), (0, 1, "kube"), (1, 0, "mig")],
+            "{index:?}"
+        );
+        for (&(p, c), &original) in &index {
+            assert_eq!(
+                mk8s.projects[p].clusters[c].name,
+                spec.projects[p].clusters[original].name
+            );
+            assert_ne!(
+                spec.projects[p].clusters[original].backend,
+                Backend::Soperator
+            );
+        }
+        assert!(
+            mk8s.projects
+                .iter()
+                .flat_map(|p| &p.clusters)
+                .all(|c| c.backend != Backend::Soperator)
+        );
+    }
 }

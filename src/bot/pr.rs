@@ -81,6 +81,8 @@ pub struct PrInput<'a> {
     /// found here is planned live and budgeted against the live evidence; `quota` is then
     /// not used for it.
     pub live: &'a BTreeMap<String, LiveSpec>,
+    /// Notes from the caller for the report (public text).
+    pub notes: &'a [String],
 }
 
 /// What to publish.
@@ -124,7 +126,7 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
     };
     let scanner = scanner(input.alias_key, &config.privacy);
     let commands = CommandHelp::all(|name| config.required_permission(name));
-    let mut notes = Vec::new();
+    let mut notes = input.notes.to_vec();
     if input.files_truncated {
         notes.push(format!(
             "GitHub lists at most {} changed files; files beyond that were not checked.",
@@ -155,7 +157,7 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
     };
     let (verdict, reasons) = verdict_inputs.decide();
     let privacy_report = privacy.report();
-    let digest = digest(input, &specs);
+    let digest = digest(input, &specs, &fleets);
     let report = PrReport {
         repo: input.repo.to_string(),
         number: input.number,
@@ -480,12 +482,13 @@ struct PlanIndex {
     clusters: BTreeMap<String, serde_json::Value>,
 }
 
-fn project_label(index: usize, display_name: Option<&str>) -> String {
-    // Project IDs are private by rule; a project given by ID shows by position only.
-    display_name.map_or_else(
-        || format!("existing project #{}", index + 1),
-        str::to_string,
-    )
+fn project_label(index: usize, project: &crate::engine::static_plan::ProjectPlan) -> String {
+    // Project IDs are private by rule: a project given by ID alone (whose display name is
+    // then its ID) shows by position only.
+    match &project.display_name {
+        Some(name) if project.project_id.as_ref() != Some(name) => name.clone(),
+        _ => format!("existing project #{}", index + 1),
+    }
 }
 
 fn index_plan(p: &FleetPlan) -> PlanIndex {
@@ -495,7 +498,7 @@ fn index_plan(p: &FleetPlan) -> PlanIndex {
         clusters: BTreeMap::new(),
     };
     for (i, project) in p.projects.iter().enumerate() {
-        let label = project_label(i, project.display_name.as_deref());
+        let label = project_label(i, project);
         idx.projects.insert(label.clone(), project.will_create);
         if let ObjectStoragePlan::Enabled {
             storage_class,
@@ -596,7 +599,7 @@ fn summarize(head: Option<&FleetPlan>, base: Option<&FleetPlan>) -> PlanSummary 
         destroy: Vec::new(),
         unchanged: 0,
         live_cloud: None,
-        unrecorded: 0,
+        unproven: 0,
         problems: Vec::new(),
     };
     for (label, will_create) in &new.projects {
@@ -663,12 +666,11 @@ fn summarize(head: Option<&FleetPlan>, base: Option<&FleetPlan>) -> PlanSummary 
 /// actually needs, and records the live plan's problems. Names are the spec's public labels:
 /// never a project ID, a bucket name or a resource ID from the cloud.
 fn apply_live(summary: &mut PlanSummary, head: &FleetPlan, spec: &FleetSpec, live: &LiveSpec) {
-    summary.live_cloud = Some(live.cloud.clone());
     let planned = match &live.plan {
         Ok(Some(planned)) => planned,
+        // Nothing the API engine plans (soperator only): the static plan stands.
         Ok(None) => return,
         Err(e) => {
-            summary.live_cloud = None;
             summary.problems.push(scrub_tenant(
                 &format!("the live plan could not be made: {e}"),
                 &live.tenant_id,
@@ -676,11 +678,12 @@ fn apply_live(summary: &mut PlanSummary, head: &FleetPlan, spec: &FleetSpec, liv
             return;
         }
     };
+    summary.live_cloud = Some(live.cloud.clone());
     let labels: Vec<String> = head
         .projects
         .iter()
         .enumerate()
-        .map(|(i, p)| project_label(i, p.display_name.as_deref()))
+        .map(|(i, p)| project_label(i, p))
         .collect();
     let facts = index_plan(head);
     let covered_projects: BTreeSet<&str> = planned
@@ -780,10 +783,10 @@ fn apply_live(summary: &mut PlanSummary, head: &FleetPlan, spec: &FleetSpec, liv
                 name: name.clone(),
                 details: changes,
             });
-        } else {
+        } else if target.problems.is_empty() {
             summary.unchanged += 1;
             if !target.unchanged {
-                summary.unrecorded += 1;
+                summary.unproven += 1;
             }
         }
         for problem in &target.problems {
@@ -849,7 +852,7 @@ fn live_budget(spec: &FleetSpec, live: &LiveSpec) -> BudgetReport {
             blocked_by: Vec::new(),
             note: Some(scrub_tenant(
                 &format!(
-                    "could not read tenant quota allowances; refusing to create projects or resources without capacity evidence ({e})"
+                    "could not read tenant quota allowances: {e}; refusing to create projects or resources without capacity evidence"
                 ),
                 &live.tenant_id,
             )),
@@ -874,8 +877,38 @@ fn budget_against(
             };
         }
     };
+    // soperator targets are not charged by the mk8s quota preflight (as in the reference).
+    let skipped = demand.skipped.len();
+    let budgeted = demand.unchanged.len()
+        + demand
+            .regions
+            .iter()
+            .map(|r| r.targets.len())
+            .sum::<usize>();
+    let skip_note = (skipped > 0).then(|| {
+        format!(
+            "{skipped} soperator target{} not budgeted here: {}",
+            plural(skipped),
+            crate::quota::scope::SOPERATOR_SKIP_REASON
+        )
+    });
+    if budgeted == 0 && skipped > 0 {
+        return BudgetReport {
+            status: BudgetStatus::NotChecked,
+            rows: Vec::new(),
+            blocked_by: Vec::new(),
+            note: skip_note,
+        };
+    }
     let report = run_preflight(demand, tenant_id, evidence, &mut |_| {});
-    budget_from(&report, tenant_id)
+    let mut budget = budget_from(&report, tenant_id);
+    if let Some(skip) = skip_note {
+        budget.note = Some(match budget.note.take() {
+            Some(note) => format!("{note}; {skip}"),
+            None => skip,
+        });
+    }
+    budget
 }
 
 fn scrub_tenant(text: &str, tenant_id: &str) -> String {
@@ -1063,10 +1096,10 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// SHA-256 over what the plan depends on: head and base commits, engine version, the repo
-/// config bytes, every changed spec's bytes and its live plan's digest (length-prefixed, in
-/// path order).
-fn digest(input: &PrInput<'_>, specs: &[&ChangedFile]) -> String {
+/// SHA-256 over what the preflight depends on and shows: head and base commits, engine
+/// version, the repo config bytes, every changed spec's bytes and its live plan's digest, and
+/// each fleet's plan and budget as reported (length-prefixed, in path order).
+fn digest(input: &PrInput<'_>, specs: &[&ChangedFile], fleets: &[FleetReport]) -> String {
     let mut h = Sha256::new();
     let mut field = |bytes: &[u8]| {
         h.update((bytes.len() as u64).to_be_bytes());
@@ -1087,9 +1120,15 @@ fn digest(input: &PrInput<'_>, specs: &[&ChangedFile]) -> String {
         // different plan.
         match input.live.get(&spec.path).map(|l| &l.plan) {
             Some(Ok(Some(planned))) => field(planned.plan.digest.as_bytes()),
-            Some(_) => field(b"\0live-plan-unavailable"),
+            Some(Ok(None)) => field(b"\0nothing-planned-live"),
+            Some(Err(_)) => field(b"\0live-plan-unavailable"),
             None => field(b"\0static"),
         }
+    }
+    // What is shown of each fleet (plan and budget): the same specs against a changed cloud
+    // or changed quota usage are a different preflight.
+    for fleet in fleets {
+        field(&serde_json::to_vec(&(&fleet.plan, &fleet.budget)).unwrap_or_default());
     }
     hex::encode(h.finalize())
 }
@@ -1280,6 +1319,7 @@ mod tests {
             alias_key: b"k",
             quota: None,
             live: &BTreeMap::new(),
+            notes: &[],
         })
     }
 

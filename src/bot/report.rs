@@ -145,9 +145,9 @@ pub struct PlanSummary {
     pub unchanged: usize,
     /// The public name of the cloud the plan was read from; `None` for a static plan.
     pub live_cloud: Option<String>,
-    /// Of `unchanged`, clusters that match the spec but are not recorded as deployed by
-    /// fleetbot, so the budget still counts them in full.
-    pub unrecorded: usize,
+    /// Of `unchanged`, clusters that match the spec but are not proven unchanged (no deployed
+    /// record in fleetbot's store, or not ready), so the budget still counts them in full.
+    pub unproven: usize,
     /// What stops the live plan (ownership, identity, an unreadable cloud); each blocks.
     pub problems: Vec<String>,
 }

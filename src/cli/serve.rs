@@ -323,7 +323,7 @@ async fn open_cloud(choice: Option<CloudChoice>) -> Result<Option<Connection>, S
     let Some(choice) = choice else {
         return Ok(None);
     };
-    let mut options = ConnectOptions::from_env("")?;
+    let mut options = ConnectOptions::credentials_from_env("");
     options.choice = choice;
     connect_configured(&options).await
 }

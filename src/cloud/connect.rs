@@ -59,6 +59,14 @@ impl ConnectOptions {
     pub fn from_env(profile: &str) -> Result<ConnectOptions, String> {
         Ok(ConnectOptions {
             choice: CloudChoice::parse(&std::env::var("FLEETBOT_CLOUD").unwrap_or_default())?,
+            ..ConnectOptions::credentials_from_env(profile)
+        })
+    }
+
+    /// Everything but the choice (for callers that take `FLEETBOT_CLOUD` themselves).
+    pub fn credentials_from_env(profile: &str) -> ConnectOptions {
+        ConnectOptions {
+            choice: CloudChoice::Auto,
             iam_token: env_nonempty("NEBIUS_IAM_TOKEN"),
             endpoint: env_nonempty("NEBIUS_ENDPOINT"),
             profile: if profile.is_empty() {
@@ -69,7 +77,7 @@ impl ConnectOptions {
             nebius_config: env_nonempty("FLEETBOT_NEBIUS_CONFIG").map(PathBuf::from),
             sim_world: env_nonempty("FLEETBOT_SIM_WORLD").map(PathBuf::from),
             sim_state: env_nonempty("FLEETBOT_SIM_STATE").map(PathBuf::from),
-        })
+        }
     }
 }
 

@@ -110,11 +110,37 @@ impl LifecycleOptions {
 
 /// Why a lifecycle command stopped before (or instead of) acting.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineError(pub String);
+pub struct EngineError {
+    /// For the operator: may name resources, IDs and the store's location.
+    pub message: String,
+    pub source: ErrorSource,
+}
+
+/// Where an [`EngineError`] came from, for output that must not carry its text (a pull-request
+/// comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorSource {
+    /// The engine's own rules (the message names spec keys only).
+    Engine,
+    /// The inventory store.
+    Store,
+    /// The cloud, with its status code.
+    Cloud(tonic::Code),
+}
+
+impl EngineError {
+    /// An error of the engine's own rules.
+    pub fn new(message: impl Into<String>) -> Self {
+        EngineError {
+            message: message.into(),
+            source: ErrorSource::Engine,
+        }
+    }
+}
 
 impl std::fmt::Display for EngineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -122,13 +148,19 @@ impl std::error::Error for EngineError {}
 
 impl From<crate::store::StoreError> for EngineError {
     fn from(e: crate::store::StoreError) -> Self {
-        EngineError(e.to_string())
+        EngineError {
+            message: e.to_string(),
+            source: ErrorSource::Store,
+        }
     }
 }
 
 impl From<crate::cloud::CloudError> for EngineError {
     fn from(e: crate::cloud::CloudError) -> Self {
-        EngineError(format!("cloud: {e}"))
+        EngineError {
+            message: format!("cloud: {e}"),
+            source: ErrorSource::Cloud(e.code),
+        }
     }
 }
 
@@ -250,7 +282,7 @@ fn require_backend(
     if backend == cluster.backend_name() {
         return Ok(());
     }
-    Err(EngineError(format!(
+    Err(EngineError::new(format!(
         "persisted cluster state belongs to backend '{backend}', but the spec selects '{}'; {refusal}",
         cluster.backend_name()
     )))
@@ -288,7 +320,7 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
         .map(|(p, c)| format!("{}/{}", p.key(), c.name))
         .collect();
     if !soperator.is_empty() {
-        return Err(EngineError(format!(
+        return Err(EngineError::new(format!(
             "soperator targets are not supported by fleetbot's API engine yet: {}; select mk8s targets with --only-projects/--only-clusters",
             soperator.join(", ")
         )));
@@ -351,7 +383,7 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
     let prefix = options.prefix(spec).to_string();
     let prepared = prepare(cloud, store, spec, tenant_id, options).await?;
     if prepared.plan.has_problems() {
-        return Err(EngineError(format!(
+        return Err(EngineError::new(format!(
             "the live plan found problems; nothing was changed:\n  - {}",
             prepared.plan.problems().join("\n  - ")
         )));
@@ -364,13 +396,13 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
             .and_then(|o| o.project.as_ref())
             .is_none();
         if missing && !project.project_id.is_empty() {
-            return Err(EngineError(format!(
+            return Err(EngineError::new(format!(
                 "project {} does not exist",
                 project.project_id
             )));
         }
         if missing && !options.create_projects {
-            return Err(EngineError(format!(
+            return Err(EngineError::new(format!(
                 "project '{}' not found under tenant and project creation is disabled",
                 project.display_name
             )));
@@ -393,9 +425,9 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
             &mut on_status,
         )
         .await
-        .map_err(EngineError)?;
+        .map_err(EngineError::new)?;
         if let Some(message) = report.message() {
-            return Err(EngineError(message));
+            return Err(EngineError::new(message));
         }
     }
 
@@ -500,7 +532,7 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
         if !options.continue_on_error && options.concurrency <= 1 {
             // Sequential fail-fast: wait for this target before starting the next.
             if let Some(done) = tasks.join_next().await {
-                let r = done.map_err(|e| EngineError(format!("target task failed: {e}")))?;
+                let r = done.map_err(|e| EngineError::new(format!("target task failed: {e}")))?;
                 stop = r.status != "deployed";
                 result.clusters.push(r);
             }
@@ -509,7 +541,7 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
     while let Some(done) = tasks.join_next().await {
         result
             .clusters
-            .push(done.map_err(|e| EngineError(format!("target task failed: {e}")))?);
+            .push(done.map_err(|e| EngineError::new(format!("target task failed: {e}")))?);
     }
     result.recount();
     Ok(result)

@@ -36,15 +36,9 @@ fn text(value: &str) -> Wire<String> {
 pub async fn live_evidence<C: Cloud>(
     cloud: &C,
     tenant_id: &str,
-) -> Result<InMemoryEvidence, String> {
-    let allowances = cloud
-        .list_quota_allowances(tenant_id)
-        .await
-        .map_err(|e| e.to_string())?;
-    let blocks = cloud
-        .list_capacity_block_groups(tenant_id)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<InMemoryEvidence, crate::cloud::CloudError> {
+    let allowances = cloud.list_quota_allowances(tenant_id).await?;
+    let blocks = cloud.list_capacity_block_groups(tenant_id).await?;
     let allowances = AllowanceDocument {
         items: allowances
             .into_iter()

@@ -42,6 +42,8 @@ pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 /// The events stored for the worker; every other event is acknowledged and dropped.
 pub const HANDLED_EVENTS: [&str; 4] =
     ["pull_request", "issue_comment", "check_run", "installation"];
+/// How long `/metrics` waits for the store's job counts.
+const QUEUE_COUNT_LIMIT: Duration = Duration::from_secs(2);
 /// `X-GitHub-Delivery` values are GUIDs; anything much longer is refused.
 const MAX_DELIVERY_ID_LEN: usize = 100;
 
@@ -188,7 +190,15 @@ async fn metrics_text(State(state): State<AppState>) -> Response {
     let github = state.github.as_ref().map(|g| g.metrics().snapshot());
     let mut text = state.metrics.render(github.as_ref());
     if let Some(counts) = state.sink.queue_counts() {
-        metrics::render_queue(&mut text, &counts.await);
+        // A slow store must not cost the whole scrape (every other metric with it) exactly
+        // when it is in trouble: past the limit it is reported down.
+        let counts = tokio::time::timeout(QUEUE_COUNT_LIMIT, counts)
+            .await
+            .unwrap_or_else(|_| Err("the job count timed out".into()));
+        if let Err(e) = &counts {
+            tracing::warn!("/metrics: cannot count jobs: {e}");
+        }
+        metrics::render_queue(&mut text, &counts);
     }
     (
         StatusCode::OK,

@@ -238,6 +238,8 @@ pub struct ClusterSpec {
     pub gpu_driver_package_repositories: Vec<(String, String)>,
     /// Set when the value was not a mapping, so validation can report it in order.
     pub gpu_driver_package_repositories_invalid: bool,
+    /// An mk8s cluster carrying a `soperator` mapping; validation refuses it in order.
+    pub carries_soperator: bool,
     pub kuberay: Option<KubeRaySpec>,
     pub positions: Positions,
 }
@@ -276,6 +278,7 @@ impl Default for ClusterSpec {
             gpu_graphics_smoke_image: DEFAULT_GRAPHICS_SMOKE_IMAGE.to_string(),
             gpu_driver_package_repositories: Vec::new(),
             gpu_driver_package_repositories_invalid: false,
+            carries_soperator: false,
             kuberay: None,
             positions: Positions::default(),
         }

@@ -972,6 +972,8 @@ fn mk8s_cluster_from(
         )?,
         gpu_driver_package_repositories: repos,
         gpu_driver_package_repositories_invalid: repos_invalid,
+        carries_soperator: get("soperator")
+            .is_some_and(|n| matches!(n.value, Value::Map(_)) && n.is_truthy()),
         mig,
         kuberay,
         backend: Backend::Mk8s,

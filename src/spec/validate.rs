@@ -212,7 +212,7 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
         }
         return soperator.validate().map_err(|m| pre("soperator", m));
     }
-    if c.soperator.is_some() {
+    if c.soperator.is_some() || c.carries_soperator {
         return Err(pre(
             "soperator",
             "'soperator' configuration is unsupported for backend 'mk8s'".into(),

@@ -115,7 +115,7 @@ impl SqliteStore {
 
     /// Closes every connection (a clean shutdown; tests use it to simulate a restart).
     pub async fn close(&self) {
-        self.writer.close();
+        self.writer.close().await;
         self.pool.close().await;
     }
 
@@ -287,10 +287,12 @@ impl JobQueue for SqliteStore {
             return Ok(decide(jobs, answers, &HashSet::new()));
         }
         let firsts: Vec<NewJob> = firsts.into_iter().cloned().collect();
-        let _gate = self.write_gate.lock().await;
+        let gate = self.write_gate.clone().lock_owned().await;
         let queued = self
             .writer
-            .run(move |c| sqlite_writer::enqueue_deliveries(&mut c.full, &firsts, now))
+            .run(gate, move |c| {
+                sqlite_writer::enqueue_deliveries(&mut c.full, &firsts, now)
+            })
             .await
             .map_err(|e| queue_error(&self.path, e))?;
         Ok(decide(jobs, answers, &queued.into_iter().collect()))
@@ -326,18 +328,22 @@ impl JobQueue for SqliteStore {
         let token = uuid::Uuid::new_v4().to_string();
         let worker = worker.to_string();
         let until = now.saturating_add(lease_ms);
-        let _gate = self.write_gate.lock().await;
+        let gate = self.write_gate.clone().lock_owned().await;
         self.writer
-            .run(move |c| sqlite_writer::claim(&mut c.relaxed, now, &token, &worker, until))
+            .run(gate, move |c| {
+                sqlite_writer::claim(&mut c.relaxed, now, &token, &worker, until)
+            })
             .await
             .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn renew(&self, job: &ClaimedJob, until: i64) -> Result<bool, StoreError> {
         let (id, token) = (job.id.clone(), job.lease_token.clone());
-        let _gate = self.write_gate.lock().await;
+        let gate = self.write_gate.clone().lock_owned().await;
         self.writer
-            .run(move |c| sqlite_writer::renew(&mut c.relaxed, &id, &token, until))
+            .run(gate, move |c| {
+                sqlite_writer::renew(&mut c.relaxed, &id, &token, until)
+            })
             .await
             .map_err(|e| queue_error(&self.path, e))
     }
@@ -349,9 +355,11 @@ impl JobQueue for SqliteStore {
         now: i64,
     ) -> Result<bool, StoreError> {
         let (id, token, outcome) = (job.id.clone(), job.lease_token.clone(), outcome.clone());
-        let _gate = self.write_gate.lock().await;
+        let gate = self.write_gate.clone().lock_owned().await;
         self.writer
-            .run(move |c| sqlite_writer::finish(&mut c.relaxed, &id, &token, &outcome, now))
+            .run(gate, move |c| {
+                sqlite_writer::finish(&mut c.relaxed, &id, &token, &outcome, now)
+            })
             .await
             .map_err(|e| queue_error(&self.path, e))
     }

@@ -9,8 +9,9 @@
 //! one with `synchronous=NORMAL` (a job's state changes; see [`super::sqlite`]). The thread
 //! runs one closure at a time, so the two never contend for SQLite's write lock.
 
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, LazyLock, Mutex, mpsc};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, named_params};
@@ -34,6 +35,7 @@ type Task = Box<dyn FnOnce(&mut Conns) + Send>;
 #[derive(Debug, Clone)]
 pub(crate) struct Writer {
     tasks: mpsc::Sender<Option<Task>>,
+    thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
 fn open(path: &Path, synchronous: &str) -> rusqlite::Result<Connection> {
@@ -51,45 +53,63 @@ fn open(path: &Path, synchronous: &str) -> rusqlite::Result<Connection> {
 }
 
 impl Writer {
-    /// Opens the connections (the file exists and is migrated) and starts the thread.
+    /// Opens the connections (the file exists; statements are prepared when first used, so
+    /// the tables may be created after) and starts the thread.
     pub fn start(path: &Path) -> Result<Writer, String> {
         let conns = Conns {
             full: open(path, "FULL").map_err(|e| e.to_string())?,
             relaxed: open(path, "NORMAL").map_err(|e| e.to_string())?,
         };
         let (tasks, inbox) = mpsc::channel::<Option<Task>>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("fleetbot-sqlite-writer".into())
             .spawn(move || {
                 let mut conns = conns;
                 while let Ok(Some(task)) = inbox.recv() {
-                    task(&mut conns);
+                    // A panicking task must not take the queue down with it: its open
+                    // transaction rolls back as it unwinds, and its caller sees the answer
+                    // channel closed (an error).
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| task(&mut conns)));
                 }
             })
             .map_err(|e| e.to_string())?;
-        Ok(Writer { tasks })
+        Ok(Writer {
+            tasks,
+            thread: Arc::new(Mutex::new(Some(thread))),
+        })
     }
 
-    /// Runs `f` on the writer thread and returns what it returned.
-    pub async fn run<T: Send + 'static>(
+    /// Runs `f` on the writer thread and returns what it returned. `gate` is released when
+    /// `f` has finished on the thread, not when the caller stops waiting: a caller that is
+    /// cancelled mid-write must not let the next writer in while this one still holds SQLite's
+    /// write lock.
+    pub async fn run<T: Send + 'static, G: Send + 'static>(
         &self,
+        gate: G,
         f: impl FnOnce(&mut Conns) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, String> {
         let (answer, answered) = oneshot::channel();
         let task: Task = Box::new(move |conns| {
-            let _ = answer.send(f(conns).map_err(|e| e.to_string()));
+            let result = f(conns).map_err(|e| e.to_string());
+            drop(gate);
+            let _ = answer.send(result);
         });
         self.tasks
             .send(Some(task))
             .map_err(|_| "the store is closed".to_string())?;
         answered
             .await
-            .map_err(|_| "the store's writer stopped".to_string())?
+            .map_err(|_| "the store's writer failed on this write".to_string())?
     }
 
-    /// Stops the thread once the tasks already sent have run; later calls fail.
-    pub fn close(&self) {
+    /// Stops the thread once the tasks already sent have run, and waits for it (its
+    /// connections are closed when this returns); later calls fail.
+    pub async fn close(&self) {
         let _ = self.tasks.send(None);
+        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(thread) = thread {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
     }
 }
 
@@ -130,7 +150,8 @@ pub(crate) fn claim(
     worker: &str,
     lease_until: i64,
 ) -> rusqlite::Result<Option<ClaimedJob>> {
-    let mut claim = conn.prepare_cached(&sql::claim_sql(""))?;
+    static CLAIM: LazyLock<String> = LazyLock::new(|| sql::claim_sql(""));
+    let mut claim = conn.prepare_cached(&CLAIM)?;
     claim
         .query_row(
             named_params! {"$1": now, "$2": token, "$3": worker, "$4": lease_until},
@@ -180,4 +201,66 @@ pub(crate) fn finish(
         finish.execute(named_params! {"$1": at, "$2": id, "$3": token, "$4": message})?
     };
     Ok(changed == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_write_fails_alone_and_close_waits_for_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.sqlite");
+        Connection::open(&path).unwrap();
+        let writer = Writer::start(&path).unwrap();
+        let failed = writer
+            .run((), |_| -> rusqlite::Result<()> {
+                panic!("a bug in one write")
+            })
+            .await;
+        assert!(failed.is_err());
+        let answer = writer
+            .run((), |c| {
+                c.full
+                    .query_row("SELECT 40 + 2", [], |r| r.get::<_, i64>(0))
+            })
+            .await;
+        assert_eq!(answer, Ok(42));
+        writer.close().await;
+        assert_eq!(
+            writer.run((), |_| Ok(())).await,
+            Err("the store is closed".to_string())
+        );
+    }
+
+    #[tokio::test]
+    async fn the_gate_is_released_by_the_thread_after_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.sqlite");
+        Connection::open(&path).unwrap();
+        let writer = Writer::start(&path).unwrap();
+        let gate = Arc::new(tokio::sync::Mutex::new(()));
+        let held = gate.clone().lock_owned().await;
+        let (started, wait) = std::sync::mpsc::channel::<()>();
+        let (release, go) = std::sync::mpsc::channel::<()>();
+        let w = writer.clone();
+        // The caller gives up while the write is still running on the thread.
+        let call = tokio::spawn(async move {
+            w.run(held, move |_| {
+                started.send(()).unwrap();
+                go.recv().unwrap();
+                Ok(())
+            })
+            .await
+        });
+        tokio::task::spawn_blocking(move || wait.recv().unwrap())
+            .await
+            .unwrap();
+        call.abort();
+        assert!(gate.try_lock().is_err(), "the write still holds the gate");
+        release.send(()).unwrap();
+        let _relocked = tokio::time::timeout(Duration::from_secs(5), gate.lock())
+            .await
+            .expect("released when the write finished");
+    }
 }
