@@ -137,7 +137,7 @@ impl Bot {
                     ));
                 };
                 let repo = self.github.repo(installation, e.repo.clone());
-                self.preflight(&repo, e.number, &e.head_sha, &e.base_sha, e.is_fork())
+                self.preflight(&repo, e.number, &e.head_sha, &e.base_sha)
                     .await
             }
             Event::PullRequest(e) if e.action == PrAction::Closed && e.merged => Ok(
@@ -186,7 +186,6 @@ impl Bot {
         number: u64,
         head_sha: &str,
         base_sha: &str,
-        from_fork: bool,
     ) -> Result<Handled, BotError> {
         let config = self.load_config(repo).await?;
         let (listed, truncated) = repo.pull_request_files(number).await?;
@@ -233,13 +232,9 @@ impl Bot {
             }
             files.push(file);
         }
-        let mut notes = Vec::new();
+        // Forks are planned like any pull request: specs are data, nothing from them runs, and
+        // the bot reads only its configured tenant (design.md, decision 9).
         let live = match &self.settings.cloud {
-            // A fork's author is not trusted with reads through the bot's credentials.
-            Some(_) if from_fork => {
-                notes.push("This pull request comes from a fork: fleetbot does not read the cloud for it, so the plan is static and the quota budget is not checked.".to_string());
-                BTreeMap::new()
-            }
             Some(cloud) if config.error.is_none() => {
                 super::live::read_live(cloud.as_ref(), &valid_head_specs(&files, &matcher)).await
             }
@@ -262,7 +257,6 @@ impl Bot {
             alias_key: &key,
             quota,
             live: &live,
-            notes: &notes,
         });
         let mut check_runs = Vec::new();
         for run in [&outcome.privacy, &outcome.preflight] {
@@ -374,8 +368,7 @@ impl Bot {
             let pr = repo.pull_request(e.issue_number).await?;
             if pr.state == "open" {
                 // Bound to the head at the moment the command is handled.
-                let from_fork = pr.head_repo.as_deref() != Some(&repo.repo().to_string());
-                self.preflight(&repo, e.issue_number, &pr.head_sha, &pr.base_sha, from_fork)
+                self.preflight(&repo, e.issue_number, &pr.head_sha, &pr.base_sha)
                     .await?;
             } else {
                 notes.push("/plan: the pull request is not open".into());

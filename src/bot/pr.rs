@@ -81,8 +81,6 @@ pub struct PrInput<'a> {
     /// found here is planned live and budgeted against the live evidence; `quota` is then
     /// not used for it.
     pub live: &'a BTreeMap<String, LiveSpec>,
-    /// Notes from the caller for the report (public text).
-    pub notes: &'a [String],
 }
 
 /// What to publish.
@@ -126,7 +124,7 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
     };
     let scanner = scanner(input.alias_key, &config.privacy);
     let commands = CommandHelp::all(|name| config.required_permission(name));
-    let mut notes = input.notes.to_vec();
+    let mut notes = Vec::new();
     if input.files_truncated {
         notes.push(format!(
             "GitHub lists at most {} changed files; files beyond that were not checked.",
@@ -157,7 +155,7 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
     };
     let (verdict, reasons) = verdict_inputs.decide();
     let privacy_report = privacy.report();
-    let digest = digest(input, &specs, &fleets);
+    let digest = digest(input, &specs);
     let report = PrReport {
         repo: input.repo.to_string(),
         number: input.number,
@@ -1096,10 +1094,12 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// SHA-256 over what the preflight depends on and shows: head and base commits, engine
-/// version, the repo config bytes, every changed spec's bytes and its live plan's digest, and
-/// each fleet's plan and budget as reported (length-prefixed, in path order).
-fn digest(input: &PrInput<'_>, specs: &[&ChangedFile], fleets: &[FleetReport]) -> String {
+/// SHA-256 over what the plan depends on: head and base commits, engine version, the repo
+/// config bytes, every changed spec's bytes and its live plan's digest (which changes exactly
+/// when the actions change), length-prefixed, in path order. Quota usage is deliberately left
+/// out: it moves with everything else in the tenant, and an apply approved on this digest must
+/// not be held back by it (the budget is checked again before any apply).
+fn digest(input: &PrInput<'_>, specs: &[&ChangedFile]) -> String {
     let mut h = Sha256::new();
     let mut field = |bytes: &[u8]| {
         h.update((bytes.len() as u64).to_be_bytes());
@@ -1125,11 +1125,7 @@ fn digest(input: &PrInput<'_>, specs: &[&ChangedFile], fleets: &[FleetReport]) -
             None => field(b"\0static"),
         }
     }
-    // What is shown of each fleet (plan and budget): the same specs against a changed cloud
-    // or changed quota usage are a different preflight.
-    for fleet in fleets {
-        field(&serde_json::to_vec(&(&fleet.plan, &fleet.budget)).unwrap_or_default());
-    }
+
     hex::encode(h.finalize())
 }
 
@@ -1319,7 +1315,6 @@ mod tests {
             alias_key: b"k",
             quota: None,
             live: &BTreeMap::new(),
-            notes: &[],
         })
     }
 
