@@ -11,26 +11,19 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_github::{APP_ID, FakeGitHub, Fault, app_private_key_path, fixtures};
+use fake_github::{
+    FakeGitHub, Fault, INSTALLATION, NAME, OWNER, REPO, SECRET, fixtures, github_client, sha,
+};
 use fleetbot::bot::handler::QuotaSource;
 use fleetbot::bot::{Bot, BotSettings, Handled};
-use fleetbot::github::{AppCredentials, ClientConfig, GitHubClient, RetryPolicy, sign};
+use fleetbot::github::sign;
 use fleetbot::privacy::testdata;
 use fleetbot::quota::InMemoryEvidence;
 use fleetbot::server::{AppState, InMemorySink, JobReport, Metrics, router, run_worker, serve};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-const SECRET: &str = "test-webhook-secret";
-const OWNER: &str = "octo-org";
-const NAME: &str = "fleet-config";
-const REPO: &str = "octo-org/fleet-config";
-const INSTALLATION: u64 = 77;
 const PR: u64 = 12;
-
-fn sha(n: u32) -> String {
-    format!("{n:040x}")
-}
 
 fn base_spec() -> String {
     std::fs::read_to_string(concat!(
@@ -106,18 +99,7 @@ impl Harness {
             w.set_role(REPO, "maintainer-mia", "maintain");
             w.set_role(REPO, "reader-rob", "read");
         }
-        let credentials = AppCredentials::from_pem_file(APP_ID, app_private_key_path()).unwrap();
-        let github = GitHubClient::new(ClientConfig {
-            api_url: gh.url.clone(),
-            credentials: Some(Arc::new(credentials)),
-            retry: RetryPolicy {
-                max_attempts: 3,
-                base_backoff: Duration::from_millis(20),
-                max_wait: Duration::from_secs(5),
-                attempt_timeout: Duration::from_secs(10),
-            },
-        })
-        .unwrap();
+        let github = github_client(&gh.url);
         let bot = Bot::new(github.clone(), settings);
         let (sink, queue) = InMemorySink::new();
         let sink = Arc::new(sink);

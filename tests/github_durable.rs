@@ -18,25 +18,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_github::{APP_ID, FakeGitHub, Fault, app_private_key_path, fixtures};
+use fake_github::{
+    FakeGitHub, Fault, INSTALLATION, NAME, OWNER, REPO, SECRET, fixtures, github_client, sha,
+};
 use fleetbot::bot::{Bot, BotSettings};
-use fleetbot::github::{AppCredentials, ClientConfig, GitHubClient, RetryPolicy, sign};
+use fleetbot::github::sign;
 use fleetbot::server::durable::{DurableServer, DurableSettings, start};
 use fleetbot::server::{JobReport, Metrics, WorkerSettings};
 use fleetbot::store::queue::now_ms;
 use fleetbot::store::{JobQueue, QueueCounts};
 use stores::{Backend, Postgres, Sqlite};
 use tokio::sync::mpsc;
-
-const SECRET: &str = "test-webhook-secret";
-const OWNER: &str = "octo-org";
-const NAME: &str = "fleet-config";
-const REPO: &str = "octo-org/fleet-config";
-const INSTALLATION: u64 = 77;
-
-fn sha(n: u64) -> String {
-    format!("{n:040x}")
-}
 
 fn spec_with_gpus(n: u32) -> String {
     let s = std::fs::read_to_string(concat!(
@@ -103,19 +95,7 @@ fn delivery(action: &str, number: u64, head: &str) -> Vec<u8> {
 }
 
 fn bot(gh: &FakeGitHub) -> Bot {
-    let credentials = AppCredentials::from_pem_file(APP_ID, app_private_key_path()).unwrap();
-    let github = GitHubClient::new(ClientConfig {
-        api_url: gh.url.clone(),
-        credentials: Some(Arc::new(credentials)),
-        retry: RetryPolicy {
-            max_attempts: 3,
-            base_backoff: Duration::from_millis(20),
-            max_wait: Duration::from_secs(5),
-            attempt_timeout: Duration::from_secs(10),
-        },
-    })
-    .unwrap();
-    Bot::new(github, BotSettings::default())
+    Bot::new(github_client(&gh.url), BotSettings::default())
 }
 
 /// One running server and the reports of the jobs its workers ran.

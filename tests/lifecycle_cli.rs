@@ -1,5 +1,6 @@
 //! `deploy`, `status` and `destroy` through the binary on the embedded simulator: one JSON
-//! document on stdout, progress on stderr, the confirmation contract and exit codes.
+//! document on stdout, progress on stderr, the confirmation contract and exit codes; and
+//! `serve --help`, which documents every setting without showing a secret value.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -163,4 +164,38 @@ fn empty_scope_prints_one_document_and_exits_0() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("(no targets in scope) -- nothing to do.")
     );
+}
+
+#[test]
+fn serve_help_documents_every_setting_and_never_shows_a_secret_value() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args(["serve", "--help"])
+        .env("FLEETBOT_WEBHOOK_SECRET", "hunter2-webhook-secret")
+        .env(
+            "FLEETBOT_STORE",
+            "postgres://fleetbot:hunter2-db@db/fleetbot",
+        )
+        .env("FLEETBOT_TENANT_ID", "tenant-e00hunter2tenant")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for setting in [
+        "FLEETBOT_LISTEN",
+        "FLEETBOT_WEBHOOK_SECRET",
+        "FLEETBOT_APP_ID",
+        "FLEETBOT_APP_PRIVATE_KEY_PATH",
+        "FLEETBOT_GITHUB_API_URL",
+        "FLEETBOT_STORE",
+        "FLEETBOT_WORKERS",
+        "FLEETBOT_RETENTION_DAYS",
+        "FLEETBOT_CLOUD",
+        "FLEETBOT_TENANT_ID",
+    ] {
+        assert!(
+            help.contains(&format!("[env: {setting}")),
+            "{setting} in {help}"
+        );
+    }
+    assert!(!help.contains("hunter2"), "{help}");
 }

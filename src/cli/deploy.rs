@@ -75,11 +75,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         Err(code) => return code,
     };
     let json = args.output == OutputFormat::Json;
-    let profile = if args.profile.is_empty() {
-        spec.profile.clone()
-    } else {
-        args.profile.clone()
-    };
+    let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let options = LifecycleOptions {
         only_projects: csv(&args.only_projects),
         only_clusters: csv(&args.only_clusters),
@@ -93,11 +89,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         ssh_public_key: String::new(),
         spec_path: args.spec.display().to_string(),
     };
-    let prefix = if options.project_prefix.is_empty() {
-        spec.project_prefix.clone()
-    } else {
-        options.project_prefix.clone()
-    };
+    let prefix = options.prefix(&spec).to_string();
     let selected = select(
         &spec,
         &options.only_projects,

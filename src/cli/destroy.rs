@@ -52,11 +52,7 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         Err(code) => return code,
     };
     let json = args.output == OutputFormat::Json;
-    let profile = if args.profile.is_empty() {
-        spec.profile.clone()
-    } else {
-        args.profile.clone()
-    };
+    let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let options = LifecycleOptions {
         only_projects: csv(&args.only_projects),
         only_clusters: csv(&args.only_clusters),

@@ -29,6 +29,15 @@ pub async fn open_cloud(profile: &str) -> Result<Connection, String> {
     Ok(connection)
 }
 
+/// The Nebius profile: `--profile` when given, else the spec's `profile`.
+pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
+    if flag.is_empty() {
+        spec.profile.clone()
+    } else {
+        flag.to_string()
+    }
+}
+
 /// The tenant: the spec's, else what the credentials' source names (the simulator's tenant, a
 /// profile's `tenant-id`), else the named or active profile's in `~/.nebius/config.yaml`.
 pub fn resolve_tenant(

@@ -93,11 +93,7 @@ pub fn run(args: PlanArgs) -> ExitCode {
 fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
     use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
     use crate::engine::ops::{LifecycleOptions, csv, prepare};
-    let profile = if args.profile.is_empty() {
-        spec.profile.clone()
-    } else {
-        args.profile.clone()
-    };
+    let profile = super::lifecycle::profile_for(spec, &args.profile);
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {

@@ -96,11 +96,7 @@ fn run_live(args: PreflightArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let profile = if args.profile.is_empty() {
-        spec.profile.clone()
-    } else {
-        args.profile.clone()
-    };
+    let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {

@@ -99,7 +99,8 @@ impl Default for LifecycleOptions {
 }
 
 impl LifecycleOptions {
-    fn prefix<'a>(&'a self, spec: &'a FleetSpec) -> &'a str {
+    /// The project prefix: `--project-prefix` when given, else the spec's.
+    pub fn prefix<'a>(&'a self, spec: &'a FleetSpec) -> &'a str {
         if self.project_prefix.is_empty() {
             &spec.project_prefix
         } else {

@@ -883,6 +883,30 @@ impl RepoClient {
         )
     }
 
+    /// A JSON write under this repository (`rest` after `/repos/{owner}/{name}`), with the
+    /// installation's token; `repeat` says whether an unknown outcome may be retried.
+    async fn write(
+        &self,
+        op: &'static str,
+        method: Method,
+        rest: &str,
+        body: &Value,
+        repeat: Repeat,
+    ) -> Result<Answer, ClientError> {
+        self.client
+            .send(Call {
+                op,
+                method,
+                url: self.client.url(&self.repo_path(rest)),
+                query: vec![],
+                body: Some(body),
+                accept: JSON_ACCEPT,
+                auth: Auth::Installation(self.installation_id),
+                repeat,
+            })
+            .await
+    }
+
     /// `GET /repos/{o}/{r}`: the default branch.
     pub async fn default_branch(&self) -> Result<String, ClientError> {
         #[derive(Deserialize)]
@@ -1068,19 +1092,13 @@ impl RepoClient {
     pub async fn create_comment(&self, number: u64, body: &str) -> Result<u64, ClientError> {
         let payload = serde_json::json!({ "body": body });
         let answer = self
-            .client
-            .send(Call {
-                op: "issues/create-comment",
-                method: Method::POST,
-                url: self
-                    .client
-                    .url(&self.repo_path(&format!("/issues/{number}/comments"))),
-                query: vec![],
-                body: Some(&payload),
-                accept: JSON_ACCEPT,
-                auth: Auth::Installation(self.installation_id),
-                repeat: Repeat::CreatesContent,
-            })
+            .write(
+                "issues/create-comment",
+                Method::POST,
+                &format!("/issues/{number}/comments"),
+                &payload,
+                Repeat::CreatesContent,
+            )
             .await?;
         let c: WireComment = decode("issues/create-comment", &answer.body)?;
         Ok(c.id)
@@ -1089,20 +1107,14 @@ impl RepoClient {
     /// `PATCH /issues/comments/{id}`: overwriting is safe to repeat.
     pub async fn update_comment(&self, comment_id: u64, body: &str) -> Result<(), ClientError> {
         let payload = serde_json::json!({ "body": body });
-        self.client
-            .send(Call {
-                op: "issues/update-comment",
-                method: Method::PATCH,
-                url: self
-                    .client
-                    .url(&self.repo_path(&format!("/issues/comments/{comment_id}"))),
-                query: vec![],
-                body: Some(&payload),
-                accept: JSON_ACCEPT,
-                auth: Auth::Installation(self.installation_id),
-                repeat: Repeat::Safe,
-            })
-            .await?;
+        self.write(
+            "issues/update-comment",
+            Method::PATCH,
+            &format!("/issues/comments/{comment_id}"),
+            &payload,
+            Repeat::Safe,
+        )
+        .await?;
         Ok(())
     }
 
@@ -1137,20 +1149,14 @@ impl RepoClient {
     /// `POST /issues/comments/{id}/reactions`; GitHub answers 200 for a repeat, so it is safe.
     pub async fn add_reaction(&self, comment_id: u64, content: &str) -> Result<(), ClientError> {
         let payload = serde_json::json!({ "content": content });
-        self.client
-            .send(Call {
-                op: "reactions/create-for-issue-comment",
-                method: Method::POST,
-                url: self
-                    .client
-                    .url(&self.repo_path(&format!("/issues/comments/{comment_id}/reactions"))),
-                query: vec![],
-                body: Some(&payload),
-                accept: JSON_ACCEPT,
-                auth: Auth::Installation(self.installation_id),
-                repeat: Repeat::Safe,
-            })
-            .await?;
+        self.write(
+            "reactions/create-for-issue-comment",
+            Method::POST,
+            &format!("/issues/comments/{comment_id}/reactions"),
+            &payload,
+            Repeat::Safe,
+        )
+        .await?;
         Ok(())
     }
 
@@ -1239,17 +1245,13 @@ impl RepoClient {
         }
         let op = "checks/create";
         let answer = self
-            .client
-            .send(Call {
+            .write(
                 op,
-                method: Method::POST,
-                url: self.client.url(&self.repo_path("/check-runs")),
-                query: vec![],
-                body: Some(body),
-                accept: JSON_ACCEPT,
-                auth: Auth::Installation(self.installation_id),
-                repeat: Repeat::CreatesContent,
-            })
+                Method::POST,
+                "/check-runs",
+                body,
+                Repeat::CreatesContent,
+            )
             .await?;
         Ok(decode::<Created>(op, &answer.body)?.id)
     }
@@ -1260,24 +1262,19 @@ impl RepoClient {
         let adds = body["output"]["annotations"]
             .as_array()
             .is_some_and(|a| !a.is_empty());
-        self.client
-            .send(Call {
-                op: "checks/update",
-                method: Method::PATCH,
-                url: self
-                    .client
-                    .url(&self.repo_path(&format!("/check-runs/{id}"))),
-                query: vec![],
-                body: Some(body),
-                accept: JSON_ACCEPT,
-                auth: Auth::Installation(self.installation_id),
-                repeat: if adds {
-                    Repeat::CreatesContent
-                } else {
-                    Repeat::Safe
-                },
-            })
-            .await?;
+        let repeat = if adds {
+            Repeat::CreatesContent
+        } else {
+            Repeat::Safe
+        };
+        self.write(
+            "checks/update",
+            Method::PATCH,
+            &format!("/check-runs/{id}"),
+            body,
+            repeat,
+        )
+        .await?;
         Ok(())
     }
 

@@ -187,28 +187,7 @@ impl InventoryStore for PostgresStore {
 
     async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
         let ids = serde_json::to_string(&r.node_group_ids).map_err(|e| self.write_error(e))?;
-        self.write(
-            sqlx::query(sql::UPSERT_TARGET)
-                .bind(&r.fleet)
-                .bind(&r.project_key)
-                .bind(&r.cluster_name)
-                .bind(&r.backend)
-                .bind(&r.status)
-                .bind(&r.tenant_id)
-                .bind(&r.region)
-                .bind(&r.profile)
-                .bind(&r.project_id)
-                .bind(&r.cluster_id)
-                .bind(ids)
-                .bind(&r.filesystem_id)
-                .bind(i64::from(r.filesystem_created))
-                .bind(&r.gpu_cluster_id)
-                .bind(&r.subnet_id)
-                .bind(&r.applied_digest)
-                .bind(&r.error)
-                .bind(r.updated_at),
-        )
-        .await?;
+        self.write(sql::upsert_target(r, ids)).await?;
         Ok(())
     }
 
@@ -241,20 +220,7 @@ impl InventoryStore for PostgresStore {
     }
 
     async fn upsert_project(&self, r: &ProjectRecord) -> Result<(), StoreError> {
-        self.write(
-            sqlx::query(sql::UPSERT_PROJECT)
-                .bind(&r.fleet)
-                .bind(&r.project_key)
-                .bind(&r.project_id)
-                .bind(i64::from(r.project_created))
-                .bind(&r.created_network_id)
-                .bind(&r.created_subnet_id)
-                .bind(&r.subnet_id)
-                .bind(&r.bucket_id)
-                .bind(&r.bucket_name)
-                .bind(r.updated_at),
-        )
-        .await?;
+        self.write(sql::upsert_project(r)).await?;
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! database; the conformance suite runs every statement against both engines.
 
 use bytes::Bytes;
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{ColumnIndex, Decode, Encode, Row, Type};
 
 use super::inventory::{ProjectRecord, TargetRecord};
 use super::queue::{ClaimedJob, JobRecord};
@@ -24,6 +24,59 @@ pub(crate) const UPSERT_TARGET: &str = "INSERT INTO inventory_targets (fleet, pr
      filesystem_created = excluded.filesystem_created, gpu_cluster_id = excluded.gpu_cluster_id, \
      subnet_id = excluded.subnet_id, applied_digest = excluded.applied_digest, error = excluded.error, \
      updated_at = excluded.updated_at";
+
+/// A query whose arguments are bound by value (both backends' `query()`).
+pub(crate) type BoundQuery<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>;
+
+/// [`UPSERT_TARGET`] with `r` bound, for either backend. `node_group_ids` is the JSON of
+/// `r.node_group_ids` (made by the caller, which owns the error).
+pub(crate) fn upsert_target<'q, DB: sqlx::Database>(
+    r: &'q TargetRecord,
+    node_group_ids: String,
+) -> BoundQuery<'q, DB>
+where
+    String: Encode<'q, DB> + Type<DB>,
+    i64: Encode<'q, DB> + Type<DB>,
+{
+    sqlx::query::<DB>(UPSERT_TARGET)
+        .bind(&r.fleet)
+        .bind(&r.project_key)
+        .bind(&r.cluster_name)
+        .bind(&r.backend)
+        .bind(&r.status)
+        .bind(&r.tenant_id)
+        .bind(&r.region)
+        .bind(&r.profile)
+        .bind(&r.project_id)
+        .bind(&r.cluster_id)
+        .bind(node_group_ids)
+        .bind(&r.filesystem_id)
+        .bind(i64::from(r.filesystem_created))
+        .bind(&r.gpu_cluster_id)
+        .bind(&r.subnet_id)
+        .bind(&r.applied_digest)
+        .bind(&r.error)
+        .bind(r.updated_at)
+}
+
+/// [`UPSERT_PROJECT`] with `r` bound, for either backend.
+pub(crate) fn upsert_project<'q, DB: sqlx::Database>(r: &'q ProjectRecord) -> BoundQuery<'q, DB>
+where
+    String: Encode<'q, DB> + Type<DB>,
+    i64: Encode<'q, DB> + Type<DB>,
+{
+    sqlx::query::<DB>(UPSERT_PROJECT)
+        .bind(&r.fleet)
+        .bind(&r.project_key)
+        .bind(&r.project_id)
+        .bind(i64::from(r.project_created))
+        .bind(&r.created_network_id)
+        .bind(&r.created_subnet_id)
+        .bind(&r.subnet_id)
+        .bind(&r.bucket_id)
+        .bind(&r.bucket_name)
+        .bind(r.updated_at)
+}
 
 pub(crate) const DELETE_TARGET: &str =
     "DELETE FROM inventory_targets WHERE fleet = $1 AND project_key = $2 AND cluster_name = $3";

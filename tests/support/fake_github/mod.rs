@@ -67,6 +67,35 @@ pub fn app_private_key_path() -> &'static std::path::Path {
 pub const APP_ID: &str = "424242";
 pub const BOT_LOGIN: &str = "fleetbot-test[bot]";
 
+/// The world the scenarios share: the webhook secret, the repository and the installation.
+pub const SECRET: &str = "test-webhook-secret";
+pub const OWNER: &str = "octo-org";
+pub const NAME: &str = "fleet-config";
+pub const REPO: &str = "octo-org/fleet-config";
+pub const INSTALLATION: u64 = 77;
+
+/// A commit SHA made from a number.
+pub fn sha(n: u64) -> String {
+    format!("{n:040x}")
+}
+
+/// The real GitHub client, as the test App, pointed at `url`, with short retry waits.
+pub fn github_client(url: &str) -> fleetbot::github::GitHubClient {
+    use fleetbot::github::{AppCredentials, ClientConfig, GitHubClient, RetryPolicy};
+    let credentials = AppCredentials::from_pem_file(APP_ID, app_private_key_path()).unwrap();
+    GitHubClient::new(ClientConfig {
+        api_url: url.to_string(),
+        credentials: Some(Arc::new(credentials)),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_backoff: Duration::from_millis(20),
+            max_wait: Duration::from_secs(5),
+            attempt_timeout: Duration::from_secs(10),
+        },
+    })
+    .unwrap()
+}
+
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
