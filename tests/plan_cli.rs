@@ -103,6 +103,34 @@ fn invalid_spec_exits_2_with_located_message() {
 }
 
 #[test]
+fn backend_model_checks_refuse_at_plan_time() {
+    // Passes the spec-level rules; the backend model `plan` builds refuses it (§2.12b).
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fleet.yaml");
+    std::fs::write(
+        &spec,
+        "apiVersion: npa.fleet/v0.0.1\nname: f\nprojects:\n  - name: a\n    clusters:\n      - cpu_nodes: {count: 2}\n",
+    )
+    .unwrap();
+    for output in ["text", "json"] {
+        let out = fleetbot(
+            &["plan", "--spec", spec.to_str().unwrap(), "--output", output],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.starts_with(&format!(
+                "Invalid fleet spec: {}:6:20: projects[0].clusters[0].cpu_nodes.preset: cluster 'cluster': mk8s cpu_nodes requires platform and preset when count is positive",
+                spec.display()
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn missing_file_and_bad_output_are_usage_errors() {
     let out = fleetbot(&["plan", "--spec", "/nonexistent/fleet.yaml"], None);
     assert_eq!(out.status.code(), Some(2));

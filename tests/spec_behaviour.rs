@@ -166,7 +166,7 @@ fn empty_pool_mapping_is_no_pool_but_count_zero_is_a_pool() {
     // `{}` merges into the inherited pool, so it keeps it; without one it is no pool at all.
     let spec = ok(&cluster("gpu_nodes: {}\n"));
     assert_eq!(spec.projects[0].clusters[0].gpu_count(), 1);
-    let bare = "apiVersion: npa.fleet/v0.0.1\nname: f\nprojects:\n  - name: a\n    clusters: [{cpu_nodes: {count: 1}, gpu_nodes: {}}]\n";
+    let bare = "apiVersion: npa.fleet/v0.0.1\nname: f\nprojects:\n  - name: a\n    clusters: [{cpu_nodes: {count: 1, preset: 4vcpu-16gb}, gpu_nodes: {}}]\n";
     assert!(ok(bare).projects[0].clusters[0].gpu_nodes.is_none());
     let spec = ok(&cluster("gpu_nodes: {count: 0}\n"));
     assert_eq!(
@@ -532,9 +532,13 @@ fn capacity_block_group_parses_on_gpu_pool_and_rejects_cpu_pool() {
 fn single_gpu_preset_auto_disables_gpu_cluster() {
     let spec = ok(&cluster(""));
     assert!(!spec.projects[0].clusters[0].resolved_enable_gpu_cluster());
-    let spec = ok(&cluster(
-        "gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}\n",
-    ));
+    // Read without validating: the backend model resolves the same pool to a GPU cluster
+    // (model_resolves_an_unset_gpu_cluster_from_the_8gpu_preset).
+    let spec = spec_from_str(
+        &cluster("gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}\n"),
+        "fleet.yaml",
+    )
+    .unwrap();
     assert!(
         !spec.projects[0].clusters[0].resolved_enable_gpu_cluster(),
         "8-GPU RTX PCIe is not fabric-capable"
@@ -1011,4 +1015,122 @@ fn every_fixture_is_valid_and_matches_its_readme_counts() {
             "{file}"
         );
     }
+}
+
+// --- fleet-engine §2.12b: the backend model's checks, which `plan` also runs ----------------
+
+/// A fleet with no defaults, so every pool field is what the cluster writes.
+fn bare(cluster_yaml: &str) -> String {
+    let mut text = String::from(
+        "apiVersion: npa.fleet/v0.0.1\nname: f\nprojects:\n  - name: a\n    clusters:\n      - name: c\n",
+    );
+    for line in cluster_yaml.lines() {
+        text.push_str("        ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn model_cpu_pool_with_nodes_needs_a_preset_located_at_the_pool() {
+    // The parse default for `preset` is empty, so `{count: 2}` alone passes rules 1-18.
+    let e = assert_err(
+        &bare("cpu_nodes: {count: 2}"),
+        "cluster 'c': mk8s cpu_nodes requires platform and preset when count is positive",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].cpu_nodes.preset");
+    // The unwritten preset is located at the pool that lacks it.
+    assert_eq!(e.pos.map(|p| (p.line, p.col)), Some((7, 20)));
+    assert!(
+        e.to_string()
+            .starts_with("fleet.yaml:7:20: projects[0].clusters[0].cpu_nodes.preset: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn model_cpu_pool_with_nodes_needs_a_platform() {
+    let e = assert_err(
+        &bare("cpu_nodes: {count: 1, platform: \"\", preset: 16vcpu-64gb}"),
+        "mk8s cpu_nodes requires platform and preset when count is positive",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].cpu_nodes.platform");
+    // An empty CPU pool needs neither.
+    ok(&bare(
+        "cpu_nodes: {count: 0}\ngpu_nodes: {count: 1, preset: 1gpu-24vcpu-218gb}",
+    ));
+}
+
+#[test]
+fn model_cpu_pool_cannot_select_a_gpu_platform() {
+    let e = assert_err(
+        &bare("cpu_nodes: {count: 1, platform: gpu-h100-sxm, preset: 8gpu-128vcpu-1600gb}"),
+        "cluster 'c': mk8s cpu_nodes cannot select a GPU platform",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].cpu_nodes.platform");
+    assert_eq!(e.pos.map(|p| p.line), Some(7));
+}
+
+#[test]
+fn model_resolves_an_unset_gpu_cluster_from_the_8gpu_preset() {
+    // The spec resolves `enable_gpu_cluster` from the fabric-capable SXM/NVL topology, so an
+    // 8-GPU RTX PCIe pool passes rules 1-18; the model resolves it from the `8gpu-` prefix and
+    // then needs a fabric.
+    let rtx8 = "gpu_nodes: {count: 1, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}";
+    let e = assert_err(
+        &bare(rtx8),
+        "cluster 'c': mk8s enable_gpu_cluster requires infiniband_fabric",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].enable_gpu_cluster");
+    ok(&bare(&format!("{rtx8}\nenable_gpu_cluster: false")));
+}
+
+#[test]
+fn model_gpu_cluster_needs_an_8gpu_preset_prefix() {
+    // `08gpu-` is eight GPUs to the spec's rule 12, but not an `8gpu-` preset to the model.
+    let e = assert_err(
+        &bare(
+            "gpu_nodes: {count: 1, platform: gpu-h200-sxm, preset: 08gpu-128vcpu-1600gb}\nenable_gpu_cluster: true\ninfiniband_fabric: fabric-2",
+        ),
+        "cluster 'c': mk8s enable_gpu_cluster requires an 8-GPU preset",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].enable_gpu_cluster");
+}
+
+#[test]
+fn model_rechecks_the_driver_strategy_with_its_gpu_cluster_resolution() {
+    // With a fabric the model calls the 8-GPU RTX pool a GPU cluster, so operator mode becomes
+    // the unsafe NVSwitch case the spec's own resolution did not see.
+    let text = bare(
+        "gpu_nodes: {count: 1, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}\ninfiniband_fabric: fabric-2\ngpu_driver_mode: operator",
+    );
+    let e = assert_err(
+        &text,
+        "cluster 'c': GPU driver mode 'operator' is unsafe for this NVSwitch topology",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].gpu_driver_mode");
+    ok(&format!(
+        "{text}        allow_unsafe_nvswitch_operator: true\n"
+    ));
+}
+
+#[test]
+fn model_cluster_names_are_ascii_labels() {
+    // Rule 4 accepts any lowercase alphanumerics, as Python's `str.isalnum` does.
+    let e = assert_err(
+        &bare("cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}")
+            .replace("name: c\n", "name: café\n"),
+        "mk8s cluster name must be a lowercase DNS-1123 label: 'café'",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].name");
+}
+
+#[test]
+fn mount_tag_whitespace_is_python_whitespace() {
+    // U+001F is whitespace to Python's `str.isspace`, though not to Rust's.
+    assert_err(
+        &cluster("filestore_mount_tag: \"a\\x1fb\""),
+        "filestore_mount_tag must be a non-empty value without whitespace or commas",
+    );
 }

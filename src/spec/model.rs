@@ -59,6 +59,21 @@ impl Positions {
         self.fields.get(field).copied().unwrap_or(self.at)
     }
 
+    /// The position of `field`, else of the nearest written field that contains it
+    /// (`cpu_nodes` for an unwritten `cpu_nodes.preset`), else of the object.
+    pub fn nearest(&self, field: &str) -> Pos {
+        let mut path = field;
+        loop {
+            if let Some(pos) = self.fields.get(path) {
+                return *pos;
+            }
+            match path.rsplit_once('.') {
+                Some((parent, _)) => path = parent,
+                None => return self.at,
+            }
+        }
+    }
+
     /// The full path of `field`.
     pub fn path_of(&self, field: &str) -> String {
         match (self.path.is_empty(), field.is_empty()) {
@@ -363,7 +378,24 @@ impl ClusterSpec {
 
     /// The driver selection as deploy will use it (mode lowered; `auto` becomes `managed-image`
     /// when there are GPUs). Validation has already rejected unknown modes.
+    /// `MK8sDesired.resolved_enable_gpu_cluster`: the backend model resolves an unset value
+    /// from the preset prefix alone, not from the fabric-capable topology.
+    pub fn model_enable_gpu_cluster(&self) -> bool {
+        if let Some(explicit) = self.enable_gpu_cluster {
+            return explicit;
+        }
+        self.gpu_nodes
+            .as_ref()
+            .is_some_and(|g| g.count > 0 && g.preset.starts_with("8gpu-"))
+    }
+
     pub fn driver_selection(&self) -> DriverSelection {
+        self.driver_selection_with(self.resolved_enable_gpu_cluster())
+    }
+
+    /// The driver selection with a given GPU-cluster resolution (the spec's or the backend
+    /// model's).
+    pub fn driver_selection_with(&self, enable_gpu_cluster: bool) -> DriverSelection {
         let requested = {
             let mode = self.resolved_gpu_driver_mode();
             let mode = mode.trim().to_lowercase();
@@ -378,8 +410,7 @@ impl ClusterSpec {
             .gpu_nodes
             .as_ref()
             .map_or(("", ""), |g| (g.platform.as_str(), g.preset.as_str()));
-        let nvswitch = gpu_enabled
-            && is_nvswitch_topology(platform, preset, self.resolved_enable_gpu_cluster());
+        let nvswitch = gpu_enabled && is_nvswitch_topology(platform, preset, enable_gpu_cluster);
         let effective = if gpu_enabled && requested == "auto" {
             "managed-image".to_string()
         } else {

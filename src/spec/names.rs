@@ -60,6 +60,12 @@ pub fn py_repr(value: &str) -> String {
     out
 }
 
+/// Python's `str.isspace` for one character: Rust's `char::is_whitespace` plus the ASCII
+/// information separators U+001C–U+001F, which Python counts as whitespace.
+pub fn py_isspace(ch: char) -> bool {
+    ch.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&ch)
+}
+
 /// Python's `str(bool)`.
 pub fn py_bool(value: bool) -> &'static str {
     if value { "True" } else { "False" }

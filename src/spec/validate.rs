@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::error::SpecError;
 use super::model::*;
-use super::names::{is_dns_name, py_repr, slug};
+use super::names::{is_dns_name, py_isspace, py_repr, slug};
 use super::profile::validate_driver_package_repositories;
 
 static CPU_PLATFORM: LazyLock<Regex> =
@@ -15,6 +15,9 @@ static CPU_PLATFORM: LazyLock<Regex> =
 static CPU_NODE_PRESET: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<cpus>[1-9][0-9]*)vcpu-(?P<memory>[1-9][0-9]*)gb$").expect("static regex")
 });
+/// `mk8s_model.py` `_DNS_LABEL`.
+static MODEL_DNS_LABEL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$").expect("static regex"));
 static DRIVER_PRESET: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z0-9][A-Za-z0-9._-]*$").expect("static regex"));
 
@@ -182,7 +185,7 @@ pub fn validate_cluster(file: &str, cluster: &ClusterSpec) -> Result<(), SpecErr
     cluster_issues(cluster).map_err(|Issue { field, message }| {
         SpecError::new(
             file,
-            Some(cluster.positions.of(field)),
+            Some(cluster.positions.nearest(field)),
             &cluster.positions.path_of(field),
             message,
         )
@@ -352,17 +355,14 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
         if c.filestore_mount_tag.is_empty()
             || c.filestore_mount_tag
                 .chars()
-                .any(|ch| ch.is_whitespace() || ch == ',')
+                .any(|ch| py_isspace(ch) || ch == ',')
         {
             return Err(pre(
                 "filestore_mount_tag",
                 "filestore_mount_tag must be a non-empty value without whitespace or commas".into(),
             ));
         }
-        if c.filesystem_csi_chart_repository
-            .chars()
-            .any(char::is_whitespace)
-        {
+        if c.filesystem_csi_chart_repository.chars().any(py_isspace) {
             return Err(pre(
                 "filesystem_csi_chart_repository",
                 "filesystem_csi_chart_repository must not contain whitespace".into(),
@@ -400,7 +400,8 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
     }
 
     // 16. GPU driver strategy.
-    validate_driver_strategy(c).map_err(|(field, m)| pre(field, m))?;
+    validate_driver_strategy(c, c.resolved_enable_gpu_cluster())
+        .map_err(|(field, m)| pre(field, m))?;
 
     // 17. GPU health settings.
     if c.gpu_health_stabilization_seconds < 0 {
@@ -435,7 +436,74 @@ fn cluster_issues(c: &ClusterSpec) -> Result<(), Issue> {
             "graphics smoke image cannot be empty when enabled".into(),
         ));
     }
-    Ok(())
+
+    // 19. The backend model's own checks.
+    backend_model_issues(c)
+}
+
+/// The reference builds each mk8s target's backend model during `plan`, and the model validates
+/// again with stricter rules of its own (fleet-engine §2.12b). Only the rules that can still
+/// fail after rules 1–18 are here; the model's other re-checks are implied by those.
+fn backend_model_issues(c: &ClusterSpec) -> Result<(), Issue> {
+    let name = py_repr(&c.name);
+    let pre = |field: &'static str, msg: &str| issue(field, format!("cluster {name}: {msg}"));
+
+    // The model's label grammar is ASCII; rule 4 accepts any lowercase alphanumerics, as
+    // Python's `str.isalnum` does.
+    if !MODEL_DNS_LABEL.is_match(&c.name) {
+        return Err(issue(
+            "name",
+            format!("mk8s cluster name must be a lowercase DNS-1123 label: {name}"),
+        ));
+    }
+
+    // Per pool with nodes. For `gpu_nodes` rule 9 already demands a `gpu-` platform and a
+    // GPU-count preset, so only the CPU pool can still fail here.
+    if let Some(cpu) = c.cpu_nodes.as_ref().filter(|p| p.count > 0) {
+        if cpu.platform.is_empty() || cpu.preset.is_empty() {
+            let field = if cpu.platform.is_empty() {
+                "cpu_nodes.platform"
+            } else {
+                "cpu_nodes.preset"
+            };
+            return Err(pre(
+                field,
+                "mk8s cpu_nodes requires platform and preset when count is positive",
+            ));
+        }
+        if cpu.is_gpu() {
+            return Err(pre(
+                "cpu_nodes.platform",
+                "mk8s cpu_nodes cannot select a GPU platform",
+            ));
+        }
+    }
+
+    // The model resolves an unset `enable_gpu_cluster` from the preset alone: any populated
+    // `8gpu-` pool, SXM or not. An 8-GPU RTX PCIe pool must therefore say `false` explicitly.
+    let model_gpu_cluster = c.model_enable_gpu_cluster();
+    if model_gpu_cluster {
+        let eight = c
+            .gpu_nodes
+            .as_ref()
+            .is_some_and(|g| g.preset.starts_with("8gpu-"));
+        if !eight {
+            return Err(pre(
+                "enable_gpu_cluster",
+                "mk8s enable_gpu_cluster requires an 8-GPU preset",
+            ));
+        }
+        if c.infiniband_fabric.is_empty() {
+            return Err(pre(
+                "enable_gpu_cluster",
+                "mk8s enable_gpu_cluster requires infiniband_fabric",
+            ));
+        }
+    }
+
+    // The driver strategy again, now with the model's GPU-cluster resolution deciding whether
+    // the topology is NVSwitch-class.
+    validate_driver_strategy(c, model_gpu_cluster).map_err(|(field, m)| pre(field, &m))
 }
 
 /// The text before the first `gpu-` is a positive integer.
@@ -613,7 +681,10 @@ fn validate_mig(
 
 /// `resolve_gpu_driver_strategy`'s checks: a known mode, a well-formed managed preset, and no
 /// unacknowledged operator mode on NVSwitch.
-fn validate_driver_strategy(c: &ClusterSpec) -> Result<(), (&'static str, String)> {
+fn validate_driver_strategy(
+    c: &ClusterSpec,
+    enable_gpu_cluster: bool,
+) -> Result<(), (&'static str, String)> {
     let raw_mode = c.resolved_gpu_driver_mode();
     let mode = {
         let m = raw_mode.trim().to_lowercase();
@@ -635,7 +706,7 @@ fn validate_driver_strategy(c: &ClusterSpec) -> Result<(), (&'static str, String
             "managed GPU driver preset must start with an alphanumeric character and contain only letters, digits, '.', '_' or '-'".into(),
         ));
     }
-    let selection = c.driver_selection();
+    let selection = c.driver_selection_with(enable_gpu_cluster);
     if selection.gpu_enabled
         && selection.effective_mode == "operator"
         && selection.nvswitch
