@@ -19,7 +19,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `Any` type URLs must be `type.googleapis.com/<package>.<Message>`, as the real API sends.
     config.enable_type_names();
     config.type_name_domain(["."], "type.googleapis.com");
+    // The descriptor set lets a test pin every declared number against the upstream table.
+    let descriptors = PathBuf::from(std::env::var("OUT_DIR")?).join("nebius_descriptors.bin");
     tonic_prost_build::configure()
+        .file_descriptor_set_path(descriptors)
         .build_client(true)
         .build_server(true)
         .extern_path(".google.rpc.Status", "::tonic_types::Status")

@@ -175,11 +175,13 @@ async fn every_resource_kind_round_trips() {
         ),
         ("enhanced_throughput", 1 << 40, "us-central1")
     );
+    // Every class the spec accepts crosses the wire under its newest upstream name.
     let bucket = cloud
-        .update_bucket(&bucket.id, "enhanced_throughput", 2 << 40, &l, "k-b2")
+        .update_bucket(&bucket.id, "intelligent", 2 << 40, &l, "k-b2")
         .await
         .unwrap();
     assert_eq!(bucket.max_size_bytes, 2 << 40);
+    assert_eq!(bucket.storage_class, "intelligent");
     assert_eq!(
         cloud.list_buckets(&p.id).await.unwrap(),
         vec![bucket.clone()]

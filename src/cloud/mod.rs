@@ -10,6 +10,8 @@ pub mod nebius;
 pub mod nid;
 pub mod profile;
 pub mod proto;
+#[cfg(test)]
+mod wire_pins;
 
 pub use client::NebiusClient;
 pub use domain::Cloud;

@@ -410,7 +410,7 @@ fn node_group_from(g: mk8s::NodeGroup) -> NodeGroup {
 fn storage_class_to(name: &str) -> storage::StorageClass {
     match name {
         "enhanced_throughput" | "enhanced" => storage::StorageClass::EnhancedThroughput,
-        "intelligent" => storage::StorageClass::IntelligentTiering,
+        "intelligent" => storage::StorageClass::Intelligent,
         _ => storage::StorageClass::Standard,
     }
 }
@@ -425,7 +425,7 @@ fn bucket_from(b: storage::Bucket) -> Bucket {
         name: meta_field(&b.metadata, |m| &m.name),
         storage_class: match storage::StorageClass::try_from(spec.default_storage_class) {
             Ok(storage::StorageClass::EnhancedThroughput) => "enhanced_throughput",
-            Ok(storage::StorageClass::IntelligentTiering) => "intelligent",
+            Ok(storage::StorageClass::Intelligent) => "intelligent",
             _ => "standard",
         }
         .to_string(),

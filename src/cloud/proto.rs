@@ -3,3 +3,8 @@
 #![allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
 
 include!(concat!(env!("OUT_DIR"), "/mod.rs"));
+
+/// The `FileDescriptorSet` of every file in proto/ (with imports), for checks that compare the
+/// declared numbers and names with the upstream definitions.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/nebius_descriptors.bin"));

@@ -447,7 +447,7 @@ impl Resource for compute::GpuCluster {
 pub fn storage_class_quota(class: i32) -> &'static str {
     match storage::StorageClass::try_from(class) {
         Ok(storage::StorageClass::EnhancedThroughput) => "enhanced-throughput",
-        Ok(storage::StorageClass::IntelligentTiering) => "intelligent",
+        Ok(storage::StorageClass::Intelligent) => "intelligent",
         _ => "standard",
     }
 }
