@@ -502,3 +502,196 @@ async fn injected_unavailable_and_failed_operations_then_converge() {
         }
     }
 }
+
+/// Every kind fleetbot creates: a pinned project without a network (so fleetbot makes its
+/// network and subnet), a bucket, a cluster with CPU and GPU node groups, a filesystem and a
+/// GPU cluster; and a project fleetbot creates, with its own bucket.
+fn every_kind_spec(bare_project_id: &str) -> String {
+    format!(
+        r#"apiVersion: npa.fleet/v0.0.1
+name: again
+region: us-central1
+project_prefix: again-
+projects:
+  - project_id: {bare_project_id}
+    object_storage: {{size_gibibytes: 64}}
+    clusters:
+      - name: c
+        cpu_nodes: {{count: 1, platform: cpu-d3, preset: 8vcpu-32gb}}
+        gpu_nodes: {{count: 1, platform: gpu-h200-sxm, preset: 8gpu-128vcpu-1600gb}}
+        enable_gpu_cluster: true
+        infiniband_fabric: fabric-2
+        enable_filestore: true
+        filestore_disk_size_gibibytes: 256
+  - name: named
+    object_storage: {{storage_class: intelligent, size_gibibytes: 64}}
+    clusters:
+      - name: d
+        cpu_nodes: {{count: 1, platform: cpu-d3, preset: 8vcpu-32gb}}
+"#
+    )
+}
+
+/// The IDs of every resource kind fleetbot created for the spec, per kind.
+async fn every_kind_ids(
+    cloud: &fleetbot::cloud::NebiusClient,
+    projects: &[String],
+) -> Vec<(&'static str, Vec<String>)> {
+    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut push = |kind: &'static str, mut ids: Vec<String>| {
+        ids.sort();
+        match out.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, all)) => all.extend(ids),
+            None => out.push((kind, ids)),
+        }
+    };
+    for p in projects {
+        let clusters = cloud.list_clusters(p).await.unwrap();
+        for c in &clusters {
+            let groups = cloud.list_node_groups(&c.id).await.unwrap();
+            push("node group", groups.into_iter().map(|g| g.id).collect());
+        }
+        push("cluster", clusters.into_iter().map(|c| c.id).collect());
+        let fs = cloud.list_filesystems(p).await.unwrap();
+        push("filesystem", fs.into_iter().map(|f| f.id).collect());
+        let gc = cloud.list_gpu_clusters(p).await.unwrap();
+        push("gpu cluster", gc.into_iter().map(|g| g.id).collect());
+        let buckets = cloud.list_buckets(p).await.unwrap();
+        push("bucket", buckets.into_iter().map(|b| b.id).collect());
+        let nets = cloud.list_networks(p).await.unwrap();
+        push(
+            "network",
+            nets.into_iter()
+                .filter(|n| owned(&n.labels))
+                .map(|n| n.id)
+                .collect(),
+        );
+        let subnets = cloud.list_subnets(p).await.unwrap();
+        push(
+            "subnet",
+            subnets
+                .into_iter()
+                .filter(|s| owned(&s.labels))
+                .map(|s| s.id)
+                .collect(),
+        );
+    }
+    out
+}
+
+#[tokio::test]
+async fn deploy_destroy_deploy_recreates_every_resource_kind() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let bare = cloud
+        .create_project(&tenant, "bare", "us-central1", &Labels::new(), "bare")
+        .await
+        .unwrap();
+    for s in cloud.list_subnets(&bare.id).await.unwrap() {
+        cloud
+            .delete_subnet(&s.id, &idempotency_key(&["del", &s.id]))
+            .await
+            .unwrap();
+    }
+    for n in cloud.list_networks(&bare.id).await.unwrap() {
+        cloud
+            .delete_network(&n.id, &idempotency_key(&["del", &n.id]))
+            .await
+            .unwrap();
+    }
+    let fleet = spec(&every_kind_spec(&bare.id));
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let usage = |allowances: Vec<fleetbot::cloud::domain::QuotaAllowance>| {
+        let mut u: Vec<(String, u64, String)> = allowances
+            .into_iter()
+            .filter(|a| a.region == "us-central1" && !a.name.starts_with("storage."))
+            .map(|a| (a.name, a.usage, a.usage_state))
+            .collect();
+        u.sort();
+        u
+    };
+    let before = usage(cloud.list_quota_allowances(&tenant).await.unwrap());
+
+    // Three lifecycles: with preflight (allowances released by the destroy must read as
+    // usable evidence), then with preflight again, then without it (a re-create must be a new
+    // request under new idempotency keys, not a replay of the first lifecycle's).
+    let mut seen: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut baseline = None;
+    for (round, preflight) in [true, true, false].into_iter().enumerate() {
+        let options = LifecycleOptions {
+            preflight,
+            ..options()
+        };
+        let result = deploy(&cloud, &store, &fleet, &tenant, &options, quiet())
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(
+            (result.deployed, result.failed),
+            (2, 0),
+            "round {round}: {result:#?}"
+        );
+        let named = cloud
+            .list_projects(&tenant)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|p| p.name == "again-named")
+            .expect("the named project");
+        let ids = every_kind_ids(&cloud, &[bare.id.clone(), named.id.clone()]).await;
+        for (kind, now) in &ids {
+            let want = match *kind {
+                "node group" => 3,
+                "bucket" => 2,
+                "cluster" => 2,
+                _ => 1,
+            };
+            assert_eq!(now.len(), want, "round {round}: {kind}: {ids:?}");
+            if let Some((_, earlier)) = seen.iter().find(|(k, _)| k == kind) {
+                if *kind == "bucket" {
+                    // Buckets are never destroyed: the same ones are found again.
+                    assert_eq!(now, earlier, "round {round}: buckets");
+                } else {
+                    assert!(
+                        now.iter().all(|id| !earlier.contains(id)),
+                        "round {round}: {kind} was not re-created: {now:?} vs {earlier:?}"
+                    );
+                }
+            }
+        }
+        seen = ids;
+
+        let destroyed = destroy(&cloud, &store, &fleet, &options, quiet())
+            .await
+            .unwrap();
+        assert_eq!(destroyed.failed, 0, "round {round}: {destroyed:#?}");
+        assert!(
+            destroyed.clusters.iter().all(|c| c.status == "destroyed"),
+            "{destroyed:#?}"
+        );
+        // Every allowance is back where it started (the created project keeps its default
+        // network, so VPC usage is compared from the first destroy on), and one back at zero
+        // reads NOT_USED.
+        let after = usage(cloud.list_quota_allowances(&tenant).await.unwrap());
+        match &baseline {
+            None => {
+                let non_vpc = |u: &Vec<(String, u64, String)>| {
+                    u.iter()
+                        .filter(|(n, _, _)| !n.starts_with("vpc."))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(non_vpc(&after), non_vpc(&before), "usage after destroy");
+                baseline = Some(after.clone());
+            }
+            Some(first) => assert_eq!(&after, first, "round {round}: usage after destroy"),
+        }
+        assert!(
+            after
+                .iter()
+                .all(|(_, u, state)| (*u == 0) == (state == "USAGE_STATE_NOT_USED")),
+            "{after:?}"
+        );
+    }
+}

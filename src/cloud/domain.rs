@@ -60,6 +60,9 @@ pub struct Subnet {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filesystem {
     pub id: String,
+    /// The resource's version as the service reports it; an update's idempotency key names the
+    /// version it starts from, so the same change made again later is a new request.
+    pub resource_version: i64,
     pub project_id: String,
     pub name: String,
     pub size_gibibytes: i64,
@@ -89,6 +92,9 @@ pub struct ClusterSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cluster {
     pub id: String,
+    /// The resource's version as the service reports it; an update's idempotency key names the
+    /// version it starts from, so the same change made again later is a new request.
+    pub resource_version: i64,
     pub project_id: String,
     pub name: String,
     pub spec: ClusterSpec,
@@ -136,6 +142,9 @@ pub struct NodeGroupSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeGroup {
     pub id: String,
+    /// The resource's version as the service reports it; an update's idempotency key names the
+    /// version it starts from, so the same change made again later is a new request.
+    pub resource_version: i64,
     pub cluster_id: String,
     pub name: String,
     pub spec: NodeGroupSpec,
@@ -148,6 +157,9 @@ pub struct NodeGroup {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bucket {
     pub id: String,
+    /// The resource's version as the service reports it; an update's idempotency key names the
+    /// version it starts from, so the same change made again later is a new request.
+    pub resource_version: i64,
     pub project_id: String,
     pub name: String,
     /// `standard`, `enhanced_throughput` or `intelligent`.

@@ -156,6 +156,7 @@ fn filesystem_from(f: compute::Filesystem) -> Filesystem {
     };
     Filesystem {
         id: meta_field(&f.metadata, |m| &m.id),
+        resource_version: f.metadata.as_ref().map_or(0, |m| m.resource_version),
         project_id: meta_field(&f.metadata, |m| &m.parent_id),
         name: meta_field(&f.metadata, |m| &m.name),
         size_gibibytes: size,
@@ -193,6 +194,7 @@ fn cluster_from(c: mk8s::Cluster) -> Cluster {
     let status = c.status.clone().unwrap_or_default();
     Cluster {
         id: meta_field(&c.metadata, |m| &m.id),
+        resource_version: c.metadata.as_ref().map_or(0, |m| m.resource_version),
         project_id: meta_field(&c.metadata, |m| &m.parent_id),
         name: meta_field(&c.metadata, |m| &m.name),
         spec: ClusterSpec {
@@ -335,6 +337,7 @@ fn node_group_from(g: mk8s::NodeGroup) -> NodeGroup {
         .unwrap_or_default();
     NodeGroup {
         id: meta_field(&g.metadata, |m| &m.id),
+        resource_version: g.metadata.as_ref().map_or(0, |m| m.resource_version),
         cluster_id: meta_field(&g.metadata, |m| &m.parent_id),
         name: meta_field(&g.metadata, |m| &m.name),
         spec: NodeGroupSpec {
@@ -421,6 +424,7 @@ fn bucket_from(b: storage::Bucket) -> Bucket {
     let status = b.status.clone().unwrap_or_default();
     Bucket {
         id: meta_field(&b.metadata, |m| &m.id),
+        resource_version: b.metadata.as_ref().map_or(0, |m| m.resource_version),
         project_id: meta_field(&b.metadata, |m| &m.parent_id),
         name: meta_field(&b.metadata, |m| &m.name),
         storage_class: match storage::StorageClass::try_from(spec.default_storage_class) {

@@ -664,14 +664,22 @@ async fn apply_project<C: Cloud, S: InventoryStore>(
             .await
             .map_err(|e| e.to_string())?;
         let found = existing.into_iter().find(|b| b.name == name);
-        let key = idempotency_key(&[
-            fleet,
+        // A resize names the version it starts from, so the same resize made again after
+        // another change is a new request.
+        let size = bucket.max_size_bytes.to_string();
+        let from = found
+            .as_ref()
+            .map(|b| format!("from-v{}", b.resource_version));
+        let mut parts = vec![
+            fleet.as_str(),
             &desired.key,
             "bucket",
             &name,
             &bucket.storage_class,
-            &bucket.max_size_bytes.to_string(),
-        ]);
+            &size,
+        ];
+        parts.extend(from.as_deref());
+        let key = idempotency_key(&parts);
         let b = match found {
             Some(b) if b.max_size_bytes == bucket.max_size_bytes => b,
             Some(b) => {
@@ -711,6 +719,18 @@ async fn apply_project<C: Cloud, S: InventoryStore>(
     }
 
     if desired.needs_subnet {
+        // The network's own lifecycle: destroy may reclaim it, and a later deploy that makes
+        // a new one must not replay the old create.
+        let generation = store
+            .generation(fleet, &desired.key, "")
+            .await
+            .map_err(|e| e.to_string())?;
+        let lifecycle = lifecycle_part(generation);
+        let network_key = |parts: &[&str]| {
+            let mut all = parts.to_vec();
+            all.extend(lifecycle.as_deref());
+            idempotency_key(&all)
+        };
         let subnets = cloud
             .list_subnets(&project.id)
             .await
@@ -722,7 +742,7 @@ async fn apply_project<C: Cloud, S: InventoryStore>(
                 let labels = &desired.labels;
                 let network_id = if record.created_network_id.is_empty() {
                     progress(&format!("creating network {}-net", desired.key));
-                    let key = idempotency_key(&[fleet, &desired.key, "network", "create"]);
+                    let key = network_key(&[fleet, &desired.key, "network", "create"]);
                     let n = cloud
                         .create_network(&project.id, &format!("{}-net", desired.key), labels, &key)
                         .await
@@ -738,7 +758,7 @@ async fn apply_project<C: Cloud, S: InventoryStore>(
                     record.created_network_id.clone()
                 };
                 progress(&format!("creating subnet {}-subnet", desired.key));
-                let key = idempotency_key(&[fleet, &desired.key, "subnet", "create"]);
+                let key = network_key(&[fleet, &desired.key, "subnet", "create"]);
                 let s = cloud
                     .create_subnet(
                         &project.id,
@@ -892,6 +912,12 @@ async fn apply_target<C: Cloud, S: InventoryStore>(
     result
 }
 
+/// The idempotency-key part naming a lifecycle: none for the first, so keys of deployments
+/// made before generations existed are unchanged.
+fn lifecycle_part(generation: i64) -> Option<String> {
+    (generation > 0).then(|| format!("lifecycle-{generation}"))
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn apply_target_steps<C: Cloud, S: InventoryStore>(
     cloud: &C,
@@ -905,8 +931,14 @@ async fn apply_target_steps<C: Cloud, S: InventoryStore>(
 ) -> Result<String, String> {
     let key = &target.key;
     let labels: &Labels = &target.labels;
+    let generation = store
+        .generation(fleet, &key.project_key, &key.cluster)
+        .await
+        .map_err(|e| e.to_string())?;
+    let lifecycle = lifecycle_part(generation);
     let ikey = |parts: &[&str]| {
         let mut all = vec![fleet, key.project_key.as_str(), key.cluster.as_str()];
+        all.extend(lifecycle.as_deref());
         all.extend_from_slice(parts);
         idempotency_key(&all)
     };
@@ -940,7 +972,13 @@ async fn apply_target_steps<C: Cloud, S: InventoryStore>(
                     progress(&format!(
                         "{key}: resizing filesystem {name} to {size_gibibytes} GiB"
                     ));
-                    let k = ikey(&["filesystem", name, "resize", &size_gibibytes.to_string()]);
+                    let k = ikey(&[
+                        "filesystem",
+                        name,
+                        "resize",
+                        &size_gibibytes.to_string(),
+                        &format!("from-v{}", fs.resource_version),
+                    ]);
                     cloud
                         .resize_filesystem(&fs.id, *size_gibibytes, labels, &k)
                         .await
@@ -1005,6 +1043,7 @@ async fn apply_target_steps<C: Cloud, S: InventoryStore>(
                     "cluster",
                     "update",
                     &super::desired::DesiredTarget::resource_digest(&(&wanted.k8s_version, labels)),
+                    &format!("from-v{}", c.resource_version),
                 ]);
                 cloud
                     .update_cluster(&c.id, &wanted, labels, &k)
@@ -1074,7 +1113,13 @@ async fn apply_target_steps<C: Cloud, S: InventoryStore>(
                         .map_err(|e| e.to_string())?
                 } else if g.spec != want || &g.labels != labels {
                     progress(&format!("{key}: updating node group {}", group.name));
-                    let k = ikey(&["node-group", &group.name, "update", &digest]);
+                    let k = ikey(&[
+                        "node-group",
+                        &group.name,
+                        "update",
+                        &digest,
+                        &format!("from-v{}", g.resource_version),
+                    ]);
                     cloud
                         .update_node_group(&g.id, &want, labels, &k)
                         .await
@@ -1219,6 +1264,11 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
         progress(&format!("{key}/{}: destroying", cluster.name));
         match destroy_target(cloud, &spec.name, record, &progress).await {
             Ok(()) => {
+                // A new lifecycle first: if the removal below is lost, the next destroy proves
+                // the resources gone and bumps again, which is harmless.
+                store
+                    .bump_generation(&spec.name, &key, &cluster.name)
+                    .await?;
                 store.remove_target(&spec.name, &key, &cluster.name).await?;
                 result.clusters.push(DestroyEntry {
                     project_key: key,
@@ -1293,6 +1343,7 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
         }
         if errors.is_empty() {
             record.subnet_id.clear();
+            store.bump_generation(&spec.name, &key, "").await?;
         }
         record.updated_at = now_ms();
         store.upsert_project(&record).await?;

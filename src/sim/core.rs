@@ -139,11 +139,28 @@ impl Core {
             }
             _ => false,
         };
-        if !restored {
+        if restored {
+            core.normalize_usage_states();
+        } else {
             core.seed()?;
             core.persist().map_err(|e| e.message().to_string())?;
         }
         Ok(core)
+    }
+
+    /// State written before usage states followed usage kept `USED` at zero, which preflight
+    /// rightly refuses as evidence; restored state is brought in line.
+    fn normalize_usage_states(&mut self) {
+        for a in &mut self.state.quota_allowances {
+            if let Some(status) = a.status.as_mut() {
+                status.usage_state = quota_usage_state(status.usage);
+            }
+        }
+        for b in &mut self.state.capacity_block_groups {
+            if let Some(status) = b.status.as_mut() {
+                status.usage_state = block_usage_state(status.usage);
+            }
+        }
     }
 
     fn seed(&mut self) -> Result<(), String> {
@@ -188,11 +205,7 @@ impl Core {
                             .unit
                             .clone()
                             .unwrap_or_else(|| default_unit(name).to_string()),
-                        usage_state: if spec.usage > 0 {
-                            quotas::quota_allowance_status::UsageState::Used
-                        } else {
-                            quotas::quota_allowance_status::UsageState::NotUsed
-                        } as i32,
+                        usage_state: quota_usage_state(spec.usage),
                         ..Default::default()
                     }),
                 });
@@ -236,11 +249,7 @@ impl Core {
                         state: state as i32,
                         current_limit: block.limit,
                         usage: block.usage,
-                        usage_state: if block.usage > 0 {
-                            capacity::capacity_block_group_status::UsageState::Used
-                        } else {
-                            capacity::capacity_block_group_status::UsageState::NotUsed
-                        } as i32,
+                        usage_state: block_usage_state(block.usage),
                         ..Default::default()
                     }),
                 });
@@ -372,7 +381,13 @@ impl Core {
         let Some(key) = &ctx.idempotency_key else {
             return Ok(None);
         };
-        let Some(record) = self.state.idempotency.iter().find(|r| &r.key == key) else {
+        let live_since = now_ms() - self.idempotency_window_ms();
+        let Some(record) = self
+            .state
+            .idempotency
+            .iter()
+            .find(|r| &r.key == key && r.used_at_unix_ms > live_since)
+        else {
             return Ok(None);
         };
         if record.request_digest != ctx.request_digest {
@@ -385,12 +400,24 @@ impl Core {
 
     fn remember(&mut self, ctx: &CallContext, operation_id: &str) {
         if let Some(key) = &ctx.idempotency_key {
+            let now = now_ms();
+            // Keys past the window are forgotten, as the API forgets them; that also keeps the
+            // persisted state from growing with every call ever made.
+            let live_since = now - self.idempotency_window_ms();
+            self.state
+                .idempotency
+                .retain(|r| r.used_at_unix_ms > live_since && &r.key != key);
             self.state.idempotency.push(IdempotencyRecord {
                 key: key.clone(),
                 operation_id: operation_id.to_string(),
                 request_digest: ctx.request_digest.clone(),
+                used_at_unix_ms: now,
             });
         }
+    }
+
+    fn idempotency_window_ms(&self) -> i64 {
+        self.world.idempotency_window_seconds.saturating_mul(1000)
     }
 
     fn conflict(&self, service: &str, resource_id: &str) -> Result<(), Status> {
@@ -926,7 +953,7 @@ impl Core {
                 && let Some(status) = block.status.as_mut()
             {
                 status.usage += reservation.gpus;
-                status.usage_state = capacity::capacity_block_group_status::UsageState::Used as i32;
+                status.usage_state = block_usage_state(status.usage);
             }
             self.state.reservations.push(ReservationRecord {
                 resource_id: resource_id.to_string(),
@@ -938,7 +965,7 @@ impl Core {
             if let Some(allowance) = self.allowance_mut(region, name) {
                 let status = allowance.status.get_or_insert_with(Default::default);
                 status.usage = status.usage.saturating_add(*amount);
-                status.usage_state = quotas::quota_allowance_status::UsageState::Used as i32;
+                status.usage_state = quota_usage_state(status.usage);
             }
         }
         Ok(())
@@ -949,6 +976,7 @@ impl Core {
             if let Some(allowance) = self.allowance_mut(region, name) {
                 let status = allowance.status.get_or_insert_with(Default::default);
                 status.usage = status.usage.saturating_sub(*amount);
+                status.usage_state = quota_usage_state(status.usage);
             }
         }
         if let Some(pos) = self
@@ -966,8 +994,29 @@ impl Core {
                 .and_then(|b| b.status.as_mut())
             {
                 status.usage = status.usage.saturating_sub(record.gpus);
+                status.usage_state = block_usage_state(status.usage);
             }
         }
+    }
+}
+
+/// The usage state the API reports beside a usage counter: `USED` while anything is charged,
+/// `NOT_USED` once usage is back to zero (a released allowance is not "used" at 0).
+fn quota_usage_state(usage: u64) -> i32 {
+    use quotas::quota_allowance_status::UsageState;
+    if usage > 0 {
+        UsageState::Used as i32
+    } else {
+        UsageState::NotUsed as i32
+    }
+}
+
+fn block_usage_state(usage: u64) -> i32 {
+    use capacity::capacity_block_group_status::UsageState;
+    if usage > 0 {
+        UsageState::Used as i32
+    } else {
+        UsageState::NotUsed as i32
     }
 }
 
@@ -1011,4 +1060,84 @@ pub fn paginate<T: Clone>(
         String::new()
     };
     Ok((page, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn core() -> Core {
+        let world = World::from_yaml(
+            "name: keys\nregions: [eu-north1]\nprojects: [{name: p, region: eu-north1}]\n",
+        )
+        .unwrap();
+        Core::new(world, None).unwrap()
+    }
+
+    fn network(core: &mut Core, key: &str, name: &str) -> Result<Operation, Status> {
+        let project = core.state.projects[0].metadata.clone().unwrap().id;
+        let ctx = CallContext {
+            idempotency_key: Some(key.into()),
+            request_digest: name.into(),
+            ..Default::default()
+        };
+        let meta = ResourceMetadata {
+            parent_id: project,
+            name: name.into(),
+            ..Default::default()
+        };
+        core.create::<vpc::Network>(&ctx, meta, vpc::NetworkSpec::default(), 0)
+    }
+
+    #[test]
+    fn restored_state_reports_usage_states_that_follow_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sim.state");
+        let world = World::from_yaml(
+            "name: keys\nregions: [eu-north1]\nquotas: {eu-north1: {compute.disk.count: 5}}\n",
+        )
+        .unwrap();
+        let mut core = Core::new(world.clone(), Some(path.clone())).unwrap();
+        // As an older simulator left it: usage released, state still USED.
+        let status = core.state.quota_allowances[0].status.as_mut().unwrap();
+        status.usage = 0;
+        status.usage_state = quotas::quota_allowance_status::UsageState::Used as i32;
+        core.persist().unwrap();
+        let restored = Core::new(world, Some(path)).unwrap();
+        assert_eq!(
+            restored.state.quota_allowances[0]
+                .status
+                .as_ref()
+                .unwrap()
+                .usage_state,
+            quotas::quota_allowance_status::UsageState::NotUsed as i32
+        );
+    }
+
+    #[test]
+    fn idempotency_keys_are_remembered_for_the_window_only() {
+        let mut core = core();
+        let first = network(&mut core, "k", "a").unwrap();
+        // A retry within the window is the same request: the same operation, nothing new.
+        assert_eq!(network(&mut core, "k", "a").unwrap().id, first.id);
+        let refused = network(&mut core, "k", "b").unwrap_err();
+        assert!(
+            refused
+                .message()
+                .contains("already used for a different request")
+        );
+
+        // Past the window the key is forgotten, as the API forgets it.
+        let window = core.idempotency_window_ms();
+        for r in &mut core.state.idempotency {
+            r.used_at_unix_ms -= window + 1;
+        }
+        let later = network(&mut core, "k", "b").unwrap();
+        assert_ne!(later.id, first.id);
+        assert_eq!(
+            core.state.idempotency.len(),
+            1,
+            "expired keys are dropped from the state"
+        );
+    }
 }

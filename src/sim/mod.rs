@@ -7,6 +7,9 @@ pub mod resources;
 pub mod services;
 pub mod world;
 
+#[cfg(test)]
+mod usage_props;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 

@@ -170,6 +170,14 @@ pub struct World {
     /// Lifetime of exchanged tokens.
     #[serde(default = "default_token_ttl")]
     pub token_ttl_seconds: i64,
+    /// How long an `x-idempotency-key` is remembered. Nebius does not publish its window;
+    /// a day is the common choice of idempotent APIs, and a world may shorten it.
+    #[serde(default = "default_idempotency_window")]
+    pub idempotency_window_seconds: i64,
+}
+
+fn default_idempotency_window() -> i64 {
+    24 * 3600
 }
 
 fn default_tenant_name() -> String {

@@ -84,4 +84,19 @@ pub trait InventoryStore: Send + Sync {
         fleet: &str,
         project_key: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// The lifecycle generation of a target (`cluster_name` empty: of the project's network),
+    /// 0 before its first completed destroy. It outlives the target's record.
+    fn generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> impl Future<Output = Result<i64, StoreError>> + Send;
+    /// Starts a new lifecycle, after a destroy has completed.
+    fn bump_generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }

@@ -8,6 +8,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_inventory.sql")),
     (2, include_str!("migrations/0002_queue.sql")),
     (3, include_str!("migrations/0003_queue_claim_indexes.sql")),
+    (4, include_str!("migrations/0004_lifecycles.sql")),
 ];
 
 /// The PostgreSQL advisory-lock key that serializes migrations when several replicas start at
@@ -42,6 +43,7 @@ mod tests {
         assert_eq!(super::statements(super::MIGRATIONS[0].1).count(), 2);
         assert_eq!(super::statements(super::MIGRATIONS[1].1).count(), 8);
         assert_eq!(super::statements(super::MIGRATIONS[2].1).count(), 4);
+        assert_eq!(super::statements(super::MIGRATIONS[3].1).count(), 1);
     }
 
     #[test]

@@ -233,6 +233,38 @@ impl InventoryStore for PostgresStore {
         .await?;
         Ok(())
     }
+
+    async fn generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<i64, StoreError> {
+        let row: Option<(i64,)> = sqlx::query_as(sql::SELECT_GENERATION)
+            .bind(fleet)
+            .bind(project_key)
+            .bind(cluster_name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.unreadable(e))?;
+        Ok(row.map_or(0, |(g,)| g))
+    }
+
+    async fn bump_generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<(), StoreError> {
+        self.write(
+            sqlx::query(sql::BUMP_GENERATION)
+                .bind(fleet)
+                .bind(project_key)
+                .bind(cluster_name),
+        )
+        .await?;
+        Ok(())
+    }
 }
 
 impl JobQueue for PostgresStore {

@@ -25,6 +25,13 @@ pub(crate) const UPSERT_TARGET: &str = "INSERT INTO inventory_targets (fleet, pr
      subnet_id = excluded.subnet_id, applied_digest = excluded.applied_digest, error = excluded.error, \
      updated_at = excluded.updated_at";
 
+pub(crate) const SELECT_GENERATION: &str = "SELECT generation FROM inventory_lifecycles \
+     WHERE fleet = $1 AND project_key = $2 AND cluster_name = $3";
+
+pub(crate) const BUMP_GENERATION: &str = "INSERT INTO inventory_lifecycles (fleet, project_key, cluster_name, generation) \
+     VALUES ($1, $2, $3, 1) ON CONFLICT (fleet, project_key, cluster_name) \
+     DO UPDATE SET generation = inventory_lifecycles.generation + 1";
+
 /// A query whose arguments are bound by value (both backends' `query()`).
 pub(crate) type BoundQuery<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>;
 
