@@ -745,9 +745,97 @@ fn spec_with_a_grown() -> String {
     )
 }
 
+/// The bot's inventory, whose reads fail while `fail` is set: a store that cannot be read.
+#[derive(Clone)]
+struct FlakyStore {
+    inner: fleetbot::store::SqliteStore,
+    fail: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FlakyStore {
+    fn check(&self) -> Result<(), fleetbot::store::StoreError> {
+        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(fleetbot::store::StoreError::Unreadable {
+                location: self.inner.location(),
+                reason: "the test made it unreadable".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+use fleetbot::store::{InventoryStore, ProjectRecord, StoreError, TargetRecord};
+
+impl InventoryStore for FlakyStore {
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+    fn targets(
+        &self,
+        fleet: &str,
+    ) -> impl std::future::Future<Output = Result<Vec<TargetRecord>, StoreError>> + Send {
+        let fleet = fleet.to_string();
+        async move {
+            self.check()?;
+            self.inner.targets(&fleet).await
+        }
+    }
+    fn upsert_target(
+        &self,
+        record: &TargetRecord,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
+        self.inner.upsert_target(record)
+    }
+    fn remove_target(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
+        self.inner.remove_target(fleet, project_key, cluster_name)
+    }
+    fn projects(
+        &self,
+        fleet: &str,
+    ) -> impl std::future::Future<Output = Result<Vec<ProjectRecord>, StoreError>> + Send {
+        let fleet = fleet.to_string();
+        async move {
+            self.check()?;
+            self.inner.projects(&fleet).await
+        }
+    }
+    fn upsert_project(
+        &self,
+        record: &ProjectRecord,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
+        self.inner.upsert_project(record)
+    }
+    fn remove_project(
+        &self,
+        fleet: &str,
+        project_key: &str,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
+        self.inner.remove_project(fleet, project_key)
+    }
+}
+
+/// A live world: the simulator, the tenant, and the bot's inventory with its failure switch.
+struct Live {
+    h: Harness,
+    sim: fleetbot::sim::Simulator,
+    tenant: String,
+    inventory: fleetbot::store::SqliteStore,
+    store_fails: Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// A simulator with `fleets/prod.yaml` from `main` deployed by fleetbot, and a bot that plans
 /// against it with the same inventory.
 async fn live_harness() -> (Harness, fleetbot::sim::Simulator, String) {
+    let live = live_world().await;
+    (live.h, live.sim, live.tenant)
+}
+
+async fn live_world() -> Live {
     use fleetbot::bot::live::{CloudPlanner, LiveCloud};
     use fleetbot::engine::ops::{LifecycleOptions, deploy};
     let world = include_str!("../fixtures/sim/default.yaml")
@@ -773,9 +861,13 @@ async fn live_harness() -> (Harness, fleetbot::sim::Simulator, String) {
     .await
     .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
+    let store_fails = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let cloud: Arc<dyn LiveCloud> = Arc::new(CloudPlanner::new(
         client,
-        inventory,
+        FlakyStore {
+            inner: inventory.clone(),
+            fail: store_fails.clone(),
+        },
         "the fleetbot simulator",
         Some(tenant.clone()),
     ));
@@ -784,7 +876,13 @@ async fn live_harness() -> (Harness, fleetbot::sim::Simulator, String) {
         ..BotSettings::default()
     })
     .await;
-    (h, sim, tenant)
+    Live {
+        h,
+        sim,
+        tenant,
+        inventory,
+        store_fails,
+    }
 }
 
 #[tokio::test]
@@ -966,4 +1064,308 @@ async fn only_the_configured_tenant_is_read_also_for_forks() {
         Some("success")
     );
     h.gh.assert_never_sent(&tenant);
+}
+
+/// Issue 13: a spec pinning an existing project by an ID the tenant does not have. The live
+/// plan finds the problem, and the check must fail on it, not only the summary say so.
+#[tokio::test]
+async fn a_pinned_project_the_tenant_does_not_have_fails_preflight() {
+    let (mut h, sim, tenant) = live_harness().await;
+    let missing = testdata::nid_seeded("project", "e00", 19, 13);
+    let from = "  - name: b   # display name fleet1-test-b\n";
+    let pinned = base_spec().replacen(from, &format!("{from}    project_id: \"{missing}\"\n"), 1);
+    assert_ne!(pinned, base_spec());
+    let head = sha(7);
+    h.open(&head, &[("fleets/prod.yaml", Some(&pinned))]).await;
+    h.gh.assert_clean();
+    let run = h.run(&head, "fleet/preflight");
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("failure"),
+        "{}\n{}",
+        run.title,
+        run.summary
+    );
+    assert!(
+        run.title
+            .starts_with("Blocked: the live plan found problems"),
+        "{}",
+        run.title
+    );
+    assert!(
+        run.summary.contains(
+            "project fleet1-test-b: the pinned project\\_id is not a project of the tenant"
+        ),
+        "{}",
+        run.summary
+    );
+    insta::assert_snapshot!("pinned_project_preflight_summary", stable(&run.summary));
+    let body = &h.bot_comments()[0].body;
+    assert!(
+        body.starts_with("<!-- fleetbot:pr-comment v1 -->\n## ❌"),
+        "{body}"
+    );
+    // The ID is private (fleet/privacy flags it); neither it nor the cloud's IDs reach GitHub.
+    assert_eq!(
+        h.run(&head, "fleet/privacy").conclusion.as_deref(),
+        Some("failure")
+    );
+    h.gh.assert_never_sent(&missing);
+    h.gh.assert_never_sent(&tenant);
+    let client = support::client(&sim);
+    for project in fleetbot::cloud::Cloud::list_projects(&client, &tenant)
+        .await
+        .unwrap()
+    {
+        h.gh.assert_never_sent(&project.id);
+    }
+}
+
+/// A new fleet named `name` whose projects are created as `{name}-a` and `{name}-b`.
+fn new_fleet(name: &str) -> String {
+    base_spec()
+        .replace("name: fleet1-test", &format!("name: {name}"))
+        .replace(
+            "project_prefix: \"fleet1-test-\"",
+            &format!("project_prefix: \"{name}-\""),
+        )
+}
+
+/// `base_spec()` with `from` replaced by `to` (which must change it).
+fn prod_with(from: &str, to: &str) -> String {
+    let s = base_spec();
+    assert!(s.contains(from), "{from:?}");
+    s.replacen(from, to, 1)
+}
+
+/// Every kind of live-plan problem, each made for real in the simulator (or the bot's store)
+/// and pushed as its own head: `fleet/preflight` fails, its title names the kind, and its
+/// summary and the comment show the problem. Nothing private reaches GitHub.
+#[tokio::test]
+async fn every_kind_of_live_plan_problem_fails_preflight_through_github() {
+    use fleetbot::bot::report::LiveProblemKind as K;
+    use fleetbot::cloud::Cloud;
+    use fleetbot::cloud::domain::{ClusterSpec, Labels};
+    use fleetbot::cloud::proto::nebius::iam::v1 as iam;
+    use std::sync::atomic::Ordering;
+
+    let mut live = live_world().await;
+    let client = support::client(&live.sim);
+    let tenant = live.tenant.clone();
+    let project = |name: &'static str, region: &'static str| {
+        let client = client.clone();
+        let tenant = tenant.clone();
+        async move {
+            client
+                .create_project(&tenant, name, region, &Labels::new(), name)
+                .await
+                .unwrap()
+        }
+    };
+
+    // Made before the pushes; each belongs to one fleet only.
+    let inactive = project("ksus-a", "us-central1").await;
+    live.sim.service.with_core(|core| {
+        let p = core
+            .state
+            .projects
+            .iter_mut()
+            .find(|p| p.metadata.as_ref().is_some_and(|m| m.id == inactive.id))
+            .unwrap();
+        p.status.as_mut().unwrap().suspension_state = iam::SuspensionState::Suspended as i32;
+    });
+    let twin = project("kamb-a", "us-central1").await;
+    live.sim.service.with_core(|core| {
+        let mut copy = core
+            .state
+            .projects
+            .iter()
+            .find(|p| p.metadata.as_ref().is_some_and(|m| m.id == twin.id))
+            .unwrap()
+            .clone();
+        copy.metadata.as_mut().unwrap().id = core.new_id("project", "us-central1");
+        core.state.projects.push(copy);
+    });
+    project("kreg-a", "eu-north1").await;
+    let foreign = project("kforeign-a", "us-central1").await;
+    let subnet = client.list_subnets(&foreign.id).await.unwrap().remove(0);
+    client
+        .create_cluster(
+            &foreign.id,
+            "cluster",
+            &ClusterSpec {
+                subnet_id: subnet.id,
+                ..Default::default()
+            },
+            &Labels::new(),
+            "foreign",
+        )
+        .await
+        .unwrap();
+    live.inventory
+        .upsert_target(&TargetRecord {
+            fleet: "kengine".into(),
+            project_key: "a".into(),
+            cluster_name: "cluster".into(),
+            backend: "soperator".into(),
+            status: "deployed".into(),
+            ..TargetRecord::default()
+        })
+        .await
+        .unwrap();
+
+    let with_defaults = |line: &str| prod_with("defaults:\n", &format!("defaults:\n  {line}\n"));
+    let b = "  - name: b   # display name fleet1-test-b\n";
+    let cases: Vec<(K, &str, String, &str)> = vec![
+        (
+            K::TenantRefused,
+            "fleets/prod.yaml",
+            prod_with("tenant_id: \"\"", "tenant_id: \"${NEBIUS_TENANT_ID}\""),
+            "the spec's tenant\\_id is not the tenant fleetbot is configured to plan against",
+        ),
+        (
+            K::CloudUnreadable,
+            "fleets/prod.yaml",
+            spec_with_a_grown(),
+            "the live plan could not be made: the cloud could not be read (Unavailable)",
+        ),
+        (
+            K::StoreUnreadable,
+            "fleets/prod.yaml",
+            spec_with_a_grown(),
+            "the live plan could not be made: the bot's store could not be read (see the bot's log)",
+        ),
+        (
+            K::EngineRefused,
+            "fleets/kengine.yaml",
+            new_fleet("kengine"),
+            "persisted cluster state belongs to backend 'soperator', but the spec selects 'mk8s'",
+        ),
+        (
+            K::ProjectNotFound,
+            "fleets/prod.yaml",
+            prod_with(
+                b,
+                &format!("{b}    project_id: project-REPLACE_AT_RUNTIME\n"),
+            ),
+            "project fleet1-test-b: the pinned project\\_id is not a project of the tenant (not found)",
+        ),
+        (
+            K::ProjectAmbiguous,
+            "fleets/kamb.yaml",
+            new_fleet("kamb"),
+            "project kamb-a: project name 'kamb-a' is ambiguous under the selected tenant",
+        ),
+        (
+            K::ProjectIdentity,
+            "fleets/kreg.yaml",
+            new_fleet("kreg"),
+            "project kreg-a: the existing project failed immutable identity verification: region \"eu-north1\" does not match \"us-central1\"",
+        ),
+        (
+            K::ProjectInactive,
+            "fleets/ksus.yaml",
+            new_fleet("ksus"),
+            "project ksus-a: the existing project cannot be used: it is suspended",
+        ),
+        (
+            K::BucketUnusable,
+            "fleets/prod.yaml",
+            prod_with("storage_class: enhanced", "storage_class: standard"),
+            "changing the class of a bucket is not supported",
+        ),
+        (
+            K::NotOwned,
+            "fleets/kforeign.yaml",
+            new_fleet("kforeign"),
+            "kforeign-a/cluster: a cluster named \"cluster\" exists but is not owned by this fleet target",
+        ),
+        (
+            K::FilesystemShrink,
+            "fleets/prod.yaml",
+            prod_with(
+                "filestore_disk_size_gibibytes: 1024",
+                "filestore_disk_size_gibibytes: 512",
+            ),
+            "fleet1-test-a/cluster: filesystem \"cluster-shared-fs\" cannot shrink from 1024 to 512 GiB",
+        ),
+        (
+            K::ExistingFilestore,
+            "fleets/prod.yaml",
+            with_defaults("existing_filestore: computefilesystem-REPLACE_AT_RUNTIME"),
+            "fleet1-test-a/cluster: existing\\_filestore does not exist",
+        ),
+        (
+            K::SubnetChanged,
+            "fleets/prod.yaml",
+            with_defaults("subnet_id: \"${NEBIUS_SUBNET_ID}\""),
+            "fleet1-test-a/cluster: the cluster's subnet changed",
+        ),
+    ];
+    let covered: std::collections::BTreeSet<K> = cases.iter().map(|c| c.0).collect();
+    assert_eq!(covered, K::ALL.into(), "every kind has a scenario");
+
+    for (i, (kind, path, spec, expected)) in cases.iter().enumerate() {
+        // Faults and failures are switched on for their own case only.
+        if *kind == K::CloudUnreadable {
+            live.sim.service.with_core(|core| {
+                core.world.faults.push(
+                    serde_yaml::from_str("{method: ClusterService/List, error_rate: 1.0}").unwrap(),
+                )
+            });
+        }
+        live.store_fails
+            .store(*kind == K::StoreUnreadable, Ordering::SeqCst);
+        // Each head is main plus this case's spec alone.
+        let head = sha(100 + i as u64);
+        {
+            let mut w = live.h.gh.world();
+            w.commit(REPO, &sha(1), &head, &[(path, Some(spec.as_str()))]);
+            if i == 0 {
+                w.open_pr(REPO, PR, "grow-gpus", &head);
+            } else {
+                w.push(REPO, PR, &head);
+            }
+        }
+        let action = if i == 0 { "opened" } else { "synchronize" };
+        let body = fixtures::pull_request(action, &pr_ref(&head));
+        live.h.deliver("pull_request", &body).await;
+        live.sim.service.with_core(|core| core.world.faults.clear());
+
+        let run = live.h.run(&head, "fleet/preflight");
+        let context = format!("{kind:?}: {}\n{}", run.title, run.summary);
+        assert_eq!(run.conclusion.as_deref(), Some("failure"), "{context}");
+        assert!(
+            run.title.starts_with(&format!(
+                "Blocked: the live plan found problems ({})",
+                kind.phrase()
+            )),
+            "{context}"
+        );
+        assert!(run.summary.contains("**❌ blocked**"), "{context}");
+        assert!(run.summary.contains(expected), "{context}");
+        assert!(
+            run.annotations
+                .iter()
+                .any(|a| a["title"] == format!("Live plan: {}", kind.phrase())),
+            "{context}"
+        );
+        let comment = &live.h.bot_comments()[0].body;
+        assert!(
+            comment.starts_with("<!-- fleetbot:pr-comment v1 -->\n## ❌"),
+            "{kind:?}: {comment}"
+        );
+        assert!(comment.contains(expected), "{kind:?}: {comment}");
+        // Only the live plan blocks here: the specs hold nothing private.
+        assert_eq!(
+            live.h.run(&head, "fleet/privacy").conclusion.as_deref(),
+            Some("success"),
+            "{kind:?}"
+        );
+    }
+    live.h.gh.assert_clean();
+    live.h.gh.assert_never_sent(&tenant);
+    for p in client.list_projects(&tenant).await.unwrap() {
+        live.h.gh.assert_never_sent(&p.id);
+    }
 }

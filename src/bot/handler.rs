@@ -263,7 +263,7 @@ impl Bot {
             check_runs.push(repo.publish_check_run(run).await?.id);
         }
         let marker = super::render::COMMENT_MARKER;
-        let comment = if outcome.report.verdict == Verdict::NoSpecChanges {
+        let comment = if outcome.report.verdict() == Verdict::NoSpecChanges {
             // Only a pull request that once touched specs has a comment to bring up to date.
             match repo.find_marked_comment(number, marker).await? {
                 Some(existing) => {
@@ -283,12 +283,12 @@ impl Bot {
         tracing::info!(
             repo = %repo_name,
             pr = number,
-            verdict = ?outcome.report.verdict,
+            verdict = ?outcome.report.verdict(),
             digest = %outcome.report.short_digest(),
             "preflight published"
         );
         Ok(Handled::Preflight {
-            verdict: outcome.report.verdict,
+            verdict: outcome.report.verdict(),
             comment,
             check_runs,
         })

@@ -21,7 +21,43 @@ use crate::spec::{Backend, FleetSpec};
 use crate::store::InventoryStore;
 
 /// A boxed future, so [`LiveCloud`] stays object-safe (`Arc<dyn LiveCloud>` in the bot).
-pub type LiveFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+pub type LiveFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LiveError>> + Send + 'a>>;
+
+/// Why the cloud could not be planned against, by kind, so the preflight fails on each kind
+/// and says which it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LiveErrorKind {
+    /// No tenant is configured, or the spec names another one: nothing was read.
+    Tenant,
+    /// The cloud could not be read.
+    Cloud,
+    /// The bot's store (the inventory) could not be read.
+    Store,
+    /// The engine refused the spec before reading the cloud (a record of another backend, …).
+    Engine,
+}
+
+/// A classified, public error: the message holds no store or cloud text (see [`public_error`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveError {
+    pub kind: LiveErrorKind,
+    pub message: String,
+}
+
+impl LiveError {
+    pub fn new(kind: LiveErrorKind, message: impl Into<String>) -> Self {
+        LiveError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
 /// The live plan of one spec's API-engine targets.
 #[derive(Debug, Clone)]
@@ -42,10 +78,10 @@ pub struct LiveSpec {
     /// Public name of the cloud ("Nebius", "the fleetbot simulator").
     pub cloud: String,
     /// `Ok(None)`: the spec has no target the API engine plans (soperator only).
-    pub plan: Result<Option<PlannedFleet>, String>,
+    pub plan: Result<Option<PlannedFleet>, LiveError>,
     /// The tenant the evidence is for (private: never shown or logged).
     pub tenant_id: String,
-    pub evidence: Result<Arc<InMemoryEvidence>, String>,
+    pub evidence: Result<Arc<InMemoryEvidence>, LiveError>,
 }
 
 impl std::fmt::Debug for LiveSpec {
@@ -68,20 +104,26 @@ impl std::fmt::Debug for LiveSpec {
 /// What a pull request may be told about an error: where it came from, never the text of a
 /// store or cloud error (which can name hosts, paths, resources and IDs). The full error goes
 /// to the bot's log without the cloud's own message.
-pub fn public_error(e: &EngineError) -> String {
+pub fn public_error(e: &EngineError) -> LiveError {
     match e.source {
-        ErrorSource::Engine => e.message.clone(),
+        ErrorSource::Engine => LiveError::new(LiveErrorKind::Engine, e.message.clone()),
         ErrorSource::Store => {
             tracing::warn!(error = %e.message, "live plan: the bot's store could not be read");
-            "the bot's store could not be read (see the bot's log)".to_string()
+            LiveError::new(
+                LiveErrorKind::Store,
+                "the bot's store could not be read (see the bot's log)",
+            )
         }
         ErrorSource::Cloud(code) => cloud_unreadable(code),
     }
 }
 
-fn cloud_unreadable(code: tonic::Code) -> String {
+fn cloud_unreadable(code: tonic::Code) -> LiveError {
     tracing::warn!(code = ?code, "live plan: the cloud could not be read");
-    format!("the cloud could not be read ({code:?})")
+    LiveError::new(
+        LiveErrorKind::Cloud,
+        format!("the cloud could not be read ({code:?})"),
+    )
 }
 
 /// A cloud the bot can plan against. Reads only.
@@ -91,7 +133,7 @@ pub trait LiveCloud: Send + Sync + 'static {
 
     /// The tenant whose allowances apply to `spec`: the configured one, which a spec naming a
     /// tenant must match.
-    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, String>;
+    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError>;
 
     /// The live plan of the spec's mk8s targets (`Ok(None)` when it has none).
     fn plan_fleet<'a>(
@@ -139,17 +181,21 @@ where
         self.public_name.clone()
     }
 
-    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, String> {
+    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError> {
         // Only the configured tenant is ever read: a pull request chooses its spec's
         // tenant_id, and must not point the bot's credentials at another tenant.
         let Some(tenant) = &self.default_tenant else {
-            return Err(
-                "fleetbot has no tenant configured to plan against (FLEETBOT_TENANT_ID)".into(),
-            );
+            return Err(LiveError::new(
+                LiveErrorKind::Tenant,
+                "fleetbot has no tenant configured to plan against (FLEETBOT_TENANT_ID)",
+            ));
         };
         let named = spec.tenant_id.trim();
         if !named.is_empty() && named != tenant {
-            return Err("the spec's tenant_id is not the tenant fleetbot is configured to plan against (FLEETBOT_TENANT_ID)".into());
+            return Err(LiveError::new(
+                LiveErrorKind::Tenant,
+                "the spec's tenant_id is not the tenant fleetbot is configured to plan against (FLEETBOT_TENANT_ID)",
+            ));
         }
         Ok(tenant.clone())
     }
@@ -223,7 +269,7 @@ pub async fn read_live(
     cloud: &dyn LiveCloud,
     specs: &[(String, FleetSpec)],
 ) -> BTreeMap<String, LiveSpec> {
-    let mut evidence: BTreeMap<String, Result<Arc<InMemoryEvidence>, String>> = BTreeMap::new();
+    let mut evidence: BTreeMap<String, Result<Arc<InMemoryEvidence>, LiveError>> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for (path, spec) in specs {
         let tenant = match cloud.tenant_for(spec) {

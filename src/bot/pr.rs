@@ -147,22 +147,15 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
         diffs.push(diff);
     }
 
-    let verdict_inputs = VerdictInputs {
-        spec_changed,
-        config_error: config_report.error.is_some(),
-        findings: privacy.findings.len(),
-        fleets: &fleets,
-    };
-    let (verdict, reasons) = verdict_inputs.decide();
     let privacy_report = privacy.report();
+    let outcome = Outcome::decide(&config_report, &privacy_report, &fleets);
     let digest = digest(input, &specs);
     let report = PrReport {
         repo: input.repo.to_string(),
         number: input.number,
         head_sha: input.head_sha.to_string(),
         base_sha: input.base_sha.to_string(),
-        verdict,
-        reasons,
+        outcome,
         config: config_report,
         fleets,
         privacy: privacy_report,
@@ -171,7 +164,7 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
         commands,
         notes,
     };
-    let privacy_check = privacy_check(&report, &privacy.findings, &scanner);
+    let privacy_check = privacy_check(&report, &scanner);
     let preflight_check = preflight_check(&report, &scanner);
     let comment = render::render_comment(&report, &scanner);
     PrOutcome {
@@ -669,10 +662,13 @@ fn apply_live(summary: &mut PlanSummary, head: &FleetPlan, spec: &FleetSpec, liv
         // Nothing the API engine plans (soperator only): the static plan stands.
         Ok(None) => return,
         Err(e) => {
-            summary.problems.push(scrub_tenant(
-                &format!("the live plan could not be made: {e}"),
-                &live.tenant_id,
-            ));
+            summary.problems.push(LiveProblem {
+                kind: e.kind.into(),
+                text: scrub_tenant(
+                    &format!("the live plan could not be made: {e}"),
+                    &live.tenant_id,
+                ),
+            });
             return;
         }
     };
@@ -740,10 +736,10 @@ fn apply_live(summary: &mut PlanSummary, head: &FleetPlan, spec: &FleetSpec, liv
             }
         }
         for problem in &project.problems {
-            summary.problems.push(scrub_tenant(
-                &format!("project {label}: {problem}"),
-                &live.tenant_id,
-            ));
+            summary.problems.push(LiveProblem {
+                kind: problem.kind.into(),
+                text: scrub_tenant(&format!("project {label}: {problem}"), &live.tenant_id),
+            });
         }
     }
     for (target, index) in planned.plan.targets.iter().zip(&planned.target_index) {
@@ -788,9 +784,10 @@ fn apply_live(summary: &mut PlanSummary, head: &FleetPlan, spec: &FleetSpec, liv
             }
         }
         for problem in &target.problems {
-            summary
-                .problems
-                .push(scrub_tenant(&format!("{name}: {problem}"), &live.tenant_id));
+            summary.problems.push(LiveProblem {
+                kind: problem.kind.into(),
+                text: scrub_tenant(&format!("{name}: {problem}"), &live.tenant_id),
+            });
         }
     }
 }
@@ -987,113 +984,6 @@ fn budget_from(report: &PreflightReport, tenant_id: &str) -> BudgetReport {
     }
 }
 
-struct VerdictInputs<'a> {
-    spec_changed: bool,
-    config_error: bool,
-    findings: usize,
-    fleets: &'a [FleetReport],
-}
-
-impl VerdictInputs<'_> {
-    fn decide(&self) -> (Verdict, Vec<String>) {
-        let mut reasons = Vec::new();
-        if self.config_error {
-            reasons.push(format!("the repository config `{CONFIG_PATH}` is invalid"));
-        }
-        if !self.spec_changed {
-            let verdict = if self.config_error {
-                Verdict::Blocked
-            } else {
-                Verdict::NoSpecChanges
-            };
-            return (verdict, reasons);
-        }
-        if self.findings > 0 {
-            reasons.push(format!(
-                "{} private value{} committed",
-                self.findings,
-                plural(self.findings)
-            ));
-        }
-        let invalid = self
-            .fleets
-            .iter()
-            .filter(|f| f.status == FleetStatus::Invalid)
-            .count();
-        if invalid > 0 {
-            reasons.push(format!("{invalid} invalid fleet spec{}", plural(invalid)));
-        }
-        let short: Vec<&str> = self
-            .fleets
-            .iter()
-            .filter(|f| {
-                f.budget
-                    .as_ref()
-                    .is_some_and(|b| b.status == BudgetStatus::Short)
-            })
-            .map(|f| f.name.as_deref().unwrap_or(&f.path))
-            .collect();
-        if !short.is_empty() {
-            reasons.push(format!("quota shortfall for {}", short.join(", ")));
-        }
-        let unproven = self
-            .fleets
-            .iter()
-            .filter(|f| {
-                f.budget
-                    .as_ref()
-                    .is_some_and(|b| b.status == BudgetStatus::Unproven)
-            })
-            .count();
-        if unproven > 0 {
-            reasons.push(format!(
-                "capacity could not be proven for {unproven} fleet{}",
-                plural(unproven)
-            ));
-        }
-        let troubled = self
-            .fleets
-            .iter()
-            .filter(|f| f.plan.as_ref().is_some_and(|p| !p.problems.is_empty()))
-            .count();
-        if troubled > 0 {
-            reasons.push(format!(
-                "the live plan found problems in {troubled} fleet{}",
-                plural(troubled)
-            ));
-        }
-        let removed = self
-            .fleets
-            .iter()
-            .filter(|f| f.status == FleetStatus::Removed)
-            .count();
-        if !reasons.is_empty() {
-            return (Verdict::Blocked, reasons);
-        }
-        if removed > 0 {
-            reasons.push(format!(
-                "{removed} fleet spec{} removed: its clusters would be destroyed on merge",
-                plural(removed)
-            ));
-        }
-        let unchecked = self.fleets.iter().any(|f| {
-            f.budget
-                .as_ref()
-                .is_some_and(|b| b.status == BudgetStatus::NotChecked)
-        });
-        if unchecked {
-            reasons.push("the quota budget was not checked".into());
-            (Verdict::ReadyUnchecked, reasons)
-        } else {
-            (Verdict::Ready, reasons)
-        }
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 /// SHA-256 over what the plan depends on: head and base commits, engine version, the repo
 /// config bytes, every changed spec's bytes and its live plan's digest (which changes exactly
 /// when the actions change), length-prefixed, in path order. Quota usage is deliberately left
@@ -1129,30 +1019,33 @@ fn digest(input: &PrInput<'_>, specs: &[&ChangedFile]) -> String {
     hex::encode(h.finalize())
 }
 
-fn privacy_check(report: &PrReport, findings: &[Finding], scanner: &Scanner) -> CheckRunPayload {
-    let (conclusion, title) = if report.verdict == Verdict::NoSpecChanges
-        || (report.fleets.is_empty() && report.config.error.is_some())
-    {
-        (
+/// `fleet/privacy`'s conclusion and title, from the same verdict its summary is rendered from.
+fn privacy_conclusion(report: &PrReport) -> (CheckConclusion, String) {
+    match report.privacy_verdict() {
+        PrivacyVerdict::Skipped => (
             CheckConclusion::Skipped,
             "Skipped: no fleet spec changed".to_string(),
-        )
-    } else if findings.is_empty() {
-        (
+        ),
+        PrivacyVerdict::Clean => (
             CheckConclusion::Success,
             "No private values in the changed lines".to_string(),
-        )
-    } else {
-        (
+        ),
+        PrivacyVerdict::Found => (
             CheckConclusion::Failure,
             format!(
                 "{} private value{} committed",
-                findings.len(),
-                plural(findings.len())
+                report.privacy.total,
+                plural(report.privacy.total)
             ),
-        )
-    };
-    let annotations = findings
+        ),
+    }
+}
+
+fn privacy_check(report: &PrReport, scanner: &Scanner) -> CheckRunPayload {
+    let (conclusion, title) = privacy_conclusion(report);
+    let annotations = report
+        .privacy
+        .findings
         .iter()
         .map(|f| Annotation {
             path: f.path.clone(),
@@ -1163,10 +1056,13 @@ fn privacy_check(report: &PrReport, findings: &[Finding], scanner: &Scanner) -> 
             annotation_level: AnnotationLevel::Failure,
             message: format!(
                 "{}. The value is not shown; its alias is {}. Remove it from the change (and from history), and rotate it if it is a credential.",
-                f.rule.explanation(),
+                RuleId::ALL
+                    .iter()
+                    .find(|r| r.as_str() == f.rule)
+                    .map_or("A private value", |r| r.explanation()),
                 f.alias
             ),
-            title: Some(format!("Private value: {}", f.rule.as_str())),
+            title: Some(format!("Private value: {}", f.rule)),
         })
         .collect();
     let (summary, text) = render::render_privacy_check(report, scanner);
@@ -1184,59 +1080,41 @@ fn privacy_check(report: &PrReport, findings: &[Finding], scanner: &Scanner) -> 
     }
 }
 
-fn preflight_check(report: &PrReport, scanner: &Scanner) -> CheckRunPayload {
-    let any = |f: &dyn Fn(&FleetReport) -> bool| report.fleets.iter().any(f);
-    let budget_is =
-        |s: BudgetStatus| move |f: &FleetReport| f.budget.as_ref().is_some_and(|b| b.status == s);
-    let invalid = report
-        .fleets
-        .iter()
-        .filter(|f| f.status == FleetStatus::Invalid)
-        .count();
-    let (conclusion, title) = if report.config.error.is_some() {
-        (
-            CheckConclusion::Failure,
-            format!("Blocked: `{CONFIG_PATH}` on the default branch is invalid"),
-        )
-    } else if report.verdict == Verdict::NoSpecChanges {
-        (
+/// `fleet/preflight`'s conclusion and title: a function of the report's [`Outcome`] alone,
+/// which the summary is rendered from too, so a summary listing a blocker always comes with a
+/// failure.
+fn preflight_conclusion(report: &PrReport) -> (CheckConclusion, String) {
+    let fleets = report.fleets.len();
+    let outcome = &report.outcome;
+    match outcome.verdict() {
+        Verdict::Blocked => {
+            let first = outcome.blockers[0].title();
+            let title = match outcome.blockers.len() - 1 {
+                0 => format!("Blocked: {first}"),
+                more => format!("Blocked: {first} (and {more} more)"),
+            };
+            (CheckConclusion::Failure, title)
+        }
+        Verdict::NoSpecChanges => (
             CheckConclusion::Skipped,
             "Skipped: no fleet spec changed".to_string(),
-        )
-    } else if invalid > 0 {
-        (
-            CheckConclusion::Failure,
-            format!("Blocked: {invalid} invalid fleet spec{}", plural(invalid)),
-        )
-    } else if any(&budget_is(BudgetStatus::Short)) {
-        (
-            CheckConclusion::Failure,
-            "Blocked: quota shortfall".to_string(),
-        )
-    } else if any(&budget_is(BudgetStatus::Unproven)) {
-        (
-            CheckConclusion::Failure,
-            "Blocked: capacity could not be proven".to_string(),
-        )
-    } else if any(&budget_is(BudgetStatus::NotChecked)) {
-        (
+        ),
+        Verdict::ReadyUnchecked => (
             CheckConclusion::Neutral,
             format!(
-                "{} fleet spec{} valid; quota not checked",
-                report.fleets.len(),
-                plural(report.fleets.len())
+                "{fleets} fleet spec{} valid; quota not checked",
+                plural(fleets)
             ),
-        )
-    } else {
-        (
+        ),
+        Verdict::Ready => (
             CheckConclusion::Success,
-            format!(
-                "{} fleet spec{} valid; quota fits",
-                report.fleets.len(),
-                plural(report.fleets.len())
-            ),
-        )
-    };
+            format!("{fleets} fleet spec{} valid; quota fits", plural(fleets)),
+        ),
+    }
+}
+
+fn preflight_check(report: &PrReport, scanner: &Scanner) -> CheckRunPayload {
+    let (conclusion, title) = preflight_conclusion(report);
     let mut annotations = Vec::new();
     for fleet in &report.fleets {
         for p in &fleet.problems {
@@ -1254,6 +1132,19 @@ fn preflight_check(report: &PrReport, scanner: &Scanner) -> CheckRunPayload {
                     format!("{}: {}", p.field, p.message)
                 },
                 title: Some("Invalid fleet spec".into()),
+            });
+        }
+        // The live plan has no line in the spec to point at; the file is what to look at.
+        for problem in fleet.plan.iter().flat_map(|p| &p.problems) {
+            annotations.push(Annotation {
+                path: fleet.path.clone(),
+                start_line: 1,
+                end_line: 1,
+                start_column: None,
+                end_column: None,
+                annotation_level: AnnotationLevel::Failure,
+                message: problem.text.clone(),
+                title: Some(format!("Live plan: {}", problem.kind.phrase())),
             });
         }
         if let Some(budget) = &fleet.budget {
@@ -1288,6 +1179,7 @@ fn preflight_check(report: &PrReport, scanner: &Scanner) -> CheckRunPayload {
 
 #[cfg(test)]
 mod tests {
+    use super::super::live::LiveError;
     use super::*;
     use crate::bot::config::LoadedConfig;
 
@@ -1328,8 +1220,8 @@ mod tests {
         let fleet = &out.report.fleets[0];
         assert_eq!(fleet.status, FleetStatus::Removed);
         assert_eq!(fleet.plan.as_ref().unwrap().destroy.len(), 3, "{fleet:?}");
-        assert_eq!(out.report.verdict, Verdict::Ready);
-        assert!(out.report.reasons[0].contains("destroyed on merge"));
+        assert_eq!(out.report.verdict(), Verdict::Ready);
+        assert!(out.report.outcome.reasons()[0].contains("destroyed on merge"));
         assert_eq!(out.preflight.conclusion, CheckConclusion::Success);
         assert!(out.comment.contains("🗑️ **destroy**"));
     }
@@ -1338,7 +1230,7 @@ mod tests {
     fn an_invalid_config_fails_preflight_even_without_spec_changes() {
         let config = LoadedConfig::from_default_branch("main", Some(b"specz: []\n"));
         let out = run(&[file("README.md", "modified", Some("x\n"), None)], &config);
-        assert_eq!(out.report.verdict, Verdict::Blocked);
+        assert_eq!(out.report.verdict(), Verdict::Blocked);
         assert_eq!(out.preflight.conclusion, CheckConclusion::Failure);
         assert_eq!(out.privacy.conclusion, CheckConclusion::Skipped);
         assert!(out.preflight.output.summary.contains("unknown field"));
@@ -1388,5 +1280,211 @@ mod tests {
             a.privacy.external_id.as_deref(),
             Some(a.report.digest.as_str())
         );
+    }
+
+    /// A live reading of `fleets/a.yaml` (the SPEC fleet) whose plan is `plan`, with quota
+    /// evidence that has room, so only the plan can block.
+    fn live_reading(plan: Result<Option<super::super::live::PlannedFleet>, LiveError>) -> LiveSpec {
+        let room = include_str!("../../fixtures/quotas/allowances-room.json");
+        LiveSpec {
+            cloud: "the fleetbot simulator".into(),
+            plan,
+            tenant_id: "tenant-example".into(),
+            evidence: Ok(std::sync::Arc::new(crate::quota::InMemoryEvidence {
+                allowances: crate::quota::json::allowance_document(room),
+                capacity: Ok(Default::default()),
+            })),
+        }
+    }
+
+    fn planned_with(problem: crate::engine::live::Problem) -> super::super::live::PlannedFleet {
+        use crate::engine::live::{LivePlan, ProjectPlan, Summary};
+        super::super::live::PlannedFleet {
+            plan: LivePlan {
+                fleet: "fleet1-test".into(),
+                cloud: "sim".into(),
+                projects: vec![ProjectPlan {
+                    key: "a".into(),
+                    actions: Vec::new(),
+                    problems: vec![problem],
+                }],
+                targets: Vec::new(),
+                summary: Summary::default(),
+                digest: "d".into(),
+            },
+            project_index: vec![0],
+            target_index: Vec::new(),
+            proven: Default::default(),
+        }
+    }
+
+    fn run_live(live: LiveSpec) -> PrOutcome {
+        let config = LoadedConfig::from_default_branch("main", None);
+        let files = [file("fleets/a.yaml", "modified", Some(SPEC), Some(SPEC))];
+        let live = BTreeMap::from([("fleets/a.yaml".to_string(), live)]);
+        evaluate_pull_request(&PrInput {
+            repo: "o/r",
+            number: 1,
+            head_sha: &"a".repeat(40),
+            base_sha: &"b".repeat(40),
+            files: &files,
+            files_truncated: false,
+            config: &config,
+            alias_key: b"k",
+            quota: None,
+            live: &live,
+        })
+    }
+
+    #[test]
+    fn a_live_plan_without_problems_and_room_in_the_quota_succeeds() {
+        use crate::engine::live::{LivePlan, Summary};
+        let mut planned = planned_with(crate::engine::live::Problem::new(
+            crate::engine::live::ProblemKind::NotOwned,
+            "x",
+        ));
+        planned.plan = LivePlan {
+            projects: Vec::new(),
+            summary: Summary::default(),
+            ..planned.plan
+        };
+        planned.project_index.clear();
+        let out = run_live(live_reading(Ok(Some(planned))));
+        assert_eq!(
+            out.report.verdict(),
+            Verdict::Ready,
+            "{:?}",
+            out.report.outcome
+        );
+        assert_eq!(out.preflight.conclusion, CheckConclusion::Success);
+    }
+
+    /// Issue 13: the conclusion once ignored the live plan while the summary listed it.
+    #[test]
+    fn every_live_plan_problem_fails_preflight_with_its_kind_in_the_title_and_summary() {
+        use super::super::live::LiveErrorKind;
+        use crate::engine::live::{Problem, ProblemKind};
+        let mut readings: Vec<(LiveProblemKind, LiveSpec)> = ProblemKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let problem = Problem::new(kind, format!("problem of kind {kind:?}"));
+                (kind.into(), live_reading(Ok(Some(planned_with(problem)))))
+            })
+            .collect();
+        for kind in [
+            LiveErrorKind::Tenant,
+            LiveErrorKind::Cloud,
+            LiveErrorKind::Store,
+            LiveErrorKind::Engine,
+        ] {
+            let error = LiveError::new(kind, format!("error of kind {kind:?}"));
+            readings.push((kind.into(), live_reading(Err(error))));
+        }
+        let covered: BTreeSet<LiveProblemKind> = readings.iter().map(|(k, _)| *k).collect();
+        assert_eq!(covered, LiveProblemKind::ALL.into());
+        for (kind, live) in readings {
+            let out = run_live(live);
+            let check = &out.preflight;
+            assert_eq!(out.report.verdict(), Verdict::Blocked, "{kind:?}");
+            assert_eq!(
+                check.conclusion,
+                CheckConclusion::Failure,
+                "{kind:?}: {}",
+                check.output.title
+            );
+            assert_eq!(
+                check.output.title,
+                format!("Blocked: the live plan found problems ({})", kind.phrase())
+            );
+            assert!(
+                check.output.summary.contains("**❌ blocked**"),
+                "{}",
+                check.output.summary
+            );
+            assert!(
+                check.output.summary.contains("of kind"),
+                "{}",
+                check.output.summary
+            );
+            assert!(
+                check
+                    .output
+                    .annotations
+                    .iter()
+                    .any(|a| a.title.as_deref() == Some(&*format!("Live plan: {}", kind.phrase()))),
+                "{kind:?}"
+            );
+            assert!(out.comment.contains("## ❌ fleetbot preflight: blocked"));
+            assert!(!format!("{out:?}").contains("tenant-example"));
+            // The privacy guard found nothing: its check is independent of the live plan.
+            assert_eq!(out.privacy.conclusion, CheckConclusion::Success);
+        }
+    }
+
+    #[test]
+    fn a_private_value_fails_preflight_too_since_its_summary_says_blocked() {
+        let id = crate::privacy::testdata::nid("tenant", "e00", 15);
+        let spec = SPEC.replace("tenant_id: \"\"", &format!("tenant_id: \"{id}\""));
+        assert_ne!(spec, SPEC);
+        let config = LoadedConfig::from_default_branch("main", None);
+        let out = run(
+            &[file("fleets/a.yaml", "modified", Some(&spec), Some(SPEC))],
+            &config,
+        );
+        assert_eq!(out.privacy.conclusion, CheckConclusion::Failure);
+        assert_eq!(out.privacy.output.title, "1 private value committed");
+        assert_eq!(out.preflight.conclusion, CheckConclusion::Failure);
+        assert_eq!(
+            out.preflight.output.title,
+            "Blocked: 1 private value committed (see fleet/privacy)"
+        );
+        assert!(
+            out.preflight
+                .output
+                .summary
+                .contains("**❌ blocked**: 1 private value committed")
+        );
+    }
+
+    #[test]
+    fn the_conclusions_and_the_summaries_come_from_one_verdict() {
+        let config = LoadedConfig::from_default_branch("main", None);
+        let cases = [
+            (
+                vec![file("README.md", "modified", Some("x\n"), None)],
+                CheckConclusion::Skipped,
+                CheckConclusion::Skipped,
+            ),
+            (
+                vec![file("fleets/a.yaml", "added", Some(SPEC), None)],
+                CheckConclusion::Neutral,
+                CheckConclusion::Success,
+            ),
+            (
+                vec![file("fleets/a.yaml", "removed", None, Some(SPEC))],
+                CheckConclusion::Success,
+                CheckConclusion::Success,
+            ),
+            (
+                vec![file("fleets/a.yaml", "added", Some("name: [\n"), None)],
+                CheckConclusion::Failure,
+                CheckConclusion::Success,
+            ),
+        ];
+        for (files, preflight, privacy) in cases {
+            let out = run(&files, &config);
+            assert_eq!(
+                out.preflight.conclusion, preflight,
+                "{:?}",
+                out.report.outcome
+            );
+            assert_eq!(out.privacy.conclusion, privacy, "{:?}", out.report.outcome);
+            let blocked = out.preflight.output.summary.contains("❌ blocked");
+            assert_eq!(blocked, preflight == CheckConclusion::Failure);
+            assert_eq!(
+                out.privacy.output.summary.contains("did not run"),
+                privacy == CheckConclusion::Skipped
+            );
+        }
     }
 }

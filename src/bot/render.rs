@@ -135,7 +135,7 @@ fn longest_run(text: &str, ch: char) -> usize {
 
 /// Presentation words shared by the templates.
 fn common(report: &PrReport, limit: usize, show_diffs: bool) -> Value {
-    let (icon, text) = match report.verdict {
+    let (icon, text) = match report.verdict() {
         Verdict::Ready => ("✅", "ready"),
         Verdict::ReadyUnchecked => ("☑️", "valid, quota not checked"),
         Verdict::Blocked => ("❌", "blocked"),
@@ -174,6 +174,7 @@ fn common(report: &PrReport, limit: usize, show_diffs: bool) -> Value {
         marker => COMMENT_MARKER,
         verdict_icon => icon,
         verdict_text => text,
+        privacy_verdict => Serde(report.privacy_verdict()),
         short_digest => report.short_digest(),
         config_line => config_line,
         fleet_status => Serde(fleet_status),

@@ -5,9 +5,19 @@
 //! plan is publishable by construction, project IDs and tenants are left out, spec errors on a
 //! line that holds a private value lose their quoted text, and diffs of files holding one are
 //! withheld. A redaction pass over the rendered text ([`super::render`]) is a second layer only.
+//!
+//! The verdict is not a field someone sets: [`Outcome::decide`] derives every reason to block
+//! from the rest of the report, and the comment, both summaries and both check conclusions are
+//! functions of that one [`Outcome`].
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
+use serde::ser::SerializeStruct;
 
+use super::config::CONFIG_PATH;
+use super::live::LiveErrorKind;
+use crate::engine::live::ProblemKind;
 use crate::github::Permission;
 
 /// The overall answer, shown first.
@@ -22,6 +32,221 @@ pub enum Verdict {
     Blocked,
     /// No fleet spec changed: nothing to check.
     NoSpecChanges,
+}
+
+/// Why a pull request is blocked; one entry per kind of reason, in the order shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blocker {
+    /// `.fleetbot.yml` on the default branch is invalid.
+    ConfigInvalid,
+    /// Changed specs that do not load.
+    InvalidSpecs { count: usize },
+    /// Live plans that found problems: in how many fleets, and every kind found.
+    LivePlan {
+        fleets: usize,
+        kinds: BTreeSet<LiveProblemKind>,
+    },
+    /// Fleets (by name) whose quota budget is short.
+    QuotaShort { fleets: Vec<String> },
+    /// Fleets whose capacity could not be proven (evidence missing or unreadable).
+    CapacityUnproven { fleets: usize },
+    /// Private values in the changed lines (`fleet/privacy` has the details).
+    PrivateValues { count: usize },
+}
+
+impl Blocker {
+    /// One line for the comment's and the summary's list of reasons.
+    pub fn reason(&self) -> String {
+        match self {
+            Blocker::ConfigInvalid => format!("the repository config `{CONFIG_PATH}` is invalid"),
+            Blocker::InvalidSpecs { count } => {
+                format!("{count} invalid fleet spec{}", plural(*count))
+            }
+            Blocker::LivePlan { fleets, kinds } => format!(
+                "the live plan found problems in {fleets} fleet{} ({})",
+                plural(*fleets),
+                phrases(kinds)
+            ),
+            Blocker::QuotaShort { fleets } => {
+                format!("quota shortfall for {}", fleets.join(", "))
+            }
+            Blocker::CapacityUnproven { fleets } => format!(
+                "capacity could not be proven for {fleets} fleet{}",
+                plural(*fleets)
+            ),
+            Blocker::PrivateValues { count } => {
+                format!("{count} private value{} committed", plural(*count))
+            }
+        }
+    }
+
+    /// The words after `Blocked: ` in a check run's title.
+    pub fn title(&self) -> String {
+        match self {
+            Blocker::ConfigInvalid => format!("`{CONFIG_PATH}` on the default branch is invalid"),
+            Blocker::InvalidSpecs { count } => {
+                format!("{count} invalid fleet spec{}", plural(*count))
+            }
+            Blocker::LivePlan { kinds, .. } => {
+                format!("the live plan found problems ({})", phrases(kinds))
+            }
+            Blocker::QuotaShort { .. } => "quota shortfall".into(),
+            Blocker::CapacityUnproven { .. } => "capacity could not be proven".into(),
+            Blocker::PrivateValues { count } => format!(
+                "{count} private value{} committed (see fleet/privacy)",
+                plural(*count)
+            ),
+        }
+    }
+}
+
+fn phrases(kinds: &BTreeSet<LiveProblemKind>) -> String {
+    kinds
+        .iter()
+        .map(|k| k.phrase())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a reader should know that does not block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caution {
+    /// Removed specs: their clusters would be destroyed on merge.
+    SpecsRemoved { count: usize },
+    /// No quota source: the budget was not checked.
+    QuotaNotChecked,
+}
+
+impl Caution {
+    pub fn reason(&self) -> String {
+        match self {
+            Caution::SpecsRemoved { count } => format!(
+                "{count} fleet spec{} removed: its clusters would be destroyed on merge",
+                plural(*count)
+            ),
+            Caution::QuotaNotChecked => "the quota budget was not checked".into(),
+        }
+    }
+}
+
+/// The verdict with every reason for it, decided once from the rest of the report
+/// ([`Outcome::decide`]). The comment, both check runs' conclusions and titles and their
+/// summaries all derive from it, so none of them can disagree with another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Whether any fleet spec changed (a report with no fleet has nothing to check).
+    pub spec_changed: bool,
+    pub blockers: Vec<Blocker>,
+    /// Shown only when nothing blocks: a blocked change has to be changed anyway.
+    pub cautions: Vec<Caution>,
+}
+
+impl Outcome {
+    /// Every blocking reason found in the config, the privacy scan and the fleets.
+    pub fn decide(config: &ConfigReport, privacy: &PrivacyReport, fleets: &[FleetReport]) -> Self {
+        let mut blockers = Vec::new();
+        if config.error.is_some() {
+            blockers.push(Blocker::ConfigInvalid);
+        }
+        let count = |f: &dyn Fn(&FleetReport) -> bool| fleets.iter().filter(|x| f(x)).count();
+        let budget_is = |s: BudgetStatus| {
+            move |f: &FleetReport| f.budget.as_ref().is_some_and(|b| b.status == s)
+        };
+        let invalid = count(&|f| f.status == FleetStatus::Invalid);
+        if invalid > 0 {
+            blockers.push(Blocker::InvalidSpecs { count: invalid });
+        }
+        let kinds: BTreeSet<LiveProblemKind> = fleets
+            .iter()
+            .filter_map(|f| f.plan.as_ref())
+            .flat_map(|p| p.problems.iter().map(|p| p.kind))
+            .collect();
+        if !kinds.is_empty() {
+            blockers.push(Blocker::LivePlan {
+                fleets: count(&|f| f.plan.as_ref().is_some_and(|p| !p.problems.is_empty())),
+                kinds,
+            });
+        }
+        let short: Vec<String> = fleets
+            .iter()
+            .filter(|f| budget_is(BudgetStatus::Short)(f))
+            .map(|f| f.name.clone().unwrap_or_else(|| f.path.clone()))
+            .collect();
+        if !short.is_empty() {
+            blockers.push(Blocker::QuotaShort { fleets: short });
+        }
+        let unproven = count(&budget_is(BudgetStatus::Unproven));
+        if unproven > 0 {
+            blockers.push(Blocker::CapacityUnproven { fleets: unproven });
+        }
+        if privacy.total > 0 {
+            blockers.push(Blocker::PrivateValues {
+                count: privacy.total,
+            });
+        }
+        let mut cautions = Vec::new();
+        let removed = count(&|f| f.status == FleetStatus::Removed);
+        if removed > 0 {
+            cautions.push(Caution::SpecsRemoved { count: removed });
+        }
+        if fleets.iter().any(budget_is(BudgetStatus::NotChecked)) {
+            cautions.push(Caution::QuotaNotChecked);
+        }
+        Outcome {
+            spec_changed: !fleets.is_empty(),
+            blockers,
+            cautions,
+        }
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        if !self.blockers.is_empty() {
+            Verdict::Blocked
+        } else if !self.spec_changed {
+            Verdict::NoSpecChanges
+        } else if self.cautions.contains(&Caution::QuotaNotChecked) {
+            Verdict::ReadyUnchecked
+        } else {
+            Verdict::Ready
+        }
+    }
+
+    /// Why the verdict is what it is, one short line each (public text only).
+    pub fn reasons(&self) -> Vec<String> {
+        if !self.blockers.is_empty() {
+            return self.blockers.iter().map(Blocker::reason).collect();
+        }
+        if !self.spec_changed {
+            return Vec::new();
+        }
+        self.cautions.iter().map(Caution::reason).collect()
+    }
+}
+
+// The templates read `verdict` and `reasons`, which are derived, never stored.
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_struct("Outcome", 2)?;
+        out.serialize_field("verdict", &self.verdict())?;
+        out.serialize_field("reasons", &self.reasons())?;
+        out.end()
+    }
+}
+
+/// `fleet/privacy`'s answer, derived from the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrivacyVerdict {
+    /// No fleet spec changed, so nothing was scanned.
+    Skipped,
+    /// Nothing private in the changed lines.
+    Clean,
+    /// Private values were committed.
+    Found,
+}
+
+pub(crate) fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// How a file changed in the pull request.
@@ -59,9 +284,9 @@ pub struct PrReport {
     pub number: u64,
     pub head_sha: String,
     pub base_sha: String,
-    pub verdict: Verdict,
-    /// Why the verdict is what it is, one short line each (public text only).
-    pub reasons: Vec<String>,
+    /// Serialized as `verdict` and `reasons`.
+    #[serde(flatten)]
+    pub outcome: Outcome,
     pub config: ConfigReport,
     /// One per changed spec file, in path order.
     pub fleets: Vec<FleetReport>,
@@ -79,6 +304,20 @@ impl PrReport {
     /// The first 12 hex digits of the digest, as shown.
     pub fn short_digest(&self) -> &str {
         &self.digest[..self.digest.len().min(12)]
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        self.outcome.verdict()
+    }
+
+    pub fn privacy_verdict(&self) -> PrivacyVerdict {
+        if !self.outcome.spec_changed {
+            PrivacyVerdict::Skipped
+        } else if self.privacy.total == 0 {
+            PrivacyVerdict::Clean
+        } else {
+            PrivacyVerdict::Found
+        }
     }
 }
 
@@ -149,7 +388,101 @@ pub struct PlanSummary {
     /// record in fleetbot's store, or not ready), so the budget still counts them in full.
     pub unproven: usize,
     /// What stops the live plan (ownership, identity, an unreadable cloud); each blocks.
-    pub problems: Vec<String>,
+    pub problems: Vec<LiveProblem>,
+}
+
+/// One problem of a live plan: its kind, and a public line naming it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveProblem {
+    pub kind: LiveProblemKind,
+    /// Spec names and public fields only: never a tenant, project or resource ID.
+    pub text: String,
+}
+
+/// Every kind of live-plan problem; each one blocks the pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveProblemKind {
+    /// No tenant is configured, or the spec names another one.
+    TenantRefused,
+    CloudUnreadable,
+    StoreUnreadable,
+    /// The engine refused the spec before reading the cloud.
+    EngineRefused,
+    ProjectNotFound,
+    ProjectAmbiguous,
+    ProjectIdentity,
+    ProjectInactive,
+    BucketUnusable,
+    NotOwned,
+    FilesystemShrink,
+    ExistingFilestore,
+    SubnetChanged,
+}
+
+impl LiveProblemKind {
+    pub const ALL: [LiveProblemKind; 13] = [
+        LiveProblemKind::TenantRefused,
+        LiveProblemKind::CloudUnreadable,
+        LiveProblemKind::StoreUnreadable,
+        LiveProblemKind::EngineRefused,
+        LiveProblemKind::ProjectNotFound,
+        LiveProblemKind::ProjectAmbiguous,
+        LiveProblemKind::ProjectIdentity,
+        LiveProblemKind::ProjectInactive,
+        LiveProblemKind::BucketUnusable,
+        LiveProblemKind::NotOwned,
+        LiveProblemKind::FilesystemShrink,
+        LiveProblemKind::ExistingFilestore,
+        LiveProblemKind::SubnetChanged,
+    ];
+
+    /// A few words for a check run's title and the list of reasons.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            LiveProblemKind::TenantRefused => "tenant not the configured one",
+            LiveProblemKind::CloudUnreadable => "cloud unreadable",
+            LiveProblemKind::StoreUnreadable => "store unreadable",
+            LiveProblemKind::EngineRefused => "spec refused by the engine",
+            LiveProblemKind::ProjectNotFound => "pinned project not in the tenant",
+            LiveProblemKind::ProjectAmbiguous => "ambiguous project name",
+            LiveProblemKind::ProjectIdentity => "project identity mismatch",
+            LiveProblemKind::ProjectInactive => "project not active",
+            LiveProblemKind::BucketUnusable => "bucket unusable",
+            LiveProblemKind::NotOwned => "resource not owned by the fleet",
+            LiveProblemKind::FilesystemShrink => "filesystem would shrink",
+            LiveProblemKind::ExistingFilestore => "existing_filestore unusable",
+            LiveProblemKind::SubnetChanged => "cluster subnet changed",
+        }
+    }
+}
+
+// Exhaustive on purpose: a new kind in the engine does not compile until it is named here.
+impl From<ProblemKind> for LiveProblemKind {
+    fn from(kind: ProblemKind) -> Self {
+        match kind {
+            ProblemKind::ProjectNotFound => LiveProblemKind::ProjectNotFound,
+            ProblemKind::ProjectAmbiguous => LiveProblemKind::ProjectAmbiguous,
+            ProblemKind::ProjectIdentity => LiveProblemKind::ProjectIdentity,
+            ProblemKind::ProjectInactive => LiveProblemKind::ProjectInactive,
+            ProblemKind::BucketUnusable => LiveProblemKind::BucketUnusable,
+            ProblemKind::NotOwned => LiveProblemKind::NotOwned,
+            ProblemKind::FilesystemShrink => LiveProblemKind::FilesystemShrink,
+            ProblemKind::ExistingFilestore => LiveProblemKind::ExistingFilestore,
+            ProblemKind::SubnetChanged => LiveProblemKind::SubnetChanged,
+        }
+    }
+}
+
+impl From<LiveErrorKind> for LiveProblemKind {
+    fn from(kind: LiveErrorKind) -> Self {
+        match kind {
+            LiveErrorKind::Tenant => LiveProblemKind::TenantRefused,
+            LiveErrorKind::Cloud => LiveProblemKind::CloudUnreadable,
+            LiveErrorKind::Store => LiveProblemKind::StoreUnreadable,
+            LiveErrorKind::Engine => LiveProblemKind::EngineRefused,
+        }
+    }
 }
 
 impl PlanSummary {
@@ -275,5 +608,181 @@ impl CommandHelp {
                 permission: permission(k.name()).as_str(),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ConfigReport {
+        ConfigReport {
+            branch: "main".into(),
+            present: true,
+            error: None,
+            changed_in_pr: false,
+        }
+    }
+
+    fn fleet(budget: BudgetStatus) -> FleetReport {
+        FleetReport {
+            path: "fleets/a.yaml".into(),
+            change: FileChange::Modified,
+            name: Some("a".into()),
+            status: FleetStatus::Valid,
+            problems: Vec::new(),
+            plan: Some(PlanSummary {
+                region: "us-central1".into(),
+                projects: 1,
+                clusters: 1,
+                mk8s: 1,
+                soperator: 0,
+                create: Vec::new(),
+                change: Vec::new(),
+                destroy: Vec::new(),
+                unchanged: 1,
+                live_cloud: Some("the fleetbot simulator".into()),
+                unproven: 0,
+                problems: Vec::new(),
+            }),
+            budget: Some(BudgetReport {
+                status: budget,
+                rows: Vec::new(),
+                blocked_by: Vec::new(),
+                note: None,
+            }),
+        }
+    }
+
+    fn decide(config: &ConfigReport, private: usize, fleets: &[FleetReport]) -> Outcome {
+        let privacy = PrivacyReport {
+            total: private,
+            ..PrivacyReport::default()
+        };
+        Outcome::decide(config, &privacy, fleets)
+    }
+
+    #[test]
+    fn every_live_plan_problem_kind_blocks_on_its_own() {
+        for kind in LiveProblemKind::ALL {
+            let mut f = fleet(BudgetStatus::Fits);
+            f.plan.as_mut().unwrap().problems.push(LiveProblem {
+                kind,
+                text: "x".into(),
+            });
+            let outcome = decide(&config(), 0, &[f, fleet(BudgetStatus::Fits)]);
+            assert_eq!(outcome.verdict(), Verdict::Blocked, "{kind:?}");
+            assert_eq!(
+                outcome.blockers,
+                vec![Blocker::LivePlan {
+                    fleets: 1,
+                    kinds: [kind].into()
+                }]
+            );
+            let reason = &outcome.reasons()[0];
+            assert!(reason.contains(kind.phrase()), "{reason}");
+        }
+    }
+
+    #[test]
+    fn every_blocker_is_listed_in_order_and_cautions_only_when_nothing_blocks() {
+        let mut invalid = fleet(BudgetStatus::Fits);
+        invalid.status = FleetStatus::Invalid;
+        invalid.plan = None;
+        invalid.budget = None;
+        let mut troubled = fleet(BudgetStatus::Fits);
+        for kind in [LiveProblemKind::NotOwned, LiveProblemKind::ProjectNotFound] {
+            troubled.plan.as_mut().unwrap().problems.push(LiveProblem {
+                kind,
+                text: "x".into(),
+            });
+        }
+        let mut short = fleet(BudgetStatus::Short);
+        short.name = Some("big".into());
+        let mut removed = fleet(BudgetStatus::Fits);
+        removed.status = FleetStatus::Removed;
+        removed.budget = None;
+        let broken = ConfigReport {
+            error: Some("unknown field".into()),
+            ..config()
+        };
+        let fleets = [
+            invalid,
+            troubled,
+            short,
+            fleet(BudgetStatus::Unproven),
+            fleet(BudgetStatus::NotChecked),
+            removed,
+        ];
+        let outcome = decide(&broken, 2, &fleets);
+        assert_eq!(outcome.verdict(), Verdict::Blocked);
+        assert_eq!(
+            outcome.blockers,
+            vec![
+                Blocker::ConfigInvalid,
+                Blocker::InvalidSpecs { count: 1 },
+                Blocker::LivePlan {
+                    fleets: 1,
+                    kinds: [LiveProblemKind::ProjectNotFound, LiveProblemKind::NotOwned].into()
+                },
+                Blocker::QuotaShort {
+                    fleets: vec!["big".into()]
+                },
+                Blocker::CapacityUnproven { fleets: 1 },
+                Blocker::PrivateValues { count: 2 },
+            ]
+        );
+        assert_eq!(
+            outcome.reasons(),
+            vec![
+                "the repository config `.fleetbot.yml` is invalid",
+                "1 invalid fleet spec",
+                "the live plan found problems in 1 fleet (pinned project not in the tenant, resource not owned by the fleet)",
+                "quota shortfall for big",
+                "capacity could not be proven for 1 fleet",
+                "2 private values committed",
+            ]
+        );
+        // The same fleets without blockers: the cautions are the reasons.
+        let calm = decide(&config(), 0, &fleets[4..]);
+        assert_eq!(calm.verdict(), Verdict::ReadyUnchecked);
+        assert_eq!(
+            calm.reasons(),
+            vec![
+                "1 fleet spec removed: its clusters would be destroyed on merge",
+                "the quota budget was not checked",
+            ]
+        );
+        assert_eq!(decide(&config(), 0, &fleets[5..]).verdict(), Verdict::Ready);
+    }
+
+    #[test]
+    fn without_a_changed_spec_only_the_config_can_block() {
+        let none = decide(&config(), 0, &[]);
+        assert_eq!(none.verdict(), Verdict::NoSpecChanges);
+        assert!(none.reasons().is_empty());
+        let broken = ConfigReport {
+            error: Some("bad".into()),
+            ..config()
+        };
+        assert_eq!(decide(&broken, 0, &[]).verdict(), Verdict::Blocked);
+    }
+
+    #[test]
+    fn every_engine_and_live_error_kind_has_a_report_kind() {
+        let mapped: BTreeSet<LiveProblemKind> = ProblemKind::ALL
+            .into_iter()
+            .map(LiveProblemKind::from)
+            .chain(
+                [
+                    LiveErrorKind::Tenant,
+                    LiveErrorKind::Cloud,
+                    LiveErrorKind::Store,
+                    LiveErrorKind::Engine,
+                ]
+                .map(LiveProblemKind::from),
+            )
+            .collect();
+        assert_eq!(mapped, LiveProblemKind::ALL.into());
     }
 }

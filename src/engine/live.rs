@@ -49,13 +49,83 @@ pub struct ResourceAction {
     pub reason: String,
 }
 
+/// What kind of problem stops a plan. Every kind blocks an apply; the kinds exist so that
+/// callers which must not show the cloud's text (a pull request) can still name each one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProblemKind {
+    /// A project pinned by `project_id` is not there.
+    ProjectNotFound,
+    /// Several projects of the tenant carry the name.
+    ProjectAmbiguous,
+    /// An existing project is not the spec's: another tenant, region or name.
+    ProjectIdentity,
+    /// An existing project is suspended, being deleted or otherwise not active.
+    ProjectInactive,
+    /// An existing bucket cannot serve as it is (storage class, state).
+    BucketUnusable,
+    /// A same-named resource exists that this fleet target does not own.
+    NotOwned,
+    /// A filesystem fleetbot owns would have to shrink.
+    FilesystemShrink,
+    /// `existing_filestore` cannot be found or read.
+    ExistingFilestore,
+    /// A cluster's subnet is not the spec's `subnet_id`.
+    SubnetChanged,
+}
+
+impl ProblemKind {
+    pub const ALL: [ProblemKind; 9] = [
+        ProblemKind::ProjectNotFound,
+        ProblemKind::ProjectAmbiguous,
+        ProblemKind::ProjectIdentity,
+        ProblemKind::ProjectInactive,
+        ProblemKind::BucketUnusable,
+        ProblemKind::NotOwned,
+        ProblemKind::FilesystemShrink,
+        ProblemKind::ExistingFilestore,
+        ProblemKind::SubnetChanged,
+    ];
+}
+
+/// One problem of a plan. The message names resources by the spec's names and public fields
+/// only, never by a cloud ID, so it may be shown wherever the plan is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(kind: ProblemKind, message: impl Into<String>) -> Self {
+        Problem {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+// Serialized as its message alone: the plan's JSON and its digest stay what they were before
+// problems had kinds.
+impl Serialize for Problem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.message)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProjectPlan {
     pub key: String,
     pub actions: Vec<ResourceAction>,
     /// Why the project cannot be used, if it cannot (identity, ambiguity, ownership).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub problems: Vec<String>,
+    pub problems: Vec<Problem>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,7 +135,7 @@ pub struct TargetPlan {
     /// Every resource exists, is owned by fleetbot and matches the spec.
     pub unchanged: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub problems: Vec<String>,
+    pub problems: Vec<Problem>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -189,7 +259,7 @@ pub struct ObservedProject {
     pub node_groups: BTreeMap<String, Vec<NodeGroup>>,
     /// Existing filesystems named by `existing_filestore`, by ID (`None`: not found).
     pub existing_filesystems: BTreeMap<String, Option<Filesystem>>,
-    pub problems: Vec<String>,
+    pub problems: Vec<Problem>,
 }
 
 /// Everything observed, by project key.
@@ -199,34 +269,51 @@ pub struct Observed {
     pub projects: BTreeMap<String, ObservedProject>,
 }
 
-/// Project identity checks (fleet-engine §6.10.3).
+/// Project identity checks (fleet-engine §6.10.3): at most one problem of each kind, naming
+/// what differs but never the project's ID.
 fn identity_problems(
     project: &Project,
     tenant_id: &str,
     region: &str,
     expected_name: &str,
-) -> Vec<String> {
-    let mut problems = Vec::new();
+) -> Vec<Problem> {
+    let mut identity = Vec::new();
     if !expected_name.is_empty() && project.name != expected_name {
-        problems.push(format!(
+        identity.push(format!(
             "name {:?} is not {:?}",
             project.name, expected_name
         ));
     }
     if project.tenant_id != tenant_id {
-        problems.push("it belongs to another tenant".to_string());
+        identity.push("it belongs to another tenant".to_string());
     }
     if !region.is_empty() && project.region != region {
-        problems.push(format!(
+        identity.push(format!(
             "region {:?} does not match {:?}",
             project.region, region
         ));
     }
-    match project.state {
-        State::Ready => {}
-        State::Suspended => problems.push("it is suspended".to_string()),
-        State::Deleting => problems.push("it is being deleted".to_string()),
-        other => problems.push(format!("it is not active ({other:?})")),
+    let inactive = match project.state {
+        State::Ready => None,
+        State::Suspended => Some("it is suspended".to_string()),
+        State::Deleting => Some("it is being deleted".to_string()),
+        other => Some(format!("it is not active ({other:?})")),
+    };
+    let mut problems = Vec::new();
+    if !identity.is_empty() {
+        problems.push(Problem::new(
+            ProblemKind::ProjectIdentity,
+            format!(
+                "the existing project failed immutable identity verification: {}",
+                identity.join("; ")
+            ),
+        ));
+    }
+    if let Some(why) = inactive {
+        problems.push(Problem::new(
+            ProblemKind::ProjectInactive,
+            format!("the existing project cannot be used: {why}"),
+        ));
     }
     problems
 }
@@ -254,8 +341,11 @@ pub async fn observe<C: Cloud>(
             match cloud.get_project(&desired.project_id).await {
                 Ok(p) => Some(p),
                 Err(e) if e.is_not_found() => {
-                    op.problems
-                        .push(format!("project {} does not exist", desired.project_id));
+                    // The project is already named by its key; the ID stays out of the text.
+                    op.problems.push(Problem::new(
+                        ProblemKind::ProjectNotFound,
+                        "the pinned project_id is not a project of the tenant (not found)",
+                    ));
                     None
                 }
                 Err(e) => return Err(e),
@@ -267,9 +357,12 @@ pub async fn observe<C: Cloud>(
                 .filter(|p| p.name == desired.display_name)
                 .collect();
             if matches.len() > 1 {
-                op.problems.push(format!(
-                    "project name '{}' is ambiguous under the selected tenant; use an explicit project_id",
-                    desired.display_name
+                op.problems.push(Problem::new(
+                    ProblemKind::ProjectAmbiguous,
+                    format!(
+                        "project name '{}' is ambiguous under the selected tenant; use an explicit project_id",
+                        desired.display_name
+                    ),
                 ));
             }
             matches.first().map(|p| (*p).clone())
@@ -281,18 +374,12 @@ pub async fn observe<C: Cloud>(
             } else {
                 ""
             };
-            let problems = identity_problems(project, tenant_id, &desired.region, expected_name);
-            if !problems.is_empty() {
-                op.problems.push(format!(
-                    "existing project '{}' failed immutable identity verification: {}",
-                    if desired.display_name.is_empty() {
-                        &desired.project_id
-                    } else {
-                        &desired.display_name
-                    },
-                    problems.join("; ")
-                ));
-            }
+            op.problems.extend(identity_problems(
+                project,
+                tenant_id,
+                &desired.region,
+                expected_name,
+            ));
             op.subnets = cloud.list_subnets(&project.id).await?;
             op.networks = cloud.list_networks(&project.id).await?;
             op.clusters = cloud.list_clusters(&project.id).await?;
@@ -453,13 +540,19 @@ pub fn plan(
                     None => actions.push(action("bucket", &bucket_label, Action::Create)),
                     Some(found) => {
                         if found.storage_class != bucket.storage_class {
-                            problems.push(format!(
-                                "existing bucket has storage class {} but the spec asks for {}; changing the class of a bucket is not supported",
-                                found.storage_class, bucket.storage_class
+                            problems.push(Problem::new(
+                                ProblemKind::BucketUnusable,
+                                format!(
+                                    "existing bucket has storage class {} but the spec asks for {}; changing the class of a bucket is not supported",
+                                    found.storage_class, bucket.storage_class
+                                ),
                             ));
                         }
                         if found.state != State::Ready || found.scheduled_for_deletion {
-                            problems.push("existing bucket is not active (suspended or scheduled for deletion)".into());
+                            problems.push(Problem::new(
+                                ProblemKind::BucketUnusable,
+                                "existing bucket is not active (suspended or scheduled for deletion)",
+                            ));
                         }
                         let mut a = action("bucket", &bucket_label, Action::NoChange);
                         if found.max_size_bytes != bucket.max_size_bytes {
@@ -533,13 +626,16 @@ fn plan_target(
     let owner_check = |labels: &Labels,
                        kind: &str,
                        name: &str,
-                       problems: &mut Vec<String>|
+                       problems: &mut Vec<Problem>|
      -> bool {
         if owned_by(labels, fleet, &key.project_key, &key.cluster) {
             true
         } else {
-            problems.push(format!(
-                "a {kind} named {name:?} exists but is not owned by this fleet target; refusing to adopt, update or delete it"
+            problems.push(Problem::new(
+                ProblemKind::NotOwned,
+                format!(
+                    "a {kind} named {name:?} exists but is not owned by this fleet target; refusing to adopt, update or delete it"
+                ),
             ));
             false
         }
@@ -565,9 +661,12 @@ fn plan_target(
                     if *size_gibibytes > fs.size_gibibytes {
                         a.action = Action::Update;
                     } else {
-                        problems.push(format!(
-                            "filesystem {name:?} cannot shrink from {} to {size_gibibytes} GiB",
-                            fs.size_gibibytes
+                        problems.push(Problem::new(
+                            ProblemKind::FilesystemShrink,
+                            format!(
+                                "filesystem {name:?} cannot shrink from {} to {size_gibibytes} GiB",
+                                fs.size_gibibytes
+                            ),
                         ));
                     }
                 }
@@ -577,12 +676,19 @@ fn plan_target(
         },
         Some(DesiredFilesystem::Existing { id }) => match obs.existing_filesystems.get(id) {
             Some(Some(fs)) => filesystem_id = fs.id.clone(),
-            Some(None) => problems.push("existing_filestore does not exist".into()),
+            Some(None) => problems.push(Problem::new(
+                ProblemKind::ExistingFilestore,
+                "existing_filestore does not exist",
+            )),
             // The project does not exist yet, so neither can the filesystem.
-            None if obs.project.is_none() => problems.push(
-                "existing_filestore cannot be found in a project that does not exist yet".into(),
-            ),
-            None => problems.push("existing_filestore could not be read".into()),
+            None if obs.project.is_none() => problems.push(Problem::new(
+                ProblemKind::ExistingFilestore,
+                "existing_filestore cannot be found in a project that does not exist yet",
+            )),
+            None => problems.push(Problem::new(
+                ProblemKind::ExistingFilestore,
+                "existing_filestore could not be read",
+            )),
         },
         None => {}
     }
@@ -632,7 +738,10 @@ fn plan_target(
                 });
             }
             if !target.subnet_id.is_empty() && c.spec.subnet_id != target.subnet_id {
-                problems.push("the cluster's subnet changed; a control plane cannot move subnets and fleetbot does not replace clusters (destroy the target and deploy it again)".into());
+                problems.push(Problem::new(
+                    ProblemKind::SubnetChanged,
+                    "the cluster's subnet changed; a control plane cannot move subnets and fleetbot does not replace clusters (destroy the target and deploy it again)",
+                ));
             }
             if c.labels != target.labels {
                 a.action = Action::Update;
