@@ -817,6 +817,30 @@ impl InventoryStore for FlakyStore {
     ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
         self.inner.remove_project(fleet, project_key)
     }
+    fn generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> impl std::future::Future<Output = Result<i64, StoreError>> + Send {
+        let (fleet, key, name) = (
+            fleet.to_string(),
+            project_key.to_string(),
+            cluster_name.to_string(),
+        );
+        async move {
+            self.check()?;
+            self.inner.generation(&fleet, &key, &name).await
+        }
+    }
+    fn bump_generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
+        self.inner.bump_generation(fleet, project_key, cluster_name)
+    }
 }
 
 /// A live world: the simulator, the tenant, and the bot's inventory with its failure switch.

@@ -289,6 +289,11 @@ pub fn render_privacy_check(report: &PrReport, scanner: &Scanner) -> (String, Op
 
 /// Summary and text of `fleet/preflight`.
 pub fn render_preflight_check(report: &PrReport, scanner: &Scanner) -> (String, Option<String>) {
+    // The check's own share of the outcome, the same one its conclusion is computed from.
+    let report = &PrReport {
+        outcome: report.outcome.for_preflight(),
+        ..report.clone()
+    };
     let summary = fit(
         MAX_CHECK_CHARS,
         chars,

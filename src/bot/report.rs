@@ -115,6 +115,9 @@ pub enum Caution {
     SpecsRemoved { count: usize },
     /// No quota source: the budget was not checked.
     QuotaNotChecked,
+    /// Private values in the changed lines: `fleet/privacy` fails on them, `fleet/preflight`
+    /// only says so (one leak fails one check).
+    PrivateValuesElsewhere { count: usize },
 }
 
 impl Caution {
@@ -125,6 +128,11 @@ impl Caution {
                 plural(*count)
             ),
             Caution::QuotaNotChecked => "the quota budget was not checked".into(),
+            Caution::PrivateValuesElsewhere { count } => format!(
+                "{count} private value{} committed: fleet/privacy fails on {}",
+                plural(*count),
+                if *count == 1 { "it" } else { "them" }
+            ),
         }
     }
 }
@@ -197,6 +205,26 @@ impl Outcome {
             blockers,
             cautions,
         }
+    }
+
+    /// `fleet/preflight`'s share: the plan, the specs and the budget. Private values are
+    /// `fleet/privacy`'s to fail (design.md's check table), so here they are only a caution,
+    /// and the summary never lists as blocking what the check does not fail on.
+    pub fn for_preflight(&self) -> Outcome {
+        let mut out = self.clone();
+        let mut private = 0;
+        out.blockers.retain(|b| match b {
+            Blocker::PrivateValues { count } => {
+                private = *count;
+                false
+            }
+            _ => true,
+        });
+        if private > 0 {
+            out.cautions
+                .push(Caution::PrivateValuesElsewhere { count: private });
+        }
+        out
     }
 
     pub fn verdict(&self) -> Verdict {
