@@ -477,7 +477,7 @@ mod tests {
     #[test]
     fn filesystem_mount_goes_through_cloud_init_with_nofail() {
         let s = spec(
-            "  cpu_nodes: {count: 1}\n  enable_filestore: true\n  filestore_mount_tag: npa-shared-fs\n",
+            "  cpu_nodes: {count: 1, preset: 16vcpu-64gb}\n  enable_filestore: true\n  filestore_mount_tag: npa-shared-fs\n",
         );
         let t = desired_target(
             "f",
@@ -503,8 +503,8 @@ mod tests {
 
     #[test]
     fn digest_changes_exactly_with_the_desired_state() {
-        let a = spec("  cpu_nodes: {count: 1}\n");
-        let b = spec("  cpu_nodes: {count: 2}\n");
+        let a = spec("  cpu_nodes: {count: 1, preset: 16vcpu-64gb}\n");
+        let b = spec("  cpu_nodes: {count: 2, preset: 16vcpu-64gb}\n");
         let da = desired_target("f", &a.projects[0], &a.projects[0].clusters[0], "r", "");
         let da2 = desired_target("f", &a.projects[0], &a.projects[0].clusters[0], "r", "");
         let db = desired_target("f", &b.projects[0], &b.projects[0].clusters[0], "r", "");
