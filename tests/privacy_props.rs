@@ -4,7 +4,7 @@
 //! Planted values are built inside each case from a kind and a seed
 //! (fleetbot::privacy::testdata), so a failing case prints the seed, never a value.
 
-use fleetbot::privacy::testdata::{self, Synth};
+use fleetbot::privacy::testdata::{self, CREDENTIALS_STYLES, KEY_QUOTINGS, Synth};
 use fleetbot::privacy::{FileScan, PrivacyAllowlist, RuleId, ScanReport, Scanner, ScannerConfig};
 use proptest::prelude::*;
 
@@ -43,6 +43,42 @@ fn context() -> impl Strategy<Value = (String, String)> {
         "[a-zé ]{0,8}".prop_map(|c| (format!("note «{c}» "), " »".to_string())),
     ]
 }
+
+/// What can sit right before and after an ID inside a string.
+const ID_CONTEXTS: [(&str, &str); 32] = [
+    ("\"", "\""),
+    ("'", "'"),
+    ("id=", "&page=2"),
+    ("key:", ":value"),
+    ("/v1/", "/items"),
+    ("https://console.nebius.com/", "/settings"),
+    ("https://api.nebius.cloud/v1/list?parent=", "&x=1"),
+    ("\"first\\n", "\\nsecond\""),
+    ("\"tab\\t", "\""),
+    ("{\\\"id\\\":\\\"", "\\\"}"),
+    ("\"\\\\n", "\\\\n\""),
+    ("\\u0022", "\\u0022"),
+    ("\\u002F", "\\u002F"),
+    ("\\x22", "\\x22"),
+    ("path%2F", "%2Fdisks"),
+    ("q=%22", "%22"),
+    ("%2f", "%2f"),
+    ("<id>", "</id>"),
+    ("&quot;", "&quot;"),
+    ("`", "`"),
+    ("(", ")"),
+    ("[", "]"),
+    (",", ","),
+    ("--parent-id=", " --wait"),
+    ("ID=", "; next"),
+    ("nid://", ""),
+    ("", ""),
+    ("|", "|"),
+    ("@", "."),
+    ("https:\\/\\/console\\/", "\\/x"),
+    ("_", "_"),
+    ("«", "»"),
+];
 
 /// The part of a planted value its rule aliases (an SSH key's blob, not its type).
 fn aliased_part(value: &str, rule: RuleId) -> &str {
@@ -141,6 +177,129 @@ proptest! {
             for body in key.lines().filter(|l| !l.starts_with("-----")) {
                 prop_assert!(!out.contains(body), "an output contains a key body line");
             }
+        }
+    }
+
+    /// A key written in any quoting style (YAML block, flow, single- and double-quoted
+    /// scalars, JSON strings at any depth, environment files, comments, XML, URL and base64
+    /// encodings) among random lines, LF or CRLF, is reported once, at its first line, with
+    /// the alias of its bare body: the same alias whatever the quoting.
+    #[test]
+    fn planted_key_is_found_in_every_quoting_style(
+        lines in prop::collection::vec(filler_line(), 0..30),
+        at in any::<prop::sample::Index>(),
+        style in prop::sample::select(KEY_QUOTINGS.to_vec()),
+        kind in prop::sample::select(vec!["", "RSA ", "EC ", "OPENSSH ", "ENCRYPTED ", "DSA "]),
+        body_lines in 2usize..10,
+        seed in any::<u64>(),
+        crlf in any::<bool>(),
+    ) {
+        let key = testdata::pem_key_seeded(kind, body_lines, seed);
+        let quoted = testdata::quote_key(style, &key);
+        let mut lines = lines;
+        let index = at.index(lines.len() + 1);
+        lines.splice(index..index, quoted.lines.iter().cloned());
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let text = lines.join(eol) + eol;
+
+        let scanner = scanner(b"property-key");
+        let scan = scanner.scan_text("k.txt", text.as_bytes(), None);
+        let line = u32::try_from(index + quoted.line + 1).unwrap();
+        let column = u32::try_from(quoted.column).unwrap();
+        prop_assert_eq!(summary(&scan), vec![(line, column, RuleId::PrivateKey)], "style {}", style);
+        let body = testdata::pem_body(&key);
+        prop_assert!(scan.findings()[0].alias == scanner.alias(body.as_bytes()), "alias is not the body's alias");
+        for out in outputs(&report_of("k.txt", scan)) {
+            for row in key.lines().filter(|l| !l.starts_with("-----")) {
+                prop_assert!(!out.contains(row), "an output contains a key body line");
+            }
+        }
+    }
+
+    /// A service-account credentials file (pretty or compact JSON, YAML, or JSON inside a
+    /// YAML string) among random lines yields the credentials key, the private key and
+    /// each ID inside, every one at its own line and column with its own alias.
+    #[test]
+    fn planted_credentials_file_reports_its_key_and_every_id(
+        before in prop::collection::vec(filler_line(), 0..12),
+        after in prop::collection::vec(filler_line(), 0..12),
+        style in prop::sample::select(CREDENTIALS_STYLES.to_vec()),
+        seed in any::<u64>(),
+        crlf in any::<bool>(),
+    ) {
+        let file = testdata::sa_credentials_styled(style, seed);
+        let offset = before.len();
+        let lines: Vec<String> = before.into_iter().chain(file.lines.iter().cloned()).chain(after).collect();
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let text = lines.join(eol) + eol;
+
+        let scanner = scanner(b"property-key");
+        let scan = scanner.scan_text("credentials.json", text.as_bytes(), None);
+        let at = |(line, column): (usize, usize)| {
+            (u32::try_from(offset + line + 1).unwrap(), u32::try_from(column).unwrap())
+        };
+        let mut want = vec![
+            (at(file.credentials), RuleId::ServiceAccountCredentials),
+            (at(file.private_key), RuleId::PrivateKey),
+            (at(file.kid), RuleId::NebiusId),
+            (at(file.iss), RuleId::NebiusId),
+            (at(file.sub), RuleId::NebiusId),
+        ];
+        want.sort();
+        let want: Vec<_> = want.into_iter().map(|((l, c), r)| (l, c, r)).collect();
+        prop_assert_eq!(summary(&scan), want, "style {}", style);
+        let alias_of = |rule: RuleId, nth: usize| {
+            scan.findings().iter().filter(|f| f.rule == rule).nth(nth).map(|f| f.alias.clone())
+        };
+        prop_assert_eq!(alias_of(RuleId::PrivateKey, 0), Some(scanner.alias(file.key_body.as_bytes())));
+        let ids: Vec<_> = (0..3).filter_map(|n| alias_of(RuleId::NebiusId, n)).collect();
+        let mut id_aliases = vec![
+            scanner.alias(file.kid_value.as_bytes()),
+            scanner.alias(file.account_value.as_bytes()),
+            scanner.alias(file.account_value.as_bytes()),
+        ];
+        let mut got_ids = ids.clone();
+        got_ids.sort();
+        id_aliases.sort();
+        prop_assert_eq!(got_ids, id_aliases);
+        for out in outputs(&report_of("credentials.json", scan)) {
+            prop_assert!(!out.contains(&file.kid_value), "an output contains the key ID");
+            prop_assert!(!out.contains(&file.account_value), "an output contains the account ID");
+            prop_assert!(!out.contains(&file.key_body[..64]), "an output contains the private key");
+        }
+    }
+
+    /// An ID of every type the scanner knows, with any routing code, is found wherever a
+    /// string can hold it: quoted, after `=` or `:`, between slashes, in a URL, after an
+    /// escape glued to it (`\n`, `\\n`, `\u0022`, `%2F`), in XML or Markdown.
+    #[test]
+    fn planted_id_of_every_type_is_found_in_any_string_context(
+        lines in prop::collection::vec(filler_line(), 0..20),
+        at in any::<prop::sample::Index>(),
+        kind in prop::sample::select(testdata::nid_types().to_vec()),
+        routing in prop::sample::select(vec!["e00", "e01", "e02", "e03", "u00", "i00", "e0t"]),
+        weak_len in 12usize..24,
+        (open, close) in prop::sample::select(ID_CONTEXTS.to_vec()),
+        key in prop_oneof![Just(String::new()), "[a-z]{1,8}".prop_map(|k| format!("{k}: "))],
+        seed in any::<u64>(),
+        crlf in any::<bool>(),
+    ) {
+        let id = testdata::nid_seeded(kind, routing, weak_len, seed);
+        let prefix = format!("{key}{open}");
+        let mut lines = lines;
+        let index = at.index(lines.len() + 1);
+        lines.insert(index, format!("{prefix}{id}{close}"));
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let text = lines.join(eol) + eol;
+
+        let scanner = scanner(b"property-key");
+        let scan = scanner.scan_text("ids.txt", text.as_bytes(), None);
+        let line = u32::try_from(index + 1).unwrap();
+        let column = u32::try_from(prefix.chars().count() + 1).unwrap();
+        prop_assert_eq!(summary(&scan), vec![(line, column, RuleId::NebiusId)]);
+        prop_assert!(scan.findings()[0].alias == scanner.alias(id.as_bytes()), "alias is not the ID's alias");
+        for out in outputs(&report_of("ids.txt", scan)) {
+            prop_assert!(!out.contains(&id), "an output contains the planted ID");
         }
     }
 
@@ -262,6 +421,11 @@ fn hostile_inputs_finish() {
         format!("{spec}{}", "subnet_id: |\n".repeat(n)),
         format!("{}-e00{}", "a".repeat(50_000), "b".repeat(50_000)),
         "-a1b".repeat(n * 4),
+        format!("LS0tLS1CRUdJTi{}\n", "QUFB".repeat(20)).repeat(n),
+        format!("-----BEGIN PRIVATE KEY-----{}", "\\".repeat(n * 8)),
+        "-----BEGIN PRIVATE KEY-----\\n%2B&#10;".repeat(n),
+        "\\u0022%2F\\n-e00".repeat(n * 4),
+        format!("{sa_key}:\n  a: b\n").repeat(n),
     ];
     let s = scanner(b"k");
     for text in &cases {

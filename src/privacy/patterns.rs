@@ -13,8 +13,9 @@ use super::noise::{is_digest_length, is_filler, is_lower_hex, is_placeholder, me
 use super::rules::RuleId;
 
 /// Type prefixes named by the API's `nid` annotations and seen in real IDs
-/// (docs/nebius-api.md §7, fleet-engine.md §5.2).
-const KNOWN_TYPES: [&str; 61] = [
+/// (docs/nebius-api.md §7), and those the fleet's own guards name (fleet-engine.md §5.2:
+/// `network`, and `cr`, shorter than the grammar's three-character minimum).
+pub(crate) const KNOWN_TYPES: [&str; 64] = [
     "tenant",
     "aitenant",
     "tractotenant",
@@ -76,6 +77,9 @@ const KNOWN_TYPES: [&str; 61] = [
     "applicationtunnel",
     "storagebucketinventory",
     "computeoperation",
+    "pricingpolicy",
+    "network",
+    "cr",
 ];
 
 /// Fewest base64 characters a private key body must have. Real keys have hundreds; this
@@ -136,16 +140,27 @@ static GITHUB: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The top-level key of a Nebius service-account credentials file. Led by the literal so
 /// the engine can skip to it; whether it is a JSON key (`"…"`, or `\"…\"` inside a JSON
-/// string) or a YAML key at the start of a line is checked around the match.
+/// string) or a YAML key (plain or quoted) is checked around the match.
 static SA_CREDENTIALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?-u)subject-credentials(\\?")?[ \t]*:"#)
+    Regex::new(r#"(?-u)subject-credentials(\\?"|')?[ \t]*:"#)
         .expect("service-account credentials regex")
 });
 
+/// The BEGIN line of a private key. The words may be split where a quoted or folded YAML
+/// scalar wraps (`-----BEGIN RSA PRIVATE⏎    KEY-----`, with or without a `\` continuation)
+/// or be URL- or form-encoded (`%20`, `+`), so the separator is any short run of those.
 static PEM_BEGIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?-u)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----")
-        .expect("PEM regex")
+    let sep = r"(?:[ \t\r\n]|\\\r?\n|%20|\+){1,48}";
+    Regex::new(&format!(
+        r"(?-u)-----BEGIN(?:{sep}[A-Z0-9]+)*?{sep}PRIVATE{sep}KEY(?:{sep}BLOCK)?-----|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----"
+    ))
+    .expect("PEM regex")
 });
+
+/// Base64 of `-----BEGIN `: a whole PEM block encoded once more (a Kubernetes secret's
+/// `data:`, a CI variable), which hides every marker the other rules look for.
+static ENCODED_PEM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u)LS0tLS1CRUdJTi").expect("encoded PEM regex"));
 
 static PUTTY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u)PuTTY-User-Key-File-[0-9]+:").expect("PuTTY regex"));
@@ -170,6 +185,7 @@ static BUCKET: LazyLock<Regex> = LazyLock::new(|| {
 /// Runs every shape rule over `text` (valid UTF-8) and appends what it finds.
 pub(crate) fn detect(text: &[u8], out: &mut Vec<Candidate>) {
     private_keys(text, out);
+    encoded_private_keys(text, out);
     putty_keys(text, out);
     service_account_credentials(text, out);
     github_tokens(text, out);
@@ -210,23 +226,6 @@ fn nebius_ids(text: &[u8], out: &mut Vec<Candidate>) {
 
 /// Reads the NID whose type/routing-code dash is at `dash`, if there is one there.
 fn nid_at(text: &[u8], dash: usize) -> Option<(usize, usize, RuleId)> {
-    let is_id_char = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    // The type is the whole lowercase run before the dash; anything longer, starting with
-    // a digit, or glued to other letters is part of a bigger token, not an ID.
-    let type_len = text[..dash]
-        .iter()
-        .rev()
-        .take_while(|b| is_id_char(b))
-        .count();
-    let start = dash - type_len;
-    if !(3..=NID_TYPE_MAX).contains(&type_len)
-        || !text[start].is_ascii_lowercase()
-        || start
-            .checked_sub(1)
-            .is_some_and(|p| text[p].is_ascii_alphanumeric())
-    {
-        return None;
-    }
     let routing = &text[dash + 1..dash + 4];
     let weak_at = dash + 4;
     let weak_len = uuid_len(&text[weak_at..])
@@ -237,10 +236,10 @@ fn nid_at(text: &[u8], dash: usize) -> Option<(usize, usize, RuleId)> {
     {
         return None;
     }
-    let kind = &text[start..dash];
+    let start = nid_type_start(text, dash)?;
     let tail = &text[dash + 1..end];
     let weak = &text[weak_at..end];
-    let known = KNOWN_TYPES.iter().any(|t| t.as_bytes() == kind);
+    let known = is_known_type(&text[start..dash]);
     let region = matches!(routing[0], b'e' | b'u' | b'i')
         && routing[1] == b'0'
         && routing[2].is_ascii_digit();
@@ -263,6 +262,75 @@ fn nid_at(text: &[u8], dash: usize) -> Option<(usize, usize, RuleId)> {
         return None;
     }
     Some((start, end, rule))
+}
+
+fn is_id_char(b: &u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit()
+}
+
+fn is_known_type(kind: &[u8]) -> bool {
+    KNOWN_TYPES.iter().any(|t| t.as_bytes() == kind)
+}
+
+/// Where the type of an NID whose dash is at `dash` starts, if one ends there.
+///
+/// The type is the lowercase run before the dash; a run glued to other letters, or starting
+/// with a digit, is part of a bigger token. Escapes are the exception: in `\ntenant-…`,
+/// `\u0022tenant-…` or `%2Ftenant-…` the escape's letters and digits join the run (or end it
+/// with an uppercase hex digit), and the ID still starts after the escape.
+fn nid_type_start(text: &[u8], dash: usize) -> Option<usize> {
+    let run = text[..dash]
+        .iter()
+        .rev()
+        .take_while(|b| is_id_char(b))
+        .count();
+    let run_start = dash - run;
+    let is_type = |s: usize| {
+        let kind = &text[s..dash];
+        text[s].is_ascii_lowercase()
+            && ((3..=NID_TYPE_MAX).contains(&kind.len()) || is_known_type(kind))
+    };
+    let whole = run > 0
+        && run_start
+            .checked_sub(1)
+            .is_none_or(|p| !text[p].is_ascii_alphanumeric())
+        && is_type(run_start);
+    if whole && is_known_type(&text[run_start..dash]) {
+        return Some(run_start);
+    }
+    match after_glued_escape(text, run_start, dash) {
+        Some(s) if s < dash && is_type(s) => Some(s),
+        _ => whole.then_some(run_start),
+    }
+}
+
+/// Where a run of id characters continues after the escape sequence it began with, or
+/// that ends just before it: `\n`, `\\t`, `\u0022`, `\x22`, `%22` and `%2f` join the run;
+/// `%2F`, `\u002F` and `\x2F` end with an uppercase digit, so the run starts just after them.
+fn after_glued_escape(text: &[u8], run_start: usize, dash: usize) -> Option<usize> {
+    let run = &text[run_start..dash];
+    let before = &text[..run_start];
+    let hex = |s: &[u8]| s.iter().all(u8::is_ascii_hexdigit);
+    if before.ends_with(b"\\") {
+        let skip = match run.first()? {
+            b'u' if run.len() > 5 && hex(&run[1..5]) => 5,
+            b'x' if run.len() > 3 && hex(&run[1..3]) => 3,
+            _ => 1,
+        };
+        return Some(run_start + skip);
+    }
+    if before.ends_with(b"%") && run.len() > 2 && hex(&run[..2]) {
+        return Some(run_start + 2);
+    }
+    let n = before.len();
+    let percent = n >= 3 && before[n - 3] == b'%' && hex(&before[n - 2..]);
+    let escape = |lead: u8, digits: usize| {
+        n > digits + 1
+            && before[n - digits - 2] == b'\\'
+            && before[n - digits - 1] == lead
+            && hex(&before[n - digits..])
+    };
+    (percent || escape(b'u', 4) || escape(b'x', 2)).then_some(run_start)
 }
 
 /// Length of a lowercase UUID at the start of `s`, if it starts with one.
@@ -337,42 +405,48 @@ fn service_account_credentials(text: &[u8], out: &mut Vec<Candidate>) {
         let m = caps.get(0).expect("match");
         let before = &text[..m.start()];
         let key_start = match caps.get(1).map(|q| q.as_bytes()) {
-            // JSON: the key must open with the same quoting it closes with.
+            // Quoted (JSON, or YAML): the key must open with the quoting it closes with.
             Some(b"\"") if before.ends_with(b"\"") => m.start() - 1,
             Some(b"\\\"") if before.ends_with(b"\\\"") => m.start() - 2,
+            Some(b"'") if before.ends_with(b"'") => m.start() - 1,
             Some(_) => continue,
-            // YAML: nothing but indentation before the key on its line.
+            // Plain YAML: a key, not prose, so nothing but indentation before it on its
+            // line, or it opens a flow mapping entry or a sequence item.
             None => {
-                let indent = before
+                let lead = before
                     .iter()
                     .rev()
                     .take_while(|b| matches!(b, b' ' | b'\t'))
                     .count();
-                let line_start = m.start() - indent;
-                if line_start > 0 && text[line_start - 1] != b'\n' {
+                let lead_at = m.start() - lead;
+                let opens = lead_at == 0
+                    || matches!(text[lead_at - 1], b'\n' | b'{' | b',')
+                    || (text[lead_at - 1] == b'-' && lead > 0);
+                if !opens {
                     continue;
                 }
                 m.start()
             }
         };
-        // The whole credentials object is the secret: alias it, and let the one finding
-        // cover the key and IDs inside so the file is reported once.
+        // The whole credentials object is the secret, so it is what the alias is of; the
+        // finding spans only the key, so the private key and IDs inside are reported too,
+        // each on its own line, and a change to any of them shows in a diff scan.
         let object = if n < MAX_DOCUMENTS {
-            balanced_object(text, m.end())
+            balanced_object(text, m.end()).or_else(|| yaml_block(text, key_start, m.end()))
         } else {
             None
         };
-        let (end, value) = match object {
-            // A credentials object without a private key in it is a stub (a parser's
-            // test input, a schema example), not a credential.
+        let value = match object {
+            // A credentials object (JSON, or a YAML block) without a private key in it is a
+            // stub (a parser's test input, a schema example), not a credential.
             Some(end) if !holds_private_key(&text[m.end()..end]) => continue,
-            Some(end) => (end, squeeze(&text[m.end()..end])),
+            Some(end) => squeeze(&text[m.end()..end]),
             None => {
                 // Not a followed object: the rest of the line (bounded, so a line of
                 // markers stays linear) stands in for the value.
                 let limit = (m.end() + MAX_VALUE_BYTES).min(text.len());
                 let eol = memchr_newline(&text[..limit], m.end());
-                (m.end(), squeeze(&text[m.end()..eol]))
+                squeeze(&text[m.end()..eol])
             }
         };
         let value = if value.is_empty() {
@@ -382,7 +456,7 @@ fn service_account_credentials(text: &[u8], out: &mut Vec<Candidate>) {
         };
         out.push(Candidate::new(
             key_start,
-            end,
+            m.end(),
             RuleId::ServiceAccountCredentials,
             value,
         ));
@@ -405,6 +479,81 @@ fn private_keys(text: &[u8], out: &mut Vec<Candidate>) {
     }
 }
 
+fn encoded_private_keys(text: &[u8], out: &mut Vec<Candidate>) {
+    // One base64 line wrapped by `base64` is 76 characters; anything much shorter ends it.
+    const MIN_WRAPPED_LINE: usize = 60;
+    let mut resume = 0;
+    for m in ENCODED_PEM.find_iter(text).take(MAX_DOCUMENTS) {
+        if m.start() < resume || (m.start() > 0 && is_base64(text[m.start() - 1])) {
+            continue;
+        }
+        let limit = (m.start() + MAX_BLOCK_BYTES * 2).min(text.len());
+        let mut encoded = Vec::new();
+        let (mut i, mut line, mut end) = (m.start(), 0usize, m.start());
+        // Wrapped lines all have the first line's width; a shorter one, or padding, is
+        // the last, and what follows it is other text.
+        let mut width = None;
+        while i < limit {
+            match text[i] {
+                b if is_base64(b) => {
+                    encoded.push(b);
+                    line += 1;
+                    i += 1;
+                    end = i;
+                }
+                b'\n' | b'\r' | b' ' | b'\t'
+                    if line == 0
+                        || (line >= MIN_WRAPPED_LINE
+                            && width.is_none_or(|w| w == line)
+                            && encoded.last() != Some(&b'=')) =>
+                {
+                    if text[i] == b'\n' {
+                        width.get_or_insert(line);
+                        line = 0;
+                    }
+                    i += 1;
+                }
+                _ => break,
+            }
+        }
+        resume = end;
+        let decoded = decode_base64(&encoded);
+        if let Some(begin) = PEM_BEGIN.find(&decoded).filter(|b| b.start() == 0)
+            && let Some((_, body)) = key_body(&decoded, begin.end())
+            && !mentions_example(&body)
+        {
+            // The inner body is the key's identity, so an encoded key and the same key in
+            // clear have the same alias.
+            out.push(Candidate::new(m.start(), end, RuleId::PrivateKey, body));
+        }
+    }
+}
+
+/// Standard base64 up to the first character outside the alphabet (padding included);
+/// a trailing partial group is dropped.
+fn decode_base64(encoded: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(encoded.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for &c in encoded {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => break,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
 fn putty_keys(text: &[u8], out: &mut Vec<Candidate>) {
     const MARKER: &[u8] = b"Private-Lines:";
     for m in PUTTY.find_iter(text).take(MAX_DOCUMENTS) {
@@ -422,9 +571,11 @@ fn putty_keys(text: &[u8], out: &mut Vec<Candidate>) {
     }
 }
 
-/// Follows a key body from `from`: base64 characters across lines, YAML indentation,
-/// JSON `\n` escapes, quotes and RFC 1421 headers (`Proc-Type:`, `DEK-Info:`), up to the
-/// END line. Returns the end of the block and the bare base64 (the key's identity).
+/// Follows a key body from `from`: base64 characters across lines, YAML indentation and
+/// quoting, comment and list markers, escaped line breaks of any depth (`\n`, `\\n`,
+/// `\r\n`, `\u000a`, `%0A`, `&#10;`) and escaped base64 characters (`\/`, `\u002b`, `%2B`),
+/// and RFC 1421 headers (`Proc-Type:`, `DEK-Info:`), up to the END line. Returns the end of
+/// the block and the bare base64, the key's identity whatever the quoting.
 fn key_body(text: &[u8], from: usize) -> Option<(usize, Vec<u8>)> {
     // Wrapped base64 lines are long; prose after a BEGIN line is short words. A run after a
     // space on the same line only continues the body when the run before it was long, which
@@ -439,73 +590,153 @@ fn key_body(text: &[u8], from: usize) -> Option<(usize, Vec<u8>)> {
     let mut headers = 0usize;
     let mut end = from;
     while i < limit {
-        let b = text[i];
-        match b {
-            b' ' | b'\t' | b'"' | b'\'' => {
+        if text[i] == b'-'
+            && (text[i..].starts_with(b"-----END") || text[i..].starts_with(b"---- END"))
+        {
+            end = end_marker_end(text, i);
+            return (body.len() >= MIN_KEY_BODY).then_some((end, body));
+        }
+        // Headers (`Proc-Type:`, `DEK-Info:`, PGP `Version:`) come before the body, and
+        // only a few of them; past that a `Name:` line ends the block (PuTTY's
+        // `Private-MAC:` after its body).
+        if line_start && body.is_empty() && headers < MAX_HEADERS && is_header_line(&text[i..limit])
+        {
+            headers += 1;
+            // Headers are short; a "header" without a line end soon is not one, and
+            // stopping here keeps a run of BEGIN lines from rescanning the file.
+            let window = &text[i..(i + MAX_HEADER_BYTES).min(limit)];
+            match window.iter().position(|b| matches!(b, b'\n' | b'\\')) {
+                Some(p) => {
+                    i += p;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        let (step, len) = key_step(&text[i..limit], line_start, run);
+        match step {
+            KeyStep::Blank => {
                 if run > 0 {
                     last_run = run;
                     run = 0;
                 }
-                i += 1;
             }
-            b'\n' | b'\r' => {
-                i += 1;
+            KeyStep::Break => {
                 line_start = true;
                 run = 0;
                 last_run = usize::MAX;
             }
-            b'\\' => match text.get(i + 1) {
-                Some(b'n') | Some(b'r') | Some(b'\n') => {
-                    i += 2;
-                    line_start = true;
-                    run = 0;
-                    last_run = usize::MAX;
-                }
-                Some(b't') => i += 2,
-                // `\\n`: a key inside JSON that is itself inside a JSON string.
-                Some(b'\\') if matches!(text.get(i + 2), Some(b'n' | b'r')) => {
-                    i += 3;
-                    line_start = true;
-                    run = 0;
-                    last_run = usize::MAX;
-                }
-                _ => break,
-            },
-            b'-' if text[i..].starts_with(b"-----END") || text[i..].starts_with(b"---- END") => {
-                end = end_marker_end(text, i);
-                return (body.len() >= MIN_KEY_BODY).then_some((end, body));
-            }
-            // Headers (`Proc-Type:`, `DEK-Info:`, PGP `Version:`) come before the body, and
-            // only a few of them; past that a `Name:` line ends the block (PuTTY's
-            // `Private-MAC:` after its body).
-            _ if line_start
-                && body.is_empty()
-                && headers < MAX_HEADERS
-                && is_header_line(&text[i..limit]) =>
-            {
-                headers += 1;
-                // Headers are short; a "header" without a line end soon is not one, and
-                // stopping here keeps a run of BEGIN lines from rescanning the file.
-                let window = &text[i..(i + MAX_HEADER_BYTES).min(limit)];
-                match window.iter().position(|b| matches!(b, b'\n' | b'\\')) {
-                    Some(p) => i += p,
-                    None => break,
-                }
-            }
-            _ if is_base64(b) => {
+            KeyStep::Char(c) => {
                 if run == 0 && last_run < MIN_WRAPPED_RUN {
                     break;
                 }
-                body.push(b);
+                body.push(c);
                 run += 1;
-                i += 1;
-                end = i;
+                end = i + len;
                 line_start = false;
             }
-            _ => break,
+            KeyStep::Stop => break,
         }
+        i += len;
     }
     (body.len() >= MIN_KEY_BODY).then_some((end, body))
+}
+
+/// What one token inside a key block means for the body.
+enum KeyStep {
+    /// Quoting, indentation, a comment or list marker: nothing for the body.
+    Blank,
+    /// A line break, literal or escaped.
+    Break,
+    /// A body character, literal or decoded from an escape.
+    Char(u8),
+    /// Not part of a key block.
+    Stop,
+}
+
+/// Reads the token at the start of `rest` (non-empty): what it is and how many bytes it has.
+/// `run` is the length of the base64 run just before it.
+fn key_step(rest: &[u8], line_start: bool, run: usize) -> (KeyStep, usize) {
+    let next = rest.get(1).copied();
+    let blank_after = |n: Option<u8>| n.is_none_or(|c| c.is_ascii_whitespace());
+    match rest[0] {
+        b' ' | b'\t' | b'"' | b'\'' | b'`' | b',' => (KeyStep::Blank, 1),
+        b'\n' | b'\r' => (KeyStep::Break, 1),
+        b'\\' => {
+            // Any depth of escaping: `\n`, `\\n` (JSON inside a JSON string), `\\\\n` …
+            let slashes = rest.iter().take_while(|&&c| c == b'\\').count();
+            let after = &rest[slashes..];
+            let step = match after.first() {
+                // `\n`, `\r`, or `\` before a real line end (a YAML or shell continuation).
+                Some(b'n' | b'r' | b'\n' | b'\r') => (KeyStep::Break, 1),
+                Some(b't' | b'"' | b'\'') => (KeyStep::Blank, 1),
+                // JSON encoders that escape every slash (`\/`).
+                Some(b'/') => (KeyStep::Char(b'/'), 1),
+                Some(b'u') => hex_escape(&after[1..], 4).map_or((KeyStep::Stop, 0), |c| (c, 5)),
+                Some(b'x') => hex_escape(&after[1..], 2).map_or((KeyStep::Stop, 0), |c| (c, 3)),
+                _ => (KeyStep::Stop, 0),
+            };
+            (step.0, slashes + step.1)
+        }
+        // URL and form encoding (`%0A`, `%2B`).
+        b'%' => hex_escape(&rest[1..], 2).map_or((KeyStep::Stop, 1), |c| (c, 3)),
+        // XML and HTML character references (`&#10;`, `&#xA;`, `&quot;`).
+        b'&' => char_reference(rest).unwrap_or((KeyStep::Stop, 1)),
+        // A commented-out or quoted key: `# `, `; `, `> `, ` * `, `// `, `-- ` and YAML
+        // list markers in front of each line.
+        b'#' | b';' | b'>' | b'*' if line_start => (KeyStep::Blank, 1),
+        b'/' | b'-' if line_start && next == Some(rest[0]) && blank_after(rest.get(2).copied()) => {
+            (KeyStep::Blank, 2)
+        }
+        b'-' if line_start && blank_after(next) => (KeyStep::Blank, 1),
+        // String concatenation (`"…\n" +`), never a lone `+` between base64 runs.
+        b'+' if run == 0 && blank_after(next) => (KeyStep::Blank, 1),
+        // Base64url bodies; a dash run is a marker line, not body.
+        b'-' if next != Some(b'-') => (KeyStep::Char(b'-'), 1),
+        b'_' => (KeyStep::Char(b'_'), 1),
+        b if is_base64(b) => (KeyStep::Char(b), 1),
+        _ => (KeyStep::Stop, 1),
+    }
+}
+
+/// Decodes `digits` hex digits at the start of `rest` as an escaped character.
+fn hex_escape(rest: &[u8], digits: usize) -> Option<KeyStep> {
+    let hex = rest.get(..digits)?;
+    if !hex.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let code = u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+    escaped_char(code)
+}
+
+/// `&#10;`, `&#x0A;`, `&quot;`, `&apos;` at the start of `rest`, with its length.
+fn char_reference(rest: &[u8]) -> Option<(KeyStep, usize)> {
+    let semi = rest.iter().take(10).position(|&c| c == b';')?;
+    let name = &rest[1..semi];
+    let step = match name {
+        b"quot" | b"apos" => KeyStep::Blank,
+        _ => {
+            let digits = std::str::from_utf8(name.strip_prefix(b"#")?).ok()?;
+            let code = match digits.strip_prefix(['x', 'X']) {
+                Some(h) => u32::from_str_radix(h, 16).ok()?,
+                None => digits.parse().ok()?,
+            };
+            escaped_char(code)?
+        }
+    };
+    Some((step, semi + 1))
+}
+
+/// What an escaped character means inside a key block.
+fn escaped_char(code: u32) -> Option<KeyStep> {
+    let b = u8::try_from(code).ok()?;
+    match b {
+        b'\n' | b'\r' => Some(KeyStep::Break),
+        b' ' | b'\t' | b'"' | b'\'' => Some(KeyStep::Blank),
+        b'-' | b'_' => Some(KeyStep::Char(b)),
+        _ if is_base64(b) => Some(KeyStep::Char(b)),
+        _ => None,
+    }
 }
 
 fn end_marker_end(text: &[u8], at: usize) -> usize {
@@ -591,6 +822,43 @@ fn ends_with_private_suffix(name: &[u8]) -> bool {
 
 fn location_is_placeholder(location: &[u8]) -> bool {
     std::str::from_utf8(location).is_ok_and(is_placeholder)
+}
+
+/// End (exclusive) of the YAML block mapping under the key at `key_start`, whose line ends
+/// (but for a comment) at `after_colon`: the lines indented deeper than the key, bounded
+/// like an object. `None` when the key has a value on its own line or nothing below it.
+fn yaml_block(text: &[u8], key_start: usize, after_colon: usize) -> Option<usize> {
+    let line_start = text[..key_start]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let indent = key_start - line_start;
+    let eol = memchr_newline(
+        &text[..(after_colon + MAX_VALUE_BYTES).min(text.len())],
+        after_colon,
+    );
+    let rest = text[after_colon..eol].trim_ascii();
+    if eol == text.len() || !(rest.is_empty() || rest.starts_with(b"#")) {
+        return None;
+    }
+    let limit = (eol + MAX_DOCUMENT_BYTES).min(text.len());
+    let (mut at, mut end) = (eol, None);
+    while at < limit {
+        let next = memchr_newline(&text[..limit], at + 1);
+        let line = &text[at + 1..next];
+        let depth = line
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        if !line[depth..].trim_ascii().is_empty() {
+            if depth <= indent {
+                break;
+            }
+            end = Some(next);
+        }
+        at = next;
+    }
+    end
 }
 
 /// End (exclusive) of the `{…}` object starting at the first non-blank byte after `from`,
@@ -800,12 +1068,77 @@ mod tests {
     }
 
     #[test]
-    fn service_account_credentials_cover_the_object() {
+    fn service_account_credentials_report_the_key_and_each_id() {
         let text = testdata::sa_credentials();
         let found = rules(&text);
-        assert!(found.contains(&(
-            text.find("\"subject").unwrap(),
-            RuleId::ServiceAccountCredentials
-        )));
+        let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+        let lines: Vec<_> = found
+            .iter()
+            .map(|&(at, rule)| (line_of(at), rule))
+            .collect();
+        assert_eq!(
+            lines,
+            vec![
+                (2, RuleId::ServiceAccountCredentials),
+                (4, RuleId::PrivateKey),
+                (5, RuleId::NebiusId),
+                (6, RuleId::NebiusId),
+                (7, RuleId::NebiusId),
+            ]
+        );
+    }
+
+    #[test]
+    fn ids_after_glued_escapes_start_after_the_escape() {
+        let id = testdata::nid("tenant", "e00", 15);
+        for open in [
+            "\"a\\n", "\\\\n", "\\t", "\\u0022", "\\x22", "%22", "%2f", "%2F", "\\u002F",
+        ] {
+            let text = format!("{open}{id}\"");
+            assert_eq!(rules(&text), vec![(open.len(), RuleId::NebiusId)], "{open}");
+        }
+        let odd = testdata::nid("widgetpool", "u00", 15);
+        assert_eq!(
+            rules(&format!("\\n{odd}")),
+            vec![(2, RuleId::NebiusGenericId)]
+        );
+        assert_eq!(
+            rules("\\nproject-management-tools %2Fproject-e0286"),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn guard_prefixes_shorter_than_the_grammar_are_known() {
+        let cr = format!("cr-{}", testdata::nid_tail("e00", 15));
+        assert_eq!(rules(&cr), vec![(0, RuleId::NebiusId)]);
+        assert_eq!(
+            rules(&testdata::nid("network", "e0t", 15)),
+            vec![(0, RuleId::NebiusId)]
+        );
+    }
+
+    #[test]
+    fn escaped_key_bodies_alias_as_the_plain_key() {
+        let key = testdata::pem_key("RSA ", 4);
+        let mut plain = Vec::new();
+        detect(key.as_bytes(), &mut plain);
+        for style in testdata::KEY_QUOTINGS {
+            let quoted = testdata::quote_key(style, &key).lines.join("\n");
+            let mut out = Vec::new();
+            detect(quoted.as_bytes(), &mut out);
+            assert_eq!(out.len(), 1, "{style}");
+            assert_eq!(out[0].rule, RuleId::PrivateKey, "{style}");
+            assert!(out[0].value == plain[0].value, "{style}: another body");
+        }
+    }
+
+    #[test]
+    fn encoded_certificates_and_stub_keys_are_not_keys() {
+        let cert = testdata::pem_key("", 4).replace("PRIVATE KEY", "CERTIFICATE");
+        let stub = format!("{}\nMIIE...\n", testdata::pem_begin(""));
+        for text in [cert, stub] {
+            assert_eq!(rules(&testdata::encode_base64(text.as_bytes())), vec![]);
+        }
     }
 }
