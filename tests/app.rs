@@ -1,0 +1,275 @@
+//! The GitHub App through the production path: the `fleetbot` binary's own `serve`, configured
+//! by environment as a deployment is, over a real SQLite store, with the fake GitHub (checked
+//! against GitHub's OpenAPI description) and the simulator as its peers. Nothing in-process:
+//! deliveries go in over HTTP, results are read back from GitHub.
+
+#[path = "support/app.rs"]
+mod app;
+#[path = "support/fake_github/mod.rs"]
+mod fake_github;
+mod support;
+
+use std::time::Duration;
+
+use app::{App, AppOptions, eventually};
+use fake_github::{BOT_LOGIN, FakeGitHub, INSTALLATION, NAME, OWNER, REPO, fixtures, sha};
+
+fn base_spec() -> String {
+    include_str!("../fixtures/specs/fleet1-test.yaml").to_string()
+}
+
+fn spec_with_gpus(n: u32) -> String {
+    let s = base_spec();
+    let from = "  gpu_nodes:\n    count: 1\n";
+    assert!(s.contains(from));
+    s.replacen(from, &format!("  gpu_nodes:\n    count: {n}\n"), 1)
+}
+
+async fn fake_github(spec: &str) -> FakeGitHub {
+    let gh = FakeGitHub::start().await;
+    gh.world().add_repo(
+        REPO,
+        "main",
+        &sha(1),
+        &[
+            ("README.md", "# fleet config\n"),
+            ("fleets/prod.yaml", spec),
+            (".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n"),
+        ],
+    );
+    gh
+}
+
+fn pull_request(action: &str, number: u64, head: &str) -> Vec<u8> {
+    fixtures::pull_request(
+        action,
+        &fixtures::PrRef {
+            owner: OWNER.into(),
+            repo: NAME.into(),
+            number,
+            head_sha: head.into(),
+            base_sha: sha(1),
+            head_ref: format!("change-{number}"),
+            base_ref: "main".into(),
+            installation_id: INSTALLATION,
+        },
+    )
+}
+
+fn options(gh: &FakeGitHub, dir: &tempfile::TempDir, workers: usize) -> AppOptions {
+    AppOptions {
+        github_url: gh.url.clone(),
+        dir: dir.path().to_path_buf(),
+        workers,
+        cloud: None,
+    }
+}
+
+/// Both checks on `head`, once each has concluded: `(privacy, preflight)`.
+async fn concluded(gh: &FakeGitHub, head: &str) -> (fake_github::CheckRun, fake_github::CheckRun) {
+    eventually(&format!("both checks conclude on {head}"), || {
+        let runs = gh.world().runs_on(REPO, head);
+        let done = |name: &str| {
+            runs.iter()
+                .find(|r| r.name == name && r.conclusion.is_some())
+                .cloned()
+        };
+        Some((done("fleet/privacy")?, done("fleet/preflight")?))
+    })
+    .await
+}
+
+fn bot_comments(gh: &FakeGitHub, number: u64) -> Vec<fake_github::Comment> {
+    gh.world()
+        .comments_on(REPO, number)
+        .into_iter()
+        .filter(|c| c.user == BOT_LOGIN)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_pull_request_is_planned_live_and_its_comment_edited_on_push() {
+    let sim = support::simulator(include_str!("../fixtures/sim/default.yaml")).await;
+    let tenant = sim.tenant_id();
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 2);
+    opts.cloud = Some((sim.endpoint(), support::TOKEN.into(), tenant.clone()));
+    let app = App::start(opts).await;
+
+    let (first, second) = (sha(11), sha(12));
+    {
+        let mut w = gh.world();
+        w.commit(
+            REPO,
+            &sha(1),
+            &first,
+            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+        );
+        w.commit(
+            REPO,
+            &first,
+            &second,
+            &[("fleets/prod.yaml", Some(&spec_with_gpus(3)))],
+        );
+        w.open_pr(REPO, 7, "change-7", &first);
+    }
+    app.deliver("pull_request", "d-1", &pull_request("opened", 7, &first))
+        .await;
+    let (privacy, preflight) = concluded(&gh, &first).await;
+    assert_eq!(privacy.conclusion.as_deref(), Some("success"));
+    assert_eq!(
+        preflight.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        preflight.summary
+    );
+    // Planned against the cloud: the budget read the tenant's live allowances.
+    assert_eq!(preflight.title, "1 fleet spec valid; quota fits");
+    let comments = bot_comments(&gh, 7);
+    assert_eq!(comments.len(), 1);
+
+    gh.world().push(REPO, 7, &second);
+    app.deliver(
+        "pull_request",
+        "d-2",
+        &pull_request("synchronize", 7, &second),
+    )
+    .await;
+    concluded(&gh, &second).await;
+    let after = eventually("the comment is edited for the new head", || {
+        let c = bot_comments(&gh, 7);
+        (c.len() == 1 && c[0].edits > comments[0].edits).then_some(c)
+    })
+    .await;
+    assert_eq!(after[0].id, comments[0].id, "one sticky comment, edited");
+
+    // The tenant never reaches GitHub or the server's logs; nor does the webhook secret.
+    gh.assert_never_sent(&tenant);
+    gh.assert_clean();
+    let logs = app.log_text();
+    assert!(!logs.contains(&tenant), "{logs}");
+    assert!(!logs.contains(fake_github::SECRET), "{logs}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_stored_delivery_survives_a_restart_and_runs_once() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    // No workers: deliveries are stored and answered, and nothing handles them yet.
+    let app = App::start(options(&gh, &dir, 0)).await;
+    let head = sha(21);
+    {
+        let mut w = gh.world();
+        w.commit(
+            REPO,
+            &sha(1),
+            &head,
+            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+        );
+        w.open_pr(REPO, 8, "change-8", &head);
+    }
+    let body = pull_request("opened", 8, &head);
+    app.deliver("pull_request", "d-8", &body).await;
+    // GitHub redelivers: the same delivery again is acknowledged and not queued twice.
+    let sig = fleetbot::github::sign(fake_github::SECRET.as_bytes(), &body);
+    assert_eq!(
+        app.post("pull_request", "d-8", &body, Some(sig)).await,
+        (202, "duplicate\n".to_string())
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(gh.world().runs_on(REPO, &head).is_empty());
+
+    let app = app.restart(1).await;
+    let (_, preflight) = concluded(&gh, &head).await;
+    assert_eq!(
+        preflight.conclusion.as_deref(),
+        Some("neutral"),
+        "no cloud: not checked"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(gh.world().calls("issues/create-comment"), 1);
+    assert_eq!(
+        gh.world()
+            .runs_on(REPO, &head)
+            .iter()
+            .filter(|r| r.name == "fleet/preflight")
+            .count(),
+        1
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_badly_signed_delivery_is_refused_and_nothing_runs() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::start(options(&gh, &dir, 1)).await;
+    let head = sha(31);
+    {
+        let mut w = gh.world();
+        w.commit(
+            REPO,
+            &sha(1),
+            &head,
+            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+        );
+        w.open_pr(REPO, 9, "change-9", &head);
+    }
+    let body = pull_request("opened", 9, &head);
+    let forged = fleetbot::github::sign(b"not-the-secret", &body);
+    let (status, _) = app.post("pull_request", "d-9", &body, Some(forged)).await;
+    assert_eq!(status, 401);
+    let (status, _) = app.post("pull_request", "d-9b", &body, None).await;
+    assert_eq!(status, 401);
+    // The real one still goes through afterwards: nothing was stored under the forged id.
+    app.deliver("pull_request", "d-9", &body).await;
+    concluded(&gh, &head).await;
+    assert_eq!(gh.world().calls("issues/create-comment"), 1);
+    let (status, metrics) = app.get("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(metrics.contains("fleetbot_"), "{metrics}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_pinned_project_the_tenant_lacks_fails_preflight() {
+    let sim = support::simulator(include_str!("../fixtures/sim/default.yaml")).await;
+    let tenant = sim.tenant_id();
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.cloud = Some((sim.endpoint(), support::TOKEN.into(), tenant.clone()));
+    let app = App::start(opts).await;
+
+    // A grammar-valid project ID that is not in the tenant.
+    let missing = fleetbot::privacy::testdata::nid("project", "e00", 18);
+    let spec = format!(
+        "apiVersion: npa.fleet/v0.0.1\nname: pinned\nregion: us-central1\nprojects:\n  - project_id: {missing}\n    clusters: [{{name: c, cpu_nodes: {{count: 1, platform: cpu-d3, preset: 8vcpu-32gb}}}}]\n"
+    );
+    let head = sha(41);
+    {
+        let mut w = gh.world();
+        w.commit(REPO, &sha(1), &head, &[("fleets/pinned.yaml", Some(&spec))]);
+        w.open_pr(REPO, 10, "change-10", &head);
+    }
+    app.deliver("pull_request", "d-10", &pull_request("opened", 10, &head))
+        .await;
+    let (_, preflight) = concluded(&gh, &head).await;
+    assert_eq!(
+        preflight.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        preflight.summary
+    );
+    assert!(
+        preflight.title.contains("the live plan found problems"),
+        "{}",
+        preflight.title
+    );
+    gh.assert_never_sent(&missing);
+    gh.assert_never_sent(&tenant);
+    assert!(!app.log_text().contains(&missing));
+    app.stop().await;
+}

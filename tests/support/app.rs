@@ -1,0 +1,212 @@
+//! The production path: `fleetbot serve` run as the built binary, configured only through the
+//! environment a deployment gives it, over a real SQLite store, the fake GitHub and (when asked)
+//! a simulator; tests talk to it only over HTTP, and to GitHub and the cloud as peers do.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::fake_github::{APP_ID, SECRET, app_private_key_path};
+
+/// What the server is started with.
+#[derive(Clone, Debug)]
+pub struct AppOptions {
+    pub github_url: String,
+    /// Where the SQLite store lives; kept across restarts.
+    pub dir: PathBuf,
+    pub workers: usize,
+    /// `(endpoint, token, tenant)`: plan live against this Nebius endpoint.
+    pub cloud: Option<(String, String, String)>,
+}
+
+/// A running `fleetbot serve`.
+pub struct App {
+    child: Child,
+    pub url: String,
+    pub options: AppOptions,
+    /// Everything the server wrote to stderr (its logs), for assertions that nothing private
+    /// was logged.
+    pub logs: Arc<Mutex<Vec<String>>>,
+    http: reqwest::Client,
+}
+
+impl App {
+    pub async fn start(options: AppOptions) -> App {
+        // reqwest is built without a default TLS provider; the binary installs ring likewise.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetbot"));
+        cmd.arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &options.dir)
+            .env("XDG_DATA_HOME", options.dir.join("data"))
+            .env("RUST_LOG", "info")
+            .env("FLEETBOT_LISTEN", "127.0.0.1:0")
+            .env("FLEETBOT_WEBHOOK_SECRET", SECRET)
+            .env("FLEETBOT_APP_ID", APP_ID)
+            .env("FLEETBOT_APP_PRIVATE_KEY_PATH", app_private_key_path())
+            .env("FLEETBOT_GITHUB_API_URL", &options.github_url)
+            .env(
+                "FLEETBOT_STORE",
+                format!("sqlite://{}", options.dir.join("fleetbot.sqlite").display()),
+            )
+            .env("FLEETBOT_WORKERS", options.workers.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        match &options.cloud {
+            Some((endpoint, token, tenant)) => {
+                cmd.env("FLEETBOT_CLOUD", "nebius")
+                    .env("NEBIUS_ENDPOINT", endpoint)
+                    .env("NEBIUS_IAM_TOKEN", token)
+                    .env("FLEETBOT_TENANT_ID", tenant);
+            }
+            None => {
+                cmd.env("FLEETBOT_CLOUD", "none");
+            }
+        }
+        let mut child = cmd.spawn().expect("fleetbot serve starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let sink = logs.clone();
+        // Drains stderr for the server's life, so its logging never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut addr_tx = Some(addr_tx);
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.strip_prefix("fleetbot serve: listening on ")
+                    && let Some(tx) = addr_tx.take()
+                {
+                    let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let wait =
+            tokio::task::spawn_blocking(move || addr_rx.recv_timeout(Duration::from_secs(60)));
+        let addr = match wait.await {
+            Ok(Ok(addr)) => addr,
+            _ => panic!(
+                "fleetbot serve did not start; its output:\n{}",
+                logs.lock().unwrap().join("\n")
+            ),
+        };
+        App {
+            child,
+            url: format!("http://{addr}"),
+            options,
+            logs,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Stops the server as an orchestrator does (SIGTERM) and waits for it to exit cleanly.
+    pub async fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + Duration::from_secs(40);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                _ => break None,
+            }
+        };
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "fleetbot serve shut down cleanly ({status:?}); its output:\n{}",
+            self.log_text()
+        );
+    }
+
+    /// Stops the server and starts it again over the same store, with `workers`.
+    pub async fn restart(self, workers: usize) -> App {
+        let mut options = self.options.clone();
+        options.workers = workers;
+        self.stop().await;
+        App::start(options).await
+    }
+
+    /// Posts a webhook delivery; `(status, body)`.
+    pub async fn post(
+        &self,
+        event: &str,
+        id: &str,
+        body: &[u8],
+        signature: Option<String>,
+    ) -> (u16, String) {
+        let mut req = self
+            .http
+            .post(format!("{}/webhook", self.url))
+            .header("x-github-event", event)
+            .header("x-github-delivery", id)
+            .header("content-type", "application/json")
+            .body(body.to_vec());
+        if let Some(sig) = signature {
+            req = req.header("x-hub-signature-256", sig);
+        }
+        let resp = req.send().await.expect("the server answers");
+        (
+            resp.status().as_u16(),
+            resp.text().await.unwrap_or_default(),
+        )
+    }
+
+    /// Posts a correctly signed delivery and expects it accepted.
+    pub async fn deliver(&self, event: &str, id: &str, body: &[u8]) {
+        let sig = fleetbot::github::sign(SECRET.as_bytes(), body);
+        let (status, text) = self.post(event, id, body, Some(sig)).await;
+        assert_eq!(
+            (status, text.as_str()),
+            (202, "accepted\n"),
+            "delivery {id}"
+        );
+    }
+
+    /// A GET on the server (`/healthz`, `/metrics`, …): `(status, body)`.
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .expect("the server answers");
+        (
+            resp.status().as_u16(),
+            resp.text().await.unwrap_or_default(),
+        )
+    }
+
+    pub fn log_text(&self) -> String {
+        self.logs.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for App {
+    // A failing test must not leave a server behind.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Polls `probe` until it gives a value (every 25 ms, for up to 60 s).
+pub async fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
