@@ -1,9 +1,9 @@
 //! Builds the spec model from a YAML tree: the `defaults` deep merge, backend envelopes,
 //! default names, and strict typing of every field.
 //!
-//! The top level and its projects are read here and in [`project`]; each cluster goes
-//! through [`backend`] (which backend, and what it merges with), then [`mk8s`] or the
-//! Soperator reader; [`blocks`] reads the optional feature blocks, [`reader`] the scalars.
+//! The top level is read here and each project in `project`; each cluster goes through
+//! `backend` (which backend, and what it merges with), then `mk8s` or the Soperator reader;
+//! `blocks` reads the optional feature blocks, `reader` the scalars.
 
 mod backend;
 mod blocks;
