@@ -1,0 +1,110 @@
+//! The simulator's world state and the generic resource operations every service uses.
+//!
+//! [`Core`] holds the state; each concern lives in its own module, as methods on it:
+//! persistence, seeding from the world, reads (here), creates, updates and deletes,
+//! idempotency, long-running operations, quota and capacity charging, and pagination.
+
+mod charging;
+mod errors;
+mod idempotency;
+mod mutate;
+mod operations;
+mod paging;
+mod persist;
+mod seed;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tonic::Status;
+
+use super::resources::Resource;
+use super::world::World;
+use crate::cloud::nid;
+use crate::cloud::proto::fleetbot::sim::v1::SimState;
+
+pub use charging::default_unit;
+pub use errors::not_found;
+pub use mutate::CallContext;
+pub use paging::{MAX_PAGE_SIZE, paginate};
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+pub fn timestamp(ms: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
+}
+
+/// The simulated cloud.
+pub struct Core {
+    pub world: World,
+    pub state: SimState,
+    pub tenant_id: String,
+    state_file: Option<PathBuf>,
+    /// Bearer tokens issued by the token exchange, with their expiry (unix ms).
+    pub issued_tokens: HashMap<String, i64>,
+}
+
+impl Core {
+    fn next_serial(&mut self) -> u64 {
+        self.state.next_serial += 1;
+        self.state.next_serial
+    }
+
+    pub fn new_id(&mut self, kind: &str, region: &str) -> String {
+        let serial = self.next_serial();
+        nid::make(kind, region, &format!("{}/{serial}", self.world.name))
+    }
+
+    /// The region a child of `parent_id` lives in: the project's, followed up through clusters.
+    pub fn region_of_parent(&self, parent_id: &str) -> Option<String> {
+        if let Some(project) = self.state.projects.iter().find(|p| p.id() == parent_id) {
+            return project.spec.as_ref().map(|s| s.region.clone());
+        }
+        if let Some(cluster) = self.state.clusters.iter().find(|c| c.id() == parent_id) {
+            return self.region_of_parent(cluster.parent_id());
+        }
+        None
+    }
+
+    fn region_of<R: Resource>(&self, resource: &R) -> String {
+        resource
+            .own_region()
+            .or_else(|| self.region_of_parent(resource.parent_id()))
+            .unwrap_or_default()
+    }
+
+    pub fn get<R: Resource>(&self, id: &str) -> Result<R, Status> {
+        R::items(&self.state)
+            .iter()
+            .find(|r| r.id() == id)
+            .cloned()
+            .ok_or_else(|| not_found(R::SERVICE, id))
+    }
+
+    pub fn get_by_name<R: Resource>(&self, parent_id: &str, name: &str) -> Result<R, Status> {
+        R::items(&self.state)
+            .iter()
+            .find(|r| r.parent_id() == parent_id && r.name() == name)
+            .cloned()
+            .ok_or_else(|| not_found(R::SERVICE, &format!("{name} in {parent_id}")))
+    }
+
+    /// One page of the items matching `keep`, and the token of the next page.
+    pub fn list<R: Resource>(
+        &self,
+        page_size: i64,
+        page_token: &str,
+        keep: impl Fn(&R) -> bool,
+    ) -> Result<(Vec<R>, String), Status> {
+        let all: Vec<&R> = R::items(&self.state).iter().filter(|r| keep(r)).collect();
+        paginate(&all, page_size, page_token, R::SERVICE)
+    }
+}

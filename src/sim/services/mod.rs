@@ -1,0 +1,123 @@
+//! The simulator's gRPC services: the Nebius service traits, implemented over [`Core`], one
+//! module per Nebius service package.
+//!
+//! Every call goes through [`SimService::enter`]: scripted faults, then authentication, then
+//! the completion of operations whose time has come.
+
+mod capacity;
+mod compute;
+mod crud;
+mod faults;
+mod iam;
+mod mk8s;
+mod operations;
+mod quotas;
+mod storage;
+mod vpc;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use prost::{Message, Name};
+use sha2::{Digest, Sha256};
+use tonic::{Request, Status};
+
+use super::core::{CallContext, Core, now_ms};
+use faults::FaultState;
+
+/// Shared state of one simulator instance.
+pub struct Shared {
+    core: Mutex<Core>,
+    faults: Mutex<FaultState>,
+}
+
+/// The service object registered for every Nebius service.
+#[derive(Clone)]
+pub struct SimService {
+    shared: Arc<Shared>,
+}
+
+impl SimService {
+    pub fn new(core: Core) -> SimService {
+        let faults = FaultState::new(core.world.seed);
+        SimService {
+            shared: Arc::new(Shared {
+                core: Mutex::new(core),
+                faults: Mutex::new(faults),
+            }),
+        }
+    }
+
+    /// The world state, with due operations completed.
+    pub fn lock(&self) -> MutexGuard<'_, Core> {
+        let mut core = self.core();
+        core.advance();
+        core
+    }
+
+    /// The world state as it is, no operations advanced. A poisoned lock is taken over rather
+    /// than failing every later call.
+    fn core(&self) -> MutexGuard<'_, Core> {
+        self.shared.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Faults, authentication and the call context, in that order.
+    async fn enter<M: Message + Name>(
+        &self,
+        request: &Request<M>,
+        method: &str,
+    ) -> Result<CallContext, Status> {
+        let lost_reply = self.inject_fault(method).await?;
+        let caller = self.authenticate(request)?;
+        let body = request.get_ref();
+        Ok(CallContext {
+            idempotency_key: request
+                .metadata()
+                .get("x-idempotency-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            request_digest: hex::encode(Sha256::digest(body.encode_to_vec())),
+            request: prost_types::Any::from_msg(body).ok(),
+            caller,
+            lost_reply,
+        })
+    }
+
+    /// Checks the bearer token; returns who the caller is.
+    fn authenticate<M>(&self, request: &Request<M>) -> Result<String, Status> {
+        let token = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or_else(|| Status::unauthenticated("authorization: Bearer <token> is required"))?;
+        let core = self.core();
+        if core.world.static_tokens.iter().any(|t| t == token) {
+            return Ok("static-token".into());
+        }
+        match core.issued_tokens.get(token) {
+            Some(expiry) if *expiry > now_ms() => Ok("service-account".into()),
+            Some(_) => Err(Status::unauthenticated("token expired")),
+            None => Err(Status::unauthenticated("unknown token")),
+        }
+    }
+
+    /// Accepts `token` as a bearer token (the embedded default hands one to its client).
+    pub fn accept_token(&self, token: &str, expires_at_ms: i64) {
+        self.core()
+            .issued_tokens
+            .insert(token.to_string(), expires_at_ms);
+    }
+
+    /// The token exchange's access to the world.
+    pub fn with_core<T>(&self, f: impl FnOnce(&mut Core) -> T) -> T {
+        f(&mut self.core())
+    }
+}
+
+/// Raises a fault scripted to strike after the effect.
+fn lost(ctx: &CallContext) -> Result<(), Status> {
+    match &ctx.lost_reply {
+        Some((code, message)) => Err(Status::new(*code, message.clone())),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,109 @@
+//! Builds the spec model from a YAML tree: the `defaults` deep merge, backend envelopes,
+//! default names, and strict typing of every field.
+//!
+//! The top level is read here and each project in `project`; each cluster goes through
+//! `backend` (which backend, and what it merges with), then `mk8s` or the Soperator reader;
+//! `blocks` reads the optional feature blocks, `reader` the scalars.
+
+mod backend;
+mod blocks;
+mod merge;
+mod mk8s;
+mod project;
+mod reader;
+
+pub use merge::deep_merge;
+pub use mk8s::{MK8S_ENVELOPE_FIELDS, POOL_FIELDS};
+pub(crate) use reader::{Reader, join};
+
+use super::error::SpecError;
+use super::model::*;
+use super::names::slug;
+use super::yaml::{Entry, Node, Pos, Value};
+use reader::{entries_get, positions_of};
+
+/// `spec_from_mapping`: builds the model without validating it.
+pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
+    let r = Reader { file };
+    let empty: Vec<Entry> = Vec::new();
+    let top: &[Entry] = match &root.value {
+        Value::Null => &empty,
+        Value::Map(entries) => entries,
+        _ => return Err(r.error(root.pos, "", "spec must be a mapping")),
+    };
+    check_api_version(&r, top, root.pos)?;
+    let defaults = defaults_of(&r, top)?;
+    let projects_node = entries_get(top, "projects");
+    let raw_projects: &[Node] = match projects_node.map(|n| &n.value) {
+        Some(Value::Seq(items)) if !items.is_empty() => items,
+        _ => {
+            return Err(r.error(
+                projects_node.map_or(root.pos, |n| n.pos),
+                "projects",
+                "projects must be a non-empty list",
+            ));
+        }
+    };
+    let projects = raw_projects
+        .iter()
+        .enumerate()
+        .map(|(pidx, entry)| project::project_from(&r, entry, pidx, &defaults))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let top_fields = r.fields(top, "");
+    let name = top_fields.string("name", "", "None")?;
+    Ok(FleetSpec {
+        name: slug(&name),
+        tenant_id: top_fields.string("tenant_id", "", "")?,
+        region: top_fields.string("region", "", "")?,
+        project_prefix: top_fields.string("project_prefix", "", "")?,
+        ssh_public_key: top_fields.string("ssh_public_key", "", "")?,
+        projects,
+        profile: top_fields.string("profile", "", "")?,
+        source: file.to_string(),
+        positions: positions_of(top, root.pos, "", 0),
+    })
+}
+
+fn check_api_version(r: &Reader<'_>, top: &[Entry], root: Pos) -> Result<(), SpecError> {
+    let api_node = entries_get(top, "apiVersion");
+    let api = match api_node {
+        None => API_VERSION.to_string(),
+        Some(n) => scalar_text(n),
+    };
+    if api == API_VERSION {
+        return Ok(());
+    }
+    Err(r.error(
+        api_node.map_or(root, |n| n.pos),
+        "apiVersion",
+        format!(
+            "unsupported apiVersion {}; expected {API_VERSION}",
+            super::names::py_repr(&api)
+        ),
+    ))
+}
+
+/// The top-level `defaults` mapping every cluster merges over; absent or `null` is none.
+fn defaults_of(r: &Reader<'_>, top: &[Entry]) -> Result<Vec<Entry>, SpecError> {
+    let Some(n) = entries_get(top, "defaults") else {
+        return Ok(Vec::new());
+    };
+    match &n.value {
+        Value::Null => Ok(Vec::new()),
+        Value::Map(entries) => Ok(entries.clone()),
+        _ => Err(r.error(n.pos, "defaults", "defaults must be a mapping")),
+    }
+}
+
+/// Python `str(value)` for a scalar, used where the reference stringifies before comparing.
+fn scalar_text(node: &Node) -> String {
+    match &node.value {
+        Value::Null => "None".to_string(),
+        Value::Bool(b) => super::names::py_bool(*b).to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(s) | Value::Str(s) => s.clone(),
+        Value::Seq(_) => "[...]".to_string(),
+        Value::Map(_) => "{...}".to_string(),
+    }
+}

@@ -1,0 +1,254 @@
+//! Typed reading of YAML values: strict scalars (a quoted `"2"` is not an integer, `"false"`
+//! is not a boolean), with errors that carry the file, the position and the field path.
+
+use crate::spec::error::SpecError;
+use crate::spec::model::Positions;
+use crate::spec::yaml::{Entry, Node, Pos, Value};
+
+/// Typed access to YAML values with errors that carry the file, position and field path.
+pub(crate) struct Reader<'a> {
+    pub file: &'a str,
+}
+
+impl<'a> Reader<'a> {
+    pub fn error(&self, pos: Pos, path: &str, message: impl Into<String>) -> SpecError {
+        SpecError::new(self.file, Some(pos), path, message)
+    }
+
+    pub(super) fn type_error(&self, node: &Node, path: &str, expected: &str) -> SpecError {
+        self.error(
+            node.pos,
+            path,
+            format!("expected {expected}, found {}", node.describe()),
+        )
+    }
+
+    /// A string field. Numbers keep their source text (`k8s_version: 1.34` reads as "1.34");
+    /// booleans and collections are errors. `null` reads as `null_value`.
+    pub fn string(
+        &self,
+        node: Option<&Node>,
+        path: &str,
+        default: &str,
+        null_value: &str,
+    ) -> Result<String, SpecError> {
+        let Some(node) = node else {
+            return Ok(default.to_string());
+        };
+        match &node.value {
+            Value::Null => Ok(null_value.to_string()),
+            Value::Str(s) | Value::Float(s) => Ok(s.clone()),
+            Value::Int(i) => Ok(i.to_string()),
+            _ => Err(self.type_error(node, path, "a string")),
+        }
+    }
+
+    /// An integer field. A string such as `"2"` is an error, unlike the reference's `int()`.
+    /// `null_default` is what `null` means, when the reference treats it as unset.
+    pub fn integer(
+        &self,
+        node: Option<&Node>,
+        path: &str,
+        default: i64,
+        null_default: Option<i64>,
+    ) -> Result<i64, SpecError> {
+        let Some(node) = node else {
+            return Ok(default);
+        };
+        match (&node.value, null_default) {
+            (Value::Int(i), _) => Ok(*i),
+            (Value::Null, Some(d)) => Ok(d),
+            _ => Err(self.type_error(node, path, "an integer")),
+        }
+    }
+
+    /// A boolean field. The string `"false"` is an error, never truthy.
+    pub fn boolean(
+        &self,
+        node: Option<&Node>,
+        path: &str,
+        default: bool,
+    ) -> Result<bool, SpecError> {
+        let Some(node) = node else {
+            return Ok(default);
+        };
+        match &node.value {
+            Value::Bool(b) => Ok(*b),
+            _ => Err(self.type_error(node, path, "a boolean")),
+        }
+    }
+
+    /// The fields of the mapping at `path`, read by key.
+    pub(super) fn fields<'f>(&'f self, entries: &'f [Entry], path: &'f str) -> Fields<'f, 'a> {
+        Fields {
+            r: self,
+            entries,
+            path,
+        }
+    }
+
+    /// An optional mapping: absent or falsy is empty, anything else but a mapping is an
+    /// error saying `message`.
+    pub(super) fn mapping_or_empty(
+        &self,
+        node: Option<&Node>,
+        path: &str,
+        message: &str,
+    ) -> Result<Vec<Entry>, SpecError> {
+        match node {
+            Some(n) if n.is_truthy() => match n.as_map() {
+                Some(e) => Ok(e.to_vec()),
+                None => Err(self.error(n.pos, path, message)),
+            },
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Refuses the keys not in `allowed`; `message` words the error from their list.
+    pub(super) fn refuse_unknown(
+        &self,
+        entries: &[Entry],
+        allowed: &[&str],
+        pos: Pos,
+        path: &str,
+        message: impl FnOnce(&str) -> String,
+    ) -> Result<(), SpecError> {
+        let unknown = sorted_unknown(entries, allowed);
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        Err(self.error(pos, path, message(&unknown.join(", "))))
+    }
+
+    /// A boolean that must be written as one, with its own message when it is not.
+    pub(super) fn strict_bool(
+        &self,
+        node: Option<&Node>,
+        path: &str,
+        default: bool,
+        message: &str,
+    ) -> Result<bool, SpecError> {
+        match node {
+            None => Ok(default),
+            Some(Node {
+                value: Value::Bool(b),
+                ..
+            }) => Ok(*b),
+            Some(n) => Err(self.error(n.pos, path, message)),
+        }
+    }
+}
+
+/// One mapping's fields, read by key: the key finds the value and names it in errors.
+pub(super) struct Fields<'f, 'a> {
+    r: &'f Reader<'a>,
+    entries: &'f [Entry],
+    path: &'f str,
+}
+
+impl Fields<'_, '_> {
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        entries_get(self.entries, key)
+    }
+
+    pub fn path(&self, key: &str) -> String {
+        join(self.path, key)
+    }
+
+    /// [`Reader::string`] of the field `key`.
+    pub fn string(&self, key: &str, default: &str, null_value: &str) -> Result<String, SpecError> {
+        self.r
+            .string(self.get(key), &self.path(key), default, null_value)
+    }
+
+    /// [`Reader::integer`] of the field `key`.
+    pub fn integer(
+        &self,
+        key: &str,
+        default: i64,
+        null_default: Option<i64>,
+    ) -> Result<i64, SpecError> {
+        self.r
+            .integer(self.get(key), &self.path(key), default, null_default)
+    }
+
+    /// [`Reader::boolean`] of the field `key`.
+    pub fn boolean(&self, key: &str, default: bool) -> Result<bool, SpecError> {
+        self.r.boolean(self.get(key), &self.path(key), default)
+    }
+
+    /// [`Reader::string`] of the field `key`, where empty (or `null`) means `default`.
+    pub fn non_empty(&self, key: &str, default: &str) -> Result<String, SpecError> {
+        let value = self.string(key, default, default)?;
+        Ok(if value.is_empty() {
+            default.to_string()
+        } else {
+            value
+        })
+    }
+
+    /// [`Reader::string`] of the field `key`, trimmed.
+    pub fn trimmed(&self, key: &str) -> Result<String, SpecError> {
+        Ok(self.string(key, "", "")?.trim().to_string())
+    }
+}
+
+/// Joins a path and a key.
+pub(crate) fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+pub(super) fn entries_get<'n>(entries: &'n [Entry], key: &str) -> Option<&'n Node> {
+    entries.iter().find(|e| e.key == key).map(|e| &e.value)
+}
+
+/// The keys not in `allowed`, sorted and once each, as the reference lists them.
+fn sorted_unknown(entries: &[Entry], allowed: &[&str]) -> Vec<String> {
+    let mut unknown: Vec<String> = entries
+        .iter()
+        .map(|e| e.key.clone())
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    unknown.dedup();
+    unknown
+}
+
+pub(super) fn set_entry(entries: &mut Vec<Entry>, key: &str, value: Node) {
+    match entries.iter_mut().find(|e| e.key == key) {
+        Some(e) => e.value = value,
+        None => entries.push(Entry {
+            key: key.to_string(),
+            key_pos: value.pos,
+            value,
+        }),
+    }
+}
+
+/// Where each field of a mapping was written, `depth` levels below the first, for errors
+/// found later (validation) to point at.
+pub(super) fn positions_of(entries: &[Entry], at: Pos, path: &str, depth: usize) -> Positions {
+    let mut positions = Positions {
+        at,
+        path: path.to_string(),
+        fields: Default::default(),
+    };
+    record_positions(entries, "", &mut positions, depth);
+    positions
+}
+
+fn record_positions(entries: &[Entry], prefix: &str, out: &mut Positions, depth: usize) {
+    for e in entries {
+        let key = join(prefix, &e.key);
+        out.fields.insert(key.clone(), e.value.pos);
+        if depth > 0
+            && let Value::Map(inner) = &e.value.value
+        {
+            record_positions(inner, &key, out, depth - 1);
+        }
+    }
+}
