@@ -5,10 +5,10 @@
 use super::merge::{deep_merge, without_backend_keys};
 use super::mk8s::{check_envelope, mk8s_cluster_from};
 use super::reader::{Reader, entries_get, join, positions_of, set_entry};
+use super::soperator;
 use crate::spec::error::SpecError;
 use crate::spec::model::{Backend, ClusterSpec};
 use crate::spec::names::{py_repr, slug};
-use crate::spec::soperator;
 use crate::spec::yaml::{Entry, Node, Pos, Value};
 
 /// One cluster entry as written, with where it is.

@@ -11,6 +11,7 @@ mod merge;
 mod mk8s;
 mod project;
 mod reader;
+mod soperator;
 
 pub use merge::deep_merge;
 pub use mk8s::{MK8S_ENVELOPE_FIELDS, POOL_FIELDS};
