@@ -1,5 +1,6 @@
 //! Command-line interface: argument parsing and dispatch; one file per subcommand.
 
+pub mod connect;
 pub mod deploy;
 pub mod destroy;
 pub mod lifecycle;
