@@ -7,6 +7,7 @@ pub mod lifecycle;
 pub mod output;
 pub mod plan;
 pub mod preflight;
+pub mod preflight_run;
 pub mod scan;
 pub mod serve;
 pub mod sim;

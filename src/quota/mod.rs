@@ -9,9 +9,10 @@
 //! * [`evidence`] supplies allowances and block groups ([`json`] reads the CLI's documents,
 //!   [`allowances`] reads allowance records fail-closed);
 //! * [`budget`] compares, region by region, and [`shortfall`] words the blocking message;
-//! * [`render`] shows the budget as text, Markdown and JSON; [`run`] is the CLI command.
+//! * [`render`] shows the budget as text, Markdown and JSON.
 //!
-//! Everything but [`evidence`]'s file reading and [`run`] is pure.
+//! Everything but [`evidence`]'s file reading is pure. The command that drives a run
+//! (`fleetbot preflight`) is the CLI's, in `cli::preflight_run`.
 
 pub mod allowances;
 pub mod budget;
@@ -23,7 +24,6 @@ pub mod json;
 pub mod names;
 pub mod render;
 pub mod reservations;
-pub mod run;
 pub mod scope;
 pub mod shortfall;
 pub mod wire;
