@@ -1,11 +1,11 @@
-//! `fleetbot preflight` scenarios through the library entry point (`quota::run`), with the
+//! `fleetbot preflight` scenarios through the library entry point (`cli::preflight_run`), with the
 //! example specs and the allowance and capacity documents under fixtures/quotas/: a tenant with
 //! room passes, a tenant one GPU short fails with the exact line, unreadable or incomplete
 //! evidence fails closed, and nothing published names a capacity block.
 
 use std::path::{Path, PathBuf};
 
-use fleetbot::quota::run::{PreflightCommand, run, run_with};
+use fleetbot::cli::preflight_run::{PreflightCommand, run, run_with};
 use fleetbot::quota::scope::{ScopeOptions, Selection};
 use fleetbot::quota::{InMemoryEvidence, ProvenState, TargetKey, UnchangedEvidence, fleet_demand};
 use serde_json::Value;

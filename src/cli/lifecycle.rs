@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cloud::connect::{ConnectOptions, Connection, connect};
+use super::connect::{ConnectOptions, Connection, connect};
 use crate::cloud::profile::{NebiusConfig, default_config_path};
 use crate::engine::ops::Progress;
 use crate::spec::FleetSpec;
@@ -88,7 +88,7 @@ pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, Stri
             Some(_) => {
                 let state = std::env::var_os("FLEETBOT_SIM_STATE")
                     .map(PathBuf::from)
-                    .unwrap_or_else(|| crate::cloud::connect::default_sim_state("default"));
+                    .unwrap_or_else(|| super::connect::default_sim_state("default"));
                 state.with_extension("inventory.sqlite")
             }
             None => dirs::data_dir()

@@ -1,11 +1,13 @@
 //! Command-line interface: argument parsing and dispatch; one file per subcommand.
 
+pub mod connect;
 pub mod deploy;
 pub mod destroy;
 pub mod lifecycle;
 pub mod output;
 pub mod plan;
 pub mod preflight;
+pub mod preflight_run;
 pub mod scan;
 pub mod serve;
 pub mod sim;

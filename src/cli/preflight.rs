@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::output::OutputFormat;
-use crate::quota::run::{PreflightCommand, run as run_command};
+use super::preflight_run::{PreflightCommand, run as run_command};
 
 #[derive(Debug, Args)]
 pub struct PreflightArgs {
@@ -85,9 +85,9 @@ pub fn run(args: PreflightArgs) -> ExitCode {
 /// unchanged targets proven by the live plan (so they add no demand).
 fn run_live(args: PreflightArgs) -> ExitCode {
     use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
+    use super::preflight_run::run_with;
     use crate::engine::ops::{LifecycleOptions, csv, prepare};
     use crate::engine::preflight::{live_evidence, proven_state};
-    use crate::quota::run::run_with;
 
     let spec = match crate::spec::load(&args.spec) {
         Ok(spec) => spec,

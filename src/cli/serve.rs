@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
 use crate::bot::live::{CloudPlanner, LiveCloud};
 use crate::bot::{Bot, BotSettings};
-use crate::cloud::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::{Metrics, WorkerSettings};

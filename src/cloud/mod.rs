@@ -3,7 +3,7 @@
 
 pub mod auth;
 pub mod client;
-pub mod connect;
+pub mod credentials;
 pub mod domain;
 pub mod error;
 pub mod nebius;

@@ -10,14 +10,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::allowances::{Allowance, AllowanceDocument, UsageSource, parse_allowances};
-use super::error::PreflightError;
-use super::evidence::{EvidenceError, QuotaEvidence};
+use super::error::{EvidenceError, PreflightError};
+use super::evidence::QuotaEvidence;
 use super::names;
 use super::reservations::{
     BlockLabels, CapacityBlockDocument, ReservationShortfall, check_requirement, index_blocks,
 };
-use super::scope::{FleetDemand, RegionDemand, TargetKey};
+use super::scope::{FleetDemand, RegionDemand};
 use super::shortfall::{QuotaShortfall, find_shortfalls, shortfall_message};
+use super::target::TargetKey;
 
 /// How one quota fares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

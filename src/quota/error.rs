@@ -1,7 +1,8 @@
-//! Why a preflight could not prove the fleet fits, with the reference's message texts.
+//! Why a preflight could not prove the fleet fits, with the reference's message texts, and
+//! why evidence could not be had (shared by the evidence sources and the document readers).
 //!
-//! Every variant fails closed (exit 1). [`PreflightError::message`] is the operator text and may
-//! name a capacity block ID, as the reference does; publication goes through
+//! Every [`PreflightError`] fails closed (exit 1). [`PreflightError::message`] is the operator
+//! text and may name a capacity block ID, as the reference does; publication goes through
 //! [`super::reservations::BlockLabels::redact`].
 
 use super::reservations::{ReservationShortfall, reservation_shortfall_message};
@@ -9,6 +10,17 @@ use super::reservations::{ReservationShortfall, reservation_shortfall_message};
 /// Reference text when capacity block groups cannot be read.
 pub const CAPACITY_UNREADABLE: &str =
     "could not read capacity block groups; refusing to bypass STRICT reservation preflight";
+
+/// Why evidence could not be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvidenceError {
+    /// Nothing usable came back (missing file, failed call, empty output); the text says why.
+    #[error("{0}")]
+    Unreadable(String),
+    /// A document came back but breaks the fail-closed rules; the text is the reference message.
+    #[error("{0}")]
+    Malformed(String),
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PreflightError {

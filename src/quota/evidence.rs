@@ -8,19 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use super::allowances::AllowanceDocument;
+use super::error::EvidenceError;
 use super::json;
 use super::reservations::CapacityBlockDocument;
-
-/// Why evidence could not be had.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EvidenceError {
-    /// Nothing usable came back (missing file, failed call, empty output); the text says why.
-    #[error("{0}")]
-    Unreadable(String),
-    /// A document came back but breaks the fail-closed rules; the text is the reference message.
-    #[error("{0}")]
-    Malformed(String),
-}
 
 /// A source of a tenant's quota allowances and capacity block groups.
 pub trait QuotaEvidence {

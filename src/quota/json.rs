@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::allowances::{
     AllowanceDocument, AllowanceRecord, AllowanceStatus, INCOMPLETE, StatusField,
 };
-use super::evidence::EvidenceError;
+use super::error::EvidenceError;
 use super::reservations::{CapacityBlockDocument, CapacityBlockGroup};
 use super::wire::Wire;
 

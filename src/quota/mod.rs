@@ -4,14 +4,15 @@
 //! The pieces, in the order a run uses them:
 //!
 //! * [`scope`] picks the charged targets (selectors, proven-unchanged targets, new projects and
-//!   buckets) and groups them by region;
+//!   buckets), each named by a [`target::TargetKey`], and groups them by region;
 //! * [`demand`] turns each into quota amounts, [`reservations`] into capacity block needs;
 //! * [`evidence`] supplies allowances and block groups ([`json`] reads the CLI's documents,
-//!   [`allowances`] reads allowance records fail-closed);
+//!   [`allowances`] reads allowance records fail-closed) or an [`error::EvidenceError`];
 //! * [`budget`] compares, region by region, and [`shortfall`] words the blocking message;
-//! * [`render`] shows the budget as text, Markdown and JSON; [`run`] is the CLI command.
+//! * [`render`] shows the budget as text, Markdown and JSON.
 //!
-//! Everything but [`evidence`]'s file reading and [`run`] is pure.
+//! Everything but [`evidence`]'s file reading is pure. The command that drives a run
+//! (`fleetbot preflight`) is the CLI's, in `cli::preflight_run`.
 
 pub mod allowances;
 pub mod budget;
@@ -23,21 +24,22 @@ pub mod json;
 pub mod names;
 pub mod render;
 pub mod reservations;
-pub mod run;
 pub mod scope;
 pub mod shortfall;
+pub mod target;
 pub mod wire;
 
 pub use allowances::{Allowance, AllowanceDocument, AllowanceRecord, parse_allowances};
 pub use budget::{BudgetRow, PreflightReport, ReservationCheck, Verdict, run_preflight};
 pub use demand::{Demand, cluster_demand, gpu_family, required_quotas};
-pub use error::PreflightError;
-pub use evidence::{EvidenceError, InMemoryEvidence, OfflineEvidence, QuotaEvidence};
+pub use error::{EvidenceError, PreflightError};
+pub use evidence::{InMemoryEvidence, OfflineEvidence, QuotaEvidence};
 pub use reservations::{
     CapacityBlockDocument, CapacityBlockGroup, ReservationRequirement, required_reservations,
 };
 pub use scope::{
-    FleetDemand, ProvenState, RegionDemand, ScopeOptions, Selection, TargetKey, UnchangedEvidence,
+    FleetDemand, ProvenState, RegionDemand, ScopeOptions, Selection, UnchangedEvidence,
     fleet_demand,
 };
 pub use shortfall::{QuotaShortfall, find_shortfalls, shortfall_message};
+pub use target::TargetKey;

@@ -11,7 +11,7 @@ use std::fmt;
 use super::demand::preset_gpus;
 use super::fraction::Decimal;
 use super::names::{STATE_ACTIVE, USAGE_STATE_NOT_USED};
-use super::scope::TargetKey;
+use super::target::TargetKey;
 use super::wire::Wire;
 use crate::spec::ClusterSpec;
 use crate::spec::names::py_repr;

@@ -1,10 +1,14 @@
 //! Choosing the cloud: real Nebius when credentials are configured, otherwise the embedded
 //! simulator — announced, never silent, and never a fallback once credentials are set.
+//!
+//! The choice lives here, at the edge, because only the commands need both clouds: the client
+//! layer must not know its own test double, and the simulator must not know the client.
 
 use std::path::{Path, PathBuf};
 
-use super::auth::{Credentials, ServiceAccountKey, parse_credentials_file};
-use super::client::{DEFAULT_DOMAIN, Endpoints, NebiusClient};
+use crate::cloud::auth::Credentials;
+use crate::cloud::client::{Endpoints, NebiusClient};
+use crate::cloud::credentials::{CredentialSources, configured_client};
 use crate::sim::{Simulator, World};
 
 /// Which cloud to use (`FLEETBOT_CLOUD`).
@@ -96,85 +100,6 @@ impl Connection {
     }
 }
 
-/// Service-account fields of a Nebius CLI profile.
-#[derive(Debug, Default)]
-struct ProfileCredentials {
-    endpoint: Option<String>,
-    auth_type: Option<String>,
-    tenant_id: Option<String>,
-    key: Option<ServiceAccountKey>,
-}
-
-fn read_profile(path: &Path, profile: &str) -> Result<Option<ProfileCredentials>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(format!(
-                "could not read Nebius config at {} ({:?})",
-                path.display(),
-                e.kind()
-            ));
-        }
-    };
-    // The file may hold credentials: parse errors are reported without its contents.
-    let value: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|_| {
-        format!(
-            "could not parse Nebius config at {} (invalid YAML)",
-            path.display()
-        )
-    })?;
-    let text_of = |v: Option<&serde_yaml::Value>| v.and_then(|v| v.as_str()).map(str::to_string);
-    let selected = if profile.is_empty() {
-        match text_of(value.get("default")) {
-            Some(p) => p,
-            None => return Ok(None),
-        }
-    } else {
-        profile.to_string()
-    };
-    let Some(body) = value.get("profiles").and_then(|p| p.get(selected.as_str())) else {
-        if profile.is_empty() {
-            return Ok(None);
-        }
-        return Err(format!("profile {selected:?} is not in {}", path.display()));
-    };
-    let field = |name: &str| text_of(body.get(name)).filter(|v| !v.is_empty());
-    let mut out = ProfileCredentials {
-        endpoint: field("endpoint"),
-        auth_type: field("auth-type"),
-        tenant_id: field("tenant-id"),
-        key: None,
-    };
-    if let Some(file) = field("service-account-credentials-file-path") {
-        let text = std::fs::read_to_string(&file).map_err(|e| {
-            format!(
-                "profile {selected:?}: cannot read the credentials file ({:?})",
-                e.kind()
-            )
-        })?;
-        out.key =
-            Some(parse_credentials_file(&text).map_err(|e| format!("profile {selected:?}: {e}"))?);
-    } else if let (Some(account), Some(key_id), Some(key_file)) = (
-        field("service-account-id"),
-        field("public-key-id"),
-        field("private-key-file-path"),
-    ) {
-        let pem = std::fs::read_to_string(&key_file).map_err(|e| {
-            format!(
-                "profile {selected:?}: cannot read the private key file ({:?})",
-                e.kind()
-            )
-        })?;
-        out.key = Some(ServiceAccountKey {
-            service_account_id: account,
-            public_key_id: key_id,
-            private_key_pem: pem,
-        });
-    }
-    Ok(Some(out))
-}
-
 /// The default place of the embedded simulator's state.
 pub fn default_sim_state(world: &str) -> PathBuf {
     dirs::data_dir()
@@ -246,52 +171,19 @@ pub async fn connect_configured(options: &ConnectOptions) -> Result<Option<Conne
         );
         return Ok(Some(connection));
     }
-    let override_endpoints = options
-        .endpoint
-        .as_deref()
-        .map(Endpoints::from_override)
-        .transpose()?;
-    if let Some(token) = &options.iam_token {
-        let endpoints = override_endpoints.unwrap_or(Endpoints::Public {
-            domain: DEFAULT_DOMAIN.into(),
-        });
-        return Ok(Some(Connection {
-            client: NebiusClient::new(endpoints, Credentials::Static(token.clone())),
-            simulator: None,
-            tenant_id: None,
-        }));
-    }
-    let config = options
-        .nebius_config
-        .clone()
-        .or_else(super::profile::default_config_path);
-    let profile = match &config {
-        Some(path) => read_profile(path, &options.profile)?,
-        None => None,
+    let sources = CredentialSources {
+        iam_token: options.iam_token.as_deref(),
+        endpoint: options.endpoint.as_deref(),
+        profile: &options.profile,
+        nebius_config: options.nebius_config.as_deref(),
+        required: options.choice == CloudChoice::Nebius,
     };
-    if let Some(profile) = profile {
-        if let Some(key) = profile.key {
-            let endpoints = match override_endpoints {
-                Some(e) => e,
-                None => match profile.endpoint {
-                    Some(domain) => Endpoints::from_override(&domain)?,
-                    None => Endpoints::Public {
-                        domain: DEFAULT_DOMAIN.into(),
-                    },
-                },
-            };
-            return Ok(Some(Connection {
-                client: NebiusClient::new(endpoints, Credentials::service_account(key)),
-                simulator: None,
-                tenant_id: profile.tenant_id,
-            }));
-        }
-        if options.choice == CloudChoice::Nebius || !options.profile.is_empty() {
-            return Err(format!(
-                "the Nebius profile uses auth-type {:?}, which fleetbot cannot use unattended; set NEBIUS_IAM_TOKEN or use a service-account profile",
-                profile.auth_type.unwrap_or_default()
-            ));
-        }
+    if let Some(configured) = configured_client(&sources)? {
+        return Ok(Some(Connection {
+            client: configured.client,
+            simulator: None,
+            tenant_id: configured.tenant_id,
+        }));
     }
     if options.choice == CloudChoice::Nebius {
         return Err("FLEETBOT_CLOUD=nebius but no credentials are configured: set NEBIUS_IAM_TOKEN or a service-account profile in ~/.nebius/config.yaml".into());
@@ -311,27 +203,6 @@ mod tests {
             CloudChoice::Simulator
         );
         assert!(CloudChoice::parse("aws").is_err());
-    }
-
-    #[test]
-    fn profile_reading_never_echoes_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.yaml");
-        std::fs::write(&path, "profiles: [secret-token\n").unwrap();
-        let err = read_profile(&path, "").unwrap_err();
-        assert!(
-            err.contains("could not parse") && !err.contains("secret-token"),
-            "{err}"
-        );
-        std::fs::write(
-            &path,
-            "default: fed\nprofiles:\n  fed: {auth-type: federation, tenant-id: t}\n",
-        )
-        .unwrap();
-        let p = read_profile(&path, "").unwrap().unwrap();
-        assert!(p.key.is_none());
-        assert_eq!(p.tenant_id.as_deref(), Some("t"));
-        assert!(read_profile(&path, "missing").is_err());
     }
 
     #[tokio::test]

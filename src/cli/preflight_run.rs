@@ -8,12 +8,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::budget::{PreflightReport, block_labels, run_preflight};
-use super::error::PreflightError;
-use super::evidence::{OfflineEvidence, QuotaEvidence};
-use super::render::{json_report, render_markdown, render_text};
-use super::scope::{FleetDemand, ProvenState, ScopeOptions, Selection, fleet_demand};
+use super::output::to_json;
 use crate::cloud::profile::{NebiusConfig, default_config_path};
+use crate::quota::budget::{PreflightReport, block_labels, run_preflight};
+use crate::quota::error::PreflightError;
+use crate::quota::evidence::{OfflineEvidence, QuotaEvidence};
+use crate::quota::render::{json_report, render_markdown, render_text};
+use crate::quota::scope::{FleetDemand, ProvenState, ScopeOptions, Selection, fleet_demand};
 use crate::spec::FleetSpec;
 
 /// Exit code of a spec that does not load.
@@ -68,11 +69,7 @@ pub fn run_with(
         let _ = writeln!(stderr, "  - {line}");
     });
     if command.json {
-        let _ = writeln!(
-            stdout,
-            "{}",
-            crate::cli::output::to_json(&json_report(&report))
-        );
+        let _ = writeln!(stdout, "{}", to_json(&json_report(&report)));
     } else {
         let _ = write!(stdout, "{}", render_text(&report));
     }
