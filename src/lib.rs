@@ -19,3 +19,6 @@ pub mod server;
 pub mod sim;
 pub mod spec;
 pub mod store;
+
+#[cfg(test)]
+mod architecture;

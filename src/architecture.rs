@@ -1,0 +1,243 @@
+//! Holds the crate to its layering (ARCHITECTURE.md): every `crate::…`, `super::…` and `self::…`
+//! path in src/ is read, and a module that names one above it, or a cycle between the modules
+//! of one layer, fails the build's tests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Each top-level module's rank; a module may use only modules of a lower rank, and the pairs
+/// in [`BESIDE`].
+const RANKS: &[(&str, u8)] = &[
+    ("cli", 8),
+    ("server", 7),
+    ("bot", 6),
+    ("engine", 5),
+    ("github", 4),
+    ("quota", 4),
+    ("cloud", 3),
+    ("sim", 3),
+    ("privacy", 2),
+    ("store", 2),
+    ("spec", 1),
+];
+
+/// Same-rank arrows that are allowed: the simulator serves the cloud client's own protocol, so
+/// it uses the client's protos, errors and IDs (never the other way round).
+const BESIDE: &[(&str, &str)] = &[("sim", "cloud")];
+
+/// The crate's own test-only module, which reads the tree rather than using it.
+const EXEMPT: &[&str] = &["architecture"];
+
+fn rank(module: &str) -> Option<u8> {
+    RANKS.iter().find(|(m, _)| *m == module).map(|(_, r)| *r)
+}
+
+/// A source file's module path: `src/cloud/nebius/vpc.rs` → `[cloud, nebius, vpc]`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code of a file without its comments (prose naming a module is not an arrow) and without
+/// its trailing `#[cfg(test)] mod tests { … }`, where `super` means the file itself.
+fn code(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|w| {
+            w[0].trim() == "#[cfg(test)]" && w[1].starts_with("mod ") && w[1].ends_with('{')
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
+        .map(|line| match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every module path the file names, resolved to an absolute path in the crate.
+fn references(path: &[String], text: &str) -> Vec<Vec<String>> {
+    let re = regex::Regex::new(r"\b(crate|super|self)((?:::[a-z_][a-z0-9_]*)+)").expect("regex");
+    let mut out = Vec::new();
+    for c in re.captures_iter(&code(text)) {
+        let tail: Vec<String> = c[2]
+            .trim_start_matches("::")
+            .split("::")
+            .map(str::to_string)
+            .collect();
+        let mut base: Vec<String> = match &c[1] {
+            "crate" => Vec::new(),
+            "self" => path.to_vec(),
+            _ => {
+                // `super::super::x` climbs once per `super`.
+                let mut base = path[..path.len().saturating_sub(1)].to_vec();
+                let mut tail = tail.as_slice();
+                while tail.first().is_some_and(|t| t == "super") {
+                    base.pop();
+                    tail = &tail[1..];
+                }
+                base.extend(tail.iter().cloned());
+                out.push(base);
+                continue;
+            }
+        };
+        base.extend(tail);
+        out.push(base);
+    }
+    out
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("readable src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Modules declared `#[cfg(test)] mod name;` in `text`: test code, which may reach for test
+/// helpers anywhere and is not part of the layering.
+fn test_modules(path: &[String], text: &str) -> Vec<Vec<String>> {
+    let re =
+        regex::Regex::new(r"#\[cfg\(test\)\]\s*(?:pub(?:\([a-z]+\))? )?mod ([a-z_][a-z0-9_]*);")
+            .expect("regex");
+    re.captures_iter(text)
+        .map(|c| {
+            let mut p = path.to_vec();
+            p.push(c[1].to_string());
+            p
+        })
+        .collect()
+}
+
+/// (file, its module path, the paths it names) for every non-test file under src/.
+fn graph() -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    let texts: Vec<(PathBuf, Vec<String>, String)> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("readable source");
+            (f.clone(), module_path(&src, f), text)
+        })
+        .collect();
+    let tests: Vec<Vec<String>> = texts
+        .iter()
+        .flat_map(|(_, path, text)| test_modules(path, text))
+        .collect();
+    texts
+        .into_iter()
+        .filter(|(_, path, _)| !tests.iter().any(|t| path.starts_with(t)))
+        .map(|(f, path, text)| {
+            let refs = references(&path, &text);
+            (f.display().to_string(), path, refs)
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_uses_one_above_it() {
+    let mut problems = BTreeSet::new();
+    for (file, path, refs) in graph() {
+        let Some(from) = path.first().filter(|m| !EXEMPT.contains(&m.as_str())) else {
+            continue;
+        };
+        if path.len() == 1 && (from == "lib" || from == "main") {
+            continue;
+        }
+        let from_rank = rank(from).unwrap_or_else(|| panic!("{from} has no rank in RANKS"));
+        for to in refs.iter().filter_map(|r| r.first()) {
+            if to == from || EXEMPT.contains(&to.as_str()) {
+                continue;
+            }
+            let Some(to_rank) = rank(to) else { continue };
+            let beside = BESIDE.contains(&(from.as_str(), to.as_str()));
+            if to_rank >= from_rank && !beside {
+                problems.insert(format!(
+                    "{file}: `{from}` uses `{to}`, which is not below it"
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}",
+        problems.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+#[test]
+fn the_modules_of_each_layer_form_no_cycle() {
+    // Edges between the direct submodules of one top-level module (`quota::evidence` →
+    // `quota::json`); a parent re-exporting its children is not an edge.
+    let mut edges: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (_, path, refs) in graph() {
+        if path.len() < 2 {
+            continue;
+        }
+        let (top, unit) = (&path[0], &path[1]);
+        for r in refs {
+            if r.len() >= 2 && &r[0] == top && &r[1] != unit {
+                edges
+                    .entry((top.clone(), unit.clone()))
+                    .or_default()
+                    .insert(r[1].clone());
+            }
+        }
+    }
+    let mut cycles = Vec::new();
+    for (top, start) in edges.keys() {
+        // Depth-first search for a way back to `start`.
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        let mut seen = BTreeSet::new();
+        while let Some((at, trail)) = stack.pop() {
+            for next in edges.get(&(top.clone(), at.clone())).into_iter().flatten() {
+                if next == start {
+                    cycles.push(format!("{top}: {} → {start}", trail.join(" → ")));
+                } else if seen.insert(next.clone()) {
+                    let mut t = trail.clone();
+                    t.push(next.clone());
+                    stack.push((next.clone(), t));
+                }
+            }
+        }
+    }
+    cycles.sort();
+    cycles.dedup();
+    assert!(cycles.is_empty(), "{}", cycles.join("\n"));
+}
+
+#[test]
+fn paths_resolve_like_the_compiler_does() {
+    let path: Vec<String> = ["cloud", "nebius", "vpc"].map(String::from).to_vec();
+    let refs = references(
+        &path,
+        "use super::conv::x;\nuse super::super::error::E; // crate::sim is prose\nuse crate::spec::y;\nuse self::inner::z;",
+    );
+    let want: Vec<Vec<String>> = [
+        vec!["cloud", "nebius", "conv", "x"],
+        // Types (capitalised) end a path: only modules are arrows.
+        vec!["cloud", "error"],
+        vec!["spec", "y"],
+        vec!["cloud", "nebius", "vpc", "inner", "z"],
+    ]
+    .iter()
+    .map(|v| v.iter().map(|s| s.to_string()).collect())
+    .collect();
+    assert_eq!(refs, want);
+}
