@@ -7,6 +7,8 @@
 mod app;
 #[path = "support/fake_github/mod.rs"]
 mod fake_github;
+#[path = "support/postgres.rs"]
+mod pg;
 mod support;
 
 use std::time::Duration;
@@ -62,6 +64,7 @@ fn options(gh: &FakeGitHub, dir: &tempfile::TempDir, workers: usize) -> AppOptio
         dir: dir.path().to_path_buf(),
         workers,
         cloud: None,
+        store_url: None,
     }
 }
 
@@ -126,8 +129,11 @@ async fn a_pull_request_is_planned_live_and_its_comment_edited_on_push() {
     );
     // Planned against the cloud: the budget read the tenant's live allowances.
     assert_eq!(preflight.title, "1 fleet spec valid; quota fits");
-    let comments = bot_comments(&gh, 7);
-    assert_eq!(comments.len(), 1);
+    let comments = eventually("the sticky comment", || {
+        let c = bot_comments(&gh, 7);
+        (c.len() == 1).then_some(c)
+    })
+    .await;
 
     gh.world().push(REPO, 7, &second);
     app.deliver(
@@ -188,8 +194,12 @@ async fn a_stored_delivery_survives_a_restart_and_runs_once() {
         Some("neutral"),
         "no cloud: not checked"
     );
+    eventually("the sticky comment", || {
+        (gh.world().calls("issues/create-comment") == 1).then_some(())
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(gh.world().calls("issues/create-comment"), 1);
+    assert_eq!(gh.world().calls("issues/create-comment"), 1, "exactly once");
     assert_eq!(
         gh.world()
             .runs_on(REPO, &head)
@@ -226,7 +236,10 @@ async fn a_badly_signed_delivery_is_refused_and_nothing_runs() {
     // The real one still goes through afterwards: nothing was stored under the forged id.
     app.deliver("pull_request", "d-9", &body).await;
     concluded(&gh, &head).await;
-    assert_eq!(gh.world().calls("issues/create-comment"), 1);
+    eventually("the sticky comment", || {
+        (gh.world().calls("issues/create-comment") == 1).then_some(())
+    })
+    .await;
     let (status, metrics) = app.get("/metrics").await;
     assert_eq!(status, 200);
     assert!(metrics.contains("fleetbot_"), "{metrics}");
@@ -272,4 +285,67 @@ async fn a_pinned_project_the_tenant_lacks_fails_preflight() {
     gh.assert_never_sent(&tenant);
     assert!(!app.log_text().contains(&missing));
     app.stop().await;
+}
+
+#[tokio::test]
+async fn two_replicas_on_one_postgres_handle_every_delivery_once() {
+    // A password in the URL, as deployments have (the test server trusts local connections
+    // and ignores it): it must never be logged.
+    let url = pg::fresh_database()
+        .await
+        .replacen("://postgres@", "://postgres:s3cret-db-pass@", 1);
+    assert!(url.contains("s3cret-db-pass"), "{url}");
+    let gh = fake_github(&base_spec()).await;
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut replicas = Vec::new();
+    for dir in [&dir_a, &dir_b] {
+        let mut opts = options(&gh, dir, 2);
+        opts.store_url = Some(url.clone());
+        replicas.push(App::start(opts).await);
+    }
+    let prs: Vec<u64> = (61..67).collect();
+    for number in &prs {
+        let head = sha(number * 100);
+        {
+            let mut w = gh.world();
+            w.commit(
+                REPO,
+                &sha(1),
+                &head,
+                &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+            );
+            w.open_pr(REPO, *number, &format!("change-{number}"), &head);
+        }
+        // GitHub may deliver one event to both replicas behind a load balancer.
+        let body = pull_request("opened", *number, &head);
+        let id = format!("r-{number}");
+        let sig = fleetbot::github::sign(fake_github::SECRET.as_bytes(), &body);
+        let (a, b) = tokio::join!(
+            replicas[0].post("pull_request", &id, &body, Some(sig.clone())),
+            replicas[1].post("pull_request", &id, &body, Some(sig)),
+        );
+        let mut answers = [a.1, b.1];
+        answers.sort();
+        assert_eq!(answers, ["accepted\n", "duplicate\n"], "{id}");
+    }
+    for number in &prs {
+        concluded(&gh, &sha(number * 100)).await;
+        eventually("the sticky comment", || {
+            (bot_comments(&gh, *number).len() == 1).then_some(())
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for number in &prs {
+        assert_eq!(bot_comments(&gh, *number).len(), 1, "pull request {number}");
+        let runs = gh.world().runs_on(REPO, &sha(number * 100));
+        assert_eq!(runs.len(), 2, "one run per check: {runs:?}");
+    }
+    assert_eq!(gh.world().calls("issues/create-comment"), prs.len());
+    gh.assert_clean();
+    for app in replicas {
+        let logs = app.log_text();
+        assert!(!logs.contains("s3cret-db-pass"), "{logs}");
+        app.stop().await;
+    }
 }

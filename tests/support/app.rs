@@ -20,6 +20,8 @@ pub struct AppOptions {
     pub workers: usize,
     /// `(endpoint, token, tenant)`: plan live against this Nebius endpoint.
     pub cloud: Option<(String, String, String)>,
+    /// A `postgres://` store shared by replicas; `None`: SQLite in `dir`.
+    pub store_url: Option<String>,
 }
 
 /// A running `fleetbot serve`.
@@ -51,7 +53,9 @@ impl App {
             .env("FLEETBOT_GITHUB_API_URL", &options.github_url)
             .env(
                 "FLEETBOT_STORE",
-                format!("sqlite://{}", options.dir.join("fleetbot.sqlite").display()),
+                options.store_url.clone().unwrap_or_else(|| {
+                    format!("sqlite://{}", options.dir.join("fleetbot.sqlite").display())
+                }),
             )
             .env("FLEETBOT_WORKERS", options.workers.to_string())
             .stdin(Stdio::null())
