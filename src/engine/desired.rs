@@ -89,6 +89,17 @@ pub struct DesiredProject {
     pub labels: Labels,
 }
 
+impl DesiredProject {
+    /// The name to show: the display name, or the pinned ID of a project found by ID alone.
+    pub fn display_name_or_id(&self) -> &str {
+        if self.display_name.is_empty() {
+            &self.project_id
+        } else {
+            &self.display_name
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum DesiredFilesystem {
     /// Created and owned by fleetbot.

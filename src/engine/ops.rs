@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::desired::{self, DesiredFilesystem, DesiredProject, DesiredTarget, TargetKey};
-use super::live::{self, Action, LivePlan, Observed};
+use super::live::{self, LivePlan, Observed};
 use crate::cloud::client::idempotency_key;
 use crate::cloud::domain::{Cloud, Labels};
 use crate::quota::scope::Selection;
@@ -781,16 +781,6 @@ async fn apply_project<C: Cloud, S: InventoryStore>(
             .map_err(|e| e.to_string())?;
     }
     Ok(record)
-}
-
-impl DesiredProject {
-    fn display_name_or_id(&self) -> &str {
-        if self.display_name.is_empty() {
-            &self.project_id
-        } else {
-            &self.display_name
-        }
-    }
 }
 
 async fn record_failure<S: InventoryStore>(
@@ -1644,9 +1634,5 @@ pub async fn status<C: Cloud, S: InventoryStore>(
 
 /// Whether every action of a plan is a no-op (for "deploy again → no mutation").
 pub fn plan_is_quiet(plan: &LivePlan) -> bool {
-    plan.projects
-        .iter()
-        .flat_map(|p| &p.actions)
-        .chain(plan.targets.iter().flat_map(|t| &t.actions))
-        .all(|a| matches!(a.action, Action::NoChange | Action::Reuse))
+    plan.is_quiet()
 }
