@@ -19,12 +19,14 @@ mod records;
 mod status;
 
 pub use deploy::deploy;
-pub use deploy_result::{BackendCounts, DeployResult, NOT_FAILED, TargetResult};
+pub use deploy_result::{BackendCounts, DeployResult, TargetResult};
 pub use destroy::{DestroyEntry, DestroyResult, destroy};
 pub use error::{EngineError, ErrorSource};
 pub use options::{LifecycleOptions, Progress, csv, select};
 pub use prepare::{Prepared, prepare};
 pub use status::{StatusEntry, StatusResult, status};
+
+pub use crate::engine::target_status::{NOT_FAILED, TargetStatus};
 
 use crate::engine::live::LivePlan;
 

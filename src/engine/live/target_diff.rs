@@ -5,6 +5,7 @@ use super::observe::ObservedProject;
 use super::types::{Action, Change, Problem, ProblemKind, ResourceAction, TargetPlan};
 use crate::cloud::domain::{Cluster, Labels, NodeGroup, NodeGroupSpec, State};
 use crate::engine::desired::{DesiredFilesystem, DesiredNodeGroup, DesiredTarget, owned_by};
+use crate::engine::target_status::TargetStatus;
 use crate::store::TargetRecord;
 
 /// A field whose values are safe to show.
@@ -353,8 +354,10 @@ pub(super) fn plan_target(
     diff.stale_node_groups(&observed_groups);
 
     let all_quiet = diff.actions.iter().all(|a| a.action == Action::NoChange);
-    let recorded_deployed =
-        record.is_some_and(|r| r.status == "deployed" && r.applied_digest == target.digest);
+    let recorded_deployed = record.is_some_and(|r| {
+        TargetStatus::from_record(&r.status) == TargetStatus::Deployed
+            && r.applied_digest == target.digest
+    });
     let unchanged = diff.problems.is_empty()
         && all_quiet
         && recorded_deployed

@@ -2,6 +2,7 @@
 //! subnet. Whatever is created is recorded before the next step, so a crash never orphans it.
 
 use super::apply::Apply;
+use super::error::ApplyError;
 use super::keys::{Keys, lifecycle_part};
 use super::records::now_ms;
 use crate::cloud::client::idempotency_key;
@@ -40,7 +41,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         desired: &DesiredProject,
         existing: Option<&Project>,
         record: Option<ProjectRecord>,
-    ) -> Result<ProjectRecord, String> {
+    ) -> Result<ProjectRecord, ApplyError> {
         let mut record = record.unwrap_or_else(|| ProjectRecord {
             fleet: self.fleet.to_string(),
             project_key: desired.key.clone(),
@@ -69,18 +70,18 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         Ok(record)
     }
 
-    async fn save(&self, record: &ProjectRecord) -> Result<(), String> {
+    async fn save(&self, record: &ProjectRecord) -> Result<(), ApplyError> {
         self.store
             .upsert_project(record)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(ApplyError::from)
     }
 
     async fn create_project(
         &self,
         desired: &DesiredProject,
         record: &mut ProjectRecord,
-    ) -> Result<Project, String> {
+    ) -> Result<Project, ApplyError> {
         (self.progress)(&format!(
             "creating project '{}' under tenant (region {})",
             desired.display_name,
@@ -107,8 +108,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                 &desired.labels,
                 &key,
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         record.project_created = true;
         (self.progress)(&format!("created project '{}'", desired.display_name));
         Ok(p)
@@ -120,13 +120,9 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         bucket: &DesiredBucket,
         project_id: &str,
         record: &mut ProjectRecord,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApplyError> {
         let name = live::bucket_name(bucket, Some(record), self.tenant, project_id, self.fleet);
-        let existing = self
-            .cloud
-            .list_buckets(project_id)
-            .await
-            .map_err(|e| e.to_string())?;
+        let existing = self.cloud.list_buckets(project_id).await?;
         let found = existing.into_iter().find(|b| b.name == name);
         let key = bucket_key(self.fleet, &desired.key, &name, bucket, found.as_ref());
         let b = match found {
@@ -141,8 +137,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                         &b.labels,
                         &key,
                     )
-                    .await
-                    .map_err(|e| e.to_string())?
+                    .await?
             }
             None => {
                 (self.progress)(&format!("creating the bucket of project {}", desired.key));
@@ -155,8 +150,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                         &desired.labels,
                         &key,
                     )
-                    .await
-                    .map_err(|e| e.to_string())?
+                    .await?
             }
         };
         record.bucket_id = b.id;
@@ -169,20 +163,12 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         desired: &DesiredProject,
         project_id: &str,
         record: &mut ProjectRecord,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApplyError> {
         // The network's own lifecycle: destroy may reclaim it, and a later deploy that makes
         // a new one must not replay the old create.
-        let generation = self
-            .store
-            .generation(self.fleet, &desired.key, "")
-            .await
-            .map_err(|e| e.to_string())?;
+        let generation = self.store.generation(self.fleet, &desired.key, "").await?;
         let lifecycle = lifecycle_part(generation);
-        let subnets = self
-            .cloud
-            .list_subnets(project_id)
-            .await
-            .map_err(|e| e.to_string())?;
+        let subnets = self.cloud.list_subnets(project_id).await?;
         let subnet_id = match live::choose_subnet(&subnets, Some(record)) {
             Some(s) => s.id.clone(),
             None => {
@@ -202,7 +188,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         project_id: &str,
         lifecycle: Option<&str>,
         record: &mut ProjectRecord,
-    ) -> Result<String, String> {
+    ) -> Result<String, ApplyError> {
         let key = |resource: &str| {
             Keys::new(&[self.fleet, &desired.key, resource, "create"], lifecycle).key(&[])
         };
@@ -217,8 +203,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                     labels,
                     &key("network"),
                 )
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             // Ownership is recorded before the subnet is created.
             record.created_network_id = n.id.clone();
             self.save(record).await?;
@@ -236,8 +221,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                 labels,
                 &key("subnet"),
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         record.created_subnet_id = s.id.clone();
         Ok(s.id)
     }

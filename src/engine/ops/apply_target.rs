@@ -3,12 +3,14 @@
 
 use super::apply::Apply;
 use super::deploy_result::TargetResult;
+use super::error::ApplyError;
 use super::keys::{Keys, lifecycle_part};
 use super::options::Progress;
 use super::records::{find_target, new_target, now_ms};
 use crate::cloud::domain::{Cloud, Cluster, Filesystem, GpuCluster, NodeGroup, NodeGroupSpec};
 use crate::engine::desired::{self, DesiredFilesystem, DesiredNodeGroup, DesiredTarget};
 use crate::engine::live::ObservedProject;
+use crate::engine::target_status::TargetStatus;
 use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
 
 /// Fields of a node group that only a replacement can change.
@@ -45,8 +47,9 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             .and_then(|all| find_target(&all, &key.project_key, &key.cluster).cloned())
             .unwrap_or_else(|| new_target(self.fleet, key));
         self.stamp(&mut record, target, project);
-        if record.status != "deployed" || record.applied_digest != target.digest {
-            record.status = "provisioning".into();
+        let deployed = TargetStatus::from_record(&record.status) == TargetStatus::Deployed;
+        if !deployed || record.applied_digest != target.digest {
+            record.status = TargetStatus::Provisioning.into();
         }
         record.error.clear();
         record.updated_at = now_ms();
@@ -56,16 +59,16 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let mut result = TargetResult::new(key, &target.region, project);
         match outcome {
             Ok(endpoint) => {
-                record.status = "deployed".into();
+                record.status = TargetStatus::Deployed.into();
                 record.applied_digest = target.digest.clone();
                 result.endpoint = endpoint;
-                result.status = "deployed".into();
+                result.status = TargetStatus::Deployed;
                 (self.progress)(&format!("{key}: deployed"));
             }
             Err(e) => {
-                record.status = "error".into();
-                record.error = e.clone();
-                result = result.with_error(&e);
+                record.status = TargetStatus::Error.into();
+                record.error = e.to_string();
+                result = result.with_error(&record.error);
                 (self.progress)(&format!("{key}: failed: {e}"));
             }
         }
@@ -90,7 +93,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let mut record = find_target(&all, &key.project_key, &key.cluster)
             .cloned()
             .unwrap_or_else(|| new_target(self.fleet, key));
-        record.status = "error".into();
+        record.status = TargetStatus::Error.into();
         record.error = error.to_string();
         self.stamp(&mut record, target, project);
         record.updated_at = now_ms();
@@ -103,13 +106,12 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         project: &ProjectRecord,
         observed: &ObservedProject,
         record: &mut TargetRecord,
-    ) -> Result<String, String> {
+    ) -> Result<String, ApplyError> {
         let key = &target.key;
         let generation = self
             .store
             .generation(self.fleet, &key.project_key, &key.cluster)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let lifecycle = lifecycle_part(generation);
         let steps = Steps {
             cloud: self.cloud,
@@ -170,15 +172,15 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         (self.progress)(&format!("{}: {what}", self.target.key));
     }
 
-    async fn save(&self, record: &TargetRecord) -> Result<(), String> {
+    async fn save(&self, record: &TargetRecord) -> Result<(), ApplyError> {
         self.store
             .upsert_target(record)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(ApplyError::from)
     }
 
     /// The target's filesystem, created or grown as the spec says; returns its ID, if any.
-    async fn filesystem(&self, record: &mut TargetRecord) -> Result<String, String> {
+    async fn filesystem(&self, record: &mut TargetRecord) -> Result<String, ApplyError> {
         match &self.target.filesystem {
             Some(DesiredFilesystem::Create {
                 name,
@@ -199,7 +201,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         }
     }
 
-    async fn created_filesystem(&self, name: &str, size: i64) -> Result<Filesystem, String> {
+    async fn created_filesystem(&self, name: &str, size: i64) -> Result<Filesystem, ApplyError> {
         let labels = &self.target.labels;
         let result = match self.observed.filesystems.iter().find(|f| f.name == name) {
             Some(fs) if fs.size_gibibytes < size => {
@@ -224,11 +226,11 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
                     .await
             }
         };
-        result.map_err(|e| e.to_string())
+        result.map_err(ApplyError::from)
     }
 
     /// The target's GPU cluster, created if missing; returns its ID, if any.
-    async fn gpu_cluster(&self, record: &mut TargetRecord) -> Result<String, String> {
+    async fn gpu_cluster(&self, record: &mut TargetRecord) -> Result<String, ApplyError> {
         let Some((name, fabric)) = &self.target.gpu_cluster else {
             return Ok(String::new());
         };
@@ -239,8 +241,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
                 let k = self.keys.key(&["gpu-cluster", name, "create", fabric]);
                 self.cloud
                     .create_gpu_cluster(self.project_id, name, fabric, &self.target.labels, &k)
-                    .await
-                    .map_err(|e| e.to_string())?
+                    .await?
             }
         };
         record.gpu_cluster_id = g.id.clone();
@@ -249,7 +250,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
     }
 
     /// The target's cluster: created, updated in place (version, labels), or as it is.
-    async fn cluster(&self, subnet_id: &str) -> Result<Cluster, String> {
+    async fn cluster(&self, subnet_id: &str) -> Result<Cluster, ApplyError> {
         let (key, labels) = (&self.target.key, &self.target.labels);
         let spec = self.target.cluster_spec(subnet_id);
         let Some(c) = self
@@ -264,7 +265,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
                 .cloud
                 .create_cluster(self.project_id, &key.cluster, &spec, labels, &k)
                 .await
-                .map_err(|e| e.to_string());
+                .map_err(ApplyError::from);
         };
         let version_differs = !spec.k8s_version.is_empty()
             && !c.spec.k8s_version.is_empty()
@@ -285,7 +286,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         self.cloud
             .update_cluster(&c.id, &wanted, labels, &k)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(ApplyError::from)
     }
 
     /// The spec's node groups, each recorded once applied, then the stale ones deleted.
@@ -294,12 +295,8 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         cluster: &Cluster,
         attached: &Attached<'_>,
         record: &mut TargetRecord,
-    ) -> Result<(), String> {
-        let existing = self
-            .cloud
-            .list_node_groups(&cluster.id)
-            .await
-            .map_err(|e| e.to_string())?;
+    ) -> Result<(), ApplyError> {
+        let existing = self.cloud.list_node_groups(&cluster.id).await?;
         let mut ids = Vec::new();
         for group in &self.target.node_groups {
             let found = existing.iter().find(|g| g.name == group.name);
@@ -317,7 +314,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         group: &DesiredNodeGroup,
         found: Option<&NodeGroup>,
         attached: &Attached<'_>,
-    ) -> Result<NodeGroup, String> {
+    ) -> Result<NodeGroup, ApplyError> {
         let want = self.target.node_group_spec(
             group,
             attached.filesystem_id,
@@ -343,10 +340,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         if needs_replacement(&g.spec, &want) {
             self.say(&format!("replacing node group {name}"));
             let k = self.keys.key(&["node-group", name, "delete", &g.id]);
-            self.cloud
-                .delete_node_group(&g.id, &k)
-                .await
-                .map_err(|e| e.to_string())?;
+            self.cloud.delete_node_group(&g.id, &k).await?;
             return self
                 .create_node_group(cluster_id, name, &want, &digest)
                 .await;
@@ -362,7 +356,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         self.cloud
             .update_node_group(&g.id, &want, labels, &k)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(ApplyError::from)
     }
 
     async fn create_node_group(
@@ -371,16 +365,16 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         name: &str,
         want: &NodeGroupSpec,
         digest: &str,
-    ) -> Result<NodeGroup, String> {
+    ) -> Result<NodeGroup, ApplyError> {
         let k = self.keys.key(&["node-group", name, "create", digest]);
         self.cloud
             .create_node_group(cluster_id, name, want, &self.target.labels, &k)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(ApplyError::from)
     }
 
     /// Node groups this target owns that the spec no longer names.
-    async fn delete_stale(&self, existing: &[NodeGroup]) -> Result<(), String> {
+    async fn delete_stale(&self, existing: &[NodeGroup]) -> Result<(), ApplyError> {
         let key = &self.target.key;
         for stale in existing
             .iter()
@@ -394,10 +388,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
                 let k = self
                     .keys
                     .key(&["node-group", &stale.name, "delete", &stale.id]);
-                self.cloud
-                    .delete_node_group(&stale.id, &k)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                self.cloud.delete_node_group(&stale.id, &k).await?;
             }
         }
         Ok(())

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use super::apply::Apply;
 use super::deploy_result::{BackendCounts, DeployResult, TargetResult};
-use super::error::EngineError;
+use super::error::{ApplyError, EngineError};
 use super::options::{LifecycleOptions, Progress};
 use super::prepare::{Prepared, prepare};
 use crate::cloud::domain::Cloud;
 use crate::engine::desired::DesiredTarget;
 use crate::engine::live::{LivePlan, ObservedProject};
 use crate::engine::preflight::live_preflight;
+use crate::engine::target_status::TargetStatus;
 use crate::quota::scope::Selection;
 use crate::spec::FleetSpec;
 use crate::store::{InventoryStore, ProjectRecord};
@@ -92,7 +93,7 @@ async fn apply_projects<C: Cloud, S: InventoryStore>(
     apply: &Apply<'_, C, S>,
     prepared: &Prepared,
     continue_on_error: bool,
-) -> BTreeMap<String, Result<ProjectRecord, String>> {
+) -> BTreeMap<String, Result<ProjectRecord, ApplyError>> {
     let mut state = BTreeMap::new();
     for (_, desired) in &prepared.projects {
         let record = prepared
@@ -173,7 +174,7 @@ fn joined(done: Result<TargetResult, tokio::task::JoinError>) -> Result<TargetRe
 async fn apply_targets<C, S>(
     runner: TargetRunner<C, S>,
     prepared: &Prepared,
-    projects: &BTreeMap<String, Result<ProjectRecord, String>>,
+    projects: &BTreeMap<String, Result<ProjectRecord, ApplyError>>,
     options: &LifecycleOptions,
 ) -> Result<Vec<TargetResult>, EngineError>
 where
@@ -220,7 +221,7 @@ where
             // Sequential fail-fast: wait for this target before starting the next.
             if let Some(done) = tasks.join_next().await {
                 let r = joined(done)?;
-                stop = r.status != "deployed";
+                stop = r.status != TargetStatus::Deployed;
                 out.push(r);
             }
         }

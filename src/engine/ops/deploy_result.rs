@@ -1,17 +1,22 @@
 //! What a deploy reports: one outcome per target, the counts, and the terminal text.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::engine::desired::TargetKey;
+use crate::engine::target_status::TargetStatus;
+use crate::spec::Backend;
 use crate::store::ProjectRecord;
 
-/// Statuses that do not count as failures (fleet-engine §6.3 `_recount`).
-pub const NOT_FAILED: &[&str] = &["deployed", "destroyed", "absent"];
+/// A backend as its name, as the results have always shown it.
+pub(super) fn backend_name<S: Serializer>(backend: &Backend, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(backend.as_str())
+}
 
 /// One target's outcome (fleet-engine §8.4; operator output, not sanitized).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TargetResult {
-    pub backend: &'static str,
+    #[serde(serialize_with = "backend_name")]
+    pub backend: Backend,
     pub project_key: String,
     pub cluster_name: String,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -23,7 +28,7 @@ pub struct TargetResult {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub endpoint: String,
     pub node_group_ids: Vec<String>,
-    pub status: String,
+    pub status: TargetStatus,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub error: String,
 }
@@ -32,7 +37,7 @@ impl TargetResult {
     /// A target of `project` that has nothing applied yet, and so has not succeeded.
     pub(super) fn new(key: &TargetKey, region: &str, project: &ProjectRecord) -> TargetResult {
         TargetResult {
-            backend: "mk8s",
+            backend: Backend::Mk8s,
             project_key: key.project_key.clone(),
             cluster_name: key.cluster.clone(),
             project_id: project.project_id.clone(),
@@ -41,13 +46,13 @@ impl TargetResult {
             cluster_id: String::new(),
             endpoint: String::new(),
             node_group_ids: Vec::new(),
-            status: "error".into(),
+            status: TargetStatus::Error,
             error: String::new(),
         }
     }
 
     pub(super) fn with_error(mut self, error: &str) -> TargetResult {
-        self.status = "error".into();
+        self.status = TargetStatus::Error;
         self.error = error.to_string();
         self
     }
@@ -60,13 +65,12 @@ pub struct BackendCounts {
 }
 
 impl BackendCounts {
-    pub(super) fn of<'a>(backends: impl Iterator<Item = &'a str>) -> BackendCounts {
+    pub(super) fn of(backends: impl Iterator<Item = Backend>) -> BackendCounts {
         let mut counts = BackendCounts::default();
         for backend in backends {
             match backend {
-                "mk8s" => counts.mk8s += 1,
-                "soperator" => counts.soperator += 1,
-                _ => {}
+                Backend::Mk8s => counts.mk8s += 1,
+                Backend::Soperator => counts.soperator += 1,
             }
         }
         counts
@@ -94,12 +98,12 @@ impl DeployResult {
         self.deployed = self
             .clusters
             .iter()
-            .filter(|c| c.status == "deployed")
+            .filter(|c| c.status == TargetStatus::Deployed)
             .count();
         self.failed = self
             .clusters
             .iter()
-            .filter(|c| !NOT_FAILED.contains(&c.status.as_str()))
+            .filter(|c| c.status.is_failure())
             .count();
         self.backend_counts = BackendCounts::of(self.clusters.iter().map(|c| c.backend));
     }
@@ -115,7 +119,7 @@ impl DeployResult {
             self.name, self.region, self.tenant_id, self.deployed, self.failed
         );
         for c in &self.clusters {
-            if c.status == "deployed" {
+            if c.status == TargetStatus::Deployed {
                 let id = if c.cluster_id.is_empty() {
                     "(no id)"
                 } else {
@@ -128,9 +132,9 @@ impl DeployResult {
                 );
             } else {
                 let why = if c.error.is_empty() {
-                    &c.status
+                    c.status.as_str()
                 } else {
-                    &c.error
+                    c.error.as_str()
                 };
                 let _ = writeln!(
                     out,
@@ -140,5 +144,24 @@ impl DeployResult {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_result_shows_its_backend_and_status_as_text() {
+        let key = TargetKey {
+            project_key: "a".into(),
+            cluster: "train".into(),
+        };
+        let result =
+            TargetResult::new(&key, "eu-north1", &ProjectRecord::default()).with_error("boom");
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            r#"{"backend":"mk8s","project_key":"a","cluster_name":"train","project_created":false,"region":"eu-north1","node_group_ids":[],"status":"error","error":"boom"}"#
+        );
     }
 }

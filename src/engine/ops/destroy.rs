@@ -9,6 +9,7 @@ use super::options::{LifecycleOptions, Progress, select};
 use super::records::{find_target, now_ms, require_selected_backends};
 use crate::cloud::client::idempotency_key;
 use crate::cloud::domain::Cloud;
+use crate::engine::target_status::TargetStatus;
 use crate::spec::FleetSpec;
 use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
 
@@ -18,7 +19,7 @@ pub struct DestroyEntry {
     pub project_key: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub cluster_name: String,
-    pub status: String,
+    pub status: TargetStatus,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -64,11 +65,11 @@ impl DestroyResult {
 }
 
 impl DestroyEntry {
-    fn new(project_key: &str, cluster_name: &str, status: &str) -> DestroyEntry {
+    fn new(project_key: &str, cluster_name: &str, status: TargetStatus) -> DestroyEntry {
         DestroyEntry {
             project_key: project_key.to_string(),
             cluster_name: cluster_name.to_string(),
-            status: status.to_string(),
+            status,
             errors: Vec::new(),
             retry_command: String::new(),
         }
@@ -93,15 +94,15 @@ async fn destroy_recorded<C: Cloud, S: InventoryStore>(
             // the resources gone and bumps again, which is harmless.
             store.bump_generation(fleet, key, cluster).await?;
             store.remove_target(fleet, key, cluster).await?;
-            Ok(DestroyEntry::new(key, cluster, "destroyed"))
+            Ok(DestroyEntry::new(key, cluster, TargetStatus::Destroyed))
         }
         Err(errors) => {
             let mut kept = record.clone();
-            kept.status = "destroy-incomplete".into();
+            kept.status = TargetStatus::DestroyIncomplete.into();
             kept.error = errors.join("; ");
             kept.updated_at = now_ms();
             store.upsert_target(&kept).await?;
-            let mut entry = DestroyEntry::new(key, cluster, "destroy-incomplete");
+            let mut entry = DestroyEntry::new(key, cluster, TargetStatus::DestroyIncomplete);
             entry.errors = errors;
             entry.retry_command = retry;
             Ok(entry)
@@ -173,9 +174,9 @@ async fn reclaim_networks<C: Cloud, S: InventoryStore>(
         record.updated_at = now_ms();
         store.upsert_project(&record).await?;
         let status = if errors.is_empty() {
-            "destroyed"
+            TargetStatus::Destroyed
         } else {
-            "destroy-incomplete"
+            TargetStatus::DestroyIncomplete
         };
         let mut entry = DestroyEntry::new(&key, "", status);
         entry.errors = errors;
@@ -210,7 +211,7 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
             touched_projects.push(key.clone());
         }
         let Some(record) = find_target(&records, &key, cluster) else {
-            clusters.push(DestroyEntry::new(&key, cluster, "absent"));
+            clusters.push(DestroyEntry::new(&key, cluster, TargetStatus::Absent));
             continue;
         };
         let retry = format!(
@@ -223,7 +224,7 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
     let incomplete = |entries: &[DestroyEntry]| {
         entries
             .iter()
-            .filter(|e| e.status == "destroy-incomplete")
+            .filter(|e| e.status == TargetStatus::DestroyIncomplete)
             .count()
     };
     Ok(DestroyResult {

@@ -56,3 +56,13 @@ impl From<crate::cloud::CloudError> for EngineError {
         }
     }
 }
+
+/// Why one apply step failed. It shows exactly its cause's text, which is what the target's
+/// record and result carry.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Cloud(#[from] crate::cloud::CloudError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}

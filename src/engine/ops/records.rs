@@ -3,7 +3,7 @@
 
 use super::error::EngineError;
 use crate::engine::desired::TargetKey;
-use crate::spec::{ClusterSpec, FleetSpec};
+use crate::spec::{Backend, ClusterSpec, FleetSpec};
 use crate::store::TargetRecord;
 
 pub(super) fn now_ms() -> i64 {
@@ -29,7 +29,7 @@ pub(super) fn new_target(fleet: &str, key: &TargetKey) -> TargetRecord {
         fleet: fleet.to_string(),
         project_key: key.project_key.clone(),
         cluster_name: key.cluster.clone(),
-        backend: "mk8s".into(),
+        backend: Backend::Mk8s.as_str().into(),
         ..Default::default()
     }
 }

@@ -2,20 +2,22 @@
 
 use serde::Serialize;
 
-use super::deploy_result::{BackendCounts, NOT_FAILED};
+use super::deploy_result::{BackendCounts, backend_name};
 use super::error::EngineError;
 use super::records::{find_target, require_backend};
 use crate::cloud::domain::Cloud;
-use crate::spec::{ClusterSpec, FleetSpec};
+use crate::engine::target_status::TargetStatus;
+use crate::spec::{Backend, ClusterSpec, FleetSpec};
 use crate::store::{InventoryStore, TargetRecord};
 
 /// One target's status: the inventory merged with a live read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StatusEntry {
-    pub backend: String,
+    #[serde(serialize_with = "backend_name")]
+    pub backend: Backend,
     pub project_key: String,
     pub cluster_name: String,
-    pub status: String,
+    pub status: TargetStatus,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub project_id: String,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -57,10 +59,10 @@ impl StatusResult {
 impl StatusEntry {
     fn unknown(key: &str, cluster: &ClusterSpec) -> StatusEntry {
         StatusEntry {
-            backend: cluster.backend_name().to_string(),
+            backend: cluster.backend,
             project_key: key.to_string(),
             cluster_name: cluster.name.clone(),
-            status: "unknown".into(),
+            status: TargetStatus::Unknown,
             project_id: String::new(),
             cluster_id: String::new(),
             live_state: String::new(),
@@ -72,7 +74,7 @@ impl StatusEntry {
     }
 
     fn fail(&mut self, error: impl ToString) {
-        self.status = "status-error".into();
+        self.status = TargetStatus::StatusError;
         self.error = error.to_string();
     }
 }
@@ -83,7 +85,7 @@ async fn read_live<C: Cloud>(cloud: &C, entry: &mut StatusEntry) {
         Ok(c) => c,
         Err(e) if e.is_not_found() => {
             entry.live_state = "absent".into();
-            if entry.status == "deployed" {
+            if entry.status == TargetStatus::Deployed {
                 entry.fail("the recorded cluster no longer exists");
             }
             return;
@@ -119,9 +121,7 @@ async fn status_entry<C: Cloud>(
         cluster,
         "refusing status without backend ownership proof",
     )?;
-    if !r.status.is_empty() {
-        entry.status = r.status.clone();
-    }
+    entry.status = TargetStatus::from_record(&r.status);
     entry.project_id = r.project_id.clone();
     entry.cluster_id = r.cluster_id.clone();
     entry.error = r.error.clone();
@@ -147,12 +147,15 @@ pub async fn status<C: Cloud, S: InventoryStore>(
     Ok(StatusResult {
         name: spec.name.clone(),
         cloud: cloud.describe(),
-        deployed: clusters.iter().filter(|c| c.status == "deployed").count(),
+        deployed: clusters
+            .iter()
+            .filter(|c| c.status == TargetStatus::Deployed)
+            .count(),
         failed: clusters
             .iter()
-            .filter(|c| !NOT_FAILED.contains(&c.status.as_str()) && c.status != "unknown")
+            .filter(|c| c.status.is_failure() && c.status != TargetStatus::Unknown)
             .count(),
-        backend_counts: BackendCounts::of(clusters.iter().map(|c| c.backend.as_str())),
+        backend_counts: BackendCounts::of(clusters.iter().map(|c| c.backend)),
         clusters,
     })
 }
