@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::destroy_target::{Teardown, unless_gone};
+use super::destroy_target::{Teardown, left_behind};
 use super::error::EngineError;
 use super::options::{LifecycleOptions, Progress, select};
 use super::records::{find_target, now_ms, require_selected_backends};
@@ -134,9 +134,9 @@ async fn reclaim_network<C: Cloud>(
         } else {
             cloud.delete_network(id, &k).await
         };
-        match unless_gone(deleted) {
-            Ok(()) => id.clear(),
-            Err(e) => errors.push(format!("{kind}: {e}")),
+        match left_behind(kind, deleted) {
+            None => id.clear(),
+            Some(error) => errors.push(error),
         }
     }
     errors

@@ -8,11 +8,12 @@ use crate::cloud::domain::{Cloud, CloudResult, Cluster, Labels};
 use crate::engine::desired;
 use crate::store::TargetRecord;
 
-/// A deletion that found the resource already gone succeeded.
-pub(super) fn unless_gone(result: CloudResult<()>) -> CloudResult<()> {
+/// What a deletion left behind, as `<what>: <error>`; nothing when it succeeded or found the
+/// resource already gone.
+pub(super) fn left_behind(what: &str, result: CloudResult<()>) -> Option<String> {
     match result {
-        Err(e) if e.is_not_found() => Ok(()),
-        other => other,
+        Err(e) if !e.is_not_found() => Some(format!("{what}: {e}")),
+        _ => None,
     }
 }
 
@@ -115,16 +116,16 @@ impl<'a, C: Cloud> Teardown<'a, C> {
         for g in &groups {
             self.say(&format!("deleting node group {}", g.name));
             let k = self.keys.key(&["node-group", &g.id]);
-            if let Err(e) = unless_gone(self.cloud.delete_node_group(&g.id, &k).await) {
-                errors.push(format!("node group {}: {e}", g.name));
-            }
+            let deleted = self.cloud.delete_node_group(&g.id, &k).await;
+            errors.extend(left_behind(&format!("node group {}", g.name), deleted));
         }
         if errors.is_empty() {
             self.say("deleting cluster");
             let k = self.keys.key(&["cluster", &c.id]);
-            if let Err(e) = unless_gone(self.cloud.delete_cluster(&c.id, &k).await) {
-                errors.push(format!("cluster: {e}"));
-            }
+            errors.extend(left_behind(
+                "cluster",
+                self.cloud.delete_cluster(&c.id, &k).await,
+            ));
         }
         if errors.is_empty() {
             Ok(())
@@ -158,9 +159,10 @@ impl<'a, C: Cloud> Teardown<'a, C> {
             return Some("the recorded GPU cluster is not labelled as this target's; kept".into());
         }
         let k = self.keys.key(&["gpu-cluster", &g.id]);
-        unless_gone(self.cloud.delete_gpu_cluster(&g.id, &k).await)
-            .err()
-            .map(|e| format!("GPU cluster: {e}"))
+        left_behind(
+            "GPU cluster",
+            self.cloud.delete_gpu_cluster(&g.id, &k).await,
+        )
     }
 
     /// Deletes the filesystem fleetbot created if it carries this target's labels; returns
@@ -179,8 +181,6 @@ impl<'a, C: Cloud> Teardown<'a, C> {
             return Some("the recorded filesystem is not labelled as this target's; kept".into());
         }
         let k = self.keys.key(&["filesystem", &fs.id]);
-        unless_gone(self.cloud.delete_filesystem(&fs.id, &k).await)
-            .err()
-            .map(|e| format!("filesystem: {e}"))
+        left_behind("filesystem", self.cloud.delete_filesystem(&fs.id, &k).await)
     }
 }
