@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::cloud::domain::{
     AttachedFilesystem, ClusterSpec as CloudClusterSpec, Labels, NodeGroupSpec, Reservation,
 };
-use crate::spec::{Backend, ClusterSpec, FleetSpec, ProjectSpec, gpus_per_node};
+use crate::spec::{Backend, ClusterSpec, FleetSpec, NodePoolSpec, ProjectSpec, gpus_per_node};
 
 /// Label keys that prove fleetbot owns a resource.
 pub const LABEL_MANAGED_BY: &str = "managed-by";
@@ -89,6 +89,17 @@ pub struct DesiredProject {
     pub labels: Labels,
 }
 
+impl DesiredProject {
+    /// The name to show: the display name, or the pinned ID of a project found by ID alone.
+    pub fn display_name_or_id(&self) -> &str {
+        if self.display_name.is_empty() {
+            &self.project_id
+        } else {
+            &self.display_name
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum DesiredFilesystem {
     /// Created and owned by fleetbot.
@@ -167,41 +178,25 @@ pub fn gpu_layout(count: i64, reserved: bool, gpu_cluster: bool) -> (i64, i64) {
     }
 }
 
-/// Builds the desired state of one mk8s target.
-pub fn desired_target(
-    fleet: &str,
-    project: &ProjectSpec,
-    cluster: &ClusterSpec,
-    fleet_region: &str,
-    ssh_public_key: &str,
-) -> DesiredTarget {
-    let key = TargetKey {
-        project_key: project.key(),
-        cluster: cluster.name.clone(),
-    };
-    let labels = target_labels(fleet, &key.project_key, &key.cluster);
-    let filesystem = if cluster.enable_filestore {
-        Some(if cluster.existing_filestore.is_empty() {
-            DesiredFilesystem::Create {
-                name: format!("{}-shared-fs", cluster.name),
-                size_gibibytes: cluster.filestore_disk_size_gibibytes,
-            }
-        } else {
-            DesiredFilesystem::Existing {
-                id: cluster.existing_filestore.clone(),
-            }
-        })
+fn desired_filesystem(cluster: &ClusterSpec) -> Option<DesiredFilesystem> {
+    if !cluster.enable_filestore {
+        return None;
+    }
+    Some(if cluster.existing_filestore.is_empty() {
+        DesiredFilesystem::Create {
+            name: format!("{}-shared-fs", cluster.name),
+            size_gibibytes: cluster.filestore_disk_size_gibibytes,
+        }
     } else {
-        None
-    };
-    let mount = cluster.enable_filestore.then_some((
-        cluster.filestore_mount_tag.as_str(),
-        cluster.filestore_mount_path.as_str(),
-    ));
-    let init = cloud_init(mount, ssh_public_key);
-    let init_digest = hex::encode(Sha256::digest(init.as_bytes()));
-    let gpu_cluster_on = cluster.resolved_enable_gpu_cluster();
-    let gpu_cluster = gpu_cluster_on.then(|| {
+        DesiredFilesystem::Existing {
+            id: cluster.existing_filestore.clone(),
+        }
+    })
+}
+
+/// The GPU cluster's name and fabric, when the target has one.
+fn desired_gpu_cluster(cluster: &ClusterSpec) -> Option<(String, String)> {
+    cluster.resolved_enable_gpu_cluster().then(|| {
         (
             format!(
                 "{}-{}",
@@ -210,9 +205,11 @@ pub fn desired_target(
             ),
             cluster.infiniband_fabric.clone(),
         )
-    });
-    let mut node_groups = Vec::new();
-    let group = |name: String, gpu: bool, shape: NodeGroupShape| {
+    })
+}
+
+impl DesiredNodeGroup {
+    fn new(name: String, gpu: bool, shape: NodeGroupShape, cloud_init: &str) -> DesiredNodeGroup {
         let spec = NodeGroupSpec {
             node_count: shape.node_count,
             platform: shape.platform.clone(),
@@ -221,7 +218,7 @@ pub fn desired_target(
             gpu_cluster_id: String::new(),
             drivers_preset: shape.drivers_preset.clone(),
             filesystems: Vec::new(),
-            cloud_init_user_data: init.clone(),
+            cloud_init_user_data: cloud_init.to_string(),
             preemptible: shape.preemptible,
             reservation: shape.reservation.as_ref().map(|(policy, ids)| Reservation {
                 policy: policy.clone(),
@@ -237,80 +234,126 @@ pub fn desired_target(
             spec,
             shape,
         }
-    };
-    let mount_tag = if cluster.enable_filestore {
-        cluster.filestore_mount_tag.clone()
-    } else {
-        String::new()
-    };
-    if let Some(cpu) = cluster.cpu_nodes.as_ref().filter(|p| p.count > 0) {
-        node_groups.push(group(
-            format!("{}-ng-cpu", cluster.name),
-            false,
-            NodeGroupShape {
-                node_count: cpu.count,
-                platform: cpu.platform.clone(),
-                preset: cpu.preset.clone(),
-                boot_disk_gibibytes: if cpu.disk_size_gib > 0 {
-                    cpu.disk_size_gib
-                } else {
-                    DEFAULT_CPU_DISK_GIB
-                },
-                drivers_preset: String::new(),
-                preemptible: false,
-                reservation: None,
-                mount_tag: mount_tag.clone(),
-                cloud_init_digest: init_digest.clone(),
-                node_labels: Labels::new(),
-            },
-        ));
     }
-    if let Some(gpu) = cluster.gpu_nodes.as_ref().filter(|p| p.count > 0) {
-        let driver = cluster.driver_selection();
-        let reserved = !gpu.capacity_block_group.is_empty();
-        let (groups, per_group) = gpu_layout(gpu.count, reserved, gpu_cluster_on);
-        let mut node_labels = Labels::new();
-        if cluster.mig_enabled() {
-            node_labels.insert(
-                "nvidia.com/mig.config".into(),
-                crate::spec::mig_pins::CONFIG.into(),
-            );
-        }
-        for i in 0..groups {
-            node_groups.push(group(
+}
+
+/// What every node group of a target shares: its filesystem mount and its cloud-init.
+struct NodeBoot {
+    mount_tag: String,
+    cloud_init: String,
+    cloud_init_digest: String,
+}
+
+fn cpu_group(cluster: &ClusterSpec, cpu: &NodePoolSpec, boot: &NodeBoot) -> DesiredNodeGroup {
+    let shape = NodeGroupShape {
+        node_count: cpu.count,
+        platform: cpu.platform.clone(),
+        preset: cpu.preset.clone(),
+        boot_disk_gibibytes: if cpu.disk_size_gib > 0 {
+            cpu.disk_size_gib
+        } else {
+            DEFAULT_CPU_DISK_GIB
+        },
+        drivers_preset: String::new(),
+        preemptible: false,
+        reservation: None,
+        mount_tag: boot.mount_tag.clone(),
+        cloud_init_digest: boot.cloud_init_digest.clone(),
+        node_labels: Labels::new(),
+    };
+    DesiredNodeGroup::new(
+        format!("{}-ng-cpu", cluster.name),
+        false,
+        shape,
+        &boot.cloud_init,
+    )
+}
+
+fn gpu_groups(cluster: &ClusterSpec, gpu: &NodePoolSpec, boot: &NodeBoot) -> Vec<DesiredNodeGroup> {
+    let driver = cluster.driver_selection();
+    let reserved = !gpu.capacity_block_group.is_empty();
+    let (groups, per_group) =
+        gpu_layout(gpu.count, reserved, cluster.resolved_enable_gpu_cluster());
+    let mut node_labels = Labels::new();
+    if cluster.mig_enabled() {
+        node_labels.insert(
+            "nvidia.com/mig.config".into(),
+            crate::spec::mig_pins::CONFIG.into(),
+        );
+    }
+    // gpus_per_node is validated positive for GPU pools; keep the link explicit.
+    debug_assert!(gpus_per_node(&gpu.preset) > 0);
+    (0..groups)
+        .map(|i| {
+            let shape = NodeGroupShape {
+                node_count: per_group,
+                platform: gpu.platform.clone(),
+                preset: gpu.preset.clone(),
+                boot_disk_gibibytes: cluster.resolved_gpu_disk_size_gib(),
+                drivers_preset: if driver.uses_managed_image() {
+                    driver.managed_driver_preset.clone()
+                } else {
+                    String::new()
+                },
+                preemptible: gpu.preemptible,
+                reservation: reserved
+                    .then(|| ("STRICT".to_string(), vec![gpu.capacity_block_group.clone()])),
+                mount_tag: boot.mount_tag.clone(),
+                cloud_init_digest: boot.cloud_init_digest.clone(),
+                node_labels: node_labels.clone(),
+            };
+            DesiredNodeGroup::new(
                 format!("{}-ng-gpu-{i}", cluster.name),
                 true,
-                NodeGroupShape {
-                    node_count: per_group,
-                    platform: gpu.platform.clone(),
-                    preset: gpu.preset.clone(),
-                    boot_disk_gibibytes: cluster.resolved_gpu_disk_size_gib(),
-                    drivers_preset: if driver.uses_managed_image() {
-                        driver.managed_driver_preset.clone()
-                    } else {
-                        String::new()
-                    },
-                    preemptible: gpu.preemptible,
-                    reservation: reserved
-                        .then(|| ("STRICT".to_string(), vec![gpu.capacity_block_group.clone()])),
-                    mount_tag: mount_tag.clone(),
-                    cloud_init_digest: init_digest.clone(),
-                    node_labels: node_labels.clone(),
-                },
-            ));
-        }
-        // gpus_per_node is validated positive for GPU pools; keep the link explicit.
-        debug_assert!(gpus_per_node(&gpu.preset) > 0);
+                shape,
+                &boot.cloud_init,
+            )
+        })
+        .collect()
+}
+
+fn node_boot(cluster: &ClusterSpec, ssh_public_key: &str) -> NodeBoot {
+    let mount = cluster.enable_filestore.then_some((
+        cluster.filestore_mount_tag.as_str(),
+        cluster.filestore_mount_path.as_str(),
+    ));
+    let cloud_init = cloud_init(mount, ssh_public_key);
+    NodeBoot {
+        mount_tag: mount.map(|(tag, _)| tag.to_string()).unwrap_or_default(),
+        cloud_init_digest: hex::encode(Sha256::digest(cloud_init.as_bytes())),
+        cloud_init,
+    }
+}
+
+/// Builds the desired state of one mk8s target.
+pub fn desired_target(
+    fleet: &str,
+    project: &ProjectSpec,
+    cluster: &ClusterSpec,
+    fleet_region: &str,
+    ssh_public_key: &str,
+) -> DesiredTarget {
+    let key = TargetKey {
+        project_key: project.key(),
+        cluster: cluster.name.clone(),
+    };
+    let boot = node_boot(cluster, ssh_public_key);
+    let mut node_groups = Vec::new();
+    if let Some(cpu) = cluster.cpu_nodes.as_ref().filter(|p| p.count > 0) {
+        node_groups.push(cpu_group(cluster, cpu, &boot));
+    }
+    if let Some(gpu) = cluster.gpu_nodes.as_ref().filter(|p| p.count > 0) {
+        node_groups.extend(gpu_groups(cluster, gpu, &boot));
     }
     let mut target = DesiredTarget {
+        labels: target_labels(fleet, &key.project_key, &key.cluster),
         key,
         region: project.effective_region(fleet_region).to_string(),
         k8s_version: cluster.resolved_k8s_version(),
         subnet_id: cluster.subnet_id.clone(),
-        filesystem,
-        gpu_cluster,
+        filesystem: desired_filesystem(cluster),
+        gpu_cluster: desired_gpu_cluster(cluster),
         node_groups,
-        labels,
         digest: String::new(),
     };
     target.digest = digest_of(&target);

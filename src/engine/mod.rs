@@ -6,5 +6,6 @@ pub mod live;
 pub mod ops;
 pub mod preflight;
 pub mod static_plan;
+pub mod target_status;
 
 pub use static_plan::{FleetPlan, PlanOptions, plan};

@@ -1,0 +1,13 @@
+//! What every apply step of one deploy works with: the cloud, the inventory, whose fleet and
+//! tenant it is, and where progress goes.
+
+use super::options::Progress;
+
+pub(super) struct Apply<'a, C, S> {
+    pub cloud: &'a C,
+    pub store: &'a S,
+    pub fleet: &'a str,
+    pub tenant: &'a str,
+    pub profile: &'a str,
+    pub progress: &'a Progress,
+}

@@ -1,0 +1,396 @@
+//! Deploy's second phase, for one target: filesystem, GPU cluster, cluster and node groups in
+//! that order, each ID recorded as soon as it is known, and the outcome recorded last.
+
+use super::apply::Apply;
+use super::deploy_result::TargetResult;
+use super::error::ApplyError;
+use super::keys::{Keys, lifecycle_part};
+use super::options::Progress;
+use super::records::{find_target, new_target, now_ms};
+use crate::cloud::domain::{Cloud, Cluster, Filesystem, GpuCluster, NodeGroup, NodeGroupSpec};
+use crate::engine::desired::{self, DesiredFilesystem, DesiredNodeGroup, DesiredTarget};
+use crate::engine::live::ObservedProject;
+use crate::engine::target_status::TargetStatus;
+use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
+
+/// Fields of a node group that only a replacement can change.
+fn needs_replacement(have: &NodeGroupSpec, want: &NodeGroupSpec) -> bool {
+    have.platform != want.platform
+        || have.preset != want.preset
+        || have.preemptible != want.preemptible
+        || have.reservation != want.reservation
+        || have.gpu_cluster_id != want.gpu_cluster_id
+}
+
+impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
+    /// Who applies the target, where, and in which project.
+    fn stamp(&self, record: &mut TargetRecord, target: &DesiredTarget, project: &ProjectRecord) {
+        record.tenant_id = self.tenant.to_string();
+        record.profile = self.profile.to_string();
+        record.region = target.region.clone();
+        record.project_id = project.project_id.clone();
+    }
+
+    /// Applies one target and records its outcome. Failures are in the result, not an `Err`.
+    pub(super) async fn target(
+        &self,
+        target: &DesiredTarget,
+        project: &ProjectRecord,
+        observed: &ObservedProject,
+    ) -> TargetResult {
+        let key = &target.key;
+        let mut record = self
+            .store
+            .targets(self.fleet)
+            .await
+            .ok()
+            .and_then(|all| find_target(&all, &key.project_key, &key.cluster).cloned())
+            .unwrap_or_else(|| new_target(self.fleet, key));
+        self.stamp(&mut record, target, project);
+        let deployed = TargetStatus::from_record(&record.status) == TargetStatus::Deployed;
+        if !deployed || record.applied_digest != target.digest {
+            record.status = TargetStatus::Provisioning.into();
+        }
+        record.error.clear();
+        record.updated_at = now_ms();
+        let outcome = self
+            .target_steps(target, project, observed, &mut record)
+            .await;
+        let mut result = TargetResult::new(key, &target.region, project);
+        match outcome {
+            Ok(endpoint) => {
+                record.status = TargetStatus::Deployed.into();
+                record.applied_digest = target.digest.clone();
+                result.endpoint = endpoint;
+                result.status = TargetStatus::Deployed;
+                (self.progress)(&format!("{key}: deployed"));
+            }
+            Err(e) => {
+                record.status = TargetStatus::Error.into();
+                record.error = e.to_string();
+                result = result.with_error(&record.error);
+                (self.progress)(&format!("{key}: failed: {e}"));
+            }
+        }
+        record.updated_at = now_ms();
+        result.cluster_id = record.cluster_id.clone();
+        result.node_group_ids = record.node_group_ids.clone();
+        if let Err(e) = self.store.upsert_target(&record).await {
+            result = result.with_error(&e.to_string());
+        }
+        result
+    }
+
+    /// Records a target that failed outside its steps (a timeout).
+    pub(super) async fn record_failure(
+        &self,
+        target: &DesiredTarget,
+        project: &ProjectRecord,
+        error: &str,
+    ) -> Result<(), crate::store::StoreError> {
+        let key = &target.key;
+        let all = self.store.targets(self.fleet).await?;
+        let mut record = find_target(&all, &key.project_key, &key.cluster)
+            .cloned()
+            .unwrap_or_else(|| new_target(self.fleet, key));
+        record.status = TargetStatus::Error.into();
+        record.error = error.to_string();
+        self.stamp(&mut record, target, project);
+        record.updated_at = now_ms();
+        self.store.upsert_target(&record).await
+    }
+
+    async fn target_steps(
+        &self,
+        target: &DesiredTarget,
+        project: &ProjectRecord,
+        observed: &ObservedProject,
+        record: &mut TargetRecord,
+    ) -> Result<String, ApplyError> {
+        let key = &target.key;
+        let generation = self
+            .store
+            .generation(self.fleet, &key.project_key, &key.cluster)
+            .await?;
+        let lifecycle = lifecycle_part(generation);
+        let steps = Steps {
+            cloud: self.cloud,
+            store: self.store,
+            fleet: self.fleet,
+            target,
+            observed,
+            progress: self.progress,
+            project_id: &project.project_id,
+            keys: Keys::new(
+                &[self.fleet, &key.project_key, &key.cluster],
+                lifecycle.as_deref(),
+            ),
+        };
+        steps.save(record).await?;
+        let subnet_id = if target.subnet_id.is_empty() {
+            project.subnet_id.clone()
+        } else {
+            target.subnet_id.clone()
+        };
+        record.subnet_id = subnet_id.clone();
+        let filesystem_id = steps.filesystem(record).await?;
+        let gpu_cluster_id = steps.gpu_cluster(record).await?;
+        let cluster = steps.cluster(&subnet_id).await?;
+        record.cluster_id = cluster.id.clone();
+        steps.save(record).await?;
+        let attached = Attached {
+            subnet_id: &subnet_id,
+            filesystem_id: &filesystem_id,
+            gpu_cluster_id: &gpu_cluster_id,
+        };
+        steps.node_groups(&cluster, &attached, record).await?;
+        Ok(cluster.public_endpoint)
+    }
+}
+
+/// What a target's node groups attach to, once it exists.
+struct Attached<'a> {
+    subnet_id: &'a str,
+    filesystem_id: &'a str,
+    gpu_cluster_id: &'a str,
+}
+
+/// One target's apply steps, with its idempotency keys in this lifecycle.
+struct Steps<'a, C, S> {
+    cloud: &'a C,
+    store: &'a S,
+    fleet: &'a str,
+    target: &'a DesiredTarget,
+    observed: &'a ObservedProject,
+    progress: &'a Progress,
+    project_id: &'a str,
+    keys: Keys,
+}
+
+impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
+    fn say(&self, what: &str) {
+        (self.progress)(&format!("{}: {what}", self.target.key));
+    }
+
+    async fn save(&self, record: &TargetRecord) -> Result<(), ApplyError> {
+        self.store
+            .upsert_target(record)
+            .await
+            .map_err(ApplyError::from)
+    }
+
+    /// The target's filesystem, created or grown as the spec says; returns its ID, if any.
+    async fn filesystem(&self, record: &mut TargetRecord) -> Result<String, ApplyError> {
+        match &self.target.filesystem {
+            Some(DesiredFilesystem::Create {
+                name,
+                size_gibibytes,
+            }) => {
+                let fs = self.created_filesystem(name, *size_gibibytes).await?;
+                record.filesystem_id = fs.id.clone();
+                record.filesystem_created = true;
+                self.save(record).await?;
+                Ok(fs.id)
+            }
+            Some(DesiredFilesystem::Existing { id }) => {
+                record.filesystem_id = id.clone();
+                record.filesystem_created = false;
+                Ok(id.clone())
+            }
+            None => Ok(String::new()),
+        }
+    }
+
+    async fn created_filesystem(&self, name: &str, size: i64) -> Result<Filesystem, ApplyError> {
+        let labels = &self.target.labels;
+        let result = match self.observed.filesystems.iter().find(|f| f.name == name) {
+            Some(fs) if fs.size_gibibytes < size => {
+                self.say(&format!("resizing filesystem {name} to {size} GiB"));
+                let k = self.keys.key(&[
+                    "filesystem",
+                    name,
+                    "resize",
+                    &size.to_string(),
+                    &format!("from-v{}", fs.resource_version),
+                ]);
+                self.cloud.resize_filesystem(&fs.id, size, labels, &k).await
+            }
+            Some(fs) => Ok(fs.clone()),
+            None => {
+                self.say(&format!("creating filesystem {name} ({size} GiB)"));
+                let k = self
+                    .keys
+                    .key(&["filesystem", name, "create", &size.to_string()]);
+                self.cloud
+                    .create_filesystem(self.project_id, name, size, labels, &k)
+                    .await
+            }
+        };
+        result.map_err(ApplyError::from)
+    }
+
+    /// The target's GPU cluster, created if missing; returns its ID, if any.
+    async fn gpu_cluster(&self, record: &mut TargetRecord) -> Result<String, ApplyError> {
+        let Some((name, fabric)) = &self.target.gpu_cluster else {
+            return Ok(String::new());
+        };
+        let g: GpuCluster = match self.observed.gpu_clusters.iter().find(|g| &g.name == name) {
+            Some(g) => g.clone(),
+            None => {
+                self.say(&format!("creating GPU cluster {name}"));
+                let k = self.keys.key(&["gpu-cluster", name, "create", fabric]);
+                self.cloud
+                    .create_gpu_cluster(self.project_id, name, fabric, &self.target.labels, &k)
+                    .await?
+            }
+        };
+        record.gpu_cluster_id = g.id.clone();
+        self.save(record).await?;
+        Ok(g.id)
+    }
+
+    /// The target's cluster: created, updated in place (version, labels), or as it is.
+    async fn cluster(&self, subnet_id: &str) -> Result<Cluster, ApplyError> {
+        let (key, labels) = (&self.target.key, &self.target.labels);
+        let spec = self.target.cluster_spec(subnet_id);
+        let Some(c) = self
+            .observed
+            .clusters
+            .iter()
+            .find(|c| c.name == key.cluster)
+        else {
+            self.say("creating cluster");
+            let k = self.keys.key(&["cluster", "create"]);
+            return self
+                .cloud
+                .create_cluster(self.project_id, &key.cluster, &spec, labels, &k)
+                .await
+                .map_err(ApplyError::from);
+        };
+        let version_differs = !spec.k8s_version.is_empty()
+            && !c.spec.k8s_version.is_empty()
+            && c.spec.k8s_version != spec.k8s_version;
+        if !version_differs && &c.labels == labels {
+            return Ok(c.clone());
+        }
+        self.say("updating cluster");
+        // A control plane keeps its subnet: the update names the one it has.
+        let mut wanted = spec;
+        wanted.subnet_id = c.spec.subnet_id.clone();
+        let k = self.keys.key(&[
+            "cluster",
+            "update",
+            &DesiredTarget::resource_digest(&(&wanted.k8s_version, labels)),
+            &format!("from-v{}", c.resource_version),
+        ]);
+        self.cloud
+            .update_cluster(&c.id, &wanted, labels, &k)
+            .await
+            .map_err(ApplyError::from)
+    }
+
+    /// The spec's node groups, each recorded once applied, then the stale ones deleted.
+    async fn node_groups(
+        &self,
+        cluster: &Cluster,
+        attached: &Attached<'_>,
+        record: &mut TargetRecord,
+    ) -> Result<(), ApplyError> {
+        let existing = self.cloud.list_node_groups(&cluster.id).await?;
+        let mut ids = Vec::new();
+        for group in &self.target.node_groups {
+            let found = existing.iter().find(|g| g.name == group.name);
+            let ng = self.node_group(&cluster.id, group, found, attached).await?;
+            ids.push(ng.id);
+            record.node_group_ids = ids.clone();
+            self.save(record).await?;
+        }
+        self.delete_stale(&existing).await
+    }
+
+    async fn node_group(
+        &self,
+        cluster_id: &str,
+        group: &DesiredNodeGroup,
+        found: Option<&NodeGroup>,
+        attached: &Attached<'_>,
+    ) -> Result<NodeGroup, ApplyError> {
+        let want = self.target.node_group_spec(
+            group,
+            attached.filesystem_id,
+            attached.gpu_cluster_id,
+            found.map_or(attached.subnet_id, |g| g.spec.subnet_id.as_str()),
+        );
+        let digest = DesiredTarget::resource_digest(&(
+            &group.shape,
+            attached.filesystem_id,
+            attached.gpu_cluster_id,
+        ));
+        let name = group.name.as_str();
+        let labels = &self.target.labels;
+        let Some(g) = found else {
+            self.say(&format!(
+                "creating node group {name} ({} node(s))",
+                want.node_count
+            ));
+            return self
+                .create_node_group(cluster_id, name, &want, &digest)
+                .await;
+        };
+        if needs_replacement(&g.spec, &want) {
+            self.say(&format!("replacing node group {name}"));
+            let k = self.keys.key(&["node-group", name, "delete", &g.id]);
+            self.cloud.delete_node_group(&g.id, &k).await?;
+            return self
+                .create_node_group(cluster_id, name, &want, &digest)
+                .await;
+        }
+        if g.spec == want && &g.labels == labels {
+            return Ok(g.clone());
+        }
+        self.say(&format!("updating node group {name}"));
+        let from = format!("from-v{}", g.resource_version);
+        let k = self
+            .keys
+            .key(&["node-group", name, "update", &digest, &from]);
+        self.cloud
+            .update_node_group(&g.id, &want, labels, &k)
+            .await
+            .map_err(ApplyError::from)
+    }
+
+    async fn create_node_group(
+        &self,
+        cluster_id: &str,
+        name: &str,
+        want: &NodeGroupSpec,
+        digest: &str,
+    ) -> Result<NodeGroup, ApplyError> {
+        let k = self.keys.key(&["node-group", name, "create", digest]);
+        self.cloud
+            .create_node_group(cluster_id, name, want, &self.target.labels, &k)
+            .await
+            .map_err(ApplyError::from)
+    }
+
+    /// Node groups this target owns that the spec no longer names.
+    async fn delete_stale(&self, existing: &[NodeGroup]) -> Result<(), ApplyError> {
+        let key = &self.target.key;
+        for stale in existing
+            .iter()
+            .filter(|g| !self.target.node_groups.iter().any(|d| d.name == g.name))
+        {
+            if desired::owned_by(&stale.labels, self.fleet, &key.project_key, &key.cluster) {
+                self.say(&format!(
+                    "deleting node group {} (no longer in the spec)",
+                    stale.name
+                ));
+                let k = self
+                    .keys
+                    .key(&["node-group", &stale.name, "delete", &stale.id]);
+                self.cloud.delete_node_group(&stale.id, &k).await?;
+            }
+        }
+        Ok(())
+    }
+}

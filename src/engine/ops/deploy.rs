@@ -1,0 +1,284 @@
+//! Deploy: every refusal and the preflight before the first mutation, then the projects one at
+//! a time, then the targets up to `concurrency` at a time, each under its time limit.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::apply::Apply;
+use super::deploy_result::{BackendCounts, DeployResult, TargetResult};
+use super::error::{ApplyError, EngineError};
+use super::options::{LifecycleOptions, Progress};
+use super::prepare::{Prepared, prepare};
+use crate::cloud::domain::Cloud;
+use crate::engine::desired::DesiredTarget;
+use crate::engine::live::{LivePlan, ObservedProject};
+use crate::engine::preflight::live_preflight;
+use crate::engine::target_status::TargetStatus;
+use crate::quota::scope::Selection;
+use crate::spec::FleetSpec;
+use crate::store::{InventoryStore, ProjectRecord};
+
+/// The refusals a prepared deploy can still meet without a cloud call: plan problems and
+/// projects that are missing when they must not be created.
+fn refuse_before_mutation(
+    prepared: &Prepared,
+    options: &LifecycleOptions,
+) -> Result<(), EngineError> {
+    if prepared.plan.has_problems() {
+        return Err(EngineError::new(format!(
+            "the live plan found problems; nothing was changed:\n  - {}",
+            prepared.plan.problems().join("\n  - ")
+        )));
+    }
+    for (_, project) in &prepared.projects {
+        let missing = prepared
+            .observed
+            .projects
+            .get(&project.key)
+            .and_then(|o| o.project.as_ref())
+            .is_none();
+        if missing && !project.project_id.is_empty() {
+            return Err(EngineError::new(format!(
+                "project {} does not exist",
+                project.project_id
+            )));
+        }
+        if missing && !options.create_projects {
+            return Err(EngineError::new(format!(
+                "project '{}' not found under tenant and project creation is disabled",
+                project.display_name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Quota preflight against the live tenant; a shortfall refuses the deploy.
+async fn preflight<C: Cloud>(
+    cloud: &C,
+    spec: &FleetSpec,
+    tenant_id: &str,
+    options: &LifecycleOptions,
+    plan: &LivePlan,
+    progress: &Progress,
+) -> Result<(), EngineError> {
+    let selection = Selection {
+        projects: options.only_projects.clone(),
+        clusters: options.only_clusters.clone(),
+    };
+    let sink = progress.clone();
+    let mut on_status = move |line: &str| sink(line);
+    let prefix = options.prefix(spec);
+    let report = live_preflight(
+        cloud,
+        spec,
+        tenant_id,
+        selection,
+        prefix,
+        plan,
+        &mut on_status,
+    )
+    .await
+    .map_err(EngineError::new)?;
+    match report.message() {
+        Some(message) => Err(EngineError::new(message)),
+        None => Ok(()),
+    }
+}
+
+/// Phase 1, sequential: projects, their storage and their shared subnet. A project missing
+/// from the map was not reached (fail-fast).
+async fn apply_projects<C: Cloud, S: InventoryStore>(
+    apply: &Apply<'_, C, S>,
+    prepared: &Prepared,
+    continue_on_error: bool,
+) -> BTreeMap<String, Result<ProjectRecord, ApplyError>> {
+    let mut state = BTreeMap::new();
+    for (_, desired) in &prepared.projects {
+        let record = prepared
+            .project_records
+            .iter()
+            .find(|r| r.project_key == desired.key)
+            .cloned();
+        let existing = prepared
+            .observed
+            .projects
+            .get(&desired.key)
+            .and_then(|o| o.project.as_ref());
+        let outcome = apply.project(desired, existing, record).await;
+        let stop = outcome.is_err() && !continue_on_error;
+        if let Err(e) = &outcome {
+            (apply.progress)(&format!("project {}: {e}", desired.key));
+        }
+        state.insert(desired.key.clone(), outcome);
+        if stop {
+            break;
+        }
+    }
+    state
+}
+
+/// A target that was not applied, and why.
+fn not_applied(target: &DesiredTarget, error: &str) -> TargetResult {
+    TargetResult::new(&target.key, &target.region, &ProjectRecord::default()).with_error(error)
+}
+
+/// What one target's task owns, so that it can run on its own.
+#[derive(Clone)]
+struct TargetRunner<C, S> {
+    cloud: C,
+    store: S,
+    fleet: String,
+    tenant: String,
+    profile: String,
+    progress: Progress,
+    timeout: Duration,
+}
+
+impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
+    async fn run(
+        self,
+        target: DesiredTarget,
+        project: ProjectRecord,
+        observed: ObservedProject,
+    ) -> TargetResult {
+        let apply = Apply {
+            cloud: &self.cloud,
+            store: &self.store,
+            fleet: &self.fleet,
+            tenant: &self.tenant,
+            profile: &self.profile,
+            progress: &self.progress,
+        };
+        let run = apply.target(&target, &project, &observed);
+        match tokio::time::timeout(self.timeout, run).await {
+            Ok(result) => result,
+            Err(_) => {
+                let minutes = self.timeout.as_secs() / 60;
+                let error = format!("timed out after {minutes} minute(s)");
+                (self.progress)(&format!("{}: failed: {error}", target.key));
+                let _ = apply.record_failure(&target, &project, &error).await;
+                TargetResult::new(&target.key, &target.region, &project).with_error(&error)
+            }
+        }
+    }
+}
+
+fn joined(done: Result<TargetResult, tokio::task::JoinError>) -> Result<TargetResult, EngineError> {
+    done.map_err(|e| EngineError::new(format!("target task failed: {e}")))
+}
+
+/// Phase 2: targets, up to `concurrency` at a time; a target whose project failed is not
+/// attempted.
+async fn apply_targets<C, S>(
+    runner: TargetRunner<C, S>,
+    prepared: &Prepared,
+    projects: &BTreeMap<String, Result<ProjectRecord, ApplyError>>,
+    options: &LifecycleOptions,
+) -> Result<Vec<TargetResult>, EngineError>
+where
+    C: Cloud + Clone + 'static,
+    S: InventoryStore + Clone + 'static,
+{
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(options.concurrency.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut stop = false;
+    let mut out = Vec::new();
+    for target in prepared.targets.iter().cloned() {
+        let project = match projects.get(&target.key.project_key) {
+            Some(Ok(project)) => project.clone(),
+            Some(Err(e)) => {
+                out.push(not_applied(&target, &format!("project failed: {e}")));
+                continue;
+            }
+            None => {
+                out.push(not_applied(&target, "project was not reached (fail-fast)"));
+                continue;
+            }
+        };
+        if stop {
+            out.push(not_applied(&target, "not attempted (fail-fast)"));
+            continue;
+        }
+        let observed = prepared
+            .observed
+            .projects
+            .get(&target.key.project_key)
+            .cloned()
+            .unwrap_or_default();
+        let permit = semaphore
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore is never closed");
+        let runner = runner.clone();
+        tasks.spawn(async move {
+            let _permit = permit;
+            runner.run(target, project, observed).await
+        });
+        if !options.continue_on_error && options.concurrency <= 1 {
+            // Sequential fail-fast: wait for this target before starting the next.
+            if let Some(done) = tasks.join_next().await {
+                let r = joined(done)?;
+                stop = r.status != TargetStatus::Deployed;
+                out.push(r);
+            }
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        out.push(joined(done)?);
+    }
+    Ok(out)
+}
+
+/// Deploys the selected targets. Returns the result even when targets failed; an `Err` means
+/// nothing was mutated (validation, identity, ownership or preflight refused) or the inventory
+/// failed.
+pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'static>(
+    cloud: &C,
+    store: &S,
+    spec: &FleetSpec,
+    tenant_id: &str,
+    options: &LifecycleOptions,
+    progress: Progress,
+) -> Result<DeployResult, EngineError> {
+    let prepared = prepare(cloud, store, spec, tenant_id, options).await?;
+    refuse_before_mutation(&prepared, options)?;
+    if options.preflight && !prepared.selected.is_empty() {
+        preflight(cloud, spec, tenant_id, options, &prepared.plan, &progress).await?;
+    }
+    let apply = Apply {
+        cloud,
+        store,
+        fleet: &spec.name,
+        tenant: tenant_id,
+        profile: &options.profile,
+        progress: &progress,
+    };
+    let projects = apply_projects(&apply, &prepared, options.continue_on_error).await;
+    let runner = TargetRunner {
+        cloud: cloud.clone(),
+        store: store.clone(),
+        fleet: spec.name.clone(),
+        tenant: tenant_id.to_string(),
+        profile: options.profile.clone(),
+        progress: progress.clone(),
+        timeout: options.timeout,
+    };
+    let mut result = DeployResult {
+        name: spec.name.clone(),
+        tenant_id: tenant_id.to_string(),
+        region: spec.region.clone(),
+        project_prefix: options.prefix(spec).to_string(),
+        profile: options.profile.clone(),
+        cloud: cloud.describe(),
+        plan_digest: prepared.plan.digest.clone(),
+        clusters: apply_targets(runner, &prepared, &projects, options).await?,
+        deployed: 0,
+        failed: 0,
+        backend_counts: BackendCounts::default(),
+    };
+    result.recount();
+    Ok(result)
+}

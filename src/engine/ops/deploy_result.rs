@@ -1,0 +1,167 @@
+//! What a deploy reports: one outcome per target, the counts, and the terminal text.
+
+use serde::{Serialize, Serializer};
+
+use crate::engine::desired::TargetKey;
+use crate::engine::target_status::TargetStatus;
+use crate::spec::Backend;
+use crate::store::ProjectRecord;
+
+/// A backend as its name, as the results have always shown it.
+pub(super) fn backend_name<S: Serializer>(backend: &Backend, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(backend.as_str())
+}
+
+/// One target's outcome (fleet-engine §8.4; operator output, not sanitized).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetResult {
+    #[serde(serialize_with = "backend_name")]
+    pub backend: Backend,
+    pub project_key: String,
+    pub cluster_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub project_id: String,
+    pub project_created: bool,
+    pub region: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cluster_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub endpoint: String,
+    pub node_group_ids: Vec<String>,
+    pub status: TargetStatus,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+impl TargetResult {
+    /// A target of `project` that has nothing applied yet, and so has not succeeded.
+    pub(super) fn new(key: &TargetKey, region: &str, project: &ProjectRecord) -> TargetResult {
+        TargetResult {
+            backend: Backend::Mk8s,
+            project_key: key.project_key.clone(),
+            cluster_name: key.cluster.clone(),
+            project_id: project.project_id.clone(),
+            project_created: project.project_created,
+            region: region.to_string(),
+            cluster_id: String::new(),
+            endpoint: String::new(),
+            node_group_ids: Vec::new(),
+            status: TargetStatus::Error,
+            error: String::new(),
+        }
+    }
+
+    pub(super) fn with_error(mut self, error: &str) -> TargetResult {
+        self.status = TargetStatus::Error;
+        self.error = error.to_string();
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct BackendCounts {
+    pub mk8s: usize,
+    pub soperator: usize,
+}
+
+impl BackendCounts {
+    pub(super) fn of(backends: impl Iterator<Item = Backend>) -> BackendCounts {
+        let mut counts = BackendCounts::default();
+        for backend in backends {
+            match backend {
+                Backend::Mk8s => counts.mk8s += 1,
+                Backend::Soperator => counts.soperator += 1,
+            }
+        }
+        counts
+    }
+}
+
+/// The result of a deploy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeployResult {
+    pub name: String,
+    pub tenant_id: String,
+    pub region: String,
+    pub project_prefix: String,
+    pub profile: String,
+    pub cloud: String,
+    pub plan_digest: String,
+    pub clusters: Vec<TargetResult>,
+    pub deployed: usize,
+    pub failed: usize,
+    pub backend_counts: BackendCounts,
+}
+
+impl DeployResult {
+    pub fn recount(&mut self) {
+        self.deployed = self
+            .clusters
+            .iter()
+            .filter(|c| c.status == TargetStatus::Deployed)
+            .count();
+        self.failed = self
+            .clusters
+            .iter()
+            .filter(|c| c.status.is_failure())
+            .count();
+        self.backend_counts = BackendCounts::of(self.clusters.iter().map(|c| c.backend));
+    }
+
+    /// `Fleet '<name>' in <region> (tenant <tenant>): <d> deployed, <f> failed.` and one line
+    /// per cluster.
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Fleet '{}' in {} (tenant {}): {} deployed, {} failed.",
+            self.name, self.region, self.tenant_id, self.deployed, self.failed
+        );
+        for c in &self.clusters {
+            if c.status == TargetStatus::Deployed {
+                let id = if c.cluster_id.is_empty() {
+                    "(no id)"
+                } else {
+                    &c.cluster_id
+                };
+                let _ = writeln!(
+                    out,
+                    "  [ok]   {}/{} -> {} (context fleet-{}-{}-{})",
+                    c.project_key, c.cluster_name, id, self.name, c.project_key, c.cluster_name
+                );
+            } else {
+                let why = if c.error.is_empty() {
+                    c.status.as_str()
+                } else {
+                    c.error.as_str()
+                };
+                let _ = writeln!(
+                    out,
+                    "  [FAIL] {}/{}: {}",
+                    c.project_key, c.cluster_name, why
+                );
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_result_shows_its_backend_and_status_as_text() {
+        let key = TargetKey {
+            project_key: "a".into(),
+            cluster: "train".into(),
+        };
+        let result =
+            TargetResult::new(&key, "eu-north1", &ProjectRecord::default()).with_error("boom");
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            r#"{"backend":"mk8s","project_key":"a","cluster_name":"train","project_created":false,"region":"eu-north1","node_group_ids":[],"status":"error","error":"boom"}"#
+        );
+    }
+}

@@ -1,0 +1,68 @@
+//! Why a lifecycle command stopped: the engine's refusals and the store's and cloud's failures,
+//! each keeping where it came from so a pull-request comment can name it without its text.
+
+/// Why a lifecycle command stopped before (or instead of) acting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    /// For the operator: may name resources, IDs and the store's location.
+    pub message: String,
+    pub source: ErrorSource,
+}
+
+/// Where an [`EngineError`] came from, for output that must not carry its text (a pull-request
+/// comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorSource {
+    /// The engine's own rules (the message names spec keys only).
+    Engine,
+    /// The inventory store.
+    Store,
+    /// The cloud, with its status code.
+    Cloud(tonic::Code),
+}
+
+impl EngineError {
+    /// An error of the engine's own rules.
+    pub fn new(message: impl Into<String>) -> Self {
+        EngineError {
+            message: message.into(),
+            source: ErrorSource::Engine,
+        }
+    }
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+impl From<crate::store::StoreError> for EngineError {
+    fn from(e: crate::store::StoreError) -> Self {
+        EngineError {
+            message: e.to_string(),
+            source: ErrorSource::Store,
+        }
+    }
+}
+
+impl From<crate::cloud::CloudError> for EngineError {
+    fn from(e: crate::cloud::CloudError) -> Self {
+        EngineError {
+            message: format!("cloud: {e}"),
+            source: ErrorSource::Cloud(e.code),
+        }
+    }
+}
+
+/// Why one apply step failed. It shows exactly its cause's text, which is what the target's
+/// record and result carry.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Cloud(#[from] crate::cloud::CloudError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}

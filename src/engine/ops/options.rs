@@ -1,0 +1,90 @@
+//! The options every lifecycle command shares, target selection, and the progress sink.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::spec::FleetSpec;
+
+/// Progress sink: one human-readable line per step. JSON mode sends these to stderr.
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The selected targets as `(project index, cluster index)`, in spec order.
+pub fn select(
+    spec: &FleetSpec,
+    only_projects: &[String],
+    only_clusters: &[String],
+    prefix: &str,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for (pi, project) in spec.projects.iter().enumerate() {
+        let in_scope = only_projects.is_empty()
+            || only_projects.contains(&project.key())
+            || only_projects.contains(&project.display_name(prefix));
+        if !in_scope {
+            continue;
+        }
+        for (ci, cluster) in project.clusters.iter().enumerate() {
+            if only_clusters.is_empty() || only_clusters.contains(&cluster.name) {
+                out.push((pi, ci));
+            }
+        }
+    }
+    out
+}
+
+/// Splits a CSV selector: trimmed, empty parts dropped; empty means no filter.
+pub fn csv(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Options shared by the lifecycle commands.
+#[derive(Debug, Clone)]
+pub struct LifecycleOptions {
+    pub only_projects: Vec<String>,
+    pub only_clusters: Vec<String>,
+    pub project_prefix: String,
+    pub profile: String,
+    pub concurrency: usize,
+    pub continue_on_error: bool,
+    pub create_projects: bool,
+    pub preflight: bool,
+    /// Per-target limit on applying (or destroying).
+    pub timeout: Duration,
+    pub ssh_public_key: String,
+    /// The spec's path, for retry commands.
+    pub spec_path: String,
+}
+
+impl Default for LifecycleOptions {
+    fn default() -> Self {
+        LifecycleOptions {
+            only_projects: Vec::new(),
+            only_clusters: Vec::new(),
+            project_prefix: String::new(),
+            profile: String::new(),
+            concurrency: 1,
+            continue_on_error: true,
+            create_projects: true,
+            preflight: true,
+            timeout: Duration::from_secs(120 * 60),
+            ssh_public_key: String::new(),
+            spec_path: "fleet.yaml".into(),
+        }
+    }
+}
+
+impl LifecycleOptions {
+    /// The project prefix: `--project-prefix` when given, else the spec's.
+    pub fn prefix<'a>(&'a self, spec: &'a FleetSpec) -> &'a str {
+        if self.project_prefix.is_empty() {
+            &spec.project_prefix
+        } else {
+            &self.project_prefix
+        }
+    }
+}

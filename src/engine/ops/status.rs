@@ -1,0 +1,161 @@
+//! Status: every spec target's inventory record merged with a live read of its cluster.
+
+use serde::Serialize;
+
+use super::deploy_result::{BackendCounts, backend_name};
+use super::error::EngineError;
+use super::records::{find_target, require_backend};
+use crate::cloud::domain::Cloud;
+use crate::engine::target_status::TargetStatus;
+use crate::spec::{Backend, ClusterSpec, FleetSpec};
+use crate::store::{InventoryStore, TargetRecord};
+
+/// One target's status: the inventory merged with a live read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatusEntry {
+    #[serde(serialize_with = "backend_name")]
+    pub backend: Backend,
+    pub project_key: String,
+    pub cluster_name: String,
+    pub status: TargetStatus,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub project_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cluster_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub live_state: String,
+    pub node_groups: usize,
+    pub nodes_ready: i64,
+    pub nodes_wanted: i64,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatusResult {
+    pub name: String,
+    pub cloud: String,
+    pub clusters: Vec<StatusEntry>,
+    pub deployed: usize,
+    pub failed: usize,
+    pub backend_counts: BackendCounts,
+}
+
+impl StatusResult {
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = format!("Fleet '{}':\n", self.name);
+        for c in &self.clusters {
+            let _ = writeln!(
+                out,
+                "  {}/{}: {} {}",
+                c.project_key, c.cluster_name, c.status, c.cluster_id
+            );
+        }
+        out
+    }
+}
+
+impl StatusEntry {
+    fn unknown(key: &str, cluster: &ClusterSpec) -> StatusEntry {
+        StatusEntry {
+            backend: cluster.backend,
+            project_key: key.to_string(),
+            cluster_name: cluster.name.clone(),
+            status: TargetStatus::Unknown,
+            project_id: String::new(),
+            cluster_id: String::new(),
+            live_state: String::new(),
+            node_groups: 0,
+            nodes_ready: 0,
+            nodes_wanted: 0,
+            error: String::new(),
+        }
+    }
+
+    fn fail(&mut self, error: impl ToString) {
+        self.status = TargetStatus::StatusError;
+        self.error = error.to_string();
+    }
+}
+
+/// Merges the live cluster and its node groups into a recorded target's entry.
+async fn read_live<C: Cloud>(cloud: &C, entry: &mut StatusEntry) {
+    let c = match cloud.get_cluster(&entry.cluster_id).await {
+        Ok(c) => c,
+        Err(e) if e.is_not_found() => {
+            entry.live_state = "absent".into();
+            if entry.status == TargetStatus::Deployed {
+                entry.fail("the recorded cluster no longer exists");
+            }
+            return;
+        }
+        Err(e) => {
+            entry.fail(e);
+            return;
+        }
+    };
+    entry.live_state = format!("{:?}", c.state).to_lowercase();
+    match cloud.list_node_groups(&c.id).await {
+        Ok(groups) => {
+            entry.node_groups = groups.len();
+            entry.nodes_ready = groups.iter().map(|g| g.ready_node_count).sum();
+            entry.nodes_wanted = groups.iter().map(|g| g.spec.node_count).sum();
+        }
+        Err(e) => entry.fail(e),
+    }
+}
+
+async fn status_entry<C: Cloud>(
+    cloud: &C,
+    key: &str,
+    cluster: &ClusterSpec,
+    record: Option<&TargetRecord>,
+) -> Result<StatusEntry, EngineError> {
+    let mut entry = StatusEntry::unknown(key, cluster);
+    let Some(r) = record else {
+        return Ok(entry);
+    };
+    require_backend(
+        r,
+        cluster,
+        "refusing status without backend ownership proof",
+    )?;
+    entry.status = TargetStatus::from_record(&r.status);
+    entry.project_id = r.project_id.clone();
+    entry.cluster_id = r.cluster_id.clone();
+    entry.error = r.error.clone();
+    if !r.cluster_id.is_empty() {
+        read_live(cloud, &mut entry).await;
+    }
+    Ok(entry)
+}
+
+/// Every spec target: its inventory record merged with a live read of its cluster.
+pub async fn status<C: Cloud, S: InventoryStore>(
+    cloud: &C,
+    store: &S,
+    spec: &FleetSpec,
+) -> Result<StatusResult, EngineError> {
+    let records = store.targets(&spec.name).await?;
+    let mut clusters = Vec::new();
+    for (project, cluster) in spec.cluster_targets() {
+        let key = project.key();
+        let record = find_target(&records, &key, &cluster.name);
+        clusters.push(status_entry(cloud, &key, cluster, record).await?);
+    }
+    Ok(StatusResult {
+        name: spec.name.clone(),
+        cloud: cloud.describe(),
+        deployed: clusters
+            .iter()
+            .filter(|c| c.status == TargetStatus::Deployed)
+            .count(),
+        failed: clusters
+            .iter()
+            .filter(|c| c.status.is_failure() && c.status != TargetStatus::Unknown)
+            .count(),
+        backend_counts: BackendCounts::of(clusters.iter().map(|c| c.backend)),
+        clusters,
+    })
+}
