@@ -19,7 +19,8 @@ use super::report::{CommandHelp, Verdict};
 use crate::github::client::StickyComment;
 use crate::github::events::{CommentAction, IssueCommentEvent, PrAction};
 use crate::github::{
-    ClientError, Event, EventError, GitHubClient, Permission, RepoClient, parse_event,
+    ClientError, Event, EventError, FileStatus, GitHubClient, Permission, PullState, RepoClient,
+    parse_event,
 };
 use crate::quota::evidence::QuotaEvidence;
 
@@ -204,12 +205,12 @@ impl Bot {
             let spec = is_spec(f);
             let mut file = ChangedFile {
                 path: f.filename.clone(),
-                status: f.status.clone(),
+                status: f.status,
                 previous_path: f.previous_filename.clone(),
                 patch: f.patch.clone(),
                 ..ChangedFile::default()
             };
-            if any_spec && f.status != "removed" {
+            if any_spec && f.status != FileStatus::Removed {
                 if spec || fetched < self.settings.max_fetched_files {
                     fetched += 1;
                     match repo.file_content(&f.filename, head_sha).await? {
@@ -226,7 +227,7 @@ impl Bot {
                     ));
                 }
             }
-            if spec && f.status != "added" {
+            if spec && f.status != FileStatus::Added {
                 let base_path = f.previous_filename.as_deref().unwrap_or(&f.filename);
                 file.base = repo.file_content(base_path, base_sha).await?;
             }
@@ -366,7 +367,7 @@ impl Bot {
         }
         if plan {
             let pr = repo.pull_request(e.issue_number).await?;
-            if pr.state == "open" {
+            if pr.state == PullState::Open {
                 // Bound to the head at the moment the command is handled.
                 self.preflight(&repo, e.issue_number, &pr.head_sha, &pr.base_sha)
                     .await?;
@@ -401,7 +402,7 @@ fn valid_head_specs(
     files
         .iter()
         .filter(|f| {
-            f.status != "removed"
+            f.status != FileStatus::Removed
                 && (matcher.matches(&f.path)
                     || f.previous_path
                         .as_deref()

@@ -22,7 +22,9 @@ use super::report::*;
 use crate::engine::live::Action;
 use crate::engine::static_plan::{ClusterPlan, ObjectStoragePlan};
 use crate::engine::{FleetPlan, PlanOptions, plan};
-use crate::github::{Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload};
+use crate::github::{
+    Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload, FileStatus,
+};
 use crate::privacy::diff::added_line_ranges;
 use crate::privacy::{FileScan, Finding, PrivacyAllowlist, RuleId, Scanner, ScannerConfig};
 use crate::quota::evidence::QuotaEvidence;
@@ -42,8 +44,8 @@ const MAX_DIFF_CHARS: usize = 20_000;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChangedFile {
     pub path: String,
-    /// GitHub's status: `added`, `modified`, `removed`, `renamed`, …
-    pub status: String,
+    /// GitHub's status: added, modified, removed, renamed, …
+    pub status: FileStatus,
     pub previous_path: Option<String>,
     /// The diff hunks GitHub gave; `None` for binary or oversized changes.
     pub patch: Option<String>,
@@ -244,7 +246,7 @@ fn scan_changed_files(scanner: &Scanner, files: &[ChangedFile]) -> PrivacyScan {
     let mut sorted: Vec<&ChangedFile> = files.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
     for file in sorted {
-        if file.status == "removed" {
+        if file.status == FileStatus::Removed {
             continue;
         }
         let Some(content) = &file.head else {
@@ -291,7 +293,7 @@ fn evaluate_spec(
     quota: Option<&QuotaInput<'_>>,
     live: Option<&LiveSpec>,
 ) -> (FleetReport, SpecDiff) {
-    let change = FileChange::from_github(&file.status, file.previous_path.as_deref());
+    let change = FileChange::from_github(file.status, file.previous_path.as_deref());
     let base_path = file.previous_path.as_deref().unwrap_or(&file.path);
     let head_private = file
         .head
@@ -325,7 +327,7 @@ fn evaluate_spec(
         plan: None,
         budget: None,
     };
-    if file.status == "removed" {
+    if file.status == FileStatus::Removed {
         report.status = FleetStatus::Removed;
         report.name = base_spec.as_ref().map(|s| s.name.clone());
         report.plan = base_plan.as_ref().map(|b| summarize(None, Some(b)));
@@ -438,7 +440,7 @@ fn spec_diff(file: &ChangedFile, change: &FileChange, holds_private: bool) -> Sp
         None => Some(String::new()),
         Some(bytes) => String::from_utf8(bytes.clone()).ok(),
     };
-    let head = if file.status == "removed" {
+    let head = if file.status == FileStatus::Removed {
         Some(String::new())
     } else if file.head.is_none() {
         None
@@ -1185,10 +1187,10 @@ mod tests {
 
     const SPEC: &str = include_str!("../../fixtures/specs/fleet1-test.yaml");
 
-    fn file(path: &str, status: &str, head: Option<&str>, base: Option<&str>) -> ChangedFile {
+    fn file(path: &str, status: FileStatus, head: Option<&str>, base: Option<&str>) -> ChangedFile {
         ChangedFile {
             path: path.into(),
-            status: status.into(),
+            status,
             head: head.map(|h| h.as_bytes().to_vec()),
             base: base.map(|b| b.as_bytes().to_vec()),
             ..ChangedFile::default()
@@ -1214,7 +1216,7 @@ mod tests {
     fn a_removed_spec_destroys_its_clusters_without_blocking() {
         let config = LoadedConfig::from_default_branch("main", None);
         let out = run(
-            &[file("fleets/a.yaml", "removed", None, Some(SPEC))],
+            &[file("fleets/a.yaml", FileStatus::Removed, None, Some(SPEC))],
             &config,
         );
         let fleet = &out.report.fleets[0];
@@ -1229,7 +1231,10 @@ mod tests {
     #[test]
     fn an_invalid_config_fails_preflight_even_without_spec_changes() {
         let config = LoadedConfig::from_default_branch("main", Some(b"specz: []\n"));
-        let out = run(&[file("README.md", "modified", Some("x\n"), None)], &config);
+        let out = run(
+            &[file("README.md", FileStatus::Modified, Some("x\n"), None)],
+            &config,
+        );
         assert_eq!(out.report.verdict(), Verdict::Blocked);
         assert_eq!(out.preflight.conclusion, CheckConclusion::Failure);
         assert_eq!(out.privacy.conclusion, CheckConclusion::Skipped);
@@ -1246,7 +1251,7 @@ mod tests {
         let spec = SPEC.replace("region: us-central1", &format!("region: [\"{id}\"]"));
         let config = LoadedConfig::from_default_branch("main", None);
         let out = run(
-            &[file("fleets/a.yaml", "added", Some(&spec), None)],
+            &[file("fleets/a.yaml", FileStatus::Added, Some(&spec), None)],
             &config,
         );
         let text = format!(
@@ -1261,18 +1266,24 @@ mod tests {
     #[test]
     fn the_digest_covers_spec_bytes_and_config() {
         let config = LoadedConfig::from_default_branch("main", None);
-        let a = run(&[file("fleets/a.yaml", "added", Some(SPEC), None)], &config);
+        let a = run(
+            &[file("fleets/a.yaml", FileStatus::Added, Some(SPEC), None)],
+            &config,
+        );
         let b = run(
             &[file(
                 "fleets/a.yaml",
-                "added",
+                FileStatus::Added,
                 Some(&format!("{SPEC}\n")),
                 None,
             )],
             &config,
         );
         let other = LoadedConfig::from_default_branch("main", Some(b"specs: ['fleets/**']\n"));
-        let c = run(&[file("fleets/a.yaml", "added", Some(SPEC), None)], &other);
+        let c = run(
+            &[file("fleets/a.yaml", FileStatus::Added, Some(SPEC), None)],
+            &other,
+        );
         assert_eq!(a.report.digest.len(), 64);
         assert_ne!(a.report.digest, b.report.digest);
         assert_ne!(a.report.digest, c.report.digest);
@@ -1320,7 +1331,12 @@ mod tests {
 
     fn run_live(live: LiveSpec) -> PrOutcome {
         let config = LoadedConfig::from_default_branch("main", None);
-        let files = [file("fleets/a.yaml", "modified", Some(SPEC), Some(SPEC))];
+        let files = [file(
+            "fleets/a.yaml",
+            FileStatus::Modified,
+            Some(SPEC),
+            Some(SPEC),
+        )];
         let live = BTreeMap::from([("fleets/a.yaml".to_string(), live)]);
         evaluate_pull_request(&PrInput {
             repo: "o/r",
@@ -1428,7 +1444,12 @@ mod tests {
         assert_ne!(spec, SPEC);
         let config = LoadedConfig::from_default_branch("main", None);
         let out = run(
-            &[file("fleets/a.yaml", "modified", Some(&spec), Some(SPEC))],
+            &[file(
+                "fleets/a.yaml",
+                FileStatus::Modified,
+                Some(&spec),
+                Some(SPEC),
+            )],
             &config,
         );
         assert_eq!(out.privacy.conclusion, CheckConclusion::Failure);
@@ -1454,22 +1475,27 @@ mod tests {
         let config = LoadedConfig::from_default_branch("main", None);
         let cases = [
             (
-                vec![file("README.md", "modified", Some("x\n"), None)],
+                vec![file("README.md", FileStatus::Modified, Some("x\n"), None)],
                 CheckConclusion::Skipped,
                 CheckConclusion::Skipped,
             ),
             (
-                vec![file("fleets/a.yaml", "added", Some(SPEC), None)],
+                vec![file("fleets/a.yaml", FileStatus::Added, Some(SPEC), None)],
                 CheckConclusion::Neutral,
                 CheckConclusion::Success,
             ),
             (
-                vec![file("fleets/a.yaml", "removed", None, Some(SPEC))],
+                vec![file("fleets/a.yaml", FileStatus::Removed, None, Some(SPEC))],
                 CheckConclusion::Success,
                 CheckConclusion::Success,
             ),
             (
-                vec![file("fleets/a.yaml", "added", Some("name: [\n"), None)],
+                vec![file(
+                    "fleets/a.yaml",
+                    FileStatus::Added,
+                    Some("name: [\n"),
+                    None,
+                )],
                 CheckConclusion::Failure,
                 CheckConclusion::Success,
             ),

@@ -18,7 +18,7 @@ use serde::ser::SerializeStruct;
 use super::config::CONFIG_PATH;
 use super::live::LiveErrorKind;
 use crate::engine::live::ProblemKind;
-use crate::github::Permission;
+use crate::github::{FileStatus, Permission};
 
 /// The overall answer, shown first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -291,12 +291,12 @@ pub enum FileChange {
 }
 
 impl FileChange {
-    /// From GitHub's file `status`.
-    pub fn from_github(status: &str, previous: Option<&str>) -> Self {
+    /// From GitHub's file status.
+    pub fn from_github(status: FileStatus, previous: Option<&str>) -> Self {
         match (status, previous) {
-            ("added", _) | ("copied", _) => FileChange::Added,
-            ("removed", _) => FileChange::Removed,
-            ("renamed", Some(from)) => FileChange::Renamed {
+            (FileStatus::Added | FileStatus::Copied, _) => FileChange::Added,
+            (FileStatus::Removed, _) => FileChange::Removed,
+            (FileStatus::Renamed, Some(from)) => FileChange::Renamed {
                 from: from.to_string(),
             },
             _ => FileChange::Modified,
