@@ -340,6 +340,8 @@ fn parse_line(rest: &str, line: u32) -> Option<Result<Command, CommandError>> {
     Some(parse_args(after, kind, line))
 }
 
+/// The `key=value` arguments after a command's name, up to the end of the line or an
+/// `@mention`; the first malformed one is the error.
 fn parse_args(text: &str, kind: CommandKind, line: u32) -> Result<Command, CommandError> {
     let mut args = BTreeMap::new();
     let mut chars = text.char_indices().peekable();
@@ -352,20 +354,7 @@ fn parse_args(text: &str, kind: CommandKind, line: u32) -> Result<Command, Comma
             // Addressed to someone else from here on.
             break;
         }
-        let mut key_end = start;
-        let mut has_eq = false;
-        while let Some(&(i, c)) = chars.peek() {
-            if c.is_whitespace() {
-                break;
-            }
-            chars.next();
-            if c == '=' {
-                key_end = i;
-                has_eq = true;
-                break;
-            }
-            key_end = i + c.len_utf8();
-        }
+        let (key_end, has_eq) = read_key(&mut chars, start);
         if !has_eq {
             return Err(CommandError::BareArgument {
                 line,
@@ -374,55 +363,13 @@ fn parse_args(text: &str, kind: CommandKind, line: u32) -> Result<Command, Comma
             });
         }
         let key = &text[start..key_end];
-        let value = if chars.next_if(|(_, c)| *c == '"').is_some() {
-            let mut value = String::new();
-            let mut closed = false;
-            for (_, c) in chars.by_ref() {
-                if c == '"' {
-                    closed = true;
-                    break;
-                }
-                value.push(c);
-            }
-            if !closed {
-                return Err(CommandError::UnclosedQuote {
-                    line,
-                    command: kind,
-                });
-            }
-            value
-        } else {
-            let mut value = String::new();
-            while let Some((_, c)) = chars.next_if(|(_, c)| !c.is_whitespace()) {
-                value.push(c);
-            }
-            value
+        let Some(value) = read_value(&mut chars) else {
+            return Err(CommandError::UnclosedQuote {
+                line,
+                command: kind,
+            });
         };
-        if !kind.allowed_args().contains(&key) {
-            return Err(CommandError::UnknownArgument {
-                line,
-                command: kind,
-                key: echo(key),
-            });
-        }
-        if value.is_empty() {
-            return Err(CommandError::EmptyValue {
-                line,
-                command: kind,
-                key: key.to_string(),
-            });
-        }
-        let valid = value.chars().count() <= MAX_VALUE_CHARS
-            && value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'));
-        if !valid {
-            return Err(CommandError::InvalidValue {
-                line,
-                command: kind,
-                key: key.to_string(),
-            });
-        }
+        check_arg(kind, line, key, &value)?;
         if args.insert(key.to_string(), value).is_some() {
             return Err(CommandError::DuplicateArgument {
                 line,
@@ -432,6 +379,74 @@ fn parse_args(text: &str, kind: CommandKind, line: u32) -> Result<Command, Comma
         }
     }
     Ok(Command { kind, args, line })
+}
+
+type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+
+/// Reads a key through its `=`: where the key ends, and whether an `=` ended it (a bare word
+/// ends at white space instead).
+fn read_key(chars: &mut Chars<'_>, start: usize) -> (usize, bool) {
+    let mut key_end = start;
+    while let Some(&(i, c)) = chars.peek() {
+        if c.is_whitespace() {
+            break;
+        }
+        chars.next();
+        if c == '=' {
+            return (i, true);
+        }
+        key_end = i + c.len_utf8();
+    }
+    (key_end, false)
+}
+
+/// A quoted value through its closing quote (`None` when it is not closed), or a bare one up
+/// to white space.
+fn read_value(chars: &mut Chars<'_>) -> Option<String> {
+    let mut value = String::new();
+    if chars.next_if(|(_, c)| *c == '"').is_some() {
+        for (_, c) in chars.by_ref() {
+            if c == '"' {
+                return Some(value);
+            }
+            value.push(c);
+        }
+        return None;
+    }
+    while let Some((_, c)) = chars.next_if(|(_, c)| !c.is_whitespace()) {
+        value.push(c);
+    }
+    Some(value)
+}
+
+/// Values are names, so anything else (spaces, quotes, markup) is refused rather than echoed.
+fn check_arg(kind: CommandKind, line: u32, key: &str, value: &str) -> Result<(), CommandError> {
+    if !kind.allowed_args().contains(&key) {
+        return Err(CommandError::UnknownArgument {
+            line,
+            command: kind,
+            key: echo(key),
+        });
+    }
+    if value.is_empty() {
+        return Err(CommandError::EmptyValue {
+            line,
+            command: kind,
+            key: key.to_string(),
+        });
+    }
+    let valid = value.chars().count() <= MAX_VALUE_CHARS
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'));
+    if !valid {
+        return Err(CommandError::InvalidValue {
+            line,
+            command: kind,
+            key: key.to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// User text as it may be shown back: at most a few characters, no backticks.

@@ -1,16 +1,20 @@
 //! The GitHub App's behaviour: repository config, commands, the pull-request preflight, the
-//! public report and its rendering, and the handler that ties them to GitHub.
+//! public report and its rendering, and the handlers and jobs that tie them to GitHub.
 //!
-//! Everything but [`handler`] is pure: [`pr::evaluate_pull_request`] turns fetched inputs into
-//! the comment and the two check runs, so the rules are tested without any network.
+//! Dependencies point one way: [`handler`] (one handler per event) starts [`jobs`], which
+//! fetch through the one GitHub client and call the pure [`pr::evaluate_pull_request`]; that
+//! turns fetched inputs into the [`report`] and, through [`render`], the comment and the two
+//! check runs, so the rules are tested without any network.
 
 pub mod commands;
 pub mod config;
 pub mod handler;
+pub mod jobs;
 pub mod live;
 pub mod pr;
 pub mod render;
 pub mod report;
+pub mod settings;
 
 pub use commands::{Command, CommandError, CommandKind, ParsedComment, parse_comment};
 pub use config::{ConfigError, LoadedConfig, RepoConfig};

@@ -17,7 +17,8 @@ use std::fmt;
 pub use app::{AppAuthError, AppCredentials, InstallationToken, TokenCache};
 pub use client::{
     Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload, ClientConfig,
-    ClientError, GitHubClient, Permission, PrFile, PullRequestInfo, RepoClient, RetryPolicy,
+    ClientError, FileStatus, GitHubClient, Permission, PrFile, PullRequestInfo, PullState,
+    RepoClient, RetryPolicy,
 };
 pub use events::{Event, EventError, parse_event};
 pub use webhook::{SignatureError, WebhookSecrets, sign};

@@ -1,0 +1,190 @@
+//! The preflight of one pull-request head: fetch the config and the changed files, read the
+//! live cloud, evaluate, then publish both check runs and the sticky comment.
+
+use std::collections::BTreeMap;
+
+use super::load_config;
+use crate::bot::config::{LoadedConfig, SpecMatcher};
+use crate::bot::live::{LiveSpec, read_live};
+use crate::bot::pr::{ChangedFile, PrInput, PrOutcome, QuotaInput, evaluate_pull_request};
+use crate::bot::render::COMMENT_MARKER;
+use crate::bot::report::Verdict;
+use crate::bot::settings::BotSettings;
+use crate::github::client::StickyComment;
+use crate::github::{ClientError, FileStatus, RepoClient};
+use crate::spec::FleetSpec;
+
+/// The commit pair a preflight is bound to.
+#[derive(Debug, Clone, Copy)]
+pub struct PrHead<'a> {
+    pub number: u64,
+    pub head_sha: &'a str,
+    pub base_sha: &'a str,
+}
+
+/// What the preflight published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    pub verdict: Verdict,
+    /// The sticky comment, unless none exists and none was needed.
+    pub comment: Option<StickyComment>,
+    /// The two check runs' ids.
+    pub check_runs: Vec<u64>,
+}
+
+/// Runs the preflight of `pr` and publishes it; `alias_key` keys the privacy aliases.
+pub async fn preflight(
+    repo: &RepoClient,
+    settings: &BotSettings,
+    alias_key: &[u8],
+    pr: PrHead<'_>,
+) -> Result<Published, ClientError> {
+    let config = load_config(repo).await?;
+    let matcher = config.config.spec_matcher();
+    let (files, truncated) = fetch_changed_files(repo, settings, &matcher, pr).await?;
+    let live = read_live_specs(settings, &config, &files, &matcher).await;
+    let quota = settings.quota.as_ref().map(|q| QuotaInput {
+        tenant_id: &q.tenant_id,
+        evidence: q.evidence.as_ref(),
+    });
+    let repo_name = repo.repo().to_string();
+    let outcome = evaluate_pull_request(&PrInput {
+        repo: &repo_name,
+        number: pr.number,
+        head_sha: pr.head_sha,
+        base_sha: pr.base_sha,
+        files: &files,
+        files_truncated: truncated,
+        config: &config,
+        alias_key,
+        quota,
+        live: &live,
+    });
+    let check_runs = publish_checks(repo, &outcome).await?;
+    let comment = publish_comment(repo, pr.number, &outcome).await?;
+    tracing::info!(
+        repo = %repo_name,
+        pr = pr.number,
+        verdict = ?outcome.report.verdict(),
+        digest = %outcome.report.short_digest(),
+        "preflight published"
+    );
+    Ok(Published {
+        verdict: outcome.report.verdict(),
+        comment,
+        check_runs,
+    })
+}
+
+/// The changed files with their contents: every spec at head and base, other files at head
+/// for the privacy scan while the fetch limits allow. The flag says the listing was cut.
+async fn fetch_changed_files(
+    repo: &RepoClient,
+    settings: &BotSettings,
+    matcher: &SpecMatcher,
+    pr: PrHead<'_>,
+) -> Result<(Vec<ChangedFile>, bool), ClientError> {
+    let (listed, truncated) = repo.pull_request_files(pr.number).await?;
+    let mut files: Vec<ChangedFile> = listed.iter().map(ChangedFile::listed).collect();
+    // Without a changed spec both checks are skipped and nothing needs fetching.
+    let any_spec = files.iter().any(|f| f.is_spec(matcher));
+    let mut heads = HeadFetch {
+        repo,
+        settings,
+        head_sha: pr.head_sha,
+        fetched: 0,
+    };
+    for file in &mut files {
+        let spec = file.is_spec(matcher);
+        if any_spec && file.status != FileStatus::Removed {
+            heads.fetch(file, spec).await?;
+        }
+        if spec && file.status != FileStatus::Added {
+            file.base = repo.file_content(file.base_path(), pr.base_sha).await?;
+        }
+    }
+    Ok((files, truncated))
+}
+
+/// Head contents, within the settings' limits; specs are always fetched (and counted).
+struct HeadFetch<'a> {
+    repo: &'a RepoClient,
+    settings: &'a BotSettings,
+    head_sha: &'a str,
+    fetched: usize,
+}
+
+impl HeadFetch<'_> {
+    async fn fetch(&mut self, file: &mut ChangedFile, spec: bool) -> Result<(), ClientError> {
+        let limit = self.settings.max_fetched_files;
+        if !spec && self.fetched >= limit {
+            file.not_fetched = Some(format!("more than {limit} changed files; not fetched"));
+            return Ok(());
+        }
+        self.fetched += 1;
+        match self.repo.file_content(&file.path, self.head_sha).await? {
+            Some(bytes) if bytes.len() <= self.settings.max_file_bytes || spec => {
+                file.head = Some(bytes)
+            }
+            Some(_) => file.not_fetched = Some("larger than the scan limit".into()),
+            None => file.not_fetched = Some("not found at the head commit".into()),
+        }
+        Ok(())
+    }
+}
+
+/// The live reading of every valid changed spec, when there is a cloud and the config holds.
+async fn read_live_specs(
+    settings: &BotSettings,
+    config: &LoadedConfig,
+    files: &[ChangedFile],
+    matcher: &SpecMatcher,
+) -> BTreeMap<String, LiveSpec> {
+    // Forks are planned like any pull request: specs are data, nothing from them runs, and
+    // the bot reads only its configured tenant (design.md, decision 9).
+    match &settings.cloud {
+        Some(cloud) if config.error.is_none() => {
+            read_live(cloud.as_ref(), &valid_head_specs(files, matcher)).await
+        }
+        _ => BTreeMap::new(),
+    }
+}
+
+/// The changed specs whose head parses and validates, for the live plan (the others are
+/// reported invalid by the evaluation and never planned).
+fn valid_head_specs(files: &[ChangedFile], matcher: &SpecMatcher) -> Vec<(String, FleetSpec)> {
+    files
+        .iter()
+        .filter(|f| f.status != FileStatus::Removed && f.is_spec(matcher))
+        .filter_map(|f| {
+            let text = std::str::from_utf8(f.head.as_deref()?).ok()?;
+            let spec = crate::spec::load_str(text, &f.path).ok()?;
+            Some((f.path.clone(), spec))
+        })
+        .collect()
+}
+
+async fn publish_checks(repo: &RepoClient, outcome: &PrOutcome) -> Result<Vec<u64>, ClientError> {
+    let mut ids = Vec::new();
+    for run in [&outcome.privacy, &outcome.preflight] {
+        ids.push(repo.publish_check_run(run).await?.id);
+    }
+    Ok(ids)
+}
+
+async fn publish_comment(
+    repo: &RepoClient,
+    number: u64,
+    outcome: &PrOutcome,
+) -> Result<Option<StickyComment>, ClientError> {
+    let body = &outcome.comment;
+    if outcome.report.verdict() == Verdict::NoSpecChanges {
+        // Only a pull request that once touched specs has a comment to bring up to date.
+        return repo
+            .update_marked_comment(number, COMMENT_MARKER, body)
+            .await;
+    }
+    repo.upsert_marked_comment(number, COMMENT_MARKER, body)
+        .await
+        .map(Some)
+}

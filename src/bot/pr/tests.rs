@@ -1,0 +1,341 @@
+//! The preflight's rules end to end, on inputs built in memory.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::bot::config::LoadedConfig;
+use crate::bot::live::LiveError;
+use crate::bot::report::{FleetStatus, LiveProblemKind, Verdict};
+use crate::github::CheckConclusion;
+
+const SPEC: &str = include_str!("../../../fixtures/specs/fleet1-test.yaml");
+
+fn file(path: &str, status: FileStatus, head: Option<&str>, base: Option<&str>) -> ChangedFile {
+    ChangedFile {
+        path: path.into(),
+        status,
+        head: head.map(|h| h.as_bytes().to_vec()),
+        base: base.map(|b| b.as_bytes().to_vec()),
+        ..ChangedFile::default()
+    }
+}
+
+fn run(files: &[ChangedFile], config: &LoadedConfig) -> PrOutcome {
+    evaluate_pull_request(&PrInput {
+        repo: "o/r",
+        number: 1,
+        head_sha: &"a".repeat(40),
+        base_sha: &"b".repeat(40),
+        files,
+        files_truncated: false,
+        config,
+        alias_key: b"k",
+        quota: None,
+        live: &BTreeMap::new(),
+    })
+}
+
+#[test]
+fn a_removed_spec_destroys_its_clusters_without_blocking() {
+    let config = LoadedConfig::from_default_branch("main", None);
+    let out = run(
+        &[file("fleets/a.yaml", FileStatus::Removed, None, Some(SPEC))],
+        &config,
+    );
+    let fleet = &out.report.fleets[0];
+    assert_eq!(fleet.status, FleetStatus::Removed);
+    assert_eq!(fleet.plan.as_ref().unwrap().destroy.len(), 3, "{fleet:?}");
+    assert_eq!(out.report.verdict(), Verdict::Ready);
+    assert!(out.report.outcome.reasons()[0].contains("destroyed on merge"));
+    assert_eq!(out.preflight.conclusion, CheckConclusion::Success);
+    assert!(out.comment.contains("🗑️ **destroy**"));
+}
+
+#[test]
+fn an_invalid_config_fails_preflight_even_without_spec_changes() {
+    let config = LoadedConfig::from_default_branch("main", Some(b"specz: []\n"));
+    let out = run(
+        &[file("README.md", FileStatus::Modified, Some("x\n"), None)],
+        &config,
+    );
+    assert_eq!(out.report.verdict(), Verdict::Blocked);
+    assert_eq!(out.preflight.conclusion, CheckConclusion::Failure);
+    assert_eq!(out.privacy.conclusion, CheckConclusion::Skipped);
+    assert!(out.preflight.output.summary.contains("unknown field"));
+}
+
+#[test]
+fn spec_errors_on_a_line_with_a_private_value_lose_their_quoted_text() {
+    assert_eq!(
+        super::spec::without_quoted_text("expected an integer, found \"tenant-e00x\" at 'y'"),
+        "expected an integer, found (value withheld) at (value withheld)"
+    );
+    let id = crate::privacy::testdata::nid("tenant", "e00", 15);
+    let spec = SPEC.replace("region: us-central1", &format!("region: [\"{id}\"]"));
+    let config = LoadedConfig::from_default_branch("main", None);
+    let out = run(
+        &[file("fleets/a.yaml", FileStatus::Added, Some(&spec), None)],
+        &config,
+    );
+    let text = format!(
+        "{}{:?}{:?}",
+        out.comment, out.preflight.output, out.privacy.output
+    );
+    assert!(!text.contains(&id));
+    assert_eq!(out.report.fleets[0].status, FleetStatus::Invalid);
+    assert_eq!(out.privacy.conclusion, CheckConclusion::Failure);
+}
+
+#[test]
+fn the_digest_covers_spec_bytes_and_config() {
+    let config = LoadedConfig::from_default_branch("main", None);
+    let a = run(
+        &[file("fleets/a.yaml", FileStatus::Added, Some(SPEC), None)],
+        &config,
+    );
+    let b = run(
+        &[file(
+            "fleets/a.yaml",
+            FileStatus::Added,
+            Some(&format!("{SPEC}\n")),
+            None,
+        )],
+        &config,
+    );
+    let other = LoadedConfig::from_default_branch("main", Some(b"specs: ['fleets/**']\n"));
+    let c = run(
+        &[file("fleets/a.yaml", FileStatus::Added, Some(SPEC), None)],
+        &other,
+    );
+    assert_eq!(a.report.digest.len(), 64);
+    assert_ne!(a.report.digest, b.report.digest);
+    assert_ne!(a.report.digest, c.report.digest);
+    assert_eq!(
+        a.privacy.external_id.as_deref(),
+        Some(a.report.digest.as_str())
+    );
+}
+
+/// A live reading of `fleets/a.yaml` (the SPEC fleet) whose plan is `plan`, with quota
+/// evidence that has room, so only the plan can block.
+fn live_reading(plan: Result<Option<crate::bot::live::PlannedFleet>, LiveError>) -> LiveSpec {
+    let room = include_str!("../../../fixtures/quotas/allowances-room.json");
+    LiveSpec {
+        cloud: "the fleetbot simulator".into(),
+        plan,
+        tenant_id: "tenant-example".into(),
+        evidence: Ok(std::sync::Arc::new(crate::quota::InMemoryEvidence {
+            allowances: crate::quota::json::allowance_document(room),
+            capacity: Ok(Default::default()),
+        })),
+    }
+}
+
+fn planned_with(problem: crate::engine::live::Problem) -> crate::bot::live::PlannedFleet {
+    use crate::engine::live::{LivePlan, ProjectPlan, Summary};
+    crate::bot::live::PlannedFleet {
+        plan: LivePlan {
+            fleet: "fleet1-test".into(),
+            cloud: "sim".into(),
+            projects: vec![ProjectPlan {
+                key: "a".into(),
+                actions: Vec::new(),
+                problems: vec![problem],
+            }],
+            targets: Vec::new(),
+            summary: Summary::default(),
+            digest: "d".into(),
+        },
+        project_index: vec![0],
+        target_index: Vec::new(),
+        proven: Default::default(),
+    }
+}
+
+fn run_live(live: LiveSpec) -> PrOutcome {
+    let config = LoadedConfig::from_default_branch("main", None);
+    let files = [file(
+        "fleets/a.yaml",
+        FileStatus::Modified,
+        Some(SPEC),
+        Some(SPEC),
+    )];
+    let live = BTreeMap::from([("fleets/a.yaml".to_string(), live)]);
+    evaluate_pull_request(&PrInput {
+        repo: "o/r",
+        number: 1,
+        head_sha: &"a".repeat(40),
+        base_sha: &"b".repeat(40),
+        files: &files,
+        files_truncated: false,
+        config: &config,
+        alias_key: b"k",
+        quota: None,
+        live: &live,
+    })
+}
+
+#[test]
+fn a_live_plan_without_problems_and_room_in_the_quota_succeeds() {
+    use crate::engine::live::{LivePlan, Summary};
+    let mut planned = planned_with(crate::engine::live::Problem::new(
+        crate::engine::live::ProblemKind::NotOwned,
+        "x",
+    ));
+    planned.plan = LivePlan {
+        projects: Vec::new(),
+        summary: Summary::default(),
+        ..planned.plan
+    };
+    planned.project_index.clear();
+    let out = run_live(live_reading(Ok(Some(planned))));
+    assert_eq!(
+        out.report.verdict(),
+        Verdict::Ready,
+        "{:?}",
+        out.report.outcome
+    );
+    assert_eq!(out.preflight.conclusion, CheckConclusion::Success);
+}
+
+/// Issue 13: the conclusion once ignored the live plan while the summary listed it.
+#[test]
+fn every_live_plan_problem_fails_preflight_with_its_kind_in_the_title_and_summary() {
+    use crate::bot::live::LiveErrorKind;
+    use crate::engine::live::{Problem, ProblemKind};
+    let mut readings: Vec<(LiveProblemKind, LiveSpec)> = ProblemKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let problem = Problem::new(kind, format!("problem of kind {kind:?}"));
+            (kind.into(), live_reading(Ok(Some(planned_with(problem)))))
+        })
+        .collect();
+    for kind in [
+        LiveErrorKind::Tenant,
+        LiveErrorKind::Cloud,
+        LiveErrorKind::Store,
+        LiveErrorKind::Engine,
+    ] {
+        let error = LiveError::new(kind, format!("error of kind {kind:?}"));
+        readings.push((kind.into(), live_reading(Err(error))));
+    }
+    let covered: BTreeSet<LiveProblemKind> = readings.iter().map(|(k, _)| *k).collect();
+    assert_eq!(covered, LiveProblemKind::ALL.into());
+    for (kind, live) in readings {
+        let out = run_live(live);
+        let check = &out.preflight;
+        assert_eq!(out.report.verdict(), Verdict::Blocked, "{kind:?}");
+        assert_eq!(
+            check.conclusion,
+            CheckConclusion::Failure,
+            "{kind:?}: {}",
+            check.output.title
+        );
+        assert_eq!(
+            check.output.title,
+            format!("Blocked: the live plan found problems ({})", kind.phrase())
+        );
+        assert!(
+            check.output.summary.contains("**❌ blocked**"),
+            "{}",
+            check.output.summary
+        );
+        assert!(
+            check.output.summary.contains("of kind"),
+            "{}",
+            check.output.summary
+        );
+        assert!(
+            check
+                .output
+                .annotations
+                .iter()
+                .any(|a| a.title.as_deref() == Some(&*format!("Live plan: {}", kind.phrase()))),
+            "{kind:?}"
+        );
+        assert!(out.comment.contains("## ❌ fleetbot preflight: blocked"));
+        assert!(!format!("{out:?}").contains("tenant-example"));
+        // The privacy guard found nothing: its check is independent of the live plan.
+        assert_eq!(out.privacy.conclusion, CheckConclusion::Success);
+    }
+}
+
+#[test]
+fn a_private_value_fails_privacy_and_preflight_only_says_so() {
+    let id = crate::privacy::testdata::nid("tenant", "e00", 15);
+    let spec = SPEC.replace("tenant_id: \"\"", &format!("tenant_id: \"{id}\""));
+    assert_ne!(spec, SPEC);
+    let config = LoadedConfig::from_default_branch("main", None);
+    let out = run(
+        &[file(
+            "fleets/a.yaml",
+            FileStatus::Modified,
+            Some(&spec),
+            Some(SPEC),
+        )],
+        &config,
+    );
+    assert_eq!(out.privacy.conclusion, CheckConclusion::Failure);
+    assert_eq!(out.privacy.output.title, "1 private value committed");
+    // One leak fails one check; the preflight summary agrees with its own conclusion.
+    assert_eq!(out.preflight.conclusion, CheckConclusion::Neutral);
+    let summary = &out.preflight.output.summary;
+    assert!(!summary.contains("blocked"), "{summary}");
+    assert!(
+        summary.contains("1 private value committed: fleet/privacy fails on it"),
+        "{summary}"
+    );
+    // The comment is the pull request's overall verdict, and a leak blocks it.
+    assert!(
+        out.comment.contains("1 private value committed"),
+        "{}",
+        out.comment
+    );
+}
+
+#[test]
+fn the_conclusions_and_the_summaries_come_from_one_verdict() {
+    let config = LoadedConfig::from_default_branch("main", None);
+    let cases = [
+        (
+            vec![file("README.md", FileStatus::Modified, Some("x\n"), None)],
+            CheckConclusion::Skipped,
+            CheckConclusion::Skipped,
+        ),
+        (
+            vec![file("fleets/a.yaml", FileStatus::Added, Some(SPEC), None)],
+            CheckConclusion::Neutral,
+            CheckConclusion::Success,
+        ),
+        (
+            vec![file("fleets/a.yaml", FileStatus::Removed, None, Some(SPEC))],
+            CheckConclusion::Success,
+            CheckConclusion::Success,
+        ),
+        (
+            vec![file(
+                "fleets/a.yaml",
+                FileStatus::Added,
+                Some("name: [\n"),
+                None,
+            )],
+            CheckConclusion::Failure,
+            CheckConclusion::Success,
+        ),
+    ];
+    for (files, preflight, privacy) in cases {
+        let out = run(&files, &config);
+        assert_eq!(
+            out.preflight.conclusion, preflight,
+            "{:?}",
+            out.report.outcome
+        );
+        assert_eq!(out.privacy.conclusion, privacy, "{:?}", out.report.outcome);
+        let blocked = out.preflight.output.summary.contains("❌ blocked");
+        assert_eq!(blocked, preflight == CheckConclusion::Failure);
+        assert_eq!(
+            out.privacy.output.summary.contains("did not run"),
+            privacy == CheckConclusion::Skipped
+        );
+    }
+}

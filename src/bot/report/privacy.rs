@@ -1,0 +1,43 @@
+//! What the report shows of the privacy scan: counts, rules, locations and aliases, never a
+//! value.
+
+use serde::Serialize;
+
+use crate::privacy::RuleId;
+
+/// Privacy findings as counts, rules, locations and aliases: never values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PrivacyReport {
+    /// Files scanned.
+    pub scanned: usize,
+    pub total: usize,
+    pub by_rule: Vec<RuleCount>,
+    pub findings: Vec<PrivacyLocation>,
+    /// Files not scanned, with the reason.
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// How many findings one rule produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleCount {
+    pub rule: RuleId,
+    pub explanation: &'static str,
+    pub count: usize,
+}
+
+/// Where a private value is. Deliberately has no field for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrivacyLocation {
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    pub rule: RuleId,
+    pub alias: String,
+}
+
+/// A file the privacy guard did not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: String,
+}

@@ -1,0 +1,62 @@
+//! How the bot is configured beyond its GitHub client: the cloud it plans against, fixed quota
+//! evidence, and how much of a pull request it fetches.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::live::LiveCloud;
+use crate::quota::evidence::QuotaEvidence;
+
+/// Where quota evidence comes from for the budget, and for which tenant.
+#[derive(Clone)]
+pub struct QuotaSource {
+    /// The tenant whose allowances apply (private: never shown or logged).
+    pub tenant_id: String,
+    pub evidence: Arc<dyn QuotaEvidence + Send + Sync>,
+}
+
+impl fmt::Debug for QuotaSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QuotaSource")
+            .field("tenant_id", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the bot works, beyond the GitHub client.
+#[derive(Clone)]
+pub struct BotSettings {
+    /// The cloud each changed spec is planned against, live; its quota evidence is the
+    /// budget's. Reads only.
+    pub cloud: Option<Arc<dyn LiveCloud>>,
+    /// Fixed quota evidence for the budget when there is no cloud. With neither, the budget is
+    /// reported as not checked and `fleet/preflight` is `neutral`.
+    pub quota: Option<QuotaSource>,
+    /// Changed files whose content is fetched for the privacy scan; the rest are reported as
+    /// not scanned.
+    pub max_fetched_files: usize,
+    /// Larger files are not fetched.
+    pub max_file_bytes: usize,
+}
+
+impl fmt::Debug for BotSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BotSettings")
+            .field("cloud", &self.cloud.as_ref().map(|c| c.public_name()))
+            .field("quota", &self.quota)
+            .field("max_fetched_files", &self.max_fetched_files)
+            .field("max_file_bytes", &self.max_file_bytes)
+            .finish()
+    }
+}
+
+impl Default for BotSettings {
+    fn default() -> Self {
+        BotSettings {
+            cloud: None,
+            quota: None,
+            max_fetched_files: 300,
+            max_file_bytes: 1 << 20,
+        }
+    }
+}

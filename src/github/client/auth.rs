@@ -1,0 +1,100 @@
+//! The tokens the transport sends: the App JWT for the token exchange, and installation
+//! tokens, minted once per installation and reused from the cache until they near expiry.
+
+use std::time::SystemTime;
+
+use reqwest::Method;
+use serde::Deserialize;
+
+use super::transport::{Call, JSON_ACCEPT, Repeat, decode};
+use super::{ClientError, GitHubClient};
+use crate::github::SecretString;
+use crate::github::app::{InstallationToken, parse_github_time};
+
+/// Which identity a call is made as.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Auth {
+    /// The App JWT (installation-token exchange).
+    App,
+    /// An installation token.
+    Installation(u64),
+}
+
+impl GitHubClient {
+    pub(super) async fn token(&self, auth: Auth) -> Result<SecretString, ClientError> {
+        let creds = self.inner.credentials.as_ref().ok_or_else(|| {
+            ClientError::Auth("no GitHub App credentials are configured".to_string())
+        })?;
+        match auth {
+            Auth::App => creds
+                .jwt(SystemTime::now())
+                .map_err(|e| ClientError::Auth(e.to_string())),
+            Auth::Installation(id) => self.installation_token(id).await,
+        }
+    }
+
+    async fn installation_token(&self, id: u64) -> Result<SecretString, ClientError> {
+        if let Some(t) = self.inner.tokens.get(id, SystemTime::now()) {
+            return Ok(t.token);
+        }
+        let _guard = self.inner.refresh.lock().await;
+        // Another job may have minted it while this one waited for the lock.
+        if let Some(t) = self.inner.tokens.get(id, SystemTime::now()) {
+            return Ok(t.token);
+        }
+        // Boxed: minting goes through `send`, which calls back here (with App auth).
+        let token = Box::pin(self.mint_installation_token(id)).await?;
+        let secret = token.token.clone();
+        self.inner.tokens.put(id, token);
+        Ok(secret)
+    }
+
+    /// Forgets an installation token GitHub refused (revoked, or expired early). True when
+    /// there was one to forget, so the call is worth one more try with a fresh token.
+    pub(super) fn drop_refused_token(&self, auth: Auth) -> bool {
+        match auth {
+            Auth::Installation(id) => {
+                self.inner.tokens.invalidate(id);
+                true
+            }
+            Auth::App => false,
+        }
+    }
+
+    /// `POST /app/installations/{id}/access_tokens` with the App JWT.
+    async fn mint_installation_token(
+        &self,
+        installation_id: u64,
+    ) -> Result<InstallationToken, ClientError> {
+        #[derive(Deserialize)]
+        struct TokenAnswer {
+            token: String,
+            expires_at: String,
+        }
+        let op = "apps/create-installation-access-token";
+        let answer = self
+            .send(Call {
+                op,
+                method: Method::POST,
+                url: self.url(&format!(
+                    "/app/installations/{installation_id}/access_tokens"
+                )),
+                query: vec![],
+                body: None,
+                accept: JSON_ACCEPT,
+                auth: Auth::App,
+                // Minting a token creates nothing visible; a second token is harmless.
+                repeat: Repeat::Safe,
+            })
+            .await?;
+        let t: TokenAnswer = decode(op, &answer.body)?;
+        let expires_at = parse_github_time(&t.expires_at).ok_or_else(|| ClientError::Decode {
+            op,
+            message: "expires_at is not an ISO 8601 UTC time".into(),
+        })?;
+        Ok(InstallationToken {
+            token: SecretString::new(t.token),
+            expires_at,
+        })
+    }
+}

@@ -1,0 +1,167 @@
+//! Issue comments: the sticky preflight comment and command replies, found again by a hidden
+//! marker so a retried job edits instead of posting twice, and reactions.
+
+use reqwest::Method;
+use serde::Deserialize;
+
+use super::transport::{Repeat, decode};
+use super::{ClientError, RepoClient};
+
+/// A comment on an issue or pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueComment {
+    pub id: u64,
+    pub body: String,
+    pub author: String,
+    pub author_is_bot: bool,
+}
+
+/// What happened to the sticky comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StickyComment {
+    Created(u64),
+    Updated(u64),
+}
+
+#[derive(Deserialize)]
+struct WireUser {
+    login: String,
+    #[serde(rename = "type", default)]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct WireComment {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+    user: Option<WireUser>,
+}
+
+impl From<WireComment> for IssueComment {
+    fn from(c: WireComment) -> Self {
+        let (author, kind) = c.user.map(|u| (u.login, u.kind)).unwrap_or_default();
+        IssueComment {
+            id: c.id,
+            body: c.body.unwrap_or_default(),
+            author,
+            author_is_bot: kind == "Bot",
+        }
+    }
+}
+
+impl RepoClient {
+    /// Every comment of an issue or pull request.
+    pub async fn issue_comments(&self, number: u64) -> Result<Vec<IssueComment>, ClientError> {
+        let (comments, _) = self
+            .client
+            .get_all::<WireComment>(
+                "issues/list-comments",
+                self.installation_id,
+                &self.repo_path(&format!("/issues/{number}/comments")),
+                vec![],
+                usize::MAX,
+            )
+            .await?;
+        Ok(comments.into_iter().map(IssueComment::from).collect())
+    }
+
+    /// The bot's own comment carrying `marker`: the first by a bot account that holds it.
+    pub async fn find_marked_comment(
+        &self,
+        number: u64,
+        marker: &str,
+    ) -> Result<Option<IssueComment>, ClientError> {
+        Ok(self
+            .issue_comments(number)
+            .await?
+            .into_iter()
+            .find(|c| c.author_is_bot && c.body.contains(marker)))
+    }
+
+    /// `POST /issues/{n}/comments`. Not repeated on an unknown outcome.
+    pub async fn create_comment(&self, number: u64, body: &str) -> Result<u64, ClientError> {
+        let payload = serde_json::json!({ "body": body });
+        let answer = self
+            .write(
+                "issues/create-comment",
+                Method::POST,
+                &format!("/issues/{number}/comments"),
+                &payload,
+                Repeat::CreatesContent,
+            )
+            .await?;
+        let c: WireComment = decode("issues/create-comment", &answer.body)?;
+        Ok(c.id)
+    }
+
+    /// `PATCH /issues/comments/{id}`: overwriting is safe to repeat.
+    pub async fn update_comment(&self, comment_id: u64, body: &str) -> Result<(), ClientError> {
+        let payload = serde_json::json!({ "body": body });
+        self.write(
+            "issues/update-comment",
+            Method::PATCH,
+            &format!("/issues/comments/{comment_id}"),
+            &payload,
+            Repeat::Safe,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Brings an existing marked comment to `body`, editing only when it differs; `None`
+    /// when there is no such comment.
+    pub async fn update_marked_comment(
+        &self,
+        number: u64,
+        marker: &str,
+        body: &str,
+    ) -> Result<Option<StickyComment>, ClientError> {
+        let Some(existing) = self.find_marked_comment(number, marker).await? else {
+            return Ok(None);
+        };
+        if existing.body != body {
+            self.update_comment(existing.id, body).await?;
+        }
+        Ok(Some(StickyComment::Updated(existing.id)))
+    }
+
+    /// Edits the comment holding `marker`, or creates it. When a create's outcome is unknown,
+    /// looks again before trying once more, so the pull request never gets two.
+    pub async fn upsert_marked_comment(
+        &self,
+        number: u64,
+        marker: &str,
+        body: &str,
+    ) -> Result<StickyComment, ClientError> {
+        if let Some(updated) = self.update_marked_comment(number, marker, body).await? {
+            return Ok(updated);
+        }
+        match self.create_comment(number, body).await {
+            Ok(id) => Ok(StickyComment::Created(id)),
+            Err(ClientError::Ambiguous { .. }) => {
+                if let Some(existing) = self.find_marked_comment(number, marker).await? {
+                    return Ok(StickyComment::Created(existing.id));
+                }
+                self.create_comment(number, body)
+                    .await
+                    .map(StickyComment::Created)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `POST /issues/comments/{id}/reactions`; GitHub answers 200 for a repeat, so it is safe.
+    pub async fn add_reaction(&self, comment_id: u64, content: &str) -> Result<(), ClientError> {
+        let payload = serde_json::json!({ "content": content });
+        self.write(
+            "reactions/create-for-issue-comment",
+            Method::POST,
+            &format!("/issues/comments/{comment_id}/reactions"),
+            &payload,
+            Repeat::Safe,
+        )
+        .await?;
+        Ok(())
+    }
+}

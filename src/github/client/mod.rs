@@ -1,0 +1,213 @@
+//! The concrete GitHub REST client: App and installation auth, retries, pagination, and the
+//! handful of calls the bot makes.
+//!
+//! Built on reqwest (rustls, ring) with an injectable base URL (`FLEETBOT_GITHUB_API_URL`), so
+//! tests point the real client at a fake GitHub on loopback and GitHub Enterprise Server works
+//! the same way. Responses are decoded into small local structs naming only what the bot reads.
+//!
+//! Every request goes through one seam, `transport`'s `send`, which holds the retry rules
+//! (rate limits, backoff, never blindly repeating a content-creating call); `auth` supplies its
+//! tokens. The per-resource modules (`comments`, `checks`, `contents`, `pulls`,
+//! `collaborators`) only say what to send and how to read the answer.
+
+mod auth;
+mod checks;
+mod collaborators;
+mod comments;
+mod contents;
+mod error;
+mod headers;
+mod metrics;
+mod paging;
+mod paths;
+mod pulls;
+mod transport;
+
+use std::sync::Arc;
+
+use reqwest::Method;
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::Value;
+
+use super::app::{AppCredentials, TokenCache};
+use super::{DEFAULT_API_URL, RepoName};
+use paths::seg;
+use transport::{Answer, Call, JSON_ACCEPT, Repeat};
+
+pub use checks::{
+    Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload,
+    MAX_ANNOTATIONS_PER_REQUEST, PublishedCheckRun,
+};
+pub use collaborators::Permission;
+pub use comments::{IssueComment, StickyComment};
+pub use error::ClientError;
+pub use metrics::{ApiMetrics, ApiMetricsSnapshot, RateLimitState};
+pub use pulls::{FileStatus, MAX_PR_FILES, PrFile, PullRequestInfo, PullState};
+pub use transport::RetryPolicy;
+
+/// GitHub's REST API version the client speaks.
+pub const API_VERSION: &str = "2022-11-28";
+
+/// How to build a [`GitHubClient`].
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// REST base URL, `https://api.github.com` by default.
+    pub api_url: String,
+    /// The App's credentials; without them only unauthenticated calls can be made.
+    pub credentials: Option<Arc<AppCredentials>>,
+    /// Retry behaviour.
+    pub retry: RetryPolicy,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            api_url: DEFAULT_API_URL.to_string(),
+            credentials: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// The GitHub client shared by every job: one HTTP connection pool, one token cache.
+#[derive(Clone)]
+pub struct GitHubClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base: String,
+    credentials: Option<Arc<AppCredentials>>,
+    tokens: TokenCache,
+    /// Serialises token refreshes so concurrent jobs do not each mint one.
+    refresh: tokio::sync::Mutex<()>,
+    retry: RetryPolicy,
+    metrics: ApiMetrics,
+}
+
+impl std::fmt::Debug for GitHubClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHubClient")
+            .field("base", &self.inner.base)
+            .field("credentials", &self.inner.credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GitHubClient {
+    /// Builds a client. TLS uses rustls with the ring provider and the platform's roots.
+    pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        // reqwest is built without a bundled crypto provider; ring is already in the build
+        // (tonic uses it), so install it once as the process default. A second call is a no-op.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-github-api-version",
+            HeaderValue::from_static(API_VERSION),
+        );
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("fleetbot/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers)
+            // Redirects are not followed: a moved repository should surface, and an
+            // Authorization header must never be replayed to another host.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| ClientError::Transport {
+                op: "client/build",
+                message: e.without_url().to_string(),
+            })?;
+        Ok(GitHubClient {
+            inner: Arc::new(Inner {
+                http,
+                base: config.api_url.trim_end_matches('/').to_string(),
+                credentials: config.credentials,
+                tokens: TokenCache::default(),
+                refresh: tokio::sync::Mutex::new(()),
+                retry: config.retry,
+                metrics: ApiMetrics::default(),
+            }),
+        })
+    }
+
+    /// The base URL in use.
+    pub fn base_url(&self) -> &str {
+        &self.inner.base
+    }
+
+    /// API call counters and rate-limit headroom.
+    pub fn metrics(&self) -> &ApiMetrics {
+        &self.inner.metrics
+    }
+
+    /// The App credentials, when configured.
+    pub fn credentials(&self) -> Option<&Arc<AppCredentials>> {
+        self.inner.credentials.as_ref()
+    }
+
+    /// A client for one repository of one installation.
+    pub fn repo(&self, installation_id: u64, repo: RepoName) -> RepoClient {
+        RepoClient {
+            client: self.clone(),
+            installation_id,
+            repo,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.inner.base, path)
+    }
+}
+
+/// A client bound to one repository of one installation.
+#[derive(Debug, Clone)]
+pub struct RepoClient {
+    client: GitHubClient,
+    installation_id: u64,
+    repo: RepoName,
+}
+
+impl RepoClient {
+    /// The repository.
+    pub fn repo(&self) -> &RepoName {
+        &self.repo
+    }
+
+    /// The installation.
+    pub fn installation_id(&self) -> u64 {
+        self.installation_id
+    }
+
+    fn repo_path(&self, rest: &str) -> String {
+        format!(
+            "/repos/{}/{}{}",
+            seg(&self.repo.owner),
+            seg(&self.repo.name),
+            rest
+        )
+    }
+
+    /// A JSON write under this repository (`rest` after `/repos/{owner}/{name}`), with the
+    /// installation's token; `repeat` says whether an unknown outcome may be retried.
+    async fn write(
+        &self,
+        op: &'static str,
+        method: Method,
+        rest: &str,
+        body: &Value,
+        repeat: Repeat,
+    ) -> Result<Answer, ClientError> {
+        self.client
+            .send(Call {
+                op,
+                method,
+                url: self.client.url(&self.repo_path(rest)),
+                query: vec![],
+                body: Some(body),
+                accept: JSON_ACCEPT,
+                auth: auth::Auth::Installation(self.installation_id),
+                repeat,
+            })
+            .await
+    }
+}
