@@ -241,3 +241,22 @@ fn paths_resolve_like_the_compiler_does() {
     .collect();
     assert_eq!(refs, want);
 }
+
+#[test]
+fn no_production_file_is_too_long_to_read() {
+    // ARCHITECTURE.md: one idea per file. Test modules at the end of a file do not count.
+    const MAX_LINES: usize = 800;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).expect("readable source");
+            let lines = code(&text).lines().count();
+            (lines > MAX_LINES).then(|| format!("{}: {lines} lines", f.display()))
+        })
+        .collect();
+    long.sort();
+    assert!(long.is_empty(), "split these by idea:\n{}", long.join("\n"));
+}
