@@ -14,7 +14,7 @@ mod support;
 use std::time::Duration;
 
 use app::{App, AppOptions, eventually};
-use fake_github::{BOT_LOGIN, FakeGitHub, INSTALLATION, NAME, OWNER, REPO, fixtures, sha};
+use fake_github::{BOT_LOGIN, FakeGitHub, REPO, sha};
 
 fn base_spec() -> String {
     include_str!("../fixtures/specs/fleet1-test.yaml").to_string()
@@ -28,34 +28,18 @@ fn spec_with_gpus(n: u32) -> String {
 }
 
 async fn fake_github(spec: &str) -> FakeGitHub {
-    let gh = FakeGitHub::start().await;
-    gh.world().add_repo(
-        REPO,
-        "main",
-        &sha(1),
-        &[
-            ("README.md", "# fleet config\n"),
-            ("fleets/prod.yaml", spec),
-            (".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n"),
-        ],
-    );
-    gh
+    fake_github::with_fleet(spec).await
 }
 
 fn pull_request(action: &str, number: u64, head: &str) -> Vec<u8> {
-    fixtures::pull_request(
-        action,
-        &fixtures::PrRef {
-            owner: OWNER.into(),
-            repo: NAME.into(),
-            number,
-            head_sha: head.into(),
-            base_sha: sha(1),
-            head_ref: format!("change-{number}"),
-            base_ref: "main".into(),
-            installation_id: INSTALLATION,
-        },
-    )
+    fake_github::pr_delivery(action, number, head, &format!("change-{number}"))
+}
+
+/// Opens pull request `number` whose head `head` changes `files` on top of `main`.
+fn open_pr(gh: &FakeGitHub, number: u64, head: &str, files: &[(&str, Option<&str>)]) {
+    let mut w = gh.world();
+    w.commit(REPO, &sha(1), head, files);
+    w.open_pr(REPO, number, &format!("change-{number}"), head);
 }
 
 fn options(gh: &FakeGitHub, dir: &tempfile::TempDir, workers: usize) -> AppOptions {
@@ -166,16 +150,12 @@ async fn a_stored_delivery_survives_a_restart_and_runs_once() {
     // No workers: deliveries are stored and answered, and nothing handles them yet.
     let app = App::start(options(&gh, &dir, 0)).await;
     let head = sha(21);
-    {
-        let mut w = gh.world();
-        w.commit(
-            REPO,
-            &sha(1),
-            &head,
-            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
-        );
-        w.open_pr(REPO, 8, "change-8", &head);
-    }
+    open_pr(
+        &gh,
+        8,
+        &head,
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    );
     let body = pull_request("opened", 8, &head);
     app.deliver("pull_request", "d-8", &body).await;
     // GitHub redelivers: the same delivery again is acknowledged and not queued twice.
@@ -217,16 +197,12 @@ async fn a_badly_signed_delivery_is_refused_and_nothing_runs() {
     let dir = tempfile::tempdir().unwrap();
     let app = App::start(options(&gh, &dir, 1)).await;
     let head = sha(31);
-    {
-        let mut w = gh.world();
-        w.commit(
-            REPO,
-            &sha(1),
-            &head,
-            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
-        );
-        w.open_pr(REPO, 9, "change-9", &head);
-    }
+    open_pr(
+        &gh,
+        9,
+        &head,
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    );
     let body = pull_request("opened", 9, &head);
     let forged = fleetbot::github::sign(b"not-the-secret", &body);
     let (status, _) = app.post("pull_request", "d-9", &body, Some(forged)).await;
@@ -262,11 +238,7 @@ async fn a_pinned_project_the_tenant_lacks_fails_preflight() {
         "apiVersion: npa.fleet/v0.0.1\nname: pinned\nregion: us-central1\nprojects:\n  - project_id: {missing}\n    clusters: [{{name: c, cpu_nodes: {{count: 1, platform: cpu-d3, preset: 8vcpu-32gb}}}}]\n"
     );
     let head = sha(41);
-    {
-        let mut w = gh.world();
-        w.commit(REPO, &sha(1), &head, &[("fleets/pinned.yaml", Some(&spec))]);
-        w.open_pr(REPO, 10, "change-10", &head);
-    }
+    open_pr(&gh, 10, &head, &[("fleets/pinned.yaml", Some(&spec))]);
     app.deliver("pull_request", "d-10", &pull_request("opened", 10, &head))
         .await;
     let (_, preflight) = concluded(&gh, &head).await;
@@ -306,16 +278,12 @@ async fn two_replicas_on_one_postgres_handle_every_delivery_once() {
     let prs: Vec<u64> = (61..67).collect();
     for number in &prs {
         let head = sha(number * 100);
-        {
-            let mut w = gh.world();
-            w.commit(
-                REPO,
-                &sha(1),
-                &head,
-                &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
-            );
-            w.open_pr(REPO, *number, &format!("change-{number}"), &head);
-        }
+        open_pr(
+            &gh,
+            *number,
+            &head,
+            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+        );
         // GitHub may deliver one event to both replicas behind a load balancer.
         let body = pull_request("opened", *number, &head);
         let id = format!("r-{number}");

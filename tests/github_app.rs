@@ -138,18 +138,7 @@ impl Harness {
         body: &[u8],
         signature: Option<String>,
     ) -> (u16, String) {
-        let mut req = self
-            .http
-            .post(format!("{}/webhook", self.url))
-            .header("x-github-event", event)
-            .header("x-github-delivery", id)
-            .header("content-type", "application/json")
-            .body(body.to_vec());
-        if let Some(sig) = signature {
-            req = req.header("x-hub-signature-256", sig);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
+        fake_github::post_webhook(&self.http, &self.url, event, id, body, signature).await
     }
 
     /// Delivers a signed event and waits for its job.

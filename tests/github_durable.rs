@@ -18,9 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_github::{
-    FakeGitHub, Fault, INSTALLATION, NAME, OWNER, REPO, SECRET, fixtures, github_client, sha,
-};
+use fake_github::{FakeGitHub, Fault, REPO, SECRET, github_client, sha};
 use fleetbot::bot::{Bot, BotSettings};
 use fleetbot::github::sign;
 use fleetbot::server::durable::{DurableServer, DurableSettings, start};
@@ -43,18 +41,7 @@ fn spec_with_gpus(n: u32) -> String {
 
 /// The fake GitHub with `main` holding one fleet spec.
 async fn fake_github() -> FakeGitHub {
-    let gh = FakeGitHub::start().await;
-    gh.world().add_repo(
-        REPO,
-        "main",
-        &sha(1),
-        &[
-            ("README.md", "# fleet config\n"),
-            ("fleets/prod.yaml", &spec_with_gpus(1)),
-            (".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n"),
-        ],
-    );
-    gh
+    fake_github::with_fleet(&spec_with_gpus(1)).await
 }
 
 /// Pull request `number`: a first push (`opened`) growing the GPU pool to 2, a second push
@@ -79,19 +66,7 @@ fn open_pr(gh: &FakeGitHub, number: u64) -> (String, String) {
 }
 
 fn delivery(action: &str, number: u64, head: &str) -> Vec<u8> {
-    fixtures::pull_request(
-        action,
-        &fixtures::PrRef {
-            owner: OWNER.into(),
-            repo: NAME.into(),
-            number,
-            head_sha: head.into(),
-            base_sha: sha(1),
-            head_ref: format!("grow-{number}"),
-            base_ref: "main".into(),
-            installation_id: INSTALLATION,
-        },
-    )
+    fake_github::pr_delivery(action, number, head, &format!("grow-{number}"))
 }
 
 fn bot(gh: &FakeGitHub) -> Bot {
@@ -164,17 +139,7 @@ async fn post(
     body: &[u8],
     signature: Option<String>,
 ) -> (u16, String) {
-    let mut req = reqwest::Client::new()
-        .post(format!("{url}/webhook"))
-        .header("x-github-event", event)
-        .header("x-github-delivery", id)
-        .header("content-type", "application/json")
-        .body(body.to_vec());
-    if let Some(sig) = signature {
-        req = req.header("x-hub-signature-256", sig);
-    }
-    let resp = req.send().await.unwrap();
-    (resp.status().as_u16(), resp.text().await.unwrap())
+    fake_github::post_webhook(&reqwest::Client::new(), url, event, id, body, signature).await
 }
 
 fn signed(body: &[u8]) -> Option<String> {

@@ -47,6 +47,7 @@ macro_rules! conformance {
 
 conformance!(
     inventory_round_trip,
+    lifecycle_generations_count_destroys_and_outlive_the_record,
     migrations_apply_once_on_every_open,
     a_delivery_is_stored_once_across_handles,
     concurrent_duplicates_store_one_delivery,
@@ -131,6 +132,31 @@ async fn inventory_round_trip<B: Backend>(b: B) {
     other.remove_project("f", "a").await.unwrap();
     assert!(store.projects("f").await.unwrap().is_empty());
     assert!(!store.location().contains("password"));
+}
+
+async fn lifecycle_generations_count_destroys_and_outlive_the_record<B: Backend>(b: B) {
+    let store = b.open().await;
+    assert_eq!(store.generation("f", "a", "c").await.unwrap(), 0);
+    store
+        .upsert_target(&TargetRecord {
+            fleet: "f".into(),
+            project_key: "a".into(),
+            cluster_name: "c".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    store.bump_generation("f", "a", "c").await.unwrap();
+    store.remove_target("f", "a", "c").await.unwrap();
+    store.bump_generation("f", "a", "c").await.unwrap();
+    // Kept without the record, seen by another handle, and per key: the project's network
+    // lifecycle (cluster name '') and other fleets are their own.
+    let other = b.open().await;
+    assert_eq!(other.generation("f", "a", "c").await.unwrap(), 2);
+    assert_eq!(other.generation("f", "a", "").await.unwrap(), 0);
+    assert_eq!(other.generation("g", "a", "c").await.unwrap(), 0);
+    other.bump_generation("f", "a", "").await.unwrap();
+    assert_eq!(store.generation("f", "a", "").await.unwrap(), 1);
 }
 
 async fn migrations_apply_once_on_every_open<B: Backend>(b: B) {

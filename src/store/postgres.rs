@@ -197,12 +197,12 @@ impl InventoryStore for PostgresStore {
         project_key: &str,
         cluster_name: &str,
     ) -> Result<(), StoreError> {
-        self.write(
-            sqlx::query(sql::DELETE_TARGET)
-                .bind(fleet)
-                .bind(project_key)
-                .bind(cluster_name),
-        )
+        self.write(sql::for_target(
+            sql::DELETE_TARGET,
+            fleet,
+            project_key,
+            cluster_name,
+        ))
         .await?;
         Ok(())
     }
@@ -240,14 +240,11 @@ impl InventoryStore for PostgresStore {
         project_key: &str,
         cluster_name: &str,
     ) -> Result<i64, StoreError> {
-        let row: Option<(i64,)> = sqlx::query_as(sql::SELECT_GENERATION)
-            .bind(fleet)
-            .bind(project_key)
-            .bind(cluster_name)
+        let row = sql::for_target(sql::SELECT_GENERATION, fleet, project_key, cluster_name)
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| self.unreadable(e))?;
-        Ok(row.map_or(0, |(g,)| g))
+        sql::generation_from(row).map_err(|e| self.unreadable(e))
     }
 
     async fn bump_generation(
@@ -256,12 +253,12 @@ impl InventoryStore for PostgresStore {
         project_key: &str,
         cluster_name: &str,
     ) -> Result<(), StoreError> {
-        self.write(
-            sqlx::query(sql::BUMP_GENERATION)
-                .bind(fleet)
-                .bind(project_key)
-                .bind(cluster_name),
-        )
+        self.write(sql::for_target(
+            sql::BUMP_GENERATION,
+            fleet,
+            project_key,
+            cluster_name,
+        ))
         .await?;
         Ok(())
     }

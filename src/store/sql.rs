@@ -35,6 +35,32 @@ pub(crate) const BUMP_GENERATION: &str = "INSERT INTO inventory_lifecycles (flee
 /// A query whose arguments are bound by value (both backends' `query()`).
 pub(crate) type BoundQuery<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>;
 
+/// `sql` with a target's key `(fleet, project_key, cluster_name)` bound as `$1..$3`, for
+/// either backend.
+pub(crate) fn for_target<'q, DB: sqlx::Database>(
+    sql: &'static str,
+    fleet: &'q str,
+    project_key: &'q str,
+    cluster_name: &'q str,
+) -> BoundQuery<'q, DB>
+where
+    &'q str: Encode<'q, DB> + Type<DB>,
+{
+    sqlx::query(sql)
+        .bind(fleet)
+        .bind(project_key)
+        .bind(cluster_name)
+}
+
+/// The generation a [`SELECT_GENERATION`] row holds; 0 without a row.
+pub(crate) fn generation_from<R: Row>(row: Option<R>) -> Result<i64, sqlx::Error>
+where
+    usize: ColumnIndex<R>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    row.map_or(Ok(0), |r| r.try_get(0))
+}
+
 /// [`UPSERT_TARGET`] with `r` bound, for either backend. `node_group_ids` is the JSON of
 /// `r.node_group_ids` (made by the caller, which owns the error).
 pub(crate) fn upsert_target<'q, DB: sqlx::Database>(

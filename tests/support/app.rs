@@ -146,21 +146,7 @@ impl App {
         body: &[u8],
         signature: Option<String>,
     ) -> (u16, String) {
-        let mut req = self
-            .http
-            .post(format!("{}/webhook", self.url))
-            .header("x-github-event", event)
-            .header("x-github-delivery", id)
-            .header("content-type", "application/json")
-            .body(body.to_vec());
-        if let Some(sig) = signature {
-            req = req.header("x-hub-signature-256", sig);
-        }
-        let resp = req.send().await.expect("the server answers");
-        (
-            resp.status().as_u16(),
-            resp.text().await.unwrap_or_default(),
-        )
+        crate::fake_github::post_webhook(&self.http, &self.url, event, id, body, signature).await
     }
 
     /// Posts a correctly signed delivery and expects it accepted.

@@ -96,6 +96,66 @@ pub fn github_client(url: &str) -> fleetbot::github::GitHubClient {
     .unwrap()
 }
 
+/// Posts one webhook delivery to a fleetbot server at `url`, as GitHub does: `(status, body)`.
+pub async fn post_webhook(
+    http: &reqwest::Client,
+    url: &str,
+    event: &str,
+    id: &str,
+    body: &[u8],
+    signature: Option<String>,
+) -> (u16, String) {
+    let mut req = http
+        .post(format!("{url}/webhook"))
+        .header("x-github-event", event)
+        .header("x-github-delivery", id)
+        .header("content-type", "application/json")
+        .body(body.to_vec());
+    if let Some(sig) = signature {
+        req = req.header("x-hub-signature-256", sig);
+    }
+    let resp = req.send().await.expect("the server answers");
+    (
+        resp.status().as_u16(),
+        resp.text().await.unwrap_or_default(),
+    )
+}
+
+/// The fake GitHub with [`REPO`]'s `main` holding `fleets/prod.yaml` = `spec` and a
+/// `.fleetbot.yml` that selects `fleets/**/*.yaml`.
+pub async fn with_fleet(spec: &str) -> FakeGitHub {
+    let gh = FakeGitHub::start().await;
+    gh.world().add_repo(
+        REPO,
+        "main",
+        &sha(1),
+        &[
+            ("README.md", "# fleet config\n"),
+            ("fleets/prod.yaml", spec),
+            (".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n"),
+        ],
+    );
+    gh
+}
+
+/// A `pull_request` delivery for pull request `number` of [`REPO`], from branch `head_ref`
+/// at `head` onto `main` at `sha(1)`.
+pub fn pr_delivery(action: &str, number: u64, head: &str, head_ref: &str) -> Vec<u8> {
+    fixtures::pull_request(
+        action,
+        &fixtures::PrRef {
+            owner: OWNER.into(),
+            repo: NAME.into(),
+            number,
+            head_sha: head.into(),
+            base_sha: sha(1),
+            head_ref: head_ref.into(),
+            base_ref: "main".into(),
+            installation_id: INSTALLATION,
+        },
+    )
+}
+
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
