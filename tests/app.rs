@@ -14,7 +14,13 @@ mod support;
 use std::time::Duration;
 
 use app::{App, AppOptions, eventually};
-use fake_github::{BOT_LOGIN, FakeGitHub, REPO, sha};
+use fake_github::{BOT_LOGIN, FakeGitHub, Fault, REPO, SECRET, fixtures, sha};
+use fleetbot::github::sign;
+use fleetbot::privacy::testdata;
+use serde_json::json;
+
+/// The pull request the ported scenarios open, from branch `grow-gpus`.
+const PR: u64 = 12;
 
 fn base_spec() -> String {
     include_str!("../fixtures/specs/fleet1-test.yaml").to_string()
@@ -49,6 +55,7 @@ fn options(gh: &FakeGitHub, dir: &tempfile::TempDir, workers: usize) -> AppOptio
         workers,
         cloud: None,
         store_url: None,
+        webhook_secrets: None,
     }
 }
 
@@ -113,11 +120,23 @@ async fn a_pull_request_is_planned_live_and_its_comment_edited_on_push() {
     );
     // Planned against the cloud: the budget read the tenant's live allowances.
     assert_eq!(preflight.title, "1 fleet spec valid; quota fits");
+    for run in [&privacy, &preflight] {
+        assert_eq!(run.status, "completed");
+    }
     let comments = eventually("the sticky comment", || {
         let c = bot_comments(&gh, 7);
         (c.len() == 1).then_some(c)
     })
     .await;
+    assert!(
+        comments[0]
+            .body
+            .starts_with("<!-- fleetbot:pr-comment v1 -->\n## ✅"),
+        "{}",
+        comments[0].body
+    );
+    // The App authenticated once: one installation token for the whole job.
+    assert_eq!(gh.world().calls("apps/create-installation-access-token"), 1);
 
     gh.world().push(REPO, 7, &second);
     app.deliver(
@@ -188,6 +207,8 @@ async fn a_stored_delivery_survives_a_restart_and_runs_once() {
             .count(),
         1
     );
+    assert_eq!(gh.world().runs_on(REPO, &head).len(), 2, "processed once");
+    assert_eq!(bot_comments(&gh, 8).len(), 1);
     app.stop().await;
 }
 
@@ -195,7 +216,10 @@ async fn a_stored_delivery_survives_a_restart_and_runs_once() {
 async fn a_badly_signed_delivery_is_refused_and_nothing_runs() {
     let gh = fake_github(&base_spec()).await;
     let dir = tempfile::tempdir().unwrap();
-    let app = App::start(options(&gh, &dir, 1)).await;
+    // During a rotation the new and the old secret are both configured.
+    let mut opts = options(&gh, &dir, 1);
+    opts.webhook_secrets = Some(format!("{SECRET},old-secret"));
+    let app = App::start(opts).await;
     let head = sha(31);
     open_pr(
         &gh,
@@ -207,8 +231,31 @@ async fn a_badly_signed_delivery_is_refused_and_nothing_runs() {
     let forged = fleetbot::github::sign(b"not-the-secret", &body);
     let (status, _) = app.post("pull_request", "d-9", &body, Some(forged)).await;
     assert_eq!(status, 401);
-    let (status, _) = app.post("pull_request", "d-9b", &body, None).await;
+    let (status, _) = app.post("pull_request", "d-9", &body, None).await;
     assert_eq!(status, 401);
+    // A body changed after signing is refused too.
+    let mut tampered = body.clone();
+    tampered.push(b' ');
+    let sig = sign(SECRET.as_bytes(), &body);
+    let (status, _) = app.post("pull_request", "d-9", &tampered, Some(sig)).await;
+    assert_eq!(status, 401);
+    // The rotated-out secret still works during a rotation.
+    let old = sign(b"old-secret", &body);
+    assert_eq!(
+        app.post("ping", "d-9p", &body, Some(old)).await,
+        (202, "ignored\n".to_string())
+    );
+    let (_, metrics) = app.get("/metrics").await;
+    assert!(
+        metrics.contains(
+            "fleetbot_webhook_deliveries_total{event=\"pull_request\",outcome=\"refused\"} 3"
+        ),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("outcome=\"accepted\""), "{metrics}");
+    // Nothing was accepted: nothing reaches GitHub.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(gh.world().requests.is_empty());
     // The real one still goes through afterwards: nothing was stored under the forged id.
     app.deliver("pull_request", "d-9", &body).await;
     concluded(&gh, &head).await;
@@ -316,4 +363,935 @@ async fn two_replicas_on_one_postgres_handle_every_delivery_once() {
         assert!(!logs.contains("s3cret-db-pass"), "{logs}");
         app.stop().await;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios moved from the in-process harness (tests/github_app.rs): the same worlds and the
+// same assertions, through the binary's real configuration only.
+
+fn staging_spec() -> String {
+    base_spec()
+        .replace("name: fleet1-test", "name: staging")
+        .replace(
+            "project_prefix: \"fleet1-test-\"",
+            "project_prefix: \"staging-\"",
+        )
+}
+
+/// The base spec with only project `a`'s cluster grown to two GPU nodes.
+fn spec_with_a_grown() -> String {
+    let from = "  - name: a   # display name fleet1-test-a\n";
+    let s = base_spec();
+    assert!(s.contains(from));
+    s.replacen(
+        from,
+        &format!("{from}    clusters:\n      - name: cluster\n        gpu_nodes: {{count: 2}}\n"),
+        1,
+    )
+}
+
+/// Hides what changes with every release or run (the digest covers the engine version).
+fn stable(text: &str) -> String {
+    let re = regex::Regex::new(r"digest `[0-9a-f]{12}`").unwrap();
+    let text = re.replace_all(text, "digest `[digest]`");
+    text.replace(env!("CARGO_PKG_VERSION"), "[version]")
+}
+
+/// A `pull_request` delivery for [`PR`] at `head`.
+fn pr12(action: &str, head: &str) -> Vec<u8> {
+    fake_github::pr_delivery(action, PR, head, "grow-gpus")
+}
+
+fn pr12_ref(head: &str) -> fixtures::PrRef {
+    fixtures::PrRef {
+        owner: fake_github::OWNER.into(),
+        repo: fake_github::NAME.into(),
+        number: PR,
+        head_sha: head.into(),
+        base_sha: sha(1),
+        head_ref: "grow-gpus".into(),
+        base_ref: "main".into(),
+        installation_id: fake_github::INSTALLATION,
+    }
+}
+
+/// Opens [`PR`] with `changes` on top of `main` at `head` and delivers `opened` as `id`.
+async fn open12(
+    app: &App,
+    gh: &FakeGitHub,
+    id: &str,
+    head: &str,
+    changes: &[(&str, Option<&str>)],
+) {
+    {
+        let mut w = gh.world();
+        w.commit(REPO, &sha(1), head, changes);
+        w.open_pr(REPO, PR, "grow-gpus", head);
+    }
+    app.deliver("pull_request", id, &pr12("opened", head)).await;
+}
+
+/// Pushes `head` (main plus `changes`, or the current head plus them) to [`PR`] and delivers
+/// `synchronize` as `id`.
+async fn push12(
+    app: &App,
+    gh: &FakeGitHub,
+    id: &str,
+    parent: Option<&str>,
+    head: &str,
+    changes: &[(&str, Option<&str>)],
+) {
+    {
+        let mut w = gh.world();
+        let parent = parent
+            .map(str::to_string)
+            .unwrap_or_else(|| w.repos[REPO].pulls[&PR].head_sha.clone());
+        w.commit(REPO, &parent, head, changes);
+        w.push(REPO, PR, head);
+    }
+    app.deliver("pull_request", id, &pr12("synchronize", head))
+        .await;
+}
+
+/// The one run named `name` on `head`.
+fn the_run(gh: &FakeGitHub, head: &str, name: &str) -> fake_github::CheckRun {
+    let runs: Vec<_> = gh
+        .world()
+        .runs_on(REPO, head)
+        .into_iter()
+        .filter(|r| r.name == name)
+        .collect();
+    assert_eq!(runs.len(), 1, "exactly one {name} run on {head}");
+    runs.into_iter().next().unwrap()
+}
+
+/// The sticky comment on [`PR`] once it has been written `edits + 1` times (each job writes
+/// it once).
+async fn sticky(gh: &FakeGitHub, edits: usize) -> fake_github::Comment {
+    eventually(&format!("the sticky comment, edited {edits} times"), || {
+        let c = bot_comments(gh, PR);
+        (c.len() == 1 && c[0].edits == edits).then(|| c[0].clone())
+    })
+    .await
+}
+
+/// The server has logged none of `secrets`.
+fn assert_not_logged(app: &App, secrets: &[&str]) {
+    let logs = app.log_text();
+    for s in secrets {
+        assert!(!logs.contains(s), "{s} was logged:\n{logs}");
+    }
+}
+
+async fn plain_app(gh: &FakeGitHub, workers: usize) -> (App, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::start(options(gh, &dir, workers)).await;
+    (app, dir)
+}
+
+/// A live world: a simulator with `fleets/prod.yaml` from `main` deployed by the library
+/// engine into the SQLite file the server then uses as its store (and so its inventory), and
+/// the server planning against that simulator as Nebius.
+struct Live {
+    app: App,
+    gh: FakeGitHub,
+    sim: fleetbot::sim::Simulator,
+    tenant: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn live_world(world_yaml: &str) -> Live {
+    use fleetbot::engine::ops::{LifecycleOptions, deploy};
+    let sim = support::simulator(world_yaml).await;
+    let tenant = sim.tenant_id();
+    let client = support::client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let inventory = fleetbot::store::SqliteStore::open(&dir.path().join("fleetbot.sqlite"))
+            .await
+            .unwrap();
+        let spec = fleetbot::spec::load_str(&base_spec(), "fleets/prod.yaml").unwrap();
+        let result = deploy(
+            &client,
+            &inventory,
+            &spec,
+            &tenant,
+            &LifecycleOptions::default(),
+            std::sync::Arc::new(|_: &str| {}),
+        )
+        .await
+        .unwrap();
+        assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
+    }
+    let gh = fake_github(&base_spec()).await;
+    let mut opts = options(&gh, &dir, 1);
+    opts.cloud = Some((sim.endpoint(), support::TOKEN.into(), tenant.clone()));
+    let app = App::start(opts).await;
+    Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        _dir: dir,
+    }
+}
+
+fn fast_world() -> String {
+    include_str!("../fixtures/sim/default.yaml")
+        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+}
+
+/// Neither the tenant nor any of its projects' IDs reached GitHub or the server's logs.
+async fn assert_cloud_ids_kept(live: &Live) {
+    live.gh.assert_never_sent(&live.tenant);
+    assert_not_logged(&live.app, &[&live.tenant]);
+    let client = support::client(&live.sim);
+    for project in fleetbot::cloud::Cloud::list_projects(&client, &live.tenant)
+        .await
+        .unwrap()
+    {
+        live.gh.assert_never_sent(&project.id);
+        assert_not_logged(&live.app, &[&project.id]);
+    }
+}
+
+#[tokio::test]
+async fn a_second_push_edits_the_same_comment() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let two = spec_with_gpus(2);
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&two))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    let first = sticky(&gh, 0).await;
+    let three = spec_with_gpus(3);
+    push12(
+        &app,
+        &gh,
+        "d-2",
+        None,
+        &sha(3),
+        &[("fleets/prod.yaml", Some(&three))],
+    )
+    .await;
+    concluded(&gh, &sha(3)).await;
+    let after = sticky(&gh, 1).await;
+    gh.assert_clean();
+    assert_eq!(bot_comments(&gh, PR).len(), 1, "no second comment");
+    assert_eq!(after.id, first.id);
+    assert_ne!(after.body, first.body);
+    assert!(after.body.contains("gpu\\_nodes: 1 → 3"), "{}", after.body);
+    assert_eq!(gh.world().calls("issues/create-comment"), 1);
+    // Both checks on each head; without a cloud the preflight is neutral.
+    for head in [sha(2), sha(3)] {
+        assert_eq!(
+            the_run(&gh, &head, "fleet/privacy").conclusion.as_deref(),
+            Some("success")
+        );
+        assert_eq!(
+            the_run(&gh, &head, "fleet/preflight").conclusion.as_deref(),
+            Some("neutral")
+        );
+    }
+    insta::assert_snapshot!("pushed_comment", stable(&after.body));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_committed_private_id_fails_privacy_on_its_line_and_never_reaches_github() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let id = testdata::nid("tenant", "e00", 15);
+    let leaked = base_spec().replace("tenant_id: \"\"", &format!("tenant_id: \"{id}\""));
+    let line = leaked.lines().position(|l| l.contains(&id)).unwrap() as u64 + 1;
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&leaked))],
+    )
+    .await;
+    let (run, _) = concluded(&gh, &sha(2)).await;
+    let comment = sticky(&gh, 0).await;
+    gh.assert_clean();
+    let run = {
+        assert_eq!(the_run(&gh, &sha(2), "fleet/privacy").id, run.id);
+        run
+    };
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.annotations.len(), 1);
+    let a = &run.annotations[0];
+    assert_eq!(a["path"], "fleets/prod.yaml");
+    assert_eq!(
+        (a["start_line"].as_u64(), a["end_line"].as_u64()),
+        (Some(line), Some(line))
+    );
+    assert_eq!(a["annotation_level"], "failure");
+    // The value was read from GitHub, but nothing the bot sent back or logged holds it.
+    gh.assert_never_sent(&id);
+    assert_not_logged(&app, &[&id]);
+    assert!(comment.body.contains("diff is not shown"));
+    let alias = a["message"]
+        .as_str()
+        .unwrap()
+        .split("alias is ")
+        .nth(1)
+        .unwrap()[..16]
+        .to_string();
+    insta::assert_snapshot!(
+        "private_id_privacy_summary",
+        stable(&run.summary).replace(&alias, "[alias]")
+    );
+    insta::assert_snapshot!(
+        "private_id_comment",
+        stable(&comment.body).replace(&alias, "[alias]")
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_invalid_spec_fails_preflight_on_the_spec_line() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let broken = base_spec().replacen(
+        "  gpu_nodes:\n    count: 1\n",
+        "  gpu_nodes:\n    count: \"2\"\n",
+        1,
+    );
+    let line = broken
+        .lines()
+        .position(|l| l.contains("count: \"2\""))
+        .unwrap() as u64
+        + 1;
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&broken))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    let comment = sticky(&gh, 0).await;
+    gh.assert_clean();
+    let run = the_run(&gh, &sha(2), "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.title, "Blocked: 1 invalid fleet spec");
+    assert_eq!(run.annotations.len(), 1);
+    assert_eq!(run.annotations[0]["path"], "fleets/prod.yaml");
+    assert_eq!(run.annotations[0]["start_line"].as_u64(), Some(line));
+    assert_eq!(
+        the_run(&gh, &sha(2), "fleet/privacy").conclusion.as_deref(),
+        Some("success")
+    );
+    insta::assert_snapshot!("invalid_spec_preflight_summary", stable(&run.summary));
+    insta::assert_snapshot!("invalid_spec_comment", stable(&comment.body));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn no_spec_change_reports_both_checks_skipped_and_posts_no_comment() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("README.md", Some("# fleet config\n\nTypo fixed.\n"))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    // Nothing more is coming: no comment is written after the checks.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gh.assert_clean();
+    for name in ["fleet/privacy", "fleet/preflight"] {
+        let run = the_run(&gh, &sha(2), name);
+        assert_eq!(run.conclusion.as_deref(), Some("skipped"));
+        assert_eq!(run.status, "completed");
+    }
+    assert!(bot_comments(&gh, PR).is_empty());
+    assert_eq!(
+        gh.world().calls("repos/get-content"),
+        1,
+        "only the config was read"
+    );
+    insta::assert_snapshot!(
+        "skipped_preflight_summary",
+        the_run(&gh, &sha(2), "fleet/preflight").summary
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn ping_and_unknown_events_are_acknowledged_and_ignored() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    for (i, (event, body)) in [
+        (
+            "ping",
+            serde_json::to_vec(&fixtures::example("ping", None)).unwrap(),
+        ),
+        (
+            "star",
+            serde_json::to_vec(&fixtures::example("star", Some("created"))).unwrap(),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sig = sign(SECRET.as_bytes(), &body);
+        assert_eq!(
+            app.post(event, &format!("d-{i}"), &body, Some(sig)).await,
+            (202, "ignored\n".into())
+        );
+    }
+    for path in ["/healthz", "/readyz"] {
+        assert_eq!(app.get(path).await.0, 200, "{path}");
+    }
+    // Nothing was stored or handled: no call reaches GitHub.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, metrics) = app.get("/metrics").await;
+    assert!(!metrics.contains("outcome=\"accepted\""), "{metrics}");
+    assert!(gh.world().requests.is_empty());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn commands_are_acknowledged_checked_per_permission_and_answered_once() {
+    let gh = fake_github(&base_spec()).await;
+    {
+        let mut w = gh.world();
+        w.set_role(REPO, "maintainer-mia", "maintain");
+        w.set_role(REPO, "reader-rob", "read");
+    }
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let grown = spec_with_gpus(2);
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&grown))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    sticky(&gh, 0).await;
+    let pr = pr12_ref(&sha(2));
+    // A reader may ask for help but not re-plan; quoted and fenced commands are not commands.
+    let body = "/help\n/plan\n> /verify-storage\n```\n/status\n```\n/pln\n";
+    app.deliver(
+        "issue_comment",
+        "d-2",
+        &fixtures::pr_comment(&pr, 501, "reader-rob", "User", body),
+    )
+    .await;
+    let comments = eventually("the reply to the reader", || {
+        let c = bot_comments(&gh, PR);
+        (c.len() == 2).then_some(c)
+    })
+    .await;
+    eventually("the reader's comment is acknowledged", || {
+        (!gh.world().reactions.is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(
+        gh.world().reactions,
+        vec![(REPO.to_string(), 501, "eyes".to_string())]
+    );
+    // One ran (/help), two refused (/plan for a reader, /pln unknown): nothing re-planned.
+    insta::assert_snapshot!("reply_to_reader", comments[1].body.clone());
+    assert_eq!(gh.world().runs_on(REPO, &sha(2)).len(), 2);
+    gh.assert_clean();
+    // A maintainer's /plan re-runs the preflight: the sticky comment is edited, not duplicated.
+    let runs_before = gh.world().runs_on(REPO, &sha(2)).len();
+    app.deliver(
+        "issue_comment",
+        "d-3",
+        &fixtures::pr_comment(&pr, 502, "maintainer-mia", "User", "LGTM\n/plan\n"),
+    )
+    .await;
+    eventually("the re-plan's checks conclude", || {
+        let runs = gh.world().runs_on(REPO, &sha(2));
+        (runs.len() == runs_before + 2 && runs.iter().all(|r| r.conclusion.is_some())).then_some(())
+    })
+    .await;
+    // Whatever else that job writes comes right after its checks.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(bot_comments(&gh, PR).len(), 2);
+    let sticky_edits = bot_comments(&gh, PR)[0].edits;
+    let reactions = gh.world().reactions.len();
+    // Bots, edits and plain issues are ignored.
+    let mut edited: serde_json::Value = serde_json::from_slice(&fixtures::pr_comment(
+        &pr,
+        504,
+        "maintainer-mia",
+        "User",
+        "/plan\n",
+    ))
+    .unwrap();
+    edited["action"] = json!("edited");
+    edited["changes"] = json!({"body": {"from": "hello"}});
+    for (id, body) in [
+        (
+            "d-4",
+            fixtures::pr_comment(&pr, 503, "fleetbot-test[bot]", "Bot", "/plan\n"),
+        ),
+        ("d-5", serde_json::to_vec(&edited).unwrap()),
+    ] {
+        let sig = sign(SECRET.as_bytes(), &body);
+        let (status, _) = app.post("issue_comment", id, &body, Some(sig)).await;
+        assert_eq!(status, 202, "{id}");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(gh.world().runs_on(REPO, &sha(2)).len(), runs_before + 2);
+    assert_eq!(bot_comments(&gh, PR).len(), 2);
+    assert_eq!(bot_comments(&gh, PR)[0].edits, sticky_edits);
+    assert_eq!(gh.world().reactions.len(), reactions);
+    gh.assert_clean();
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn rate_limits_are_waited_out_and_content_is_never_blindly_reposted() {
+    let gh = fake_github(&base_spec()).await;
+    {
+        let mut w = gh.world();
+        w.faults.push(Fault {
+            operation: "pulls/list-files".into(),
+            status: 429,
+            headers: vec![("retry-after".into(), "1".into())],
+            body: json!({"message": "API rate limit exceeded"}),
+            times: 1,
+        });
+        // The comment is refused with a 502: GitHub may or may not have stored it.
+        w.faults.push(Fault {
+            operation: "issues/create-comment".into(),
+            status: 502,
+            headers: vec![],
+            body: json!({"message": "Server Error"}),
+            times: 1,
+        });
+    }
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let started = std::time::Instant::now();
+    let grown = spec_with_gpus(2);
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&grown))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    sticky(&gh, 0).await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "retry-after was honoured"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gh.assert_clean();
+    {
+        let w = gh.world();
+        assert_eq!(w.calls("pulls/list-files"), 2);
+        let ops: Vec<&str> = w.requests.iter().map(|r| r.operation.as_str()).collect();
+        let creates: Vec<usize> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| **o == "issues/create-comment")
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(creates.len(), 2);
+        assert!(
+            ops[creates[0]..creates[1]].contains(&"issues/list-comments"),
+            "looked for the comment before creating it again: {ops:?}"
+        );
+    }
+    assert_eq!(bot_comments(&gh, PR).len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn more_than_fifty_annotations_go_in_batches() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let mut text = String::from("# notes\n");
+    let mut ids = Vec::new();
+    for i in 0..60 {
+        let id = testdata::nid_seeded("project", "e00", 19, i);
+        text.push_str(&format!("id {id}\n"));
+        ids.push(id);
+    }
+    let grown = spec_with_gpus(2);
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[
+            ("fleets/prod.yaml", Some(&grown)),
+            ("notes/ids.txt", Some(&text)),
+        ],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    let comment = sticky(&gh, 0).await;
+    gh.assert_clean();
+    let run = the_run(&gh, &sha(2), "fleet/privacy");
+    assert_eq!(run.annotations.len(), 60);
+    assert_eq!(run.requests, 2, "one create with 50, one update with 10");
+    assert_eq!(run.title, "60 private values committed");
+    assert!(comment.body.len() < 60_000);
+    for id in &ids {
+        gh.assert_never_sent(id);
+        assert_not_logged(&app, &[id]);
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_huge_pull_request_keeps_the_comment_under_githubs_limit() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let mut changes: Vec<(String, String)> = Vec::new();
+    for i in 0..120 {
+        let spec = base_spec()
+            .replace("name: fleet1-test", &format!("name: fleet-{i:03}"))
+            .replace(
+                "project_prefix: \"fleet1-test-\"",
+                &format!("project_prefix: \"f{i:03}-\""),
+            );
+        changes.push((format!("fleets/many/fleet-{i:03}.yaml"), spec));
+    }
+    let refs: Vec<(&str, Option<&str>)> = changes
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    open12(&app, &gh, "d-1", &sha(2), &refs).await;
+    concluded(&gh, &sha(2)).await;
+    let comment = sticky(&gh, 0).await;
+    gh.assert_clean();
+    assert!(comment.body.len() <= 60_000, "{} bytes", comment.body.len());
+    assert!(
+        comment.body.contains("check run"),
+        "points at the check run"
+    );
+    let run = the_run(&gh, &sha(2), "fleet/preflight");
+    assert!(run.summary.chars().count() <= 65_535);
+    assert!(run.text.as_deref().unwrap_or("").chars().count() <= 65_535);
+    // Paginated: 120 files need two pages of 100.
+    assert_eq!(gh.world().calls("pulls/list-files"), 2);
+    app.stop().await;
+}
+
+/// Every example payload of `@octokit/webhooks-examples`, signed, is answered 2xx, and every
+/// example of an event the bot handles decodes.
+#[tokio::test]
+async fn every_webhook_example_is_acknowledged_and_handled_ones_decode() {
+    let gh = fake_github(&base_spec()).await;
+    // No workers: only the acknowledgement is under test.
+    let (app, _dir) = plain_app(&gh, 0).await;
+    let examples = fixtures::all_examples();
+    assert!(examples.len() > 300, "{} examples", examples.len());
+    let mut decoded = 0;
+    for (i, (event, payload)) in examples.iter().enumerate() {
+        let body = serde_json::to_vec(payload).unwrap();
+        if [
+            "pull_request",
+            "issue_comment",
+            "check_run",
+            "installation",
+            "ping",
+        ]
+        .contains(&event.as_str())
+        {
+            fleetbot::github::parse_event(event, &body)
+                .unwrap_or_else(|e| panic!("example {i} of {event}: {e}"));
+            decoded += 1;
+        }
+        let id = format!("{i:08}-0000-0000-0000-000000000000");
+        let (status, _) = app
+            .post(event, &id, &body, Some(sign(SECRET.as_bytes(), &body)))
+            .await;
+        assert_eq!(status, 202, "example {i} of {event}");
+    }
+    assert!(decoded > 50);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn live_plan_shows_what_the_cloud_needs_and_unchanged_targets_add_no_demand() {
+    let live = live_world(&fast_world()).await;
+    let (app, gh) = (&live.app, &live.gh);
+    let grown = spec_with_a_grown();
+    let staging = staging_spec();
+    let head = sha(2);
+    open12(
+        app,
+        gh,
+        "d-1",
+        &head,
+        &[
+            ("fleets/prod.yaml", Some(&grown)),
+            ("fleets/staging.yaml", Some(&staging)),
+        ],
+    )
+    .await;
+    concluded(gh, &head).await;
+    let comment = sticky(gh, 0).await;
+    let body = &comment.body;
+    assert!(
+        body.starts_with("<!-- fleetbot:pr-comment v1 -->\n## ✅ fleetbot preflight: ready"),
+        "{body}"
+    );
+    assert!(
+        body.contains("planned against the live state in Nebius"),
+        "{body}"
+    );
+    // Only project a's GPU pool changes; b's cluster is proven unchanged.
+    assert!(
+        body.contains("| ✏️ change | cluster `fleet1-test-a/cluster` | node-group"),
+        "{body}"
+    );
+    assert!(body.contains("node\\_count: 1 → 2"), "{body}");
+    assert!(!body.contains("cluster `fleet1-test-b/cluster`"), "{body}");
+    assert!(body.contains("1 cluster unchanged."), "{body}");
+    // The changed target is charged in full (2 GPUs), the unchanged one not at all: a static
+    // budget would ask for 3. The 2 GPUs already deployed show as in use.
+    assert!(
+        body.contains("| us-central1 | `compute.instance.gpu.rtx6000` | 2 GPUs | 2 GPUs |"),
+        "{body}"
+    );
+    // A new fleet: every resource is created, planned against the same cloud.
+    assert!(
+        body.contains("| ➕ create | cluster `staging-a/cluster` |"),
+        "{body}"
+    );
+    assert!(
+        body.contains("| ➕ create | project `staging-b` |"),
+        "{body}"
+    );
+    let preflight = the_run(gh, &head, "fleet/preflight");
+    assert_eq!(preflight.conclusion.as_deref(), Some("success"));
+    gh.assert_clean();
+    // Nothing the cloud knows privately reaches GitHub or the logs.
+    assert_cloud_ids_kept(&live).await;
+    // The comment and check are the in-process harness's snapshots but for the cloud's
+    // public name: the binary plans against the simulator as Nebius.
+    let as_sim = |t: &str| {
+        stable(t).replace(
+            "live state in Nebius",
+            "live state in the fleetbot simulator",
+        )
+    };
+    insta::assert_snapshot!("live_comment", as_sim(body));
+    insta::assert_snapshot!("live_preflight_summary", as_sim(&preflight.summary));
+    insta::assert_snapshot!(
+        "live_preflight_text",
+        as_sim(preflight.text.as_deref().unwrap_or_default())
+    );
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_short_live_quota_blocks_and_an_unreachable_cloud_fails_closed() {
+    // Six hundred GPU nodes: more than the tenant's allowance.
+    let live = live_world(&fast_world()).await;
+    let huge = base_spec().replacen(
+        "    count: 1\n    platform: gpu-rtx6000",
+        "    count: 600\n    platform: gpu-rtx6000",
+        1,
+    );
+    assert_ne!(huge, base_spec());
+    let head = sha(3);
+    open12(
+        &live.app,
+        &live.gh,
+        "d-1",
+        &head,
+        &[("fleets/prod.yaml", Some(&huge))],
+    )
+    .await;
+    concluded(&live.gh, &head).await;
+    let body = sticky(&live.gh, 0).await.body;
+    let run = the_run(&live.gh, &head, "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{}", run.title);
+    assert!(
+        body.contains("blocked by compute.instance.gpu.rtx6000 in us-central1"),
+        "{body}"
+    );
+    live.gh.assert_clean();
+    assert_cloud_ids_kept(&live).await;
+    live.app.stop().await;
+
+    // A cloud that cannot be reached (nothing listens on the port): nothing is assumed; the
+    // preflight fails with the reason.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let unreachable = "tenant-e00notreachable";
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.cloud = Some((
+        format!("http://127.0.0.1:{port}"),
+        support::TOKEN.into(),
+        unreachable.into(),
+    ));
+    let app = App::start(opts).await;
+    let head = sha(4);
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &head,
+        &[("fleets/prod.yaml", Some(&spec_with_a_grown()))],
+    )
+    .await;
+    concluded(&gh, &head).await;
+    let body = sticky(&gh, 0).await.body;
+    let run = the_run(&gh, &head, "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{}", run.title);
+    insta::assert_snapshot!("unreachable_cloud_comment", stable(&body));
+    assert!(body.contains("the live plan could not be made"), "{body}");
+    assert!(
+        body.contains("could not read tenant quota allowances"),
+        "{body}"
+    );
+    gh.assert_clean();
+    gh.assert_never_sent(unreachable);
+    assert_not_logged(&app, &[unreachable]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn only_the_configured_tenant_is_read_also_for_forks() {
+    let live = live_world(&fast_world()).await;
+    let (app, gh) = (&live.app, &live.gh);
+    // A spec pointing the bot at another tenant is refused, not read.
+    let other = "tenant-e00otherfleetowner";
+    let elsewhere =
+        spec_with_a_grown().replace("tenant_id: \"\"", &format!("tenant_id: \"{other}\""));
+    assert_ne!(elsewhere, spec_with_a_grown());
+    let head = sha(5);
+    open12(
+        app,
+        gh,
+        "d-1",
+        &head,
+        &[("fleets/prod.yaml", Some(&elsewhere))],
+    )
+    .await;
+    concluded(gh, &head).await;
+    let body = sticky(gh, 0).await.body;
+    let run = the_run(gh, &head, "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{}", run.title);
+    assert!(
+        body.contains(
+            "the spec's tenant\\_id is not the tenant fleetbot is configured to plan against"
+        ),
+        "{body}"
+    );
+    gh.assert_never_sent(other);
+    assert_not_logged(app, &[other]);
+
+    // A push from a fork is planned like any other (specs are data; only the configured
+    // tenant is read).
+    let head = sha(6);
+    {
+        let mut w = gh.world();
+        let parent = w.repos[REPO].pulls[&PR].head_sha.clone();
+        let grown = spec_with_a_grown();
+        w.commit(REPO, &parent, &head, &[("fleets/prod.yaml", Some(&grown))]);
+        w.push(REPO, PR, &head);
+    }
+    let mut payload: serde_json::Value =
+        serde_json::from_slice(&pr12("synchronize", &head)).unwrap();
+    payload["pull_request"]["head"]["repo"]["full_name"] = json!("someone/fleet-config");
+    app.deliver(
+        "pull_request",
+        "d-2",
+        &serde_json::to_vec(&payload).unwrap(),
+    )
+    .await;
+    concluded(gh, &head).await;
+    let body = sticky(gh, 1).await.body;
+    assert!(
+        body.contains("planned against the live state in Nebius"),
+        "{body}"
+    );
+    assert_eq!(
+        the_run(gh, &head, "fleet/preflight").conclusion.as_deref(),
+        Some("success")
+    );
+    gh.assert_clean();
+    assert_cloud_ids_kept(&live).await;
+    live.app.stop().await;
+}
+
+/// Issue 13: a spec pinning an existing project by an ID the tenant does not have. The live
+/// plan finds the problem, and the check must fail on it, not only the summary say so.
+#[tokio::test]
+async fn a_pinned_project_the_tenant_does_not_have_fails_preflight() {
+    let live = live_world(&fast_world()).await;
+    let (app, gh) = (&live.app, &live.gh);
+    let missing = testdata::nid_seeded("project", "e00", 19, 13);
+    let from = "  - name: b   # display name fleet1-test-b\n";
+    let pinned = base_spec().replacen(from, &format!("{from}    project_id: \"{missing}\"\n"), 1);
+    assert_ne!(pinned, base_spec());
+    let head = sha(7);
+    open12(
+        app,
+        gh,
+        "d-1",
+        &head,
+        &[("fleets/prod.yaml", Some(&pinned))],
+    )
+    .await;
+    concluded(gh, &head).await;
+    let body = sticky(gh, 0).await.body;
+    gh.assert_clean();
+    let run = the_run(gh, &head, "fleet/preflight");
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("failure"),
+        "{}\n{}",
+        run.title,
+        run.summary
+    );
+    assert!(
+        run.title
+            .starts_with("Blocked: the live plan found problems"),
+        "{}",
+        run.title
+    );
+    assert!(
+        run.summary.contains(
+            "project fleet1-test-b: the pinned project\\_id is not a project of the tenant"
+        ),
+        "{}",
+        run.summary
+    );
+    insta::assert_snapshot!("pinned_project_preflight_summary", stable(&run.summary));
+    assert!(
+        body.starts_with("<!-- fleetbot:pr-comment v1 -->\n## ❌"),
+        "{body}"
+    );
+    // The ID is private (fleet/privacy flags it); neither it nor the cloud's IDs reach GitHub.
+    assert_eq!(
+        the_run(gh, &head, "fleet/privacy").conclusion.as_deref(),
+        Some("failure")
+    );
+    gh.assert_never_sent(&missing);
+    assert_not_logged(app, &[&missing]);
+    assert_cloud_ids_kept(&live).await;
+    live.app.stop().await;
 }

@@ -22,6 +22,8 @@ pub struct AppOptions {
     pub cloud: Option<(String, String, String)>,
     /// A `postgres://` store shared by replicas; `None`: SQLite in `dir`.
     pub store_url: Option<String>,
+    /// `FLEETBOT_WEBHOOK_SECRET` (comma-separated during a rotation); `None`: [`SECRET`].
+    pub webhook_secrets: Option<String>,
 }
 
 /// A running `fleetbot serve`.
@@ -47,7 +49,10 @@ impl App {
             .env("XDG_DATA_HOME", options.dir.join("data"))
             .env("RUST_LOG", "info")
             .env("FLEETBOT_LISTEN", "127.0.0.1:0")
-            .env("FLEETBOT_WEBHOOK_SECRET", SECRET)
+            .env(
+                "FLEETBOT_WEBHOOK_SECRET",
+                options.webhook_secrets.as_deref().unwrap_or(SECRET),
+            )
             .env("FLEETBOT_APP_ID", APP_ID)
             .env("FLEETBOT_APP_PRIVATE_KEY_PATH", app_private_key_path())
             .env("FLEETBOT_GITHUB_API_URL", &options.github_url)
