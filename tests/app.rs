@@ -1084,19 +1084,13 @@ async fn live_plan_shows_what_the_cloud_needs_and_unchanged_targets_add_no_deman
     gh.assert_clean();
     // Nothing the cloud knows privately reaches GitHub or the logs.
     assert_cloud_ids_kept(&live).await;
-    // The comment and check are the in-process harness's snapshots but for the cloud's
-    // public name: the binary plans against the simulator as Nebius.
-    let as_sim = |t: &str| {
-        stable(t).replace(
-            "live state in Nebius",
-            "live state in the fleetbot simulator",
-        )
-    };
-    insta::assert_snapshot!("live_comment", as_sim(body));
-    insta::assert_snapshot!("live_preflight_summary", as_sim(&preflight.summary));
+    // As the binary publishes them: it plans against the simulator as Nebius, configured the
+    // way a deployment is.
+    insta::assert_snapshot!("live_comment", stable(body));
+    insta::assert_snapshot!("live_preflight_summary", stable(&preflight.summary));
     insta::assert_snapshot!(
         "live_preflight_text",
-        as_sim(preflight.text.as_deref().unwrap_or_default())
+        stable(preflight.text.as_deref().unwrap_or_default())
     );
     live.app.stop().await;
 }
