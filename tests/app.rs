@@ -270,43 +270,6 @@ async fn a_badly_signed_delivery_is_refused_and_nothing_runs() {
 }
 
 #[tokio::test]
-async fn a_pinned_project_the_tenant_lacks_fails_preflight() {
-    let sim = support::simulator(include_str!("../fixtures/sim/default.yaml")).await;
-    let tenant = sim.tenant_id();
-    let gh = fake_github(&base_spec()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = options(&gh, &dir, 1);
-    opts.cloud = Some((sim.endpoint(), support::TOKEN.into(), tenant.clone()));
-    let app = App::start(opts).await;
-
-    // A grammar-valid project ID that is not in the tenant.
-    let missing = fleetbot::privacy::testdata::nid("project", "e00", 18);
-    let spec = format!(
-        "apiVersion: npa.fleet/v0.0.1\nname: pinned\nregion: us-central1\nprojects:\n  - project_id: {missing}\n    clusters: [{{name: c, cpu_nodes: {{count: 1, platform: cpu-d3, preset: 8vcpu-32gb}}}}]\n"
-    );
-    let head = sha(41);
-    open_pr(&gh, 10, &head, &[("fleets/pinned.yaml", Some(&spec))]);
-    app.deliver("pull_request", "d-10", &pull_request("opened", 10, &head))
-        .await;
-    let (_, preflight) = concluded(&gh, &head).await;
-    assert_eq!(
-        preflight.conclusion.as_deref(),
-        Some("failure"),
-        "{}",
-        preflight.summary
-    );
-    assert!(
-        preflight.title.contains("the live plan found problems"),
-        "{}",
-        preflight.title
-    );
-    gh.assert_never_sent(&missing);
-    gh.assert_never_sent(&tenant);
-    assert!(!app.log_text().contains(&missing));
-    app.stop().await;
-}
-
-#[tokio::test]
 async fn two_replicas_on_one_postgres_handle_every_delivery_once() {
     // A password in the URL, as deployments have (the test server trusts local connections
     // and ignores it): it must never be logged.
