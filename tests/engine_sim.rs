@@ -695,3 +695,157 @@ async fn deploy_destroy_deploy_recreates_every_resource_kind() {
         );
     }
 }
+
+/// One project, one cluster whose CPU pool is `cpu` (a flow mapping body).
+fn one_cluster(cpu: &str, gpu: Option<&str>) -> FleetSpec {
+    let gpu = gpu.map_or(String::new(), |g| format!(", gpu_nodes: {{{g}}}"));
+    spec(&format!(
+        "apiVersion: npa.fleet/v0.0.1\nname: life\nregion: us-central1\nproject_prefix: life-\nprojects:\n  - name: a\n    clusters: [{{name: c, cpu_nodes: {{{cpu}}}{gpu}}}]\n"
+    ))
+}
+
+async fn deployed(
+    cloud: &fleetbot::cloud::NebiusClient,
+    store: &SqliteStore,
+    fleet: &FleetSpec,
+    tenant: &str,
+    what: &str,
+) {
+    let result = deploy(cloud, store, fleet, tenant, &options(), quiet())
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(
+        (result.deployed, result.failed),
+        (1, 0),
+        "{what}: {result:#?}"
+    );
+}
+
+async fn group_shapes(
+    cloud: &fleetbot::cloud::NebiusClient,
+    tenant: &str,
+) -> Vec<(String, String)> {
+    let project = cloud
+        .list_projects(tenant)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == "life-a")
+        .unwrap();
+    let cluster = cloud.list_clusters(&project.id).await.unwrap().remove(0);
+    let mut shapes: Vec<(String, String)> = cloud
+        .list_node_groups(&cluster.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.name, g.spec.preset))
+        .collect();
+    shapes.sort();
+    shapes
+}
+
+#[tokio::test]
+async fn a_shape_replaced_and_restored_and_a_pool_removed_and_re_added_are_new_requests() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let a = "count: 1, platform: cpu-d3, preset: 8vcpu-32gb";
+    let b = "count: 1, platform: cpu-d3, preset: 16vcpu-64gb";
+    let gpu = "count: 1, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb";
+    // A preset change replaces the group: A, then B, then A again.
+    for (round, (cpu, preset)) in [(a, "8vcpu-32gb"), (b, "16vcpu-64gb"), (a, "8vcpu-32gb")]
+        .into_iter()
+        .enumerate()
+    {
+        deployed(
+            &cloud,
+            &store,
+            &one_cluster(cpu, None),
+            &tenant,
+            &format!("shape {round}"),
+        )
+        .await;
+        assert_eq!(
+            group_shapes(&cloud, &tenant).await,
+            [("c-ng-cpu".to_string(), preset.to_string())],
+            "shape {round}"
+        );
+    }
+    // A GPU pool added, removed (its group deleted as stale), and added again.
+    for (round, with_gpu) in [true, false, true].into_iter().enumerate() {
+        let fleet = one_cluster(a, with_gpu.then_some(gpu));
+        deployed(&cloud, &store, &fleet, &tenant, &format!("pool {round}")).await;
+        assert_eq!(
+            group_shapes(&cloud, &tenant).await.len(),
+            1 + usize::from(with_gpu)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_deploy_after_a_destroy_that_stopped_half_way_re_creates_what_was_deleted() {
+    // The cluster's first delete fails after its node groups are gone.
+    let world = format!(
+        "{}faults:\n  - {{method: ClusterService/Delete, code: failed_precondition, fail_nth: [1]}}\n",
+        world()
+    );
+    let sim = simulator(&world).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let fleet = one_cluster(
+        "count: 1, platform: cpu-d3, preset: 8vcpu-32gb",
+        Some("count: 1, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb"),
+    );
+    deployed(&cloud, &store, &fleet, &tenant, "first deploy").await;
+    let destroyed = destroy(&cloud, &store, &fleet, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!(destroyed.failed, 1, "{destroyed:#?}");
+    assert!(group_shapes(&cloud, &tenant).await.is_empty());
+    // The half-destroyed target is deployed again: its node groups come back.
+    deployed(&cloud, &store, &fleet, &tenant, "after a partial destroy").await;
+    assert_eq!(group_shapes(&cloud, &tenant).await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_create_refused_for_quota_is_a_new_request_once_quota_frees_up() {
+    // Room for one 16-vCPU node: another fleet holds it first.
+    let world = world().replace(
+        "compute.instance.non-gpu.vcpu: 20000",
+        "compute.instance.non-gpu.vcpu: 24",
+    );
+    let sim = simulator(&world).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let cpu = "count: 1, platform: cpu-d3, preset: 16vcpu-64gb";
+    let other = spec(&format!(
+        "apiVersion: npa.fleet/v0.0.1\nname: other\nregion: us-central1\nprojects:\n  - name: o\n    clusters: [{{name: c, cpu_nodes: {{{cpu}}}}}]\n"
+    ));
+    deployed(&cloud, &store, &other, &tenant, "the other fleet").await;
+    let fleet = one_cluster(cpu, None);
+    let no_preflight = LifecycleOptions {
+        preflight: false,
+        ..options()
+    };
+    let refused = deploy(&cloud, &store, &fleet, &tenant, &no_preflight, quiet())
+        .await
+        .unwrap();
+    assert_eq!((refused.deployed, refused.failed), (0, 1), "{refused:#?}");
+    assert!(
+        format!("{refused:?}").contains("compute.instance.non-gpu.vcpu"),
+        "{refused:#?}"
+    );
+    // The quota frees up: the same spec, deployed again, is a new request and succeeds
+    // instead of replaying the refusal.
+    let gone = destroy(&cloud, &store, &other, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!(gone.failed, 0, "{gone:#?}");
+    deployed(&cloud, &store, &fleet, &tenant, "after the quota freed up").await;
+}

@@ -105,6 +105,20 @@ impl CloudError {
         }
     }
 
+    /// Whether the cloud refused the call without acting on it (quota, capacity, an invalid or
+    /// forbidden request), so a later attempt is a new request rather than a retry. Transport
+    /// failures and internal errors are not refusals: their effect is unknown.
+    pub fn took_no_effect(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::QuotaExceeded { .. }
+                | ErrorKind::NotEnoughResources { .. }
+                | ErrorKind::InvalidArgument { .. }
+                | ErrorKind::PermissionDenied { .. }
+                | ErrorKind::Unauthenticated
+        )
+    }
+
     /// Whether retrying the same call (with the same idempotency key) may succeed, following
     /// the SDKs: the service's retry type wins; otherwise `UNAVAILABLE`, `RESOURCE_EXHAUSTED`
     /// without a quota violation, and `DEADLINE_EXCEEDED` are retried.

@@ -39,13 +39,18 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         observed: &ObservedProject,
     ) -> TargetResult {
         let key = &target.key;
-        let mut record = self
-            .store
-            .targets(self.fleet)
-            .await
-            .ok()
-            .and_then(|all| find_target(&all, &key.project_key, &key.cluster).cloned())
-            .unwrap_or_else(|| new_target(self.fleet, key));
+        // An unreadable inventory stops the target: a fresh record written over the real one
+        // would forget what fleetbot created, and a later destroy would leave it behind.
+        let mut record = match self.store.targets(self.fleet).await {
+            Ok(all) => find_target(&all, &key.project_key, &key.cluster)
+                .cloned()
+                .unwrap_or_else(|| new_target(self.fleet, key)),
+            Err(e) => {
+                let message = e.to_string();
+                (self.progress)(&format!("{key}: failed: {message}"));
+                return TargetResult::new(key, &target.region, project).with_error(&message);
+            }
+        };
         self.stamp(&mut record, target, project);
         let deployed = TargetStatus::from_record(&record.status) == TargetStatus::Deployed;
         if !deployed || record.applied_digest != target.digest {
@@ -66,6 +71,16 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                 (self.progress)(&format!("{key}: deployed"));
             }
             Err(e) => {
+                // The cloud refused without acting (quota, capacity, an invalid request): the
+                // next attempt is a new request, not a replay of the refused one.
+                if e.took_no_effect()
+                    && let Err(bump) = self
+                        .store
+                        .bump_generation(self.fleet, &key.project_key, &key.cluster)
+                        .await
+                {
+                    result = result.with_error(&bump.to_string());
+                }
                 record.status = TargetStatus::Error.into();
                 record.error = e.to_string();
                 result = result.with_error(&record.error);
@@ -172,6 +187,17 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         (self.progress)(&format!("{}: {what}", self.target.key));
     }
 
+    /// Starts a new lifecycle before a deletion, so that whatever is created again later (a
+    /// group removed and re-added, a replaced shape restored) gets keys of its own. This run
+    /// keeps its keys: what it still creates is new in name or shape.
+    async fn new_lifecycle(&self) -> Result<(), ApplyError> {
+        let key = &self.target.key;
+        self.store
+            .bump_generation(self.fleet, &key.project_key, &key.cluster)
+            .await?;
+        Ok(())
+    }
+
     async fn save(&self, record: &TargetRecord) -> Result<(), ApplyError> {
         self.store
             .upsert_target(record)
@@ -260,7 +286,15 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
             .find(|c| c.name == key.cluster)
         else {
             self.say("creating cluster");
-            let k = self.keys.key(&["cluster", "create"]);
+            let k = self.keys.key(&[
+                "cluster",
+                "create",
+                &DesiredTarget::resource_digest(&(
+                    &spec.k8s_version,
+                    &spec.subnet_id,
+                    spec.public_endpoint,
+                )),
+            ]);
             return self
                 .cloud
                 .create_cluster(self.project_id, &key.cluster, &spec, labels, &k)
@@ -339,10 +373,14 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         };
         if needs_replacement(&g.spec, &want) {
             self.say(&format!("replacing node group {name}"));
+            self.new_lifecycle().await?;
             let k = self.keys.key(&["node-group", name, "delete", &g.id]);
             self.cloud.delete_node_group(&g.id, &k).await?;
+            // The create names the group it replaces: the same shape made again after another
+            // replacement is a new request, never a replay of a deleted group's create.
+            let replaces = format!("{digest}-replaces-{}", g.id);
             return self
-                .create_node_group(cluster_id, name, &want, &digest)
+                .create_node_group(cluster_id, name, &want, &replaces)
                 .await;
         }
         if g.spec == want && &g.labels == labels {
@@ -385,6 +423,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
                     "deleting node group {} (no longer in the spec)",
                     stale.name
                 ));
+                self.new_lifecycle().await?;
                 let k = self
                     .keys
                     .key(&["node-group", &stale.name, "delete", &stale.id]);

@@ -88,11 +88,12 @@ async fn destroy_recorded<C: Cloud, S: InventoryStore>(
 ) -> Result<DestroyEntry, EngineError> {
     let (key, cluster) = (&record.project_key, &record.cluster_name);
     progress(&format!("{key}/{cluster}: destroying"));
+    // A new lifecycle before the first delete: after a teardown that stops half-way, the next
+    // deploy re-creates what was deleted under new keys, not the first lifecycle's. An extra
+    // bump (a teardown that then fails) is harmless: what exists is observed, not created.
+    store.bump_generation(fleet, key, cluster).await?;
     match Teardown::new(cloud, fleet, record, progress).run().await {
         Ok(()) => {
-            // A new lifecycle first: if the removal below is lost, the next destroy proves
-            // the resources gone and bumps again, which is harmless.
-            store.bump_generation(fleet, key, cluster).await?;
             store.remove_target(fleet, key, cluster).await?;
             Ok(DestroyEntry::new(key, cluster, TargetStatus::Destroyed))
         }
@@ -166,10 +167,11 @@ async fn reclaim_networks<C: Cloud, S: InventoryStore>(
         if record.created_network_id.is_empty() && record.created_subnet_id.is_empty() {
             continue;
         }
+        // As for targets: the network's new lifecycle starts before its first delete.
+        store.bump_generation(fleet, &key, "").await?;
         let errors = reclaim_network(cloud, fleet, &mut record).await;
         if errors.is_empty() {
             record.subnet_id.clear();
-            store.bump_generation(fleet, &key, "").await?;
         }
         record.updated_at = now_ms();
         store.upsert_project(&record).await?;

@@ -66,3 +66,10 @@ pub enum ApplyError {
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
+
+impl ApplyError {
+    /// Whether the cloud refused the step without acting on it.
+    pub fn took_no_effect(&self) -> bool {
+        matches!(self, ApplyError::Cloud(e) if e.took_no_effect())
+    }
+}
