@@ -79,7 +79,7 @@ fn credentials_value(text: &[u8], n: usize, key_start: usize, after_key: usize) 
     let value = match object {
         // A credentials object (JSON, or a YAML block) without a private key in it is a
         // stub (a parser's test input, a schema example), not a credential.
-        Some(end) if !holds_private_key(&text[after_key..end]) => return None,
+        Some(end) if is_stub(&text[after_key..end]) => return None,
         Some(end) => squeeze(&text[after_key..end]),
         None => {
             // Not a followed object: the rest of the line (bounded, so a line of
@@ -93,6 +93,24 @@ fn credentials_value(text: &[u8], n: usize, key_start: usize, after_key: usize) 
         b"subject-credentials".to_vec()
     } else {
         value
+    })
+}
+
+/// A credentials object that holds no private key: neither a key the scanner can read nor a
+/// `private-key` field with a real-looking value (one quoted or encoded in a way the key
+/// reader does not follow still counts: when in doubt, it is reported).
+fn is_stub(object: &[u8]) -> bool {
+    if holds_private_key(object) {
+        return false;
+    }
+    static FIELD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?i)private[-_]?key["']?\s*[:=]\s*["']?([^"',}\s]+)"#).expect("static regex")
+    });
+    // A reference (`${VAR}`, `<key>`, a template) names where a key comes from, not a key.
+    let reference = |v: &[u8]| matches!(v.first(), Some(b'$' | b'<' | b'{' | b'%'));
+    !FIELD.captures_iter(object).any(|c| {
+        let value = &c[1];
+        value.len() >= 16 && !reference(value) && !super::is_stand_in(value)
     })
 }
 

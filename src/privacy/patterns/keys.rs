@@ -7,7 +7,7 @@ use regex::bytes::Regex;
 
 use super::key_body::{is_base64, key_body};
 use super::text::{find, memchr_newline};
-use super::{MAX_BLOCK_BYTES, MAX_DOCUMENT_BYTES, MAX_DOCUMENTS};
+use super::{MAX_BLOCK_BYTES, MAX_DOCUMENT_BYTES};
 use crate::privacy::Candidate;
 use crate::privacy::noise::mentions_example;
 use crate::privacy::rules::RuleId;
@@ -47,14 +47,22 @@ pub(super) fn holds_private_key(document: &[u8]) -> bool {
         .any(|m| key_body(document, m.end()).is_some_and(|(_, body)| !mentions_example(&body)))
 }
 
+// Every encoded PEM is looked at, however many a file holds (a kubeconfig carries many
+// certificates beside one key): the scan stays linear because each one's text is read once
+// (`resume`), and only a block whose first line decodes to a private key is decoded whole.
 pub(super) fn encoded_private_keys(text: &[u8], out: &mut Vec<Candidate>) {
     let mut resume = 0;
-    for m in ENCODED_PEM.find_iter(text).take(MAX_DOCUMENTS) {
+    for m in ENCODED_PEM.find_iter(text) {
         if m.start() < resume || (m.start() > 0 && is_base64(text[m.start() - 1])) {
             continue;
         }
         let (encoded, end) = wrapped_base64(text, m.start());
         resume = end;
+        // `-----BEGIN <up to 40 characters> PRIVATE KEY-----` fits in the first 96 bytes.
+        let head = decode_base64(&encoded[..encoded.len().min(128)]);
+        if find(&head, b"PRIVATE").is_none() {
+            continue;
+        }
         let decoded = decode_base64(&encoded);
         if let Some(begin) = PEM_BEGIN.find(&decoded).filter(|b| b.start() == 0)
             && let Some((_, body)) = key_body(&decoded, begin.end())
@@ -129,14 +137,26 @@ fn decode_base64(encoded: &[u8]) -> Vec<u8> {
     out
 }
 
+// Every PuTTY header is looked at: the `Private-Lines:` markers are found in one pass, and
+// each header takes the first one after it within its document, so many headers cost no more
+// than one scan.
 pub(super) fn putty_keys(text: &[u8], out: &mut Vec<Candidate>) {
     const MARKER: &[u8] = b"Private-Lines:";
-    for m in PUTTY.find_iter(text).take(MAX_DOCUMENTS) {
-        let window_end = (m.end() + MAX_DOCUMENT_BYTES).min(text.len());
-        let Some(at) = find(&text[m.end()..window_end], MARKER) else {
+    let mut markers = Vec::new();
+    let mut from = 0;
+    while let Some(at) = find(&text[from..], MARKER) {
+        markers.push(from + at);
+        from += at + MARKER.len();
+    }
+    for m in PUTTY.find_iter(text) {
+        let next = markers.partition_point(|&p| p < m.end());
+        let Some(&at) = markers
+            .get(next)
+            .filter(|&&p| p + MARKER.len() <= m.end() + MAX_DOCUMENT_BYTES)
+        else {
             continue;
         };
-        let after_marker = m.end() + at + MARKER.len();
+        let after_marker = at + MARKER.len();
         let body_start = memchr_newline(text, after_marker);
         if let Some((end, body)) = key_body(text, body_start)
             && !mentions_example(&body)

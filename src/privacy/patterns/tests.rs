@@ -220,3 +220,40 @@ fn encoded_certificates_and_stub_keys_are_not_keys() {
         assert_eq!(rules(&testdata::encode_base64(text.as_bytes())), vec![]);
     }
 }
+
+#[test]
+fn an_encoded_key_after_many_encoded_certificates_is_found() {
+    // A kubeconfig carries a certificate per cluster and user; the key comes after them all.
+    let cert = testdata::pem_key("", 4).replace("PRIVATE KEY", "CERTIFICATE");
+    let mut text: String = (0..100)
+        .map(|i| {
+            format!(
+                "certificate-authority-data-{i}: {}\n",
+                testdata::encode_base64(cert.as_bytes())
+            )
+        })
+        .collect();
+    let key = testdata::pem_key("RSA ", 6);
+    text.push_str(&format!(
+        "client-key-data: {}\n",
+        testdata::encode_base64(key.as_bytes())
+    ));
+    let found = rules(&text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].1, RuleId::PrivateKey);
+}
+
+#[test]
+fn a_credentials_block_whose_key_is_not_read_is_still_reported() {
+    // The key is base64 once more on one line: the key reader does not follow it inside a
+    // YAML block, but a real-looking `private-key` value is no stub.
+    let key = testdata::encode_base64(testdata::pem_key("", 4).as_bytes());
+    let text = format!("subject-credentials:\n  alg: RS256\n  private-key: {key}\n  kid: x\n");
+    assert!(
+        rules(&text)
+            .iter()
+            .any(|(_, r)| *r == RuleId::ServiceAccountCredentials),
+        "{:?}",
+        rules(&text)
+    );
+}
