@@ -6,19 +6,10 @@ use std::time::SystemTime;
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::transport::{Call, JSON_ACCEPT, Repeat, decode};
+use super::transport::{Auth, Call, JSON_ACCEPT, Repeat, decode};
 use super::{ClientError, GitHubClient};
 use crate::github::SecretString;
 use crate::github::app::{InstallationToken, parse_github_time};
-
-/// Which identity a call is made as.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Auth {
-    /// The App JWT (installation-token exchange).
-    App,
-    /// An installation token.
-    Installation(u64),
-}
 
 impl GitHubClient {
     pub(super) async fn token(&self, auth: Auth) -> Result<SecretString, ClientError> {

@@ -205,7 +205,7 @@ impl RepoClient {
                 query: vec![],
                 body: Some(body),
                 accept: JSON_ACCEPT,
-                auth: auth::Auth::Installation(self.installation_id),
+                auth: transport::Auth::Installation(self.installation_id),
                 repeat,
             })
             .await

@@ -5,8 +5,8 @@ use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
 
-use super::auth::Auth;
 use super::headers::header_str;
+use super::transport::Auth;
 use super::transport::{Call, JSON_ACCEPT, Repeat, decode};
 use super::{ClientError, GitHubClient};
 

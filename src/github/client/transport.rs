@@ -20,10 +20,18 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::auth::Auth;
 use super::headers::header_u64;
 use super::{ClientError, GitHubClient};
 use crate::github::SecretString;
+
+/// Which identity a call is made as (the tokens themselves are minted in `auth`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Auth {
+    /// The App JWT (installation-token exchange).
+    App,
+    /// An installation token.
+    Installation(u64),
+}
 
 pub(super) const JSON_ACCEPT: &str = "application/vnd.github+json";
 pub(super) const RAW_ACCEPT: &str = "application/vnd.github.raw+json";

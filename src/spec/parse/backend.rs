@@ -4,11 +4,11 @@
 
 use super::merge::{deep_merge, without_backend_keys};
 use super::mk8s::{check_envelope, mk8s_cluster_from};
-use super::reader::{Reader, entries_get, join, positions_of, set_entry};
+use super::reader::{Reader, entries_get, join, positions_of, set_entry, slug_or_cluster};
 use super::soperator;
 use crate::spec::error::SpecError;
 use crate::spec::model::{Backend, ClusterSpec};
-use crate::spec::names::{py_repr, slug};
+use crate::spec::names::py_repr;
 use crate::spec::yaml::{Entry, Node, Pos, Value};
 
 /// One cluster entry as written, with where it is.
@@ -63,16 +63,6 @@ pub(super) fn cluster_target_from(
                 py_repr(other)
             ),
         )),
-    }
-}
-
-/// A cluster's name as a slug; one that slugs to nothing is `cluster`.
-pub(super) fn slug_or_cluster(text: &str) -> String {
-    let s = slug(text);
-    if s.is_empty() {
-        "cluster".to_string()
-    } else {
-        s
     }
 }
 

@@ -1,9 +1,8 @@
 //! An mk8s cluster from its merged mapping: every field strictly typed with the reference's
 //! default, node pools, the feature blocks, and the GPU workload profile applied last.
 
-use super::backend::slug_or_cluster;
 use super::blocks::{kuberay_from, mig_from};
-use super::reader::{Reader, positions_of};
+use super::reader::{Reader, positions_of, slug_or_cluster};
 use crate::spec::error::SpecError;
 use crate::spec::model::*;
 use crate::spec::yaml::{Entry, Node, Pos, Value};

@@ -252,3 +252,13 @@ fn record_positions(entries: &[Entry], prefix: &str, out: &mut Positions, depth:
         }
     }
 }
+
+/// A cluster's name as a slug; one that slugs to nothing is `cluster`.
+pub(super) fn slug_or_cluster(text: &str) -> String {
+    let s = crate::spec::names::slug(text);
+    if s.is_empty() {
+        "cluster".to_string()
+    } else {
+        s
+    }
+}
