@@ -4,7 +4,8 @@
 
 include!(concat!(env!("OUT_DIR"), "/mod.rs"));
 
-/// The `FileDescriptorSet` of every file in proto/ (with imports), for checks that compare the
-/// declared numbers and names with the upstream definitions.
+/// The `FileDescriptorSet` of every file in proto/ (with imports), for the test that compares
+/// the declared numbers and names with the upstream definitions.
+#[cfg(test)]
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/nebius_descriptors.bin"));

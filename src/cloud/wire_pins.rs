@@ -261,7 +261,7 @@ fn declarations() -> Declarations {
 }
 
 /// The shapes the table leaves out (its preamble): what a standard request or response may hold.
-fn standard_shape(name: &str, entry: &str) -> bool {
+fn standard_shape(name: &str, entry: &str, resources: &BTreeMap<String, String>) -> bool {
     static GET: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"\.(Get|Delete|Purge|Undelete|Start|Stop|Activate|Deactivate)\w*Request$")
             .expect("static regex")
@@ -275,9 +275,9 @@ fn standard_shape(name: &str, entry: &str) -> bool {
     static LIST_ITEMS: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"^items=1:repeated [A-Za-z0-9_.]+$").expect("static regex"));
     static WRITE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\.(Create|Update)\w*Request$").expect("static regex"));
+        LazyLock::new(|| Regex::new(r"\.(Create|Update)(\w*)Request$").expect("static regex"));
     static WRITE_SPEC: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^spec=2:[A-Za-z0-9_.]+Spec$").expect("static regex"));
+        LazyLock::new(|| Regex::new(r"^spec=2:([A-Za-z0-9_.]+)$").expect("static regex"));
     if BY_NAME.is_match(name) {
         return matches!(entry, "parent_id=1:string" | "name=2:string");
     }
@@ -293,16 +293,56 @@ fn standard_shape(name: &str, entry: &str) -> bool {
     if LIST_RESP.is_match(name) {
         return LIST_ITEMS.is_match(entry) || entry == "next_page_token=2:string";
     }
-    if WRITE.is_match(name) {
+    if let Some(c) = WRITE.captures(name) {
+        // A write carries the spec of the resource its service's `Get` returns
+        // (`CreateProjectRequest` a `ContainerSpec`), else of the one it names.
+        let resource = resources
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| c[2].to_string());
         return entry == "metadata=1:nebius.common.v1.ResourceMetadata"
-            || WRITE_SPEC.is_match(entry);
+            || WRITE_SPEC
+                .captures(entry)
+                .is_some_and(|s| s[1].rsplit('.').next() == Some(&format!("{resource}Spec")));
     }
     false
+}
+
+/// Each `Create*`/`Update*Request` of the table's services (package-qualified) → the resource
+/// type its service's `Get` returns (without package).
+fn write_resources(table: &Table) -> BTreeMap<String, String> {
+    static METHOD: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(\w+)\(([\w.]+)\)→([\w.]+)$").expect("static regex"));
+    let mut out = BTreeMap::new();
+    for (service, methods) in &table.services {
+        let package = service.rsplit_once('.').map_or("", |(p, _)| p);
+        let parsed: Vec<(String, String, String)> = methods
+            .iter()
+            .filter_map(|m| METHOD.captures(m))
+            .map(|c| (c[1].to_string(), c[2].to_string(), c[3].to_string()))
+            .collect();
+        let Some((_, _, got)) = parsed.iter().find(|(m, _, _)| m == "Get") else {
+            continue;
+        };
+        let resource = got.rsplit('.').next().unwrap_or(got).to_string();
+        for (method, request, _) in &parsed {
+            if method == "Create" || method == "Update" {
+                let request = if request.contains('.') {
+                    request.clone()
+                } else {
+                    format!("{package}.{request}")
+                };
+                out.insert(request, resource.clone());
+            }
+        }
+    }
+    out
 }
 
 #[test]
 fn every_declared_number_matches_the_upstream_table() {
     let table = parse_table(TABLE);
+    let resources = write_resources(&table);
     let declared = declarations();
     let mut problems = Vec::new();
     let mut pinned = 0usize;
@@ -331,7 +371,7 @@ fn every_declared_number_matches_the_upstream_table() {
                 None if left_out => {}
                 None if kind == "message" => {
                     for e in &item.entries {
-                        if standard_shape(&item.name, e) {
+                        if standard_shape(&item.name, e, &resources) {
                             pinned += 1;
                         } else {
                             problems.push(format!(

@@ -376,8 +376,6 @@ impl ClusterSpec {
         self.cpu_nodes.as_ref().map_or(0, |p| p.count)
     }
 
-    /// The driver selection as deploy will use it (mode lowered; `auto` becomes `managed-image`
-    /// when there are GPUs). Validation has already rejected unknown modes.
     /// `MK8sDesired.resolved_enable_gpu_cluster`: the backend model resolves an unset value
     /// from the preset prefix alone, not from the fabric-capable topology.
     pub fn model_enable_gpu_cluster(&self) -> bool {
@@ -389,6 +387,8 @@ impl ClusterSpec {
             .is_some_and(|g| g.count > 0 && g.preset.starts_with("8gpu-"))
     }
 
+    /// The driver selection as deploy will use it (mode lowered; `auto` becomes `managed-image`
+    /// when there are GPUs). Validation has already rejected unknown modes.
     pub fn driver_selection(&self) -> DriverSelection {
         self.driver_selection_with(self.resolved_enable_gpu_cluster())
     }

@@ -113,8 +113,8 @@ impl std::fmt::Display for Problem {
     }
 }
 
-// Serialized as its message alone: the plan's JSON and its digest stay what they were before
-// problems had kinds.
+// Serialized as its message alone, so the plan's JSON keeps its shape (a list of strings) now
+// that problems have kinds.
 impl Serialize for Problem {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.message)
