@@ -20,6 +20,13 @@ fn privacy_conclusion(report: &PrReport) -> (CheckConclusion, String) {
             CheckConclusion::Success,
             "No private values in the changed lines".to_string(),
         ),
+        PrivacyVerdict::Incomplete => (
+            CheckConclusion::Failure,
+            format!(
+                "Incomplete: {}",
+                crate::bot::report::unscanned(report.privacy.unread)
+            ),
+        ),
         PrivacyVerdict::Found => (
             CheckConclusion::Failure,
             format!(

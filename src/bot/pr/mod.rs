@@ -136,7 +136,9 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
         })
         .unzip();
     let config_report = config_report(input);
-    let privacy = privacy.report();
+    let mut privacy = privacy.report();
+    // Files GitHub did not list were not scanned either (only when anything was scanned).
+    privacy.listing_cut = input.files_truncated && !specs.is_empty();
     let report = PrReport {
         repo: input.repo.to_string(),
         number: input.number,

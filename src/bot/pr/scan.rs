@@ -56,6 +56,8 @@ impl PrivacyScan {
                 })
                 .collect(),
             skipped: self.skipped.clone(),
+            unread: self.skipped.iter().filter(|s| s.unread).count(),
+            listing_cut: false,
         }
     }
 
@@ -77,10 +79,11 @@ impl PrivacyScan {
             .collect()
     }
 
-    fn skip(&mut self, file: &ChangedFile, reason: String) {
+    fn skip(&mut self, file: &ChangedFile, reason: String, unread: bool) {
         self.skipped.push(SkippedFile {
             path: file.path.clone(),
             reason,
+            unread,
         });
     }
 }
@@ -99,7 +102,7 @@ pub(super) fn scan_changed_files(scanner: &Scanner, files: &[ChangedFile]) -> Pr
                 .not_fetched
                 .as_deref()
                 .unwrap_or("content not available");
-            scan.skip(file, reason.to_string());
+            scan.skip(file, reason.to_string(), true);
             continue;
         };
         let ranges: Option<Vec<RangeInclusive<u32>>> = file.patch.as_deref().map(added_line_ranges);
@@ -108,7 +111,7 @@ pub(super) fn scan_changed_files(scanner: &Scanner, files: &[ChangedFile]) -> Pr
                 scan.scanned += 1;
                 scan.findings.extend(found);
             }
-            FileScan::Skipped { reason } => scan.skip(file, reason.note().to_string()),
+            FileScan::Skipped { reason } => scan.skip(file, reason.note().to_string(), false),
         }
     }
     scan.findings.sort_by(|a, b| {

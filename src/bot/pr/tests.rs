@@ -339,3 +339,78 @@ fn the_conclusions_and_the_summaries_come_from_one_verdict() {
         );
     }
 }
+
+#[test]
+fn a_privacy_scan_that_could_not_read_every_changed_line_never_passes() {
+    let config = LoadedConfig::from_default_branch("main", None);
+    let spec = file(
+        "fleets/a.yaml",
+        FileStatus::Modified,
+        Some(SPEC),
+        Some(SPEC),
+    );
+    let mut big = file("data/dump.json", FileStatus::Added, None, None);
+    big.not_fetched = Some("larger than the scan limit".into());
+    let out = run(&[spec.clone(), big], &config);
+    assert_eq!(out.privacy.conclusion, CheckConclusion::Failure);
+    assert_eq!(
+        out.privacy.output.title,
+        "Incomplete: 1 changed file could not be scanned"
+    );
+    assert!(
+        out.privacy
+            .output
+            .summary
+            .contains("Not every changed line could be scanned"),
+        "{}",
+        out.privacy.output.summary
+    );
+    assert!(
+        out.comment.contains("1 changed file could not be scanned"),
+        "{}",
+        out.comment
+    );
+    // `fleet/preflight` decides on the plan: a privacy gap is not its failure.
+    assert_ne!(out.preflight.conclusion, CheckConclusion::Failure);
+
+    // A listing GitHub cut short leaves files unscanned too.
+    let truncated = evaluate_pull_request(&PrInput {
+        repo: "o/r",
+        number: 1,
+        head_sha: &"a".repeat(40),
+        base_sha: &"b".repeat(40),
+        files: &[spec],
+        files_truncated: true,
+        config: &config,
+        alias_key: b"k",
+        quota: None,
+        live: &BTreeMap::new(),
+    });
+    assert_eq!(truncated.privacy.conclusion, CheckConclusion::Failure);
+    assert!(
+        truncated
+            .privacy
+            .output
+            .title
+            .contains("not all were scanned"),
+        "{}",
+        truncated.privacy.output.title
+    );
+
+    // A binary file is skipped by design: the scan is complete.
+    let mut image = file("docs/logo.png", FileStatus::Added, None, None);
+    image.head = Some(vec![0x89, b'P', b'N', b'G', 0, 0, 0]);
+    let out = run(
+        &[
+            file(
+                "fleets/a.yaml",
+                FileStatus::Modified,
+                Some(SPEC),
+                Some(SPEC),
+            ),
+            image,
+        ],
+        &config,
+    );
+    assert_eq!(out.privacy.conclusion, CheckConclusion::Success);
+}

@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::github::{FileStatus, Permission};
 
 pub use budget::{BudgetLine, BudgetReport, BudgetStatus};
-pub use outcome::{Blocker, Caution, Outcome, PrivacyVerdict, Verdict};
+pub use outcome::{Blocker, Caution, Outcome, PrivacyVerdict, Verdict, unscanned};
 pub use plan::{LiveProblem, LiveProblemKind, PlanItem, PlanSummary};
 pub use privacy::{PrivacyLocation, PrivacyReport, RuleCount, SkippedFile};
 
@@ -92,10 +92,12 @@ impl PrReport {
     pub fn privacy_verdict(&self) -> PrivacyVerdict {
         if !self.outcome.spec_changed {
             PrivacyVerdict::Skipped
-        } else if self.privacy.total == 0 {
-            PrivacyVerdict::Clean
-        } else {
+        } else if self.privacy.total > 0 {
             PrivacyVerdict::Found
+        } else if self.privacy.incomplete() {
+            PrivacyVerdict::Incomplete
+        } else {
+            PrivacyVerdict::Clean
         }
     }
 }

@@ -43,6 +43,8 @@ pub enum Blocker {
     CapacityUnproven { fleets: usize },
     /// Private values in the changed lines (`fleet/privacy` has the details).
     PrivateValues { count: usize },
+    /// Changed lines the privacy guard could not read: unproven is not clean.
+    PrivacyIncomplete { unread: usize },
 }
 
 impl Blocker {
@@ -68,6 +70,7 @@ impl Blocker {
             Blocker::PrivateValues { count } => {
                 format!("{count} private value{} committed", plural(*count))
             }
+            Blocker::PrivacyIncomplete { unread } => unscanned(*unread),
         }
     }
 
@@ -83,11 +86,26 @@ impl Blocker {
             }
             Blocker::QuotaShort { .. } => "quota shortfall".into(),
             Blocker::CapacityUnproven { .. } => "capacity could not be proven".into(),
+            Blocker::PrivacyIncomplete { unread } => {
+                format!("{} (see fleet/privacy)", unscanned(*unread))
+            }
             Blocker::PrivateValues { count } => format!(
                 "{count} private value{} committed (see fleet/privacy)",
                 plural(*count)
             ),
         }
+    }
+}
+
+/// Why the privacy scan is incomplete, in a few words.
+pub fn unscanned(unread: usize) -> String {
+    if unread == 0 {
+        "not every changed file was listed, so not all were scanned".to_string()
+    } else {
+        format!(
+            "{unread} changed file{} could not be scanned",
+            plural(unread)
+        )
     }
 }
 
@@ -152,6 +170,10 @@ impl Outcome {
             blockers.push(Blocker::PrivateValues {
                 count: privacy.total,
             });
+        } else if privacy.incomplete() {
+            blockers.push(Blocker::PrivacyIncomplete {
+                unread: privacy.unread,
+            });
         }
         Outcome {
             spec_changed: !fleets.is_empty(),
@@ -171,6 +193,7 @@ impl Outcome {
                 private = *count;
                 false
             }
+            Blocker::PrivacyIncomplete { .. } => false,
             _ => true,
         });
         if private > 0 {
@@ -279,6 +302,8 @@ pub enum PrivacyVerdict {
     Clean,
     /// Private values were committed.
     Found,
+    /// Nothing found, but not every changed line could be read: a failure, never a pass.
+    Incomplete,
 }
 
 #[cfg(test)]

@@ -15,6 +15,18 @@ pub struct PrivacyReport {
     pub findings: Vec<PrivacyLocation>,
     /// Files not scanned, with the reason.
     pub skipped: Vec<SkippedFile>,
+    /// Changed files whose content could not be read (too many, too large, missing), and
+    /// whether GitHub's file listing was cut short: either leaves the scan incomplete, which
+    /// is never a pass.
+    pub unread: usize,
+    pub listing_cut: bool,
+}
+
+impl PrivacyReport {
+    /// Whether some changed line may not have been read.
+    pub fn incomplete(&self) -> bool {
+        self.unread > 0 || self.listing_cut
+    }
 }
 
 /// How many findings one rule produced.
@@ -40,4 +52,7 @@ pub struct PrivacyLocation {
 pub struct SkippedFile {
     pub path: String,
     pub reason: String,
+    /// The content was not read at all (as opposed to a binary or allowlisted file, which is
+    /// skipped by design).
+    pub unread: bool,
 }
