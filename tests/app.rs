@@ -1252,3 +1252,55 @@ async fn a_pinned_project_the_tenant_does_not_have_fails_preflight() {
     assert_cloud_ids_kept(&live).await;
     live.app.stop().await;
 }
+
+/// Issue 22, item 9: a changed file's path never reaches a URL with a dot segment, so a pull
+/// request cannot make the bot read another repository with its installation token.
+#[tokio::test]
+async fn a_path_that_climbs_out_of_the_repository_is_never_fetched() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::start(options(&gh, &dir, 1)).await;
+    let head = sha(91);
+    let climbing = "fleets/../../../../victim/private-repo/contents/x.yaml";
+    open_pr(
+        &gh,
+        91,
+        &head,
+        &[
+            ("fleets/prod.yaml", Some(&spec_with_gpus(2))),
+            (climbing, Some("stolen: true\n")),
+        ],
+    );
+    app.deliver("pull_request", "d-91", &pull_request("opened", 91, &head))
+        .await;
+    let (privacy, _) = concluded(&gh, &head).await;
+    // Not read is not proven clean.
+    assert_eq!(
+        privacy.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        privacy.title
+    );
+    assert!(
+        privacy.title.starts_with("Incomplete:"),
+        "{}",
+        privacy.title
+    );
+    // The file is named in the check (its name is the pull request's own text), but no
+    // request ever went to a path outside this repository.
+    let requests = gh.world().requests.clone();
+    assert!(
+        requests.iter().all(
+            |r| r.path.starts_with(&format!("/repos/{REPO}")) || !r.path.starts_with("/repos/")
+        ),
+        "{:?}",
+        requests.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.operation == "repos/get-content" && r.path.contains("victim")),
+        "the climbing path was fetched"
+    );
+    app.stop().await;
+}

@@ -10,7 +10,7 @@ use crate::bot::pr::{ChangedFile, PrInput, PrOutcome, QuotaInput, evaluate_pull_
 use crate::bot::render::COMMENT_MARKER;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
-use crate::github::client::StickyComment;
+use crate::github::client::{StickyComment, is_safe_repo_path};
 use crate::github::{ClientError, FileStatus, RepoClient};
 use crate::spec::FleetSpec;
 
@@ -99,7 +99,8 @@ async fn fetch_changed_files(
         if any_spec && file.status != FileStatus::Removed {
             heads.fetch(file, spec).await?;
         }
-        if spec && file.status != FileStatus::Added {
+        // A base path with a dot segment is never fetched: the spec diff then has no base.
+        if spec && file.status != FileStatus::Added && is_safe_repo_path(file.base_path()) {
             file.base = repo.file_content(file.base_path(), pr.base_sha).await?;
         }
     }
@@ -117,6 +118,12 @@ struct HeadFetch<'a> {
 impl HeadFetch<'_> {
     async fn fetch(&mut self, file: &mut ChangedFile, spec: bool) -> Result<(), ClientError> {
         let limit = self.settings.max_fetched_files;
+        // A path that would climb out of the repository is never put in a URL; the file stays
+        // unread, which fails the privacy check rather than passing it.
+        if !is_safe_repo_path(&file.path) {
+            file.not_fetched = Some("its path has a `.` or `..` segment; not fetched".into());
+            return Ok(());
+        }
         if !spec && self.fetched >= limit {
             file.not_fetched = Some(format!("more than {limit} changed files; not fetched"));
             return Ok(());

@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde::Deserialize;
 
-use super::paths::path_segments;
+use super::paths::{is_safe_repo_path, path_segments};
 use super::transport::RAW_ACCEPT;
 use super::{ClientError, RepoClient};
 
@@ -47,6 +47,12 @@ impl RepoClient {
         path: &str,
         git_ref: &str,
     ) -> Result<Option<Vec<u8>>, ClientError> {
+        if !is_safe_repo_path(path) {
+            return Err(ClientError::UnsafePath {
+                op: GET_CONTENT,
+                path: path.to_string(),
+            });
+        }
         let url = self
             .client
             .url(&self.repo_path(&format!("/contents/{}", path_segments(path))));

@@ -33,6 +33,9 @@ pub enum ClientError {
     /// The App JWT could not be made, or no credentials are configured.
     #[error("GitHub App authentication: {0}")]
     Auth(String),
+    /// A repository path with a `.` or `..` segment: refused before any request is made.
+    #[error("GitHub {op}: refused the path {path:?}: it has a `.` or `..` segment")]
+    UnsafePath { op: &'static str, path: String },
 }
 
 impl ClientError {

@@ -20,6 +20,7 @@ mod headers;
 mod metrics;
 mod paging;
 mod paths;
+pub use paths::is_safe_repo_path;
 mod pulls;
 mod transport;
 

@@ -14,7 +14,21 @@ pub(super) fn seg(s: &str) -> String {
     out
 }
 
-/// A repository path, each segment encoded, `/` kept.
+/// Whether a path from a repository (a changed file's name) can go into a contents URL: no
+/// `.` or `..` segment, which URL parsers resolve (`%2E%2E` too) and which would reach
+/// another repository's endpoint with the installation's token.
+pub fn is_safe_repo_path(path: &str) -> bool {
+    !path.is_empty()
+        && path.split('/').all(|s| {
+            s != "."
+                && s != ".."
+                && !s.eq_ignore_ascii_case("%2e")
+                && !s.eq_ignore_ascii_case("%2e%2e")
+        })
+}
+
+/// A repository path, each segment encoded, `/` kept. Call only on a path
+/// [`is_safe_repo_path`] accepts.
 pub(super) fn path_segments(path: &str) -> String {
     path.split('/')
         .filter(|s| !s.is_empty())
@@ -34,5 +48,26 @@ mod tests {
             "fleets/prod%20a/x.yaml"
         );
         assert_eq!(seg("a#b?c"), "a%23b%3Fc");
+    }
+
+    #[test]
+    fn dot_segments_never_reach_a_url() {
+        for bad in [
+            "fleets/../../../../victim/private-repo/contents/x.yaml",
+            "../x.yaml",
+            "fleets/./x.yaml",
+            "fleets/..",
+            "",
+        ] {
+            assert!(!is_safe_repo_path(bad), "{bad:?}");
+        }
+        for good in [
+            "fleets/prod.yaml",
+            "fleets/..hidden/x.yaml",
+            "a/.fleetbot.yml",
+            "x..y",
+        ] {
+            assert!(is_safe_repo_path(good), "{good:?}");
+        }
     }
 }
