@@ -131,6 +131,20 @@ fn backend_model_checks_refuse_at_plan_time() {
 }
 
 #[test]
+fn an_endless_spec_is_refused_at_the_size_limit() {
+    // `/dev/zero` has no length to check up front; the cap is on the bytes read.
+    let out = fleetbot(&["plan", "--spec", "/dev/zero"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with(
+            "Invalid fleet spec: /dev/zero: document is more than 4194304 bytes; the limit is 4194304 bytes"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn missing_file_and_bad_output_are_usage_errors() {
     let out = fleetbot(&["plan", "--spec", "/nonexistent/fleet.yaml"], None);
     assert_eq!(out.status.code(), Some(2));

@@ -299,3 +299,14 @@ fn diff_mode_reports_only_added_lines() {
     let (code, _, _) = run(fleetbot(d).args(["--diff", "nosuch..main"]));
     assert_eq!(code, 2);
 }
+
+#[test]
+fn an_endless_input_is_refused_not_read_until_memory_runs_out() {
+    // A device reports no length; the cap is on the bytes read (issue 22, item 10).
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (code, _, err) = run(fleetbot(dir.path()).arg("/dev/zero"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot read /dev/zero: more than"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}

@@ -85,6 +85,22 @@ pub fn run(args: ScanArgs) -> ExitCode {
     }
 }
 
+/// The most one input may hold. Far above any source file, and what keeps a device or an
+/// endless pipe (`/dev/zero`) from being read until memory runs out.
+const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reads at most [`MAX_INPUT_BYTES`]; more is an error, never a silently shortened scan.
+fn read_capped(reader: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut content = Vec::new();
+    reader.take(MAX_INPUT_BYTES + 1).read_to_end(&mut content)?;
+    if content.len() as u64 > MAX_INPUT_BYTES {
+        return Err(std::io::Error::other(format!(
+            "more than {MAX_INPUT_BYTES} bytes; the limit is {MAX_INPUT_BYTES} bytes"
+        )));
+    }
+    Ok(content)
+}
+
 fn execute(args: &ScanArgs) -> Result<ExitCode, UsageError> {
     let scanner = Scanner::new(ScannerConfig {
         key: load_key(args.key_file.as_deref())?,
@@ -93,9 +109,7 @@ fn execute(args: &ScanArgs) -> Result<ExitCode, UsageError> {
     let mut report = ScanReport::default();
     let mut unreadable = false;
     if args.stdin {
-        let mut content = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut content)
+        let content = read_capped(std::io::stdin())
             .map_err(|e| UsageError(format!("cannot read standard input: {e}")))?;
         let path = args.stdin_path.as_deref().unwrap_or(STDIN_PATH);
         report.add(path, scanner.scan_text(path, &content, None));
@@ -169,7 +183,7 @@ fn scan_path(scanner: &Scanner, root: &Path, report: &mut ScanReport) -> bool {
             });
             continue;
         }
-        match std::fs::read(&file) {
+        match std::fs::File::open(&file).and_then(read_capped) {
             Ok(content) => report.add(&shown, scanner.scan_text(&shown, &content, None)),
             Err(e) => {
                 eprintln!("error: cannot read {shown}: {e}");

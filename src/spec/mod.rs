@@ -50,7 +50,22 @@ pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
             ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(io_error)?;
+    // The cap applies to the bytes read, not only to what the metadata says: a pipe or a
+    // device (`/dev/zero`) reports no length and would otherwise be read until memory runs out.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path).map_err(io_error)?, limit + 1),
+        &mut bytes,
+    )
+    .map_err(io_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(SpecError::new(
+            &file,
+            None,
+            "",
+            format!("document is more than {limit} bytes; the limit is {limit} bytes"),
+        ));
+    }
     let text = String::from_utf8(bytes)
         .map_err(|_| SpecError::new(&file, None, "", "file is not valid UTF-8"))?;
     load_str(&text, &file)
