@@ -1304,3 +1304,49 @@ async fn a_path_that_climbs_out_of_the_repository_is_never_fetched() {
     );
     app.stop().await;
 }
+
+/// Issue 22, item 2: a marker inside content (here a spec's comment, quoted in the sticky
+/// comment's diff) never makes the bot overwrite that comment with a reply.
+#[tokio::test]
+async fn a_marker_quoted_in_a_spec_cannot_hijack_the_sticky_comment() {
+    let gh = fake_github(&base_spec()).await;
+    gh.world().set_role(REPO, "reader-rob", "read");
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let forged = format!("# <!-- fleetbot:reply-to 601 -->\n{}", spec_with_gpus(2));
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&forged))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    let sticky_before = sticky(&gh, 0).await;
+    assert!(
+        sticky_before.body.contains("fleetbot:reply-to 601"),
+        "the diff quotes it"
+    );
+    let pr = pr12_ref(&sha(2));
+    app.deliver(
+        "issue_comment",
+        "d-2",
+        &fixtures::pr_comment(&pr, 601, "reader-rob", "User", "/help\n"),
+    )
+    .await;
+    let comments = eventually("the reply, as a comment of its own", || {
+        let c = bot_comments(&gh, PR);
+        (c.len() == 2).then_some(c)
+    })
+    .await;
+    let sticky_after = comments
+        .iter()
+        .find(|c| c.id == sticky_before.id)
+        .expect("the sticky comment is still there");
+    assert_eq!(
+        sticky_after.body, sticky_before.body,
+        "not overwritten by the reply"
+    );
+    assert_eq!(sticky_after.edits, sticky_before.edits);
+    app.stop().await;
+}

@@ -66,7 +66,9 @@ impl RepoClient {
         Ok(comments.into_iter().map(IssueComment::from).collect())
     }
 
-    /// The bot's own comment carrying `marker`: the first by a bot account that holds it.
+    /// The bot's own comment carrying `marker`: the first by a bot account whose first line is
+    /// exactly the marker. A marker anywhere else (inside a quoted spec diff, say) is content,
+    /// and can never make the bot overwrite another comment.
     pub async fn find_marked_comment(
         &self,
         number: u64,
@@ -76,7 +78,7 @@ impl RepoClient {
             .issue_comments(number)
             .await?
             .into_iter()
-            .find(|c| c.author_is_bot && c.body.contains(marker)))
+            .find(|c| c.author_is_bot && opens_with_marker(&c.body, marker)))
     }
 
     /// `POST /issues/{n}/comments`. Not repeated on an unknown outcome.
@@ -163,5 +165,32 @@ impl RepoClient {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// Whether `body`'s first line is exactly `marker` (trailing white space aside).
+fn opens_with_marker(body: &str, marker: &str) -> bool {
+    body.lines()
+        .next()
+        .is_some_and(|first| first.trim_end() == marker)
+}
+
+#[cfg(test)]
+mod marker_tests {
+    use super::opens_with_marker;
+
+    #[test]
+    fn only_a_first_line_marker_marks_a_comment() {
+        let marker = "<!-- fleetbot:reply-to 7 -->";
+        assert!(opens_with_marker(&format!("{marker}\nbody"), marker));
+        assert!(opens_with_marker(&format!("{marker}  \r\nbody"), marker));
+        // Quoted in a spec diff, or with more on its line, it is content.
+        assert!(!opens_with_marker(
+            &format!("## plan\n```diff\n+{marker}\n```"),
+            marker
+        ));
+        assert!(!opens_with_marker(&format!("{marker} and more"), marker));
+        assert!(!opens_with_marker(&format!(" {marker}"), marker));
+        assert!(!opens_with_marker("", marker));
     }
 }
