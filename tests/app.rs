@@ -159,6 +159,12 @@ async fn a_pull_request_is_planned_live_and_its_comment_edited_on_push() {
     let logs = app.log_text();
     assert!(!logs.contains(&tenant), "{logs}");
     assert!(!logs.contains(fake_github::SECRET), "{logs}");
+    // The server logs at `info` by default, in plain text when not on a terminal.
+    assert!(logs.contains("fleetbot serve is listening"), "{logs}");
+    assert!(
+        !logs.contains('\u{1b}'),
+        "colour codes in a piped log: {logs}"
+    );
     app.stop().await;
 }
 

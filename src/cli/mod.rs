@@ -45,13 +45,17 @@ pub enum Command {
     Sim(sim::SimArgs),
 }
 
-/// Logs go to stderr (level from `RUST_LOG`, default `warn`); results go to stdout.
-fn init_tracing() {
+/// Logs go to stderr (level from `RUST_LOG`; by default `info` for the server, `warn` for
+/// the commands); results go to stdout. Colour only on a terminal, so a log file or a log
+/// collector gets plain text.
+fn init_tracing(default_level: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
 }
@@ -59,7 +63,11 @@ fn init_tracing() {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    init_tracing(if matches!(cli.command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    });
     match cli.command {
         Command::Plan(args) => plan::run(args),
         Command::Scan(args) => scan::run(args),

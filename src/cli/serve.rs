@@ -290,7 +290,7 @@ async fn serve_with<Q: JobQueue + InventoryStore + Clone + 'static>(
     // The store is shown redacted: a PostgreSQL URL's password never reaches a log.
     tracing::info!(
         listen = %args.listen,
-        api = %args.github_api_url,
+        api = %public_url(&args.github_api_url),
         store = %checked.store,
         workers = args.workers,
         "fleetbot serve is listening"
@@ -306,6 +306,21 @@ async fn serve_with<Q: JobQueue + InventoryStore + Clone + 'static>(
         .shutdown(SHUTDOWN_GRACE)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A URL as it may be logged: no user information (a token is often passed as the user name)
+/// and no query.
+fn public_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string()
+        }
+        // Not a URL at all: nothing of it is shown.
+        Err(_) => "(not a valid URL)".to_string(),
+    }
 }
 
 /// `--cloud`: `None` for `none`.
@@ -353,6 +368,19 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_are_logged_without_credentials() {
+        assert_eq!(
+            public_url("https://x-access-token:ghs_s3cret@ghe.example/api/v3?token=t0k"),
+            "https://ghe.example/api/v3"
+        );
+        assert_eq!(
+            public_url("https://ghp_s3cret@api.github.com"),
+            "https://api.github.com/"
+        );
+        assert_eq!(public_url("not a url ghp_s3cret"), "(not a valid URL)");
+    }
 
     fn args() -> ServeArgs {
         ServeArgs {

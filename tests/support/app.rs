@@ -47,7 +47,6 @@ impl App {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &options.dir)
             .env("XDG_DATA_HOME", options.dir.join("data"))
-            .env("RUST_LOG", "info")
             .env("FLEETBOT_LISTEN", "127.0.0.1:0")
             .env(
                 "FLEETBOT_WEBHOOK_SECRET",
