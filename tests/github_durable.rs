@@ -178,9 +178,61 @@ macro_rules! on_both_backends {
 on_both_backends!(
     the_same_delivery_twice_is_processed_once_even_across_a_restart,
     queued_jobs_and_a_dead_workers_job_run_after_a_restart,
+    a_job_whose_every_attempt_died_is_parked_not_run_again,
     a_bad_signature_is_refused_and_nothing_is_stored,
     a_job_that_fails_on_github_is_retried_later_and_then_done,
 );
+
+/// Issue 22, item 4: a job that took its process down on every attempt (claimed, never
+/// finished) is parked as failed when claimed once more, not run again; the queue goes on.
+async fn a_job_whose_every_attempt_died_is_parked_not_run_again<B: Backend>(b: B) {
+    let gh = fake_github().await;
+    let store = b.open().await;
+    let intake = serve(store.clone(), bot(&gh), 0).await;
+    let mut ids = Vec::new();
+    for number in [31, 32] {
+        let (head, _) = open_pr(&gh, number);
+        let body = delivery("opened", number, &head);
+        let id = format!("cccccccc-0000-0000-0000-0000000000{number}");
+        assert_eq!(intake.post(&id, &body, signed(&body)).await.0, 202);
+        ids.push(id);
+    }
+    intake.stop().await;
+    // Five processes each claimed the first job and died with it (their leases ran out).
+    let mut now = now_ms();
+    for n in 0..5 {
+        let claimed = store
+            .claim(&format!("crashed-{n}"), now, 1)
+            .await
+            .unwrap()
+            .expect("the job is claimable again once its lease ran out");
+        assert_eq!(claimed.id, ids[0]);
+        now += 10;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut server = serve(b.open().await, bot(&gh), 1).await;
+    let mut results = BTreeMap::new();
+    for _ in 0..2 {
+        let job = server.next_job().await;
+        results.insert(job.delivery_id.clone(), job.result.map(|_| ()));
+    }
+    server.assert_no_more_jobs().await;
+    let parked = results[&ids[0]].as_ref().unwrap_err();
+    assert!(
+        parked.starts_with("abandoned: 5 attempts never finished"),
+        "{parked}"
+    );
+    assert!(
+        results[&ids[1]].is_ok(),
+        "the next pull request's job still ran"
+    );
+    let record = store.job(&ids[0]).await.unwrap().unwrap();
+    assert_eq!((record.state.as_str(), record.attempts), ("failed", 6));
+    assert!(record.last_error.starts_with("abandoned"), "{record:?}");
+    assert!(bot_comments(&gh, 31).is_empty(), "the parked job never ran");
+    assert_eq!(bot_comments(&gh, 32).len(), 1);
+    server.stop().await;
+}
 
 async fn the_same_delivery_twice_is_processed_once_even_across_a_restart<B: Backend>(b: B) {
     let gh = fake_github().await;

@@ -116,6 +116,36 @@ async fn run_job<Q: JobQueue>(
     let started = Instant::now();
     let label = event_label(Some(&job.event));
     let span = tracing::info_span!("job", id = %job.id, event = label, attempt = job.attempt);
+    // Attempts are counted when a job is claimed. One claimed more often than it may run never
+    // came back to record an outcome: each time it ended with its process (a crash, an abort, a
+    // kill). Running it again would take down this server too and hold its pull request's
+    // later jobs behind it, so it is parked as failed, with the reason, without running.
+    if job.attempt > settings.max_attempts {
+        let error = format!(
+            "abandoned: {} attempts never finished (each ended with its process); not run again",
+            job.attempt - 1
+        );
+        tracing::error!(parent: &span, "{error}");
+        finish(
+            queue,
+            &job,
+            &JobOutcome::Failed {
+                error: error.clone(),
+            },
+            &span,
+        )
+        .await;
+        metrics.job(label, "abandoned", started.elapsed());
+        if let Some(done) = done {
+            let _ = done.send(JobReport {
+                delivery_id: job.id.clone(),
+                event: job.event.clone(),
+                result: Err(error),
+                took: started.elapsed(),
+            });
+        }
+        return;
+    }
     let fleet_lock = if job.fleet_key.is_empty() {
         None
     } else {
