@@ -181,6 +181,7 @@ on_both_backends!(
     a_job_whose_every_attempt_died_is_parked_not_run_again,
     a_bad_signature_is_refused_and_nothing_is_stored,
     a_job_that_fails_on_github_is_retried_later_and_then_done,
+    a_request_github_refuses_ends_the_job_at_once,
 );
 
 /// Issue 22, item 4: a job that took its process down on every attempt (claimed, never
@@ -502,4 +503,35 @@ async fn two_servers_on_one_postgres_process_every_delivery_exactly_once() {
     for s in servers {
         s.stop().await;
     }
+}
+
+/// Issue 22, item 8: a request GitHub refuses (422) fails the same way on every attempt, so
+/// the job ends at once instead of re-creating its check runs for minutes.
+async fn a_request_github_refuses_ends_the_job_at_once<B: Backend>(b: B) {
+    let gh = fake_github().await;
+    let (head, _) = open_pr(&gh, 62);
+    gh.world().faults.push(Fault {
+        operation: "checks/create".into(),
+        status: 422,
+        headers: vec![],
+        body: serde_json::json!({"message": "Validation Failed"}),
+        times: 100,
+    });
+    let store = b.open().await;
+    let mut server = serve(store.clone(), bot(&gh), 1).await;
+    let body = delivery("opened", 62, &head);
+    let id = "eeeeeeee-0000-0000-0000-000000000062";
+    assert_eq!(server.post(id, &body, signed(&body)).await.0, 202);
+    let job = server.next_job().await;
+    let error = job.result.unwrap_err();
+    assert!(error.contains("422"), "{error}");
+    server.assert_no_more_jobs().await;
+    let record = store.job(id).await.unwrap().unwrap();
+    assert_eq!((record.state.as_str(), record.attempts), ("failed", 1));
+    assert_eq!(
+        gh.world().calls("checks/create"),
+        1,
+        "tried once, not once per retry"
+    );
+    server.stop().await;
 }

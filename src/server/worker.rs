@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::JobReport;
 use super::metrics::{Metrics, event_label};
-use crate::bot::{Bot, BotError, Handled};
+use crate::bot::{Bot, Handled};
 use crate::store::queue::{ms, now_ms};
 use crate::store::{ClaimedJob, JobOutcome, JobQueue};
 
@@ -187,8 +187,9 @@ async fn run_job<Q: JobQueue>(
         Err(Interrupted::LeaseLost) => (None, "lease_lost"),
         Ok(Ok(Handled::Ignored(_))) => (Some(JobOutcome::Done), "ignored"),
         Ok(Ok(_)) => (Some(JobOutcome::Done), "ok"),
-        // The delivery itself is bad: another attempt would fail the same way.
-        Ok(Err(e @ BotError::Event(_))) => (
+        // The delivery itself is bad, or GitHub refuses the request: another attempt would
+        // fail the same way (and repeat whatever the job made before failing).
+        Ok(Err(e)) if e.is_permanent() => (
             Some(JobOutcome::Failed {
                 error: e.to_string(),
             }),

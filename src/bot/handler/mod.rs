@@ -59,6 +59,17 @@ pub enum BotError {
     GitHub(#[from] ClientError),
 }
 
+impl BotError {
+    /// Whether retrying the job could help: a bad delivery or a request GitHub refuses will
+    /// fail the same way every time, so such a job ends at once.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            BotError::Event(_) => true,
+            BotError::GitHub(e) => e.is_permanent(),
+        }
+    }
+}
+
 /// The bot: a GitHub client and its settings.
 #[derive(Debug, Clone)]
 pub struct Bot {

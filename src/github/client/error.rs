@@ -39,6 +39,20 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// Whether a later attempt would fail the same way: GitHub refused the request itself (a
+    /// malformed or unprocessable request, a missing installation or resource, no permission),
+    /// or the bot cannot authenticate at all. Server errors, timeouts and rate limits are not.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            ClientError::Status { status, .. } => matches!(status, 400 | 403 | 404 | 410 | 422),
+            ClientError::Auth(_) | ClientError::UnsafePath { .. } => true,
+            ClientError::Ambiguous { .. }
+            | ClientError::RateLimited { .. }
+            | ClientError::Transport { .. }
+            | ClientError::Decode { .. } => false,
+        }
+    }
+
     /// The HTTP status, for errors that have one.
     pub fn status(&self) -> Option<u16> {
         match self {
