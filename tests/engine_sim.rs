@@ -74,6 +74,30 @@ fn options() -> LifecycleOptions {
     }
 }
 
+/// A pre-existing project with no network or subnet, so fleetbot must create its own.
+async fn bare_project(
+    cloud: &fleetbot::cloud::NebiusClient,
+    tenant: &str,
+) -> fleetbot::cloud::domain::Project {
+    let project = cloud
+        .create_project(tenant, "bare", "us-central1", &Labels::new(), "bare")
+        .await
+        .unwrap();
+    for s in cloud.list_subnets(&project.id).await.unwrap() {
+        cloud
+            .delete_subnet(&s.id, &idempotency_key(&["del", &s.id]))
+            .await
+            .unwrap();
+    }
+    for n in cloud.list_networks(&project.id).await.unwrap() {
+        cloud
+            .delete_network(&n.id, &idempotency_key(&["del", &n.id]))
+            .await
+            .unwrap();
+    }
+    project
+}
+
 fn owned(labels: &Labels) -> bool {
     labels.get(LABEL_MANAGED_BY).map(String::as_str) == Some(MANAGED_BY)
 }
@@ -291,22 +315,7 @@ async fn fleetbot_created_networks_are_reclaimed_and_nothing_else() {
     let cloud = client(&sim);
     let tenant = sim.tenant_id();
     // A pre-existing project without any subnet: fleetbot must create its own network.
-    let project = cloud
-        .create_project(&tenant, "bare", "us-central1", &Labels::new(), "bare")
-        .await
-        .unwrap();
-    for s in cloud.list_subnets(&project.id).await.unwrap() {
-        cloud
-            .delete_subnet(&s.id, &idempotency_key(&["del", &s.id]))
-            .await
-            .unwrap();
-    }
-    for n in cloud.list_networks(&project.id).await.unwrap() {
-        cloud
-            .delete_network(&n.id, &idempotency_key(&["del", &n.id]))
-            .await
-            .unwrap();
-    }
+    let project = bare_project(&cloud, &tenant).await;
     let text = format!(
         "apiVersion: npa.fleet/v0.0.1\nname: net\nregion: us-central1\nprojects:\n  - project_id: {}\n    clusters: [{{name: c, cpu_nodes: {{count: 1, preset: 8vcpu-32gb}}}}]\n",
         project.id
@@ -584,22 +593,7 @@ async fn deploy_destroy_deploy_recreates_every_resource_kind() {
     let sim = simulator(&world()).await;
     let cloud = client(&sim);
     let tenant = sim.tenant_id();
-    let bare = cloud
-        .create_project(&tenant, "bare", "us-central1", &Labels::new(), "bare")
-        .await
-        .unwrap();
-    for s in cloud.list_subnets(&bare.id).await.unwrap() {
-        cloud
-            .delete_subnet(&s.id, &idempotency_key(&["del", &s.id]))
-            .await
-            .unwrap();
-    }
-    for n in cloud.list_networks(&bare.id).await.unwrap() {
-        cloud
-            .delete_network(&n.id, &idempotency_key(&["del", &n.id]))
-            .await
-            .unwrap();
-    }
+    let bare = bare_project(&cloud, &tenant).await;
     let fleet = spec(&every_kind_spec(&bare.id));
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir).await;
