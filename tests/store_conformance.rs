@@ -3,7 +3,8 @@
 //! (a fresh database on the server named by `FLEETBOT_TEST_POSTGRES_URL`; see
 //! `scripts/with-postgres.sh`). A backend passes when it behaves the same in every test.
 //!
-//! Time is passed to the queue explicitly, so leases and backoff are tested without sleeping.
+//! Time is passed to the queue and to the deploy leases explicitly, so leases and backoff are
+//! tested without sleeping.
 
 #[path = "support/postgres.rs"]
 mod pg;
@@ -18,8 +19,8 @@ use bytes::Bytes;
 use fleetbot::store::migrate::MIGRATIONS;
 use fleetbot::store::queue::{WEBHOOK_JOB, now_ms, pr_key};
 use fleetbot::store::{
-    Enqueued, InventoryStore, JobOutcome, JobQueue, NewJob, ProjectRecord, QueueCounts,
-    TargetRecord,
+    Approval, AuditEntry, DeployStore, Enqueued, InventoryStore, JobOutcome, JobQueue, Lease,
+    LeaseTake, NewJob, ProjectRecord, QueueCounts, ReviewedPlan, StoreError, TargetRecord,
 };
 use stores::{Backend, Postgres, Sqlite};
 
@@ -63,6 +64,13 @@ conformance!(
     pruning_removes_only_old_rows,
     many_workers_on_two_handles_run_every_job_exactly_once,
     fleet_locks_are_exclusive_across_handles_and_released,
+    reviewed_plans_and_approvals_upsert_and_miss_cleanly,
+    the_audit_is_newest_first_per_repository_within_the_limit,
+    a_lease_is_held_until_it_expires_or_its_owner_takes_it_again,
+    lease_tokens_strictly_increase_across_release_and_break,
+    a_stale_token_neither_renews_nor_releases,
+    racing_takers_on_two_handles_get_one_lease,
+    a_closed_store_fails_closed_on_deploy_state,
 );
 
 const T0: i64 = 1_700_000_000_000;
@@ -622,4 +630,527 @@ async fn fleet_locks_are_exclusive_across_handles_and_released<B: Backend>(b: B)
     }
     assert!(retook.is_some(), "a dropped lock was never released");
     assert!(a.try_lock_fleet("staging").await.unwrap().is_some());
+}
+
+fn plan(head: &str, fleet: &str, digest: &str, at: i64) -> ReviewedPlan {
+    ReviewedPlan {
+        pr_key: pr_key("Octo-Org/Fleet", 7),
+        head_sha: head.into(),
+        fleet_path: fleet.into(),
+        digest: digest.into(),
+        recorded_at: at,
+    }
+}
+
+async fn reviewed_plans_and_approvals_upsert_and_miss_cleanly<B: Backend>(b: B) {
+    let store = b.open().await;
+    let replica = b.open().await;
+    let pr = pr_key("Octo-Org/Fleet", 7);
+    assert_eq!(
+        store
+            .reviewed_plan(&pr, "h1", "fleets/a.yaml")
+            .await
+            .unwrap(),
+        None
+    );
+    store
+        .record_reviewed_plan(&plan("h1", "fleets/a.yaml", "d1", T0))
+        .await
+        .unwrap();
+    store
+        .record_reviewed_plan(&plan("h1", "fleets/b.yaml", "e1", T0))
+        .await
+        .unwrap();
+    // A later preflight of the same head replaces the plan; another head is its own.
+    let latest = plan("h1", "fleets/a.yaml", "d2", T0 + 5);
+    replica.record_reviewed_plan(&latest).await.unwrap();
+    store
+        .record_reviewed_plan(&plan("h2", "fleets/a.yaml", "d3", T0 + 9))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .reviewed_plan(&pr, "h1", "fleets/a.yaml")
+            .await
+            .unwrap(),
+        Some(latest)
+    );
+    assert_eq!(
+        replica
+            .reviewed_plan(&pr, "h1", "fleets/b.yaml")
+            .await
+            .unwrap()
+            .map(|p| p.digest),
+        Some("e1".into())
+    );
+    assert_eq!(
+        store
+            .reviewed_plan(&pr, "h2", "fleets/a.yaml")
+            .await
+            .unwrap()
+            .map(|p| p.digest),
+        Some("d3".into())
+    );
+    assert_eq!(
+        store
+            .reviewed_plan(&pr, "h3", "fleets/a.yaml")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .reviewed_plan("other#1", "h1", "fleets/a.yaml")
+            .await
+            .unwrap(),
+        None
+    );
+
+    let approval = |approver: &str, digest: &str, at: i64| Approval {
+        pr_key: pr.clone(),
+        fleet_path: "fleets/a.yaml".into(),
+        digest: digest.into(),
+        approver: approver.into(),
+        approved_at: at,
+    };
+    assert_eq!(
+        store.approval(&pr, "fleets/a.yaml", "d2").await.unwrap(),
+        None
+    );
+    store
+        .record_approval(&approval("alice", "d2", T0))
+        .await
+        .unwrap();
+    replica
+        .record_approval(&approval("bob", "d2", T0 + 1))
+        .await
+        .unwrap();
+    store
+        .record_approval(&approval("carol", "d3", T0 + 2))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.approval(&pr, "fleets/a.yaml", "d2").await.unwrap(),
+        Some(approval("bob", "d2", T0 + 1))
+    );
+    assert_eq!(
+        replica.approval(&pr, "fleets/a.yaml", "d3").await.unwrap(),
+        Some(approval("carol", "d3", T0 + 2))
+    );
+    // An approval is of one digest and one fleet: a changed plan is not approved.
+    assert_eq!(
+        store.approval(&pr, "fleets/a.yaml", "d4").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.approval(&pr, "fleets/b.yaml", "d2").await.unwrap(),
+        None
+    );
+}
+
+fn entry(repo: &str, at: i64, action: &str) -> AuditEntry {
+    AuditEntry {
+        at,
+        actor: "octocat".into(),
+        action: action.into(),
+        repo: repo.into(),
+        pr: 42,
+        sha: "0123abc".into(),
+        fleet: "fleets/prod.yaml".into(),
+        outcome: "ok".into(),
+        digest: "sha256:d".into(),
+        detail: "applied 2 targets; it's \"quoted\"".into(),
+    }
+}
+
+async fn the_audit_is_newest_first_per_repository_within_the_limit<B: Backend>(b: B) {
+    let store = b.open().await;
+    let replica = b.open().await;
+    assert!(store.audit("octo-org/fleet", 10).await.unwrap().is_empty());
+    // Appended out of time order, two in one millisecond, and in two spellings of the name.
+    let e1 = entry("Octo-Org/Fleet", T0 + 10, "plan");
+    let e2 = entry("octo-org/fleet", T0 + 30, "approve-destroy");
+    let e3 = entry("Octo-Org/Fleet", T0 + 20, "apply");
+    let e4 = entry("OCTO-ORG/FLEET", T0 + 30, "unlock");
+    let other = AuditEntry {
+        pr: u64::from(u32::MAX) + 1,
+        ..entry("octo-org/other", T0 + 40, "apply")
+    };
+    store.append_audit(&e1).await.unwrap();
+    replica.append_audit(&e2).await.unwrap();
+    store.append_audit(&e3).await.unwrap();
+    store.append_audit(&other).await.unwrap();
+    replica.append_audit(&e4).await.unwrap();
+    // The same record twice is two records: the audit never deduplicates.
+    store.append_audit(&e1).await.unwrap();
+
+    let all = replica.audit("Octo-Org/Fleet", 100).await.unwrap();
+    assert_eq!(
+        all,
+        vec![e4.clone(), e2.clone(), e3.clone(), e1.clone(), e1.clone()]
+    );
+    assert_eq!(
+        store.audit("octo-org/FLEET", 2).await.unwrap(),
+        vec![e4, e2]
+    );
+    assert!(store.audit("octo-org/fleet", 0).await.unwrap().is_empty());
+    assert_eq!(
+        store.audit("octo-org/other", 10).await.unwrap(),
+        vec![other]
+    );
+    assert!(store.audit("octo-org/none", 10).await.unwrap().is_empty());
+    assert!(store.audit("octo-org", 10).await.unwrap().is_empty());
+}
+
+fn acquired(take: LeaseTake) -> Lease {
+    match take {
+        LeaseTake::Acquired(lease) => lease,
+        LeaseTake::Held(lease) => panic!("expected to acquire, held by {lease:?}"),
+    }
+}
+
+fn held(take: LeaseTake) -> Lease {
+    match take {
+        LeaseTake::Held(lease) => lease,
+        LeaseTake::Acquired(lease) => panic!("expected held, acquired {lease:?}"),
+    }
+}
+
+async fn a_lease_is_held_until_it_expires_or_its_owner_takes_it_again<B: Backend>(b: B) {
+    let store = b.open().await;
+    let replica = b.open().await;
+    assert_eq!(store.lease("prod", T0).await.unwrap(), None);
+    let first = acquired(
+        store
+            .take_lease("prod", "job-1", "replica-a", T0, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (
+            first.fleet_key.as_str(),
+            first.owner.as_str(),
+            first.holder.as_str()
+        ),
+        ("prod", "job-1", "replica-a")
+    );
+    assert_eq!(first.expires_at, T0 + LEASE);
+    assert_eq!(
+        replica.lease("prod", T0 + 1).await.unwrap(),
+        Some(first.clone())
+    );
+    // Another owner, on either handle, is told who holds it; other fleets are free.
+    assert_eq!(
+        held(
+            replica
+                .take_lease("prod", "job-2", "replica-b", T0 + 1, LEASE)
+                .await
+                .unwrap()
+        ),
+        first
+    );
+    assert_eq!(
+        held(
+            store
+                .take_lease("prod", "job-2", "replica-a", T0 + LEASE - 1, LEASE)
+                .await
+                .unwrap()
+        ),
+        first
+    );
+    let staging = acquired(
+        replica
+            .take_lease("staging", "job-2", "replica-b", T0 + 1, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(staging.owner, "job-2");
+    // The owner resumed elsewhere re-takes its own lease, with a new token and holder.
+    let resumed = acquired(
+        replica
+            .take_lease("prod", "job-1", "replica-b", T0 + 2, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert!(resumed.token > first.token);
+    assert_eq!(
+        (resumed.holder.as_str(), resumed.expires_at),
+        ("replica-b", T0 + 2 + LEASE)
+    );
+    // Expired (expires_at <= now) it is free: lease() shows none and anyone takes it over.
+    assert_eq!(store.lease("prod", T0 + 2 + LEASE).await.unwrap(), None);
+    assert_eq!(
+        store.lease("prod", T0 + 1 + LEASE).await.unwrap(),
+        Some(resumed.clone())
+    );
+    let taken_over = acquired(
+        store
+            .take_lease("prod", "job-3", "replica-a", T0 + 2 + LEASE, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert!(taken_over.token > resumed.token);
+    assert_eq!(
+        replica.lease("prod", T0 + 3 + LEASE).await.unwrap(),
+        Some(taken_over)
+    );
+    // An empty owner would read as a free lease: refused.
+    assert!(
+        store
+            .take_lease("qa", "", "replica-a", T0, LEASE)
+            .await
+            .is_err()
+    );
+    assert_eq!(store.lease("qa", T0).await.unwrap(), None);
+}
+
+async fn lease_tokens_strictly_increase_across_release_and_break<B: Backend>(b: B) {
+    let store = b.open().await;
+    let replica = b.open().await;
+    let mut tokens = Vec::new();
+    let mut now = T0;
+    for round in 0..3 {
+        // Released (from the second round on, taken over from an expired lease first).
+        let lease = acquired(
+            store
+                .take_lease("prod", &format!("r{round}"), "a", now, LEASE)
+                .await
+                .unwrap(),
+        );
+        tokens.push(lease.token);
+        assert!(replica.release_lease(&lease).await.unwrap());
+        assert_eq!(store.lease("prod", now).await.unwrap(), None);
+        // Broken by /unlock, which returns what it freed.
+        let lease = acquired(
+            replica
+                .take_lease("prod", &format!("b{round}"), "b", now, LEASE)
+                .await
+                .unwrap(),
+        );
+        tokens.push(lease.token);
+        assert_eq!(store.break_lease("prod").await.unwrap(), Some(lease));
+        assert_eq!(store.lease("prod", now).await.unwrap(), None);
+        // Taken after the break, then re-taken by its owner, and left to expire.
+        let lease = acquired(
+            store
+                .take_lease("prod", &format!("e{round}"), "a", now, LEASE)
+                .await
+                .unwrap(),
+        );
+        tokens.push(lease.token);
+        now += LEASE;
+        let lease = acquired(
+            replica
+                .take_lease("prod", &format!("e{round}"), "b", now - 1, LEASE)
+                .await
+                .unwrap(),
+        );
+        tokens.push(lease.token);
+        now += LEASE;
+    }
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens must strictly increase: {tokens:?}"
+    );
+    // Breaking a free fleet, or one never leased, frees nothing.
+    assert!(store.break_lease("prod").await.unwrap().is_some());
+    assert_eq!(store.break_lease("prod").await.unwrap(), None);
+    assert_eq!(replica.break_lease("never").await.unwrap(), None);
+    // /unlock frees an expired lease too, and returns it.
+    let expired = acquired(
+        store
+            .take_lease("prod", "late", "a", now, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert!(expired.token > *tokens.last().unwrap());
+    assert_eq!(store.lease("prod", now + LEASE).await.unwrap(), None);
+    assert_eq!(replica.break_lease("prod").await.unwrap(), Some(expired));
+    // Still counting after a restart.
+    B::close(&store).await;
+    let reopened = b.open().await;
+    let after = acquired(
+        reopened
+            .take_lease("prod", "after", "a", now, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert!(after.token > *tokens.last().unwrap() + 1);
+}
+
+async fn a_stale_token_neither_renews_nor_releases<B: Backend>(b: B) {
+    let store = b.open().await;
+    let replica = b.open().await;
+    let first = acquired(
+        store
+            .take_lease("prod", "job-1", "a", T0, LEASE)
+            .await
+            .unwrap(),
+    );
+    // The current token renews; a renewed lease is held past its first expiry.
+    assert!(store.renew_lease(&first, T0 + 3 * LEASE).await.unwrap());
+    assert_eq!(
+        held(
+            replica
+                .take_lease("prod", "job-2", "b", T0 + 2 * LEASE, LEASE)
+                .await
+                .unwrap()
+        )
+        .expires_at,
+        T0 + 3 * LEASE
+    );
+    // Taken over after expiry: the first holder's token is stale.
+    let second = acquired(
+        replica
+            .take_lease("prod", "job-2", "b", T0 + 3 * LEASE, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert!(!store.renew_lease(&first, T0 + 10 * LEASE).await.unwrap());
+    assert!(!store.release_lease(&first).await.unwrap());
+    assert_eq!(
+        store.lease("prod", T0 + 3 * LEASE).await.unwrap(),
+        Some(second.clone())
+    );
+    // The same owner re-taking makes its own older token stale too.
+    let third = acquired(
+        store
+            .take_lease("prod", "job-2", "a", T0 + 3 * LEASE, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert!(!replica.renew_lease(&second, T0 + 10 * LEASE).await.unwrap());
+    assert!(!replica.release_lease(&second).await.unwrap());
+    // Broken: the holder can neither renew nor release any more, and a second release of a
+    // released lease is refused.
+    assert_eq!(
+        replica.break_lease("prod").await.unwrap(),
+        Some(third.clone())
+    );
+    assert!(!store.renew_lease(&third, T0 + 10 * LEASE).await.unwrap());
+    assert!(!store.release_lease(&third).await.unwrap());
+    assert_eq!(store.lease("prod", T0 + 3 * LEASE).await.unwrap(), None);
+    let fourth = acquired(
+        store
+            .take_lease("prod", "job-4", "a", T0 + 3 * LEASE, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert!(store.release_lease(&fourth).await.unwrap());
+    assert!(!store.release_lease(&fourth).await.unwrap());
+    assert!(!store.renew_lease(&fourth, T0 + 10 * LEASE).await.unwrap());
+    assert_eq!(store.lease("prod", T0 + 3 * LEASE).await.unwrap(), None);
+}
+
+/// Eight takers on two handles (two replicas) race for one fleet: exactly one acquires, and
+/// every other is told that one holds it.
+async fn racing_takers_on_two_handles_get_one_lease<B: Backend>(b: B) {
+    let handles = [b.open().await, b.open().await];
+    for round in 0..5i64 {
+        let now = T0 + round * 10 * LEASE;
+        let barrier = Arc::new(tokio::sync::Barrier::new(8));
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let store = handles[i % 2].clone();
+            let barrier = barrier.clone();
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                store
+                    .take_lease(
+                        "prod",
+                        &format!("job-{round}-{i}"),
+                        &format!("w{i}"),
+                        now,
+                        LEASE,
+                    )
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut winners = Vec::new();
+        let mut holders = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                LeaseTake::Acquired(lease) => winners.push(lease),
+                LeaseTake::Held(lease) => holders.push(lease),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+        assert!(holders.iter().all(|h| *h == winners[0]), "{holders:?}");
+        assert_eq!(
+            handles[1].lease("prod", now).await.unwrap(),
+            Some(winners[0].clone())
+        );
+    }
+}
+
+/// A store that cannot be reached answers every deploy read and write with an error, never
+/// with "no plan", "no approval", "no audit" or "free".
+async fn a_closed_store_fails_closed_on_deploy_state<B: Backend>(b: B) {
+    let store = b.open().await;
+    let lease = acquired(
+        store
+            .take_lease("prod", "job-1", "a", T0, LEASE)
+            .await
+            .unwrap(),
+    );
+    store
+        .record_reviewed_plan(&plan("h1", "fleets/a.yaml", "d1", T0))
+        .await
+        .unwrap();
+    B::close(&store).await;
+    let unreadable = |e: StoreError| {
+        assert!(matches!(e, StoreError::Unreadable { .. }), "{e:?}");
+        assert!(e.to_string().contains("unreadable"), "{e}");
+    };
+    let pr = pr_key("Octo-Org/Fleet", 7);
+    unreadable(
+        store
+            .reviewed_plan(&pr, "h1", "fleets/a.yaml")
+            .await
+            .unwrap_err(),
+    );
+    unreadable(
+        store
+            .approval(&pr, "fleets/a.yaml", "d1")
+            .await
+            .unwrap_err(),
+    );
+    unreadable(store.audit("octo-org/fleet", 10).await.unwrap_err());
+    unreadable(store.lease("prod", T0).await.unwrap_err());
+    let written = |e: StoreError| {
+        assert!(matches!(e, StoreError::Write { .. }), "{e:?}");
+    };
+    written(
+        store
+            .record_reviewed_plan(&plan("h1", "fleets/a.yaml", "d2", T0))
+            .await
+            .unwrap_err(),
+    );
+    written(
+        store
+            .append_audit(&entry("octo-org/fleet", T0, "apply"))
+            .await
+            .unwrap_err(),
+    );
+    written(
+        store
+            .take_lease("prod", "job-2", "a", T0 + LEASE, LEASE)
+            .await
+            .unwrap_err(),
+    );
+    written(store.renew_lease(&lease, T0 + LEASE).await.unwrap_err());
+    written(store.release_lease(&lease).await.unwrap_err());
+    written(store.break_lease("prod").await.unwrap_err());
+    // Nothing was lost: a new handle sees the state as it was.
+    let reopened = b.open().await;
+    assert_eq!(reopened.lease("prod", T0).await.unwrap(), Some(lease));
+    assert_eq!(
+        reopened
+            .reviewed_plan(&pr, "h1", "fleets/a.yaml")
+            .await
+            .unwrap()
+            .map(|p| p.digest),
+        Some("d1".into())
+    );
 }

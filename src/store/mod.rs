@@ -1,11 +1,13 @@
 //! Durable state behind one set of traits, with two backends: the fleet inventory (what
-//! fleetbot created, per target and per project) and the webhook inbox with its job queue.
+//! fleetbot created, per target and per project), the webhook inbox with its job queue, and
+//! merge-to-deploy's reviewed plans, approvals, audit log and apply leases ([`deploy`]).
 //!
 //! SQLite ([`SqliteStore`]) is the embedded default and serves one replica; PostgreSQL
 //! ([`PostgresStore`]) serves several replicas sharing one queue. Both run the same numbered
 //! migrations ([`migrate`]) and the same statements ([`sql`]), and both pass the same
 //! conformance suite (`tests/store_conformance.rs`). `FLEETBOT_STORE` picks one ([`StoreUrl`]).
 
+pub mod deploy;
 pub mod inventory;
 pub mod lock;
 pub mod migrate;
@@ -16,6 +18,7 @@ pub mod sqlite;
 mod sqlite_writer;
 pub mod url;
 
+pub use deploy::{Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan};
 pub use inventory::{InventoryStore, ProjectRecord, TargetRecord};
 pub use lock::FleetLock;
 pub use postgres::PostgresStore;

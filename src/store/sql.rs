@@ -374,3 +374,122 @@ pub(crate) fn fold_counts(
     }
     c
 }
+
+/// `$1..$5`: pr_key, head_sha, fleet_path, digest, recorded_at.
+pub(crate) const UPSERT_REVIEWED_PLAN: &str = "INSERT INTO deploy_reviewed_plans (pr_key, head_sha, fleet_path, digest, recorded_at) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (pr_key, head_sha, fleet_path) \
+     DO UPDATE SET digest = excluded.digest, recorded_at = excluded.recorded_at";
+
+pub(crate) const SELECT_REVIEWED_PLAN: &str = "SELECT pr_key, head_sha, fleet_path, digest, recorded_at FROM deploy_reviewed_plans \
+     WHERE pr_key = $1 AND head_sha = $2 AND fleet_path = $3";
+
+/// `$1..$5`: pr_key, fleet_path, digest, approver, approved_at.
+pub(crate) const UPSERT_APPROVAL: &str = "INSERT INTO deploy_approvals (pr_key, fleet_path, digest, approver, approved_at) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (pr_key, fleet_path, digest) \
+     DO UPDATE SET approver = excluded.approver, approved_at = excluded.approved_at";
+
+pub(crate) const SELECT_APPROVAL: &str = "SELECT pr_key, fleet_path, digest, approver, approved_at FROM deploy_approvals \
+     WHERE pr_key = $1 AND fleet_path = $2 AND digest = $3";
+
+/// `$1` id, `$2` at, actor, action, repo, `$6` repo_key, pr, sha, fleet, outcome, digest,
+/// `$12` detail. `seq` as in [`INSERT_JOB`].
+pub(crate) const INSERT_AUDIT: &str = "INSERT INTO deploy_audit (id, seq, at, actor, action, repo, repo_key, pr, sha, fleet, outcome, digest, detail) \
+     VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM deploy_audit), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
+/// `$1` repo_key, `$2` limit.
+pub(crate) const SELECT_AUDIT: &str = "SELECT at, actor, action, repo, pr, sha, fleet, outcome, digest, detail FROM deploy_audit \
+     WHERE repo_key = $1 ORDER BY at DESC, seq DESC, id DESC LIMIT $2";
+
+/// Takes a lease: `$1` fleet, `$2` owner, `$3` holder, `$4` now, `$5` expiry. Returns the
+/// lease when taken, no row when it is held. The condition is evaluated on the row as it is
+/// when the insert conflicts, under that row's lock, so of callers racing on one fleet only
+/// one sees it free.
+pub(crate) const TAKE_LEASE: &str = "INSERT INTO deploy_leases (fleet_key, owner, holder, token, expires_at) \
+     VALUES ($1, $2, $3, 1, $5) ON CONFLICT (fleet_key) DO UPDATE SET owner = excluded.owner, \
+     holder = excluded.holder, token = deploy_leases.token + 1, expires_at = excluded.expires_at \
+     WHERE deploy_leases.owner = '' OR deploy_leases.expires_at <= $4 OR deploy_leases.owner = excluded.owner \
+     RETURNING fleet_key, owner, holder, token, expires_at";
+
+/// The lease row of `$1`, free or not (PostgreSQL appends `FOR UPDATE` where it must not
+/// change before the transaction ends).
+pub(crate) const SELECT_LEASE_ROW: &str =
+    "SELECT fleet_key, owner, holder, token, expires_at FROM deploy_leases WHERE fleet_key = $1";
+
+/// The live lease of `$1` at `$2`.
+pub(crate) const SELECT_LIVE_LEASE: &str = "SELECT fleet_key, owner, holder, token, expires_at FROM deploy_leases \
+     WHERE fleet_key = $1 AND owner <> '' AND expires_at > $2";
+
+/// `$1` until, `$2` fleet, `$3` token.
+pub(crate) const RENEW_LEASE: &str = "UPDATE deploy_leases SET expires_at = $1 \
+     WHERE fleet_key = $2 AND token = $3 AND owner <> ''";
+
+/// Frees `$1` if `$2` is its token; the row (and its token) stays.
+pub(crate) const FREE_LEASE: &str = "UPDATE deploy_leases SET owner = '', holder = '', expires_at = 0 \
+     WHERE fleet_key = $1 AND token = $2 AND owner <> ''";
+
+pub(crate) fn reviewed_plan_from<R: Row>(row: &R) -> Result<super::ReviewedPlan, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(super::ReviewedPlan {
+        pr_key: row.try_get("pr_key")?,
+        head_sha: row.try_get("head_sha")?,
+        fleet_path: row.try_get("fleet_path")?,
+        digest: row.try_get("digest")?,
+        recorded_at: row.try_get("recorded_at")?,
+    })
+}
+
+pub(crate) fn approval_from<R: Row>(row: &R) -> Result<super::Approval, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(super::Approval {
+        pr_key: row.try_get("pr_key")?,
+        fleet_path: row.try_get("fleet_path")?,
+        digest: row.try_get("digest")?,
+        approver: row.try_get("approver")?,
+        approved_at: row.try_get("approved_at")?,
+    })
+}
+
+pub(crate) fn audit_from<R: Row>(row: &R) -> Result<super::AuditEntry, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    let pr: i64 = row.try_get("pr")?;
+    Ok(super::AuditEntry {
+        at: row.try_get("at")?,
+        actor: row.try_get("actor")?,
+        action: row.try_get("action")?,
+        repo: row.try_get("repo")?,
+        // A negative number is a damaged row, not pull request 0.
+        pr: u64::try_from(pr).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        sha: row.try_get("sha")?,
+        fleet: row.try_get("fleet")?,
+        outcome: row.try_get("outcome")?,
+        digest: row.try_get("digest")?,
+        detail: row.try_get("detail")?,
+    })
+}
+
+pub(crate) fn lease_from<R: Row>(row: &R) -> Result<super::Lease, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(super::Lease {
+        fleet_key: row.try_get("fleet_key")?,
+        owner: row.try_get("owner")?,
+        holder: row.try_get("holder")?,
+        token: row.try_get("token")?,
+        expires_at: row.try_get("expires_at")?,
+    })
+}

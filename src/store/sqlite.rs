@@ -6,17 +6,18 @@
 //! writers on an in-process gate instead keeps webhook intake in the low milliseconds under
 //! load. Reads do not take the gate (WAL lets them run beside the writer).
 //!
-//! The queue's hot writes (intake, claim, renewal, outcome) run on one dedicated thread that
-//! owns its connections ([`super::sqlite_writer`]): a whole transaction is one hand-off
-//! between threads instead of one per statement and row. They take the gate too.
+//! The queue's hot writes (intake, claim, renewal, outcome) and merge-to-deploy's writes run
+//! on one dedicated thread that owns its connections ([`super::sqlite_writer`]): a whole
+//! transaction is one hand-off between threads instead of one per statement and row. They
+//! take the gate too.
 //!
-//! Durability: whatever must survive a power loss (inventory writes, accepted deliveries)
-//! commits with `synchronous=FULL`, a sync to disk per commit. A job's claim, lease renewal
-//! and outcome commit on a second connection with `synchronous=NORMAL`, without their own sync: the
-//! write-ahead log is sequential, so the next full commit makes them durable too, and losing
-//! the last few to a power cut only means a job runs again after its lease (jobs run at
-//! least once anyway). That keeps syncs to about one per batch of deliveries instead of three
-//! per job.
+//! Durability: whatever must survive a power loss (inventory writes, accepted deliveries,
+//! merge-to-deploy's plans, approvals, audit and leases) commits with `synchronous=FULL`, a
+//! sync to disk per commit. A job's claim, lease renewal and outcome commit on a second
+//! connection with `synchronous=NORMAL`, without their own sync: the write-ahead log is
+//! sequential, so the next full commit makes them durable too, and losing the last few to a
+//! power cut only means a job runs again after its lease (jobs run at least once anyway). That
+//! keeps syncs to about one per batch of deliveries instead of three per job.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,9 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite, Transaction};
 
 use super::StoreError;
+use super::deploy::{
+    Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
+};
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;
 use super::migrate::{MIGRATIONS, statements};
@@ -156,6 +160,18 @@ impl SqliteStore {
     async fn begin(&self) -> Result<Transaction<'_, Sqlite>, StoreError> {
         self.pool
             .begin()
+            .await
+            .map_err(|e| write_error(&self.path, e))
+    }
+
+    /// Runs `f` on the writer thread under the gate; a failure is a [`StoreError::Write`].
+    async fn on_writer<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut sqlite_writer::Conns) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let gate = self.write_gate.clone().lock_owned().await;
+        self.writer
+            .run(gate, f)
             .await
             .map_err(|e| write_error(&self.path, e))
     }
@@ -416,6 +432,129 @@ impl JobQueue for SqliteStore {
     }
 }
 
+impl DeployStore for SqliteStore {
+    async fn record_reviewed_plan(&self, plan: &ReviewedPlan) -> Result<(), StoreError> {
+        let plan = plan.clone();
+        self.on_writer(move |c| sqlite_writer::record_reviewed_plan(&mut c.full, &plan))
+            .await
+    }
+
+    async fn reviewed_plan(
+        &self,
+        pr_key: &str,
+        head_sha: &str,
+        fleet_path: &str,
+    ) -> Result<Option<ReviewedPlan>, StoreError> {
+        let row = sqlx::query(sql::SELECT_REVIEWED_PLAN)
+            .bind(pr_key)
+            .bind(head_sha)
+            .bind(fleet_path)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        row.as_ref()
+            .map(sql::reviewed_plan_from)
+            .transpose()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn record_approval(&self, approval: &Approval) -> Result<(), StoreError> {
+        let approval = approval.clone();
+        self.on_writer(move |c| sqlite_writer::record_approval(&mut c.full, &approval))
+            .await
+    }
+
+    async fn approval(
+        &self,
+        pr_key: &str,
+        fleet_path: &str,
+        digest: &str,
+    ) -> Result<Option<Approval>, StoreError> {
+        let row = sqlx::query(sql::SELECT_APPROVAL)
+            .bind(pr_key)
+            .bind(fleet_path)
+            .bind(digest)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        row.as_ref()
+            .map(sql::approval_from)
+            .transpose()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
+        let pr = i64::try_from(entry.pr).map_err(|e| write_error(&self.path, e))?;
+        let (entry, key) = (entry.clone(), repo_key(&entry.repo));
+        let id = uuid::Uuid::new_v4().to_string();
+        self.on_writer(move |c| sqlite_writer::append_audit(&mut c.full, &entry, &id, &key, pr))
+            .await
+    }
+
+    async fn audit(&self, repo: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let rows = sqlx::query(sql::SELECT_AUDIT)
+            .bind(repo_key(repo))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        rows.iter()
+            .map(sql::audit_from)
+            .collect::<Result<_, _>>()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn take_lease(
+        &self,
+        fleet_key: &str,
+        owner: &str,
+        holder: &str,
+        now: i64,
+        ttl_ms: i64,
+    ) -> Result<LeaseTake, StoreError> {
+        if let Some(why) = refuse_owner(owner) {
+            return Err(write_error(&self.path, why));
+        }
+        let (fleet, owner, holder) = (fleet_key.to_string(), owner.to_string(), holder.to_string());
+        let until = now.saturating_add(ttl_ms);
+        self.on_writer(move |c| {
+            sqlite_writer::take_lease(&mut c.full, &fleet, &owner, &holder, now, until)
+        })
+        .await
+    }
+
+    async fn renew_lease(&self, lease: &Lease, until: i64) -> Result<bool, StoreError> {
+        let (fleet, token) = (lease.fleet_key.clone(), lease.token);
+        self.on_writer(move |c| sqlite_writer::renew_lease(&mut c.full, &fleet, token, until))
+            .await
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError> {
+        let (fleet, token) = (lease.fleet_key.clone(), lease.token);
+        self.on_writer(move |c| sqlite_writer::release_lease(&mut c.full, &fleet, token))
+            .await
+    }
+
+    async fn lease(&self, fleet_key: &str, now: i64) -> Result<Option<Lease>, StoreError> {
+        let row = sqlx::query(sql::SELECT_LIVE_LEASE)
+            .bind(fleet_key)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        row.as_ref()
+            .map(sql::lease_from)
+            .transpose()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn break_lease(&self, fleet_key: &str) -> Result<Option<Lease>, StoreError> {
+        let fleet = fleet_key.to_string();
+        self.on_writer(move |c| sqlite_writer::break_lease(&mut c.full, &fleet))
+            .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,6 +601,35 @@ mod tests {
         assert_eq!(store.projects("f").await.unwrap(), vec![project]);
         store.remove_project("f", "a").await.unwrap();
         assert!(store.projects("f").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_damaged_audit_row_fails_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.sqlite");
+        let store = SqliteStore::open(&path).await.unwrap();
+        let entry = AuditEntry {
+            at: 1,
+            actor: "a".into(),
+            action: "apply".into(),
+            repo: "o/r".into(),
+            pr: 3,
+            sha: "s".into(),
+            fleet: "f".into(),
+            outcome: "ok".into(),
+            digest: "d".into(),
+            detail: String::new(),
+        };
+        store.append_audit(&entry).await.unwrap();
+        assert_eq!(store.audit("O/R", 5).await.unwrap(), vec![entry]);
+        // No API writes a negative pull request number; a row holding one was damaged, and
+        // reading it as some other number would put a wrong record in the audit.
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute("UPDATE deploy_audit SET pr = -1", [])
+            .unwrap();
+        let err = store.audit("o/r", 5).await.unwrap_err();
+        assert!(matches!(err, StoreError::Unreadable { .. }), "{err:?}");
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
-//! The SQLite queue's hot writes (intake, claim, renewal, outcome) on one thread that owns its
-//! connections, so a whole transaction costs one hand-off between threads.
+//! The SQLite queue's hot writes (intake, claim, renewal, outcome), and merge-to-deploy's
+//! writes, on one thread that owns its connections, so a whole transaction costs one hand-off
+//! between threads.
 //!
 //! Through sqlx every statement, every row and the commit is a round trip to the connection's
 //! own thread; a batch of deliveries took five or more, and at hundreds of deliveries a second
@@ -14,9 +15,10 @@ use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex, mpsc};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, named_params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, named_params};
 use tokio::sync::oneshot;
 
+use super::deploy::{Approval, AuditEntry, Lease, LeaseTake, ReviewedPlan};
 use super::queue::{ClaimedJob, JobOutcome, NewJob};
 use super::sql;
 
@@ -201,6 +203,124 @@ pub(crate) fn finish(
         finish.execute(named_params! {"$1": at, "$2": id, "$3": token, "$4": message})?
     };
     Ok(changed == 1)
+}
+
+// Merge-to-deploy's writes commit on the `synchronous=FULL` connection: an approval or an
+// audit record must survive a power cut, and so must a lease, or its token could be handed out
+// twice.
+
+pub(crate) fn record_reviewed_plan(
+    conn: &mut Connection,
+    p: &ReviewedPlan,
+) -> rusqlite::Result<()> {
+    let mut upsert = conn.prepare_cached(sql::UPSERT_REVIEWED_PLAN)?;
+    upsert.execute(named_params! {
+        "$1": p.pr_key, "$2": p.head_sha, "$3": p.fleet_path, "$4": p.digest, "$5": p.recorded_at,
+    })?;
+    Ok(())
+}
+
+pub(crate) fn record_approval(conn: &mut Connection, a: &Approval) -> rusqlite::Result<()> {
+    let mut upsert = conn.prepare_cached(sql::UPSERT_APPROVAL)?;
+    upsert.execute(named_params! {
+        "$1": a.pr_key, "$2": a.fleet_path, "$3": a.digest, "$4": a.approver, "$5": a.approved_at,
+    })?;
+    Ok(())
+}
+
+/// Appends `e` under `id`; `repo_key` and `pr` are the caller's conversions of `e`'s fields.
+pub(crate) fn append_audit(
+    conn: &mut Connection,
+    e: &AuditEntry,
+    id: &str,
+    repo_key: &str,
+    pr: i64,
+) -> rusqlite::Result<()> {
+    let mut insert = conn.prepare_cached(sql::INSERT_AUDIT)?;
+    insert.execute(named_params! {
+        "$1": id, "$2": e.at, "$3": e.actor, "$4": e.action, "$5": e.repo, "$6": repo_key,
+        "$7": pr, "$8": e.sha, "$9": e.fleet, "$10": e.outcome, "$11": e.digest, "$12": e.detail,
+    })?;
+    Ok(())
+}
+
+fn lease_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Lease> {
+    Ok(Lease {
+        fleet_key: row.get("fleet_key")?,
+        owner: row.get("owner")?,
+        holder: row.get("holder")?,
+        token: row.get("token")?,
+        expires_at: row.get("expires_at")?,
+    })
+}
+
+/// Takes the lease, or reads who holds it, in one transaction: the holder read is the one
+/// that refused the take.
+pub(crate) fn take_lease(
+    conn: &mut Connection,
+    fleet: &str,
+    owner: &str,
+    holder: &str,
+    now: i64,
+    until: i64,
+) -> rusqlite::Result<LeaseTake> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let taken = {
+        let mut take = tx.prepare_cached(sql::TAKE_LEASE)?;
+        take.query_row(
+            named_params! {"$1": fleet, "$2": owner, "$3": holder, "$4": now, "$5": until},
+            lease_row,
+        )
+        .optional()?
+    };
+    let answer = match taken {
+        Some(lease) => LeaseTake::Acquired(lease),
+        None => {
+            let mut read = tx.prepare_cached(sql::SELECT_LEASE_ROW)?;
+            LeaseTake::Held(read.query_row(named_params! {"$1": fleet}, lease_row)?)
+        }
+    };
+    tx.commit()?;
+    Ok(answer)
+}
+
+/// Extends the lease; whether `token` was current.
+pub(crate) fn renew_lease(
+    conn: &mut Connection,
+    fleet: &str,
+    token: i64,
+    until: i64,
+) -> rusqlite::Result<bool> {
+    let mut renew = conn.prepare_cached(sql::RENEW_LEASE)?;
+    Ok(renew.execute(named_params! {"$1": until, "$2": fleet, "$3": token})? == 1)
+}
+
+/// Frees the lease; whether `token` was current.
+pub(crate) fn release_lease(
+    conn: &mut Connection,
+    fleet: &str,
+    token: i64,
+) -> rusqlite::Result<bool> {
+    let mut free = conn.prepare_cached(sql::FREE_LEASE)?;
+    Ok(free.execute(named_params! {"$1": fleet, "$2": token})? == 1)
+}
+
+/// Frees whatever holds the lease and returns it; read and freed in one transaction, because
+/// the freeing statement's `RETURNING` would show the freed row, not its holder.
+pub(crate) fn break_lease(conn: &mut Connection, fleet: &str) -> rusqlite::Result<Option<Lease>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let held = {
+        let mut read = tx.prepare_cached(sql::SELECT_LEASE_ROW)?;
+        read.query_row(named_params! {"$1": fleet}, lease_row)
+            .optional()?
+            .filter(|l| !l.owner.is_empty())
+    };
+    if let Some(lease) = &held {
+        let mut free = tx.prepare_cached(sql::FREE_LEASE)?;
+        free.execute(named_params! {"$1": fleet, "$2": lease.token})?;
+    }
+    tx.commit()?;
+    Ok(held)
 }
 
 #[cfg(test)]
