@@ -56,6 +56,7 @@ fn options(gh: &FakeGitHub, dir: &tempfile::TempDir, workers: usize) -> AppOptio
         cloud: None,
         store_url: None,
         webhook_secrets: None,
+        job_lease_secs: None,
     }
 }
 

@@ -65,6 +65,7 @@ conformance!(
     many_workers_on_two_handles_run_every_job_exactly_once,
     fleet_locks_are_exclusive_across_handles_and_released,
     reviewed_plans_and_approvals_upsert_and_miss_cleanly,
+    an_apply_run_keeps_its_first_record_across_handles,
     the_audit_is_newest_first_per_repository_within_the_limit,
     a_lease_is_held_until_it_expires_or_its_owner_takes_it_again,
     lease_tokens_strictly_increase_across_release_and_break,
@@ -638,8 +639,32 @@ fn plan(head: &str, fleet: &str, digest: &str, at: i64) -> ReviewedPlan {
         head_sha: head.into(),
         fleet_path: fleet.into(),
         digest: digest.into(),
+        summary: format!("{{\"lines\":[\"{digest}\"]}}"),
         recorded_at: at,
     }
+}
+
+async fn an_apply_run_keeps_its_first_record_across_handles<B: Backend>(b: B) {
+    use fleetbot::store::ApplyRun;
+    let store = b.open().await;
+    let replica = b.open().await;
+    let run = |digest: &str, approved: bool| ApplyRun {
+        job_id: "apply:o/r#7@abc:merge".into(),
+        fleet_path: "fleets/a.yaml".into(),
+        digest: digest.into(),
+        destructive_approved: approved,
+        started_at: T0,
+    };
+    assert_eq!(store.apply_run("apply:o/r#7@abc:merge", "fleets/a.yaml").await.unwrap(), None);
+    store.record_apply_run(&run("d1", true)).await.unwrap();
+    // A resumed job records again: what it was allowed when it first passed stays.
+    replica.record_apply_run(&run("d2", false)).await.unwrap();
+    assert_eq!(
+        replica.apply_run("apply:o/r#7@abc:merge", "fleets/a.yaml").await.unwrap(),
+        Some(run("d1", true))
+    );
+    assert_eq!(store.apply_run("apply:o/r#7@abc:merge", "fleets/b.yaml").await.unwrap(), None);
+    assert_eq!(store.apply_run("other", "fleets/a.yaml").await.unwrap(), None);
 }
 
 async fn reviewed_plans_and_approvals_upsert_and_miss_cleanly<B: Backend>(b: B) {

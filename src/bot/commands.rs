@@ -1,5 +1,5 @@
-//! Slash commands in pull-request comments: `/plan`, `/verify-storage`, `/verify-graphics`,
-//! `/status`, `/help`.
+//! Slash commands in pull-request comments: `/plan`, `/apply`, `/approve-destroy`, `/unlock`,
+//! `/verify-storage`, `/verify-graphics`, `/status`, `/help`.
 //!
 //! Grammar (bors and triagebot, not Atlantis):
 //! * a command is a line whose first non-blank character is `/`, followed by a lower-case name
@@ -34,6 +34,12 @@ const MAX_ECHO_CHARS: usize = 40;
 pub enum CommandKind {
     /// Recompute the preflight of the head commit and refresh the comment and checks.
     Plan,
+    /// Apply the merged fleets now, under the guards (overrides a plan that drifted).
+    Apply,
+    /// Approve the deletions and shrinks the current plan shows.
+    ApproveDestroy,
+    /// Free a fleet's apply lock.
+    Unlock,
     /// Verify storage on the fleet's clusters.
     VerifyStorage,
     /// Verify graphics on the fleet's clusters.
@@ -46,8 +52,11 @@ pub enum CommandKind {
 
 impl CommandKind {
     /// Every command, in help order.
-    pub const ALL: [CommandKind; 5] = [
+    pub const ALL: [CommandKind; 8] = [
         CommandKind::Plan,
+        CommandKind::Apply,
+        CommandKind::ApproveDestroy,
+        CommandKind::Unlock,
         CommandKind::VerifyStorage,
         CommandKind::VerifyGraphics,
         CommandKind::Status,
@@ -58,6 +67,9 @@ impl CommandKind {
     pub fn name(&self) -> &'static str {
         match self {
             CommandKind::Plan => "plan",
+            CommandKind::Apply => "apply",
+            CommandKind::ApproveDestroy => "approve-destroy",
+            CommandKind::Unlock => "unlock",
             CommandKind::VerifyStorage => "verify-storage",
             CommandKind::VerifyGraphics => "verify-graphics",
             CommandKind::Status => "status",
@@ -68,7 +80,11 @@ impl CommandKind {
     /// The argument keys it takes.
     pub fn allowed_args(&self) -> &'static [&'static str] {
         match self {
-            CommandKind::Plan | CommandKind::Status => &["fleet"],
+            CommandKind::Plan
+            | CommandKind::Status
+            | CommandKind::Apply
+            | CommandKind::ApproveDestroy
+            | CommandKind::Unlock => &["fleet"],
             CommandKind::VerifyStorage | CommandKind::VerifyGraphics => &["fleet", "cluster"],
             CommandKind::Help => &[],
         }
@@ -80,6 +96,13 @@ impl CommandKind {
             CommandKind::Plan => {
                 "recompute the preflight for the head commit (`fleet=NAME` to limit it)"
             }
+            CommandKind::Apply => {
+                "apply the merged fleets now, under the guards (`fleet=PATH` to limit it)"
+            }
+            CommandKind::ApproveDestroy => {
+                "approve the deletions and shrinks the current plan lists (`fleet=PATH`)"
+            }
+            CommandKind::Unlock => "free a fleet's apply lock held by another apply (`fleet=PATH`)",
             CommandKind::VerifyStorage => {
                 "verify storage on the fleet's clusters (`fleet=NAME`, `cluster=NAME`)"
             }

@@ -8,9 +8,15 @@
 //! ```yaml
 //! # Each file matching one of these globs is one fleet spec.
 //! specs: ["fleets/**/*.yaml", "fleets/**/*.yml"]
+//! # When a merged spec is applied: on-merge (default), manual (`/apply` or the check's Apply
+//! # button only), or before-merge (`/apply` also runs on an open pull request's head).
+//! apply: on-merge
 //! # The least permission a commenter needs per command (none, read, triage, write, maintain, admin).
 //! commands:
 //!   plan: write
+//!   apply: maintain
+//!   approve-destroy: maintain
+//!   unlock: admin
 //!   verify-storage: write
 //!   verify-graphics: write
 //!   status: read
@@ -44,6 +50,9 @@ pub struct RepoConfig {
     /// Globs on repository-relative paths; each matching file is one fleet spec.
     #[serde(default = "default_specs")]
     pub specs: Vec<String>,
+    /// When merged specs are applied.
+    #[serde(default)]
+    pub apply: ApplyMode,
     /// Least permission per command.
     #[serde(default)]
     pub commands: CommandPermissions,
@@ -60,9 +69,38 @@ impl Default for RepoConfig {
     fn default() -> Self {
         RepoConfig {
             specs: default_specs(),
+            apply: ApplyMode::default(),
             commands: CommandPermissions::default(),
             privacy: PrivacyAllowlist::default(),
         }
+    }
+}
+
+/// When fleetbot applies a merged spec.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApplyMode {
+    /// Every merge into the default branch applies the fleets it changed, under the guards.
+    #[default]
+    OnMerge,
+    /// Nothing applies by itself: `/apply` (or the check's Apply button) after the merge.
+    Manual,
+    /// As `on-merge`, and `/apply` may also apply an open pull request's head.
+    BeforeMerge,
+}
+
+impl ApplyMode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ApplyMode::OnMerge => "on-merge",
+            ApplyMode::Manual => "manual",
+            ApplyMode::BeforeMerge => "before-merge",
+        }
+    }
+
+    /// Whether a merge applies without a command.
+    pub fn applies_on_merge(&self) -> bool {
+        !matches!(self, ApplyMode::Manual)
     }
 }
 
@@ -73,6 +111,15 @@ pub struct CommandPermissions {
     /// `/plan` recomputes the preflight: write, since it costs API budget.
     #[serde(default = "write")]
     pub plan: Permission,
+    /// `/apply` changes the cloud, overriding a plan that drifted since review.
+    #[serde(default = "maintain")]
+    pub apply: Permission,
+    /// `/approve-destroy` lets a merge delete what it planned to.
+    #[serde(default = "maintain")]
+    pub approve_destroy: Permission,
+    /// `/unlock` frees a fleet's apply lock that another apply holds.
+    #[serde(default = "admin")]
+    pub unlock: Permission,
     /// `/verify-storage` touches real clusters.
     #[serde(default = "write")]
     pub verify_storage: Permission,
@@ -87,6 +134,12 @@ pub struct CommandPermissions {
     pub help: Permission,
 }
 
+fn admin() -> Permission {
+    Permission::Admin
+}
+fn maintain() -> Permission {
+    Permission::Maintain
+}
 fn write() -> Permission {
     Permission::Write
 }
@@ -101,6 +154,9 @@ impl Default for CommandPermissions {
     fn default() -> Self {
         CommandPermissions {
             plan: write(),
+            apply: maintain(),
+            approve_destroy: maintain(),
+            unlock: admin(),
             verify_storage: write(),
             verify_graphics: write(),
             status: read(),
@@ -192,6 +248,9 @@ impl RepoConfig {
         let c = &self.commands;
         match command {
             "plan" => c.plan,
+            "apply" => c.apply,
+            "approve-destroy" => c.approve_destroy,
+            "unlock" => c.unlock,
             "verify-storage" => c.verify_storage,
             "verify-graphics" => c.verify_graphics,
             "status" => c.status,

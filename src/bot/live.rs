@@ -172,6 +172,16 @@ impl<C, S> CloudPlanner<C, S> {
     }
 }
 
+impl<C, S> CloudPlanner<C, S> {
+    pub(crate) fn cloud(&self) -> &C {
+        &self.cloud
+    }
+
+    pub(crate) fn inventory(&self) -> &S {
+        &self.inventory
+    }
+}
+
 impl<C, S> LiveCloud for CloudPlanner<C, S>
 where
     C: Cloud + 'static,
@@ -245,7 +255,7 @@ where
 
 /// The spec without its soperator clusters, and where each kept cluster was in the original
 /// (`(project, cluster in the copy)` → cluster in the original). Projects keep their positions.
-fn mk8s_only(spec: &FleetSpec) -> (FleetSpec, BTreeMap<(usize, usize), usize>) {
+pub(crate) fn mk8s_only(spec: &FleetSpec) -> (FleetSpec, BTreeMap<(usize, usize), usize>) {
     let mut copy = spec.clone();
     let mut index = BTreeMap::new();
     for (p, project) in copy.projects.iter_mut().enumerate() {

@@ -8,6 +8,7 @@
 
 pub mod commands;
 pub mod config;
+pub mod deploy;
 pub mod handler;
 pub mod jobs;
 pub mod live;

@@ -15,7 +15,10 @@ use std::sync::OnceLock;
 use minijinja::value::{Serde, Value};
 use minijinja::{Environment, context};
 
+use super::deploy::guard::Refusal;
+use super::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
 use super::report::{CommandHelp, PrReport, Verdict};
+use crate::github::CheckConclusion;
 use crate::privacy::{RuleId, Scanner};
 
 /// Finds the sticky comment again; never changes once shipped.
@@ -63,6 +66,14 @@ fn env() -> &'static Environment<'static> {
             (
                 "command_reply.md",
                 include_str!("../../templates/github/command_reply.md.j2"),
+            ),
+            (
+                "apply_summary.md",
+                include_str!("../../templates/github/apply_summary.md.j2"),
+            ),
+            (
+                "apply_reply.md",
+                include_str!("../../templates/github/apply_reply.md.j2"),
             ),
         ] {
             env.add_template(name, source)
@@ -313,6 +324,106 @@ pub fn render_preflight_check(report: &PrReport, scanner: &Scanner) -> (String, 
         text.filter(|t| !t.trim().is_empty())
             .map(|t| redact_private(scanner, &t)),
     )
+}
+
+/// The `fleet/apply` summary and the short reply on the pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedApply {
+    pub summary: String,
+    pub reply: String,
+}
+
+/// Renders an apply report: both texts come from the same report the conclusion does.
+pub fn render_apply(report: &ApplyReport, scanner: &Scanner) -> RenderedApply {
+    let conclusion = report.conclusion();
+    let (icon, word) = match conclusion {
+        CheckConclusion::Success => ("✅", "applied"),
+        CheckConclusion::ActionRequired => ("✋", "waiting for a person"),
+        CheckConclusion::Failure => ("❌", "failed"),
+        _ => ("➖", "nothing applied"),
+    };
+    let fleets: Vec<Value> = report
+        .fleets
+        .iter()
+        .map(|f| {
+            let (outcome, details) = fleet_words(f);
+            context! {
+                path => &f.path,
+                name => &f.name,
+                outcome => outcome,
+                details => details,
+                counts => Serde(&f.counts),
+            }
+        })
+        .collect();
+    let blocked = report.blocked.as_ref().map(|b| match b {
+        ApplyBlocked::Config { error } => format!(
+            ".fleetbot.yml on the default branch is invalid, so nothing is applied: {error}"
+        ),
+        ApplyBlocked::Manual => "This repository applies manually (apply: manual in .fleetbot.yml): a maintainer runs /apply on the pull request, or presses Apply.".into(),
+        ApplyBlocked::NoCloud => "fleetbot has no cloud configured to apply to.".into(),
+        ApplyBlocked::NotMerged => "The pull request is not merged.".into(),
+    });
+    let ctx = context! {
+        icon => icon,
+        word => word,
+        title => report.title(),
+        number => report.number,
+        sha => report.sha.get(..7).unwrap_or(&report.sha),
+        trigger => report.trigger.as_str(),
+        actor => &report.actor,
+        blocked => blocked,
+        fleets => fleets,
+        offers_apply => report.offers_apply(),
+        marker => crate::bot::deploy::job::apply_reply_marker(&report.sha),
+    };
+    let summary = cut_if_needed(&render("apply_summary.md", ctx.clone()), MAX_CHECK_CHARS);
+    let reply = cut_if_needed(&render("apply_reply.md", ctx), MAX_COMMENT_BYTES);
+    RenderedApply {
+        summary: redact_private(scanner, &summary),
+        reply: redact_private(scanner, &reply),
+    }
+}
+
+/// A fleet's outcome in words, and the lines that explain it.
+fn fleet_words(f: &FleetApply) -> (&'static str, Vec<String>) {
+    match &f.outcome {
+        FleetOutcome::Applied => ("applied", f.deleted_targets.iter().map(|t| format!("deleted {t} (approved)")).collect()),
+        FleetOutcome::Unchanged => ("unchanged", Vec::new()),
+        FleetOutcome::Failed => (
+            "failed",
+            f.failed_targets
+                .iter()
+                .map(|t| format!("failed: {t} (the cloud's answer is in fleetbot's log)"))
+                .collect(),
+        ),
+        FleetOutcome::SpecRemoved => (
+            "spec removed",
+            vec!["The spec was deleted: nothing is destroyed on merge. Run fleetbot destroy to tear the fleet down.".into()],
+        ),
+        FleetOutcome::NothingForTheEngine => (
+            "not applied",
+            vec!["Only soperator targets, which fleetbot's API engine does not apply.".into()],
+        ),
+        FleetOutcome::NotApplied { reason } => ("not applied", vec![reason.clone()]),
+        FleetOutcome::Refused { refusal } => match refusal {
+            Refusal::Problems { problems } => ("refused: plan problems", problems.clone()),
+            Refusal::NotReviewed => (
+                "waiting: not reviewed",
+                vec!["No preflight planned this fleet live for the pull request's last head, so there is no reviewed plan to hold the merge to. A maintainer can /apply.".into()],
+            ),
+            Refusal::Drifted { since_review } => {
+                let mut lines = vec!["The plan changed since review (the cloud drifted, or another merge landed first). Since review:".to_string()];
+                lines.extend(since_review.iter().cloned());
+                ("waiting: plan changed", lines)
+            }
+            Refusal::NeedsApproval { deletions } => {
+                let mut lines = vec!["The plan deletes, replaces or shrinks, and nobody approved it. Someone with the permission runs /approve-destroy, then /apply:".to_string()];
+                lines.extend(deletions.iter().cloned());
+                ("waiting: needs /approve-destroy", lines)
+            }
+        },
+    }
 }
 
 /// The hidden marker of the reply to one comment, so a retried job edits instead of reposting.

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::deploy::Deployer;
 use super::live::LiveCloud;
 use crate::quota::evidence::QuotaEvidence;
 
@@ -29,6 +30,9 @@ pub struct BotSettings {
     /// The cloud each changed spec is planned against, live; its quota evidence is the
     /// budget's. Reads only.
     pub cloud: Option<Arc<dyn LiveCloud>>,
+    /// What merges are applied with. Without it, a merge applies nothing (and says so only in
+    /// the log).
+    pub deploy: Option<Deployer>,
     /// Fixed quota evidence for the budget when there is no cloud. With neither, the budget is
     /// reported as not checked and `fleet/preflight` is `neutral`.
     pub quota: Option<QuotaSource>,
@@ -43,6 +47,7 @@ impl fmt::Debug for BotSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BotSettings")
             .field("cloud", &self.cloud.as_ref().map(|c| c.public_name()))
+            .field("deploy", &self.deploy)
             .field("quota", &self.quota)
             .field("max_fetched_files", &self.max_fetched_files)
             .field("max_file_bytes", &self.max_file_bytes)
@@ -54,6 +59,7 @@ impl Default for BotSettings {
     fn default() -> Self {
         BotSettings {
             cloud: None,
+            deploy: None,
             quota: None,
             max_fetched_files: 300,
             max_file_bytes: 1 << 20,

@@ -14,12 +14,15 @@ use std::time::Duration;
 use clap::Args;
 
 use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
+use crate::bot::deploy::{DeployState, Deployer, FleetApplier};
 use crate::bot::live::{CloudPlanner, LiveCloud};
 use crate::bot::{Bot, BotSettings};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::{Metrics, WorkerSettings};
-use crate::store::{InventoryStore, JobQueue, PostgresStore, SqliteStore, StoreUrl};
+use crate::store::{
+    DeployStore, InventoryStore, JobQueue, PostgresStore, SqliteStore, StoreUrl,
+};
 
 /// How long a shutdown waits for running jobs before leaving them to their leases.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -126,6 +129,24 @@ pub struct ServeArgs {
         value_name = "ID"
     )]
     pub tenant_id: Option<SecretArg>,
+    /// Seconds a fleet's apply lock lasts without renewal: a server that dies while applying
+    /// holds its fleets this long at most (a running apply renews it every third).
+    #[arg(
+        long,
+        env = "FLEETBOT_APPLY_LEASE_SECS",
+        default_value_t = 120,
+        value_name = "SECS"
+    )]
+    pub apply_lease_secs: u64,
+    /// Seconds a worker's claim on a job lasts without renewal: a job whose server died is
+    /// taken over by another worker (or this server after a restart) after this.
+    #[arg(
+        long,
+        env = "FLEETBOT_JOB_LEASE_SECS",
+        default_value_t = 300,
+        value_name = "SECS"
+    )]
+    pub job_lease_secs: u64,
 }
 
 /// The checked configuration (its `Debug` redacts, like its parts).
@@ -219,7 +240,7 @@ async fn serve_until_signal(args: ServeArgs, checked: Checked) -> Result<(), Str
 }
 
 /// Runs the server over an open store until SIGINT or SIGTERM.
-async fn serve_with<Q: JobQueue + InventoryStore + Clone + 'static>(
+async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static>(
     store: Q,
     args: ServeArgs,
     checked: Checked,
@@ -232,7 +253,7 @@ async fn serve_with<Q: JobQueue + InventoryStore + Clone + 'static>(
     .map_err(|e| e.to_string())?;
     // Held for the server's life: an embedded simulator stops when its connection drops.
     let connection = open_cloud(checked.cloud).await?;
-    let cloud: Option<Arc<dyn LiveCloud>> = connection.as_ref().map(|c| {
+    let applier: Option<Arc<dyn FleetApplier>> = connection.as_ref().map(|c| {
         let name = if c.is_simulated() {
             "the fleetbot simulator"
         } else {
@@ -248,18 +269,42 @@ async fn serve_with<Q: JobQueue + InventoryStore + Clone + 'static>(
             store.clone(),
             name,
             tenant,
-        )) as Arc<dyn LiveCloud>
+        )) as Arc<dyn FleetApplier>
     });
+    let cloud = applier.clone().map(|a| a as Arc<dyn LiveCloud>);
     match &cloud {
         Some(c) => tracing::info!(cloud = %c.public_name(), "pull requests are planned live"),
         None => tracing::warn!(
             "no cloud configured (FLEETBOT_CLOUD): pull requests get static plans and no quota budget"
         ),
     }
+    let tenant = args
+        .tenant_id
+        .as_ref()
+        .map(|t| t.expose().to_string())
+        .or_else(|| connection.as_ref().and_then(|c| c.tenant_id.clone()))
+        .filter(|t| !t.trim().is_empty());
+    let deploy = match (applier, tenant) {
+        (Some(applier), Some(tenant_id)) => {
+            tracing::info!("merges into the default branch are applied");
+            Some(Deployer {
+                applier,
+                state: Arc::new(store.clone()) as Arc<dyn DeployState>,
+                tenant_id,
+                lease: Duration::from_secs(args.apply_lease_secs.max(1)),
+            })
+        }
+        (Some(_), None) => {
+            tracing::warn!("no tenant configured (FLEETBOT_TENANT_ID): merges apply nothing");
+            None
+        }
+        _ => None,
+    };
     let bot = Bot::new(
         github,
         BotSettings {
             cloud,
+            deploy,
             ..BotSettings::default()
         },
     );
@@ -273,7 +318,10 @@ async fn serve_with<Q: JobQueue + InventoryStore + Clone + 'static>(
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let settings = DurableSettings {
         workers: args.workers,
-        worker: WorkerSettings::default(),
+        worker: WorkerSettings {
+            lease: Duration::from_secs(args.job_lease_secs.max(1)),
+            ..WorkerSettings::default()
+        },
         retention: Duration::from_secs(args.retention_days * 24 * 3600),
         ..DurableSettings::default()
     };
@@ -394,6 +442,8 @@ mod tests {
             retention_days: 7,
             cloud: "none".into(),
             tenant_id: None,
+            apply_lease_secs: 120,
+            job_lease_secs: 300,
         }
     }
 

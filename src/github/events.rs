@@ -23,9 +23,13 @@ pub enum Event {
     IssueComment(IssueCommentEvent),
     /// `check_run` with action `requested_action` (a button on one of our runs was pressed).
     CheckRunRequestedAction(CheckRunActionEvent),
+    /// `check_run` with action `rerequested` ("Re-run" on one of our runs); the event's
+    /// `identifier` is empty.
+    CheckRunRerequested(CheckRunActionEvent),
     /// `installation` with any action.
     Installation(InstallationEvent),
-    /// Any other event, or a `check_run` action other than `requested_action`.
+    /// Any other event, or a `check_run` action other than `requested_action` and
+    /// `rerequested`.
     Unknown {
         /// The `X-GitHub-Event` name.
         event: String,
@@ -40,7 +44,7 @@ impl Event {
         match self {
             Event::PullRequest(e) => e.installation_id,
             Event::IssueComment(e) => e.installation_id,
-            Event::CheckRunRequestedAction(e) => e.installation_id,
+            Event::CheckRunRequestedAction(e) | Event::CheckRunRerequested(e) => e.installation_id,
             Event::Installation(e) => Some(e.installation_id),
             Event::Ping { .. } | Event::Unknown { .. } => None,
         }
@@ -398,29 +402,37 @@ mod wire {
 
     impl CheckRunPayload {
         pub fn into_event(self) -> Event {
-            match (self.action.as_str(), self.requested_action) {
-                ("requested_action", Some(requested)) => {
-                    Event::CheckRunRequestedAction(CheckRunActionEvent {
-                        installation_id: self.installation.map(|i| i.id),
-                        repo: self.repository.name(),
-                        check_run_id: self.check_run.id,
-                        name: self.check_run.name,
-                        head_sha: self.check_run.head_sha,
-                        external_id: self.check_run.external_id.filter(|s| !s.is_empty()),
-                        identifier: requested.identifier,
-                        pull_requests: self
-                            .check_run
-                            .pull_requests
-                            .iter()
-                            .map(|p| p.number)
-                            .collect(),
-                        sender: self.sender.login,
-                    })
+            let rerequested = self.action == "rerequested";
+            let identifier = match (self.action.as_str(), self.requested_action) {
+                ("requested_action", Some(requested)) => requested.identifier,
+                ("rerequested", _) => String::new(),
+                _ => {
+                    return Event::Unknown {
+                        event: "check_run".into(),
+                        action: Some(self.action),
+                    };
                 }
-                _ => Event::Unknown {
-                    event: "check_run".into(),
-                    action: Some(self.action),
-                },
+            };
+            let e = CheckRunActionEvent {
+                installation_id: self.installation.map(|i| i.id),
+                repo: self.repository.name(),
+                check_run_id: self.check_run.id,
+                name: self.check_run.name,
+                head_sha: self.check_run.head_sha,
+                external_id: self.check_run.external_id.filter(|s| !s.is_empty()),
+                identifier,
+                pull_requests: self
+                    .check_run
+                    .pull_requests
+                    .iter()
+                    .map(|p| p.number)
+                    .collect(),
+                sender: self.sender.login,
+            };
+            if rerequested {
+                Event::CheckRunRerequested(e)
+            } else {
+                Event::CheckRunRequestedAction(e)
             }
         }
     }

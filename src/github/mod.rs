@@ -16,7 +16,8 @@ use std::fmt;
 
 pub use app::{AppAuthError, AppCredentials, InstallationToken, TokenCache};
 pub use client::{
-    Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload, ClientConfig,
+    Annotation, AnnotationLevel, CheckAction, CheckConclusion, CheckOutput, CheckRunPayload,
+    ClientConfig, RunningCheck,
     ClientError, FileStatus, GitHubClient, Permission, PrFile, PullRequestInfo, PullState,
     RepoClient, RetryPolicy,
 };

@@ -164,7 +164,7 @@ async fn run_job<Q: JobQueue>(
     };
 
     let work = bot
-        .handle(&job.event, &job.payload)
+        .run_job(&job.kind, &job.id, &job.event, &job.payload)
         .instrument(span.clone());
     tokio::pin!(work);
     let mut beat = tokio::time::interval((settings.lease / 3).max(Duration::from_millis(10)));
@@ -183,8 +183,28 @@ async fn run_job<Q: JobQueue>(
         }
     };
     let took = started.elapsed();
+    // Follow-up jobs (an apply a merge or a command asked for) are queued before this job is
+    // finished: a crash in between re-runs this job, which queues the same ids again
+    // (duplicates change nothing), so a follow-up is never lost.
+    let queued = match &result {
+        Ok(Ok(handled)) => enqueue_follow_ups(queue, handled, &span).await,
+        _ => Ok(()),
+    };
     let (outcome, metric) = match &result {
         Err(Interrupted::LeaseLost) => (None, "lease_lost"),
+        Ok(Ok(_)) if queued.is_err() => (
+            Some(JobOutcome::Retry {
+                at: now_ms() + ms(settings.retry_backoff),
+                error: queued.clone().err().unwrap_or_default(),
+            }),
+            "retry",
+        ),
+        Ok(Ok(Handled::Deferred { .. })) => (
+            Some(JobOutcome::Deferred {
+                at: now_ms() + ms(settings.fleet_busy_delay),
+            }),
+            "deferred",
+        ),
         Ok(Ok(Handled::Ignored(_))) => (Some(JobOutcome::Done), "ignored"),
         Ok(Ok(_)) => (Some(JobOutcome::Done), "ok"),
         // The delivery itself is bad, or GitHub refuses the request: another attempt would
@@ -238,6 +258,20 @@ async fn run_job<Q: JobQueue>(
             took,
         });
     }
+}
+
+async fn enqueue_follow_ups<Q: JobQueue>(
+    queue: &Q,
+    handled: &Handled,
+    span: &tracing::Span,
+) -> Result<(), String> {
+    for job in handled.follow_ups() {
+        if let Err(e) = queue.enqueue(job, now_ms()).await {
+            tracing::warn!(parent: span, "cannot queue a follow-up job: {e}");
+            return Err(format!("cannot queue a follow-up job: {e}"));
+        }
+    }
+    Ok(())
 }
 
 async fn finish<Q: JobQueue>(

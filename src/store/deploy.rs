@@ -25,7 +25,21 @@ pub struct ReviewedPlan {
     pub head_sha: String,
     pub fleet_path: String,
     pub digest: String,
+    /// What the plan does, by role names (the bot's JSON), for "what changed since review".
+    pub summary: String,
     pub recorded_at: i64,
+}
+
+/// An apply job that passed the guard for one fleet, recorded before its first mutation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplyRun {
+    pub job_id: String,
+    pub fleet_path: String,
+    /// The digest of the plan the guard allowed.
+    pub digest: String,
+    /// Whether deletions were approved for it.
+    pub destructive_approved: bool,
+    pub started_at: i64,
 }
 
 /// `/approve-destroy` given on a plan digest.
@@ -92,6 +106,17 @@ pub trait DeployStore: Send + Sync + 'static {
         head_sha: &str,
         fleet_path: &str,
     ) -> impl Future<Output = Result<Option<ReviewedPlan>, StoreError>> + Send;
+
+    /// Records (or keeps the first record of) a job's guard pass for a fleet.
+    fn record_apply_run(&self, run: &ApplyRun)
+    -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The job's record for the fleet, if it passed the guard before.
+    fn apply_run(
+        &self,
+        job_id: &str,
+        fleet_path: &str,
+    ) -> impl Future<Output = Result<Option<ApplyRun>, StoreError>> + Send;
 
     /// Upsert on (pr_key, fleet_path, digest).
     fn record_approval(

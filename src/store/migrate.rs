@@ -45,7 +45,7 @@ mod tests {
         assert_eq!(super::statements(super::MIGRATIONS[1].1).count(), 8);
         assert_eq!(super::statements(super::MIGRATIONS[2].1).count(), 4);
         assert_eq!(super::statements(super::MIGRATIONS[3].1).count(), 1);
-        assert_eq!(super::statements(super::MIGRATIONS[4].1).count(), 6);
+        assert_eq!(super::statements(super::MIGRATIONS[4].1).count(), 7);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub mod sqlite;
 mod sqlite_writer;
 pub mod url;
 
-pub use deploy::{Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan};
+pub use deploy::{ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan};
 pub use inventory::{InventoryStore, ProjectRecord, TargetRecord};
 pub use lock::FleetLock;
 pub use postgres::PostgresStore;

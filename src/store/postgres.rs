@@ -18,7 +18,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::StoreError;
 use super::deploy::{
-    Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
+    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
 };
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::{FleetLock, advisory_key};
@@ -468,10 +468,41 @@ impl DeployStore for PostgresStore {
                 .bind(&p.head_sha)
                 .bind(&p.fleet_path)
                 .bind(&p.digest)
-                .bind(p.recorded_at),
+                .bind(p.recorded_at)
+                .bind(&p.summary),
         )
         .await?;
         Ok(())
+    }
+
+    async fn record_apply_run(&self, r: &ApplyRun) -> Result<(), StoreError> {
+        self.write(
+            sqlx::query(sql::INSERT_APPLY_RUN)
+                .bind(&r.job_id)
+                .bind(&r.fleet_path)
+                .bind(&r.digest)
+                .bind(i64::from(r.destructive_approved))
+                .bind(r.started_at),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn apply_run(
+        &self,
+        job_id: &str,
+        fleet_path: &str,
+    ) -> Result<Option<ApplyRun>, StoreError> {
+        let row = sqlx::query(sql::SELECT_APPLY_RUN)
+            .bind(job_id)
+            .bind(fleet_path)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.unreadable(e))?;
+        row.as_ref()
+            .map(sql::apply_run_from)
+            .transpose()
+            .map_err(|e| self.unreadable(e))
     }
 
     async fn reviewed_plan(

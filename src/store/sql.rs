@@ -375,12 +375,20 @@ pub(crate) fn fold_counts(
     c
 }
 
-/// `$1..$5`: pr_key, head_sha, fleet_path, digest, recorded_at.
-pub(crate) const UPSERT_REVIEWED_PLAN: &str = "INSERT INTO deploy_reviewed_plans (pr_key, head_sha, fleet_path, digest, recorded_at) \
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (pr_key, head_sha, fleet_path) \
-     DO UPDATE SET digest = excluded.digest, recorded_at = excluded.recorded_at";
+/// `$1..$6`: pr_key, head_sha, fleet_path, digest, recorded_at, summary.
+pub(crate) const UPSERT_REVIEWED_PLAN: &str = "INSERT INTO deploy_reviewed_plans (pr_key, head_sha, fleet_path, digest, recorded_at, summary) \
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (pr_key, head_sha, fleet_path) \
+     DO UPDATE SET digest = excluded.digest, recorded_at = excluded.recorded_at, summary = excluded.summary";
 
-pub(crate) const SELECT_REVIEWED_PLAN: &str = "SELECT pr_key, head_sha, fleet_path, digest, recorded_at FROM deploy_reviewed_plans \
+/// `$1..$5`: job_id, fleet_path, digest, destructive_approved (0/1), started_at. The first
+/// record stays: a resumed job keeps what it was allowed when it started.
+pub(crate) const INSERT_APPLY_RUN: &str = "INSERT INTO deploy_apply_runs (job_id, fleet_path, digest, destructive_approved, started_at) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, fleet_path) DO NOTHING";
+
+pub(crate) const SELECT_APPLY_RUN: &str = "SELECT job_id, fleet_path, digest, destructive_approved, started_at FROM deploy_apply_runs \
+     WHERE job_id = $1 AND fleet_path = $2";
+
+pub(crate) const SELECT_REVIEWED_PLAN: &str = "SELECT pr_key, head_sha, fleet_path, digest, summary, recorded_at FROM deploy_reviewed_plans \
      WHERE pr_key = $1 AND head_sha = $2 AND fleet_path = $3";
 
 /// `$1..$5`: pr_key, fleet_path, digest, approver, approved_at.
@@ -438,7 +446,24 @@ where
         head_sha: row.try_get("head_sha")?,
         fleet_path: row.try_get("fleet_path")?,
         digest: row.try_get("digest")?,
+        summary: row.try_get("summary")?,
         recorded_at: row.try_get("recorded_at")?,
+    })
+}
+
+pub(crate) fn apply_run_from<R: Row>(row: &R) -> Result<super::ApplyRun, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    let approved: i64 = row.try_get("destructive_approved")?;
+    Ok(super::ApplyRun {
+        job_id: row.try_get("job_id")?,
+        fleet_path: row.try_get("fleet_path")?,
+        digest: row.try_get("digest")?,
+        destructive_approved: approved != 0,
+        started_at: row.try_get("started_at")?,
     })
 }
 

@@ -32,7 +32,7 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use super::StoreError;
 use super::deploy::{
-    Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
+    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
 };
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;
@@ -454,6 +454,29 @@ impl DeployStore for SqliteStore {
             .map_err(|e| unreadable(&self.path, e))?;
         row.as_ref()
             .map(sql::reviewed_plan_from)
+            .transpose()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn record_apply_run(&self, run: &ApplyRun) -> Result<(), StoreError> {
+        let run = run.clone();
+        self.on_writer(move |c| sqlite_writer::record_apply_run(&mut c.full, &run))
+            .await
+    }
+
+    async fn apply_run(
+        &self,
+        job_id: &str,
+        fleet_path: &str,
+    ) -> Result<Option<ApplyRun>, StoreError> {
+        let row = sqlx::query(sql::SELECT_APPLY_RUN)
+            .bind(job_id)
+            .bind(fleet_path)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        row.as_ref()
+            .map(sql::apply_run_from)
             .transpose()
             .map_err(|e| unreadable(&self.path, e))
     }

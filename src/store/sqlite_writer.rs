@@ -18,7 +18,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, named_params};
 use tokio::sync::oneshot;
 
-use super::deploy::{Approval, AuditEntry, Lease, LeaseTake, ReviewedPlan};
+use super::deploy::{ApplyRun, Approval, AuditEntry, Lease, LeaseTake, ReviewedPlan};
 use super::queue::{ClaimedJob, JobOutcome, NewJob};
 use super::sql;
 
@@ -216,6 +216,16 @@ pub(crate) fn record_reviewed_plan(
     let mut upsert = conn.prepare_cached(sql::UPSERT_REVIEWED_PLAN)?;
     upsert.execute(named_params! {
         "$1": p.pr_key, "$2": p.head_sha, "$3": p.fleet_path, "$4": p.digest, "$5": p.recorded_at,
+        "$6": p.summary,
+    })?;
+    Ok(())
+}
+
+pub(crate) fn record_apply_run(conn: &mut Connection, r: &ApplyRun) -> rusqlite::Result<()> {
+    let mut insert = conn.prepare_cached(sql::INSERT_APPLY_RUN)?;
+    insert.execute(named_params! {
+        "$1": r.job_id, "$2": r.fleet_path, "$3": r.digest,
+        "$4": i64::from(r.destructive_approved), "$5": r.started_at,
     })?;
     Ok(())
 }

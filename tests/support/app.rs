@@ -24,6 +24,8 @@ pub struct AppOptions {
     pub store_url: Option<String>,
     /// `FLEETBOT_WEBHOOK_SECRET` (comma-separated during a rotation); `None`: [`SECRET`].
     pub webhook_secrets: Option<String>,
+    /// `FLEETBOT_JOB_LEASE_SECS`; `None`: the default.
+    pub job_lease_secs: Option<u64>,
 }
 
 /// A running `fleetbot serve`.
@@ -65,6 +67,10 @@ impl App {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        if let Some(secs) = options.job_lease_secs {
+            cmd.env("FLEETBOT_JOB_LEASE_SECS", secs.to_string())
+                .env("FLEETBOT_APPLY_LEASE_SECS", secs.to_string());
+        }
         match &options.cloud {
             Some((endpoint, token, tenant)) => {
                 cmd.env("FLEETBOT_CLOUD", "nebius")
@@ -140,6 +146,13 @@ impl App {
         options.workers = workers;
         self.stop().await;
         App::start(options).await
+    }
+
+    /// Kills the server as a crash would (SIGKILL): running jobs keep their leases until they
+    /// expire.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Posts a webhook delivery; `(status, body)`.

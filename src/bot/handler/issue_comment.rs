@@ -1,6 +1,8 @@
 //! `issue_comment`: the commands of a new comment on a pull request, each run only with the
-//! permission the repository config asks for, answered in one short reply.
+//! permission the repository config asks for, answered in one short reply. The commands that
+//! act on fleets are in [`super::deploy_commands`].
 
+use super::deploy_commands::Said;
 use super::{Bot, BotError, Handled};
 use crate::bot::commands::{Command, CommandKind, ParsedComment, parse_comment};
 use crate::bot::config::LoadedConfig;
@@ -29,6 +31,10 @@ struct Answers {
     notes: Vec<String>,
     help: bool,
     plan: bool,
+    /// Commands that act on fleets, run after the permission checks, in comment order.
+    fleet_commands: Vec<Command>,
+    /// Every other command with what became of it, for the audit log.
+    audited: Vec<(CommandKind, String)>,
     ran: usize,
 }
 
@@ -101,13 +107,51 @@ impl Bot {
         if answers.plan {
             self.plan(&repo, e.issue_number, &mut answers.notes).await?;
         }
+        let mut said = Said::default();
+        for command in std::mem::take(&mut answers.fleet_commands) {
+            self.fleet_command(&repo, &e, &command, &mut said).await?;
+        }
+        self.audit_commands(&repo, &e, &answers.audited).await;
+        answers.notes.append(&mut said.notes);
+        answers.errors.append(&mut said.errors);
         if answers.needs_reply() {
             reply(&repo, &config, &e, &answers).await?;
         }
         Ok(Handled::Commands {
             ran: answers.ran,
             refused: answers.errors.len(),
+            jobs: said.jobs,
         })
+    }
+
+    /// Leaves an audit record of each command that is not a fleet command (those record
+    /// their own, with what they did).
+    async fn audit_commands(
+        &self,
+        repo: &RepoClient,
+        e: &IssueCommentEvent,
+        commands: &[(CommandKind, String)],
+    ) {
+        let Some(deployer) = &self.settings.deploy else {
+            return;
+        };
+        for (kind, outcome) in commands {
+            let entry = crate::store::AuditEntry {
+                at: crate::store::queue::now_ms(),
+                actor: e.author.clone(),
+                action: kind.to_string(),
+                repo: repo.repo().to_string(),
+                pr: e.issue_number,
+                sha: String::new(),
+                fleet: String::new(),
+                outcome: outcome.clone(),
+                digest: String::new(),
+                detail: String::new(),
+            };
+            if let Err(err) = deployer.state.append_audit(&entry).await {
+                tracing::error!("cannot write the audit record of {kind}: {err}");
+            }
+        }
     }
 
     /// `/plan`: the preflight of the head at the moment the command is handled.
@@ -141,6 +185,8 @@ async fn run_commands(
         notes: Vec::new(),
         help: false,
         plan: false,
+        fleet_commands: Vec::new(),
+        audited: Vec::new(),
         ran: 0,
     };
     let mut commenter = Commenter {
@@ -150,14 +196,30 @@ async fn run_commands(
     };
     for command in &parsed.commands {
         if let Some(refusal) = commenter.refusal(config, command).await? {
+            answers
+                .audited
+                .push((command.kind, format!("refused: {refusal}")));
             answers.errors.push(refusal);
             continue;
+        }
+        if !matches!(
+            command.kind,
+            CommandKind::Apply
+                | CommandKind::ApproveDestroy
+                | CommandKind::Unlock
+                | CommandKind::Status
+        ) {
+            answers.audited.push((command.kind, "ran".into()));
         }
         answers.ran += 1;
         match command.kind {
             CommandKind::Plan => answers.plan = true,
             CommandKind::Help => answers.help = true,
-            CommandKind::Status | CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
+            CommandKind::Apply
+            | CommandKind::ApproveDestroy
+            | CommandKind::Unlock
+            | CommandKind::Status => answers.fleet_commands.push(command.clone()),
+            CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
                 answers.notes.push(format!(
                     "{} is not available in this deployment yet: it needs the engine's live cluster access",
                     command.kind

@@ -6,12 +6,15 @@
 //! preflight for `/plan`, answer the rest in one short reply). It is called by the worker after
 //! the delivery was accepted, never by the HTTP handler.
 
+mod apply;
+mod deploy_commands;
 mod issue_comment;
 mod pull_request;
 
 use super::jobs::preflight::{PrHead, Published, preflight};
 use super::report::Verdict;
-use crate::github::client::StickyComment;
+use crate::github::client::{CheckConclusion, StickyComment};
+use crate::store::NewJob;
 use crate::github::{ClientError, Event, EventError, GitHubClient, RepoClient, parse_event};
 
 pub use super::settings::{BotSettings, QuotaSource};
@@ -35,9 +38,28 @@ pub enum Handled {
         ran: usize,
         /// Errors and refusals answered.
         refused: usize,
+        /// Follow-up jobs to queue (an `/apply`).
+        jobs: Vec<NewJob>,
     },
+    /// An apply was acknowledged (its check run is in progress) and is to be queued.
+    Started { check_run: u64, jobs: Vec<NewJob> },
+    /// An apply ran and published its check run.
+    Applied { conclusion: CheckConclusion },
+    /// The job cannot run yet (a fleet's lease is held elsewhere); run it again later
+    /// without counting the attempt.
+    Deferred { reason: String },
     /// An event worth a log line only (installations).
     Noted(String),
+}
+
+impl Handled {
+    /// The jobs this one asks to queue.
+    pub fn follow_ups(&self) -> &[NewJob] {
+        match self {
+            Handled::Commands { jobs, .. } | Handled::Started { jobs, .. } => jobs,
+            _ => &[],
+        }
+    }
 }
 
 impl From<Published> for Handled {
@@ -57,6 +79,9 @@ pub enum BotError {
     Event(#[from] EventError),
     #[error(transparent)]
     GitHub(#[from] ClientError),
+    /// A queued job that cannot be decoded.
+    #[error("{0}")]
+    Job(String),
 }
 
 impl BotError {
@@ -64,7 +89,7 @@ impl BotError {
     /// fail the same way every time, so such a job ends at once.
     pub fn is_permanent(&self) -> bool {
         match self {
-            BotError::Event(_) => true,
+            BotError::Event(_) | BotError::Job(_) => true,
             BotError::GitHub(e) => e.is_permanent(),
         }
     }
@@ -89,13 +114,36 @@ impl Bot {
 
     /// Handles one verified delivery.
     pub async fn handle(&self, event: &str, payload: &[u8]) -> Result<Handled, BotError> {
+        self.handle_delivery("", event, payload).await
+    }
+
+    /// Runs one queued job: a webhook delivery (`delivery` is its id) or an apply.
+    pub async fn run_job(
+        &self,
+        kind: &str,
+        id: &str,
+        event: &str,
+        payload: &[u8],
+    ) -> Result<Handled, BotError> {
+        if kind == crate::bot::deploy::APPLY_JOB {
+            return self.run_apply(id, payload).await;
+        }
+        self.handle_delivery(id, event, payload).await
+    }
+
+    /// Handles one verified delivery; `delivery` (its `X-GitHub-Delivery`) tells a
+    /// redelivered button press from a new one.
+    pub async fn handle_delivery(
+        &self,
+        delivery: &str,
+        event: &str,
+        payload: &[u8],
+    ) -> Result<Handled, BotError> {
         match parse_event(event, payload)? {
             Event::PullRequest(e) => self.on_pull_request(e).await,
             Event::IssueComment(e) => self.on_comment(e).await,
-            Event::CheckRunRequestedAction(e) => Ok(Handled::Ignored(format!(
-                "check run action {:?}: no buttons are offered yet",
-                e.identifier
-            ))),
+            Event::CheckRunRequestedAction(e) => self.on_apply_check(e, delivery, false).await,
+            Event::CheckRunRerequested(e) => self.on_apply_check(e, delivery, true).await,
             Event::Installation(e) => Ok(Handled::Noted(format!(
                 "installation {} {}: {} repositories",
                 e.installation_id,
@@ -104,6 +152,30 @@ impl Bot {
             ))),
             Event::Ping { .. } => Ok(Handled::Ignored("ping".into())),
             Event::Unknown { event, .. } => Ok(Handled::Ignored(format!("event {event}"))),
+        }
+    }
+
+    /// Runs a queued apply job.
+    async fn run_apply(&self, id: &str, payload: &[u8]) -> Result<Handled, BotError> {
+        use crate::bot::deploy::job::{self, ApplyJob, JobEnd};
+        let job: ApplyJob = serde_json::from_slice(payload)
+            .map_err(|e| BotError::Job(format!("cannot decode the apply job: {e}")))?;
+        let Some(deployer) = &self.settings.deploy else {
+            return Ok(Handled::Ignored(
+                "an apply job, but fleetbot has no cloud configured".into(),
+            ));
+        };
+        let name = crate::github::RepoName::parse(&job.repo)
+            .ok_or_else(|| BotError::Job("the apply job names no repository".into()))?;
+        let repo = self.github.repo(job.installation_id, name);
+        let key = self.alias_key(job.installation_id);
+        match job::run(&repo, deployer, id, &job, &key).await? {
+            JobEnd::Published(report) => Ok(Handled::Applied {
+                conclusion: report.conclusion(),
+            }),
+            JobEnd::Wait { holder } => Ok(Handled::Deferred {
+                reason: format!("a fleet is locked by {holder}"),
+            }),
         }
     }
 

@@ -1,4 +1,5 @@
-//! `pull_request`: a new head (opened, pushed, reopened, ready) gets a fresh preflight.
+//! `pull_request`: a new head (opened, pushed, reopened, ready) gets a fresh preflight; a
+//! merge is applied ([`super::apply`]).
 
 use super::{Bot, BotError, Handled};
 use crate::github::events::{PrAction, PullRequestEvent};
@@ -6,9 +7,7 @@ use crate::github::events::{PrAction, PullRequestEvent};
 impl Bot {
     pub(super) async fn on_pull_request(&self, e: PullRequestEvent) -> Result<Handled, BotError> {
         if e.action == PrAction::Closed && e.merged {
-            return Ok(Handled::Ignored(
-                "merged: apply on merge comes with the engine's apply".into(),
-            ));
+            return self.on_merged(e).await;
         }
         if !e.action.wants_preflight() {
             return Ok(Handled::Ignored(format!(

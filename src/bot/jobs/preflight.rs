@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::load_config;
 use crate::bot::config::{LoadedConfig, SpecMatcher};
+use crate::bot::deploy::job::ReviewSummary;
 use crate::bot::live::{LiveSpec, read_live};
 use crate::bot::pr::{ChangedFile, PrInput, PrOutcome, QuotaInput, evaluate_pull_request};
 use crate::bot::render::COMMENT_MARKER;
@@ -13,6 +14,8 @@ use crate::bot::settings::BotSettings;
 use crate::github::client::{StickyComment, is_safe_repo_path};
 use crate::github::{ClientError, FileStatus, RepoClient};
 use crate::spec::FleetSpec;
+use crate::store::ReviewedPlan;
+use crate::store::queue::{now_ms, pr_key};
 
 /// The commit pair a preflight is bound to.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +63,7 @@ pub async fn preflight(
         quota,
         live: &live,
     });
+    record_reviewed_plans(settings, &repo_name, pr, &live).await;
     let check_runs = publish_checks(repo, &outcome).await?;
     let comment = publish_comment(repo, pr.number, &outcome).await?;
     tracing::info!(
@@ -74,6 +78,36 @@ pub async fn preflight(
         comment,
         check_runs,
     })
+}
+
+/// Keeps each live plan the comment is about to show, so a merge applies only what was
+/// reviewed. Kept before the comment is published: a plan shown is always a plan recorded. A
+/// plan that cannot be recorded makes the merge refuse (not reviewed), never apply unseen.
+async fn record_reviewed_plans(
+    settings: &BotSettings,
+    repo: &str,
+    pr: PrHead<'_>,
+    live: &BTreeMap<String, LiveSpec>,
+) {
+    let Some(deployer) = &settings.deploy else {
+        return;
+    };
+    for (path, spec) in live {
+        let Ok(Some(planned)) = &spec.plan else {
+            continue;
+        };
+        let plan = ReviewedPlan {
+            pr_key: pr_key(repo, pr.number),
+            head_sha: pr.head_sha.to_string(),
+            fleet_path: path.clone(),
+            digest: planned.plan.digest.clone(),
+            summary: ReviewSummary::of(planned).to_json(),
+            recorded_at: now_ms(),
+        };
+        if let Err(e) = deployer.state.record_reviewed_plan(&plan).await {
+            tracing::warn!("cannot record the reviewed plan of a fleet: {e}");
+        }
+    }
 }
 
 /// The changed files with their contents: every spec at head and base, other files at head

@@ -177,5 +177,6 @@ fn payload(
             text,
             annotations,
         },
+        actions: Vec::new(),
     }
 }

@@ -161,6 +161,12 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
     }
 }
 
+/// The scanner that redacts what the bot renders outside a preflight (apply reports): the
+/// installation's alias key and no allowlist, so it can only redact more.
+pub fn output_scanner(alias_key: &[u8]) -> crate::privacy::Scanner {
+    scan::scanner(alias_key, &crate::privacy::PrivacyAllowlist::default())
+}
+
 /// The changed fleet specs, in path order.
 fn changed_specs<'a>(files: &'a [ChangedFile], matcher: &SpecMatcher) -> Vec<&'a ChangedFile> {
     let mut specs: Vec<&ChangedFile> = files.iter().filter(|f| f.is_spec(matcher)).collect();

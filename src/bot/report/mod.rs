@@ -10,6 +10,7 @@
 //! from the rest of the report, and the comment, both summaries and both check conclusions are
 //! functions of that one [`Outcome`].
 
+pub mod apply;
 mod budget;
 mod outcome;
 mod plan;

@@ -80,6 +80,20 @@ pub struct CheckOutput {
     pub annotations: Vec<Annotation>,
 }
 
+/// A button on a check run (`requested_action` comes back with its identifier).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckAction {
+    /// At most 20 characters.
+    pub label: String,
+    /// At most 40 characters.
+    pub description: String,
+    /// At most 20 characters.
+    pub identifier: String,
+}
+
+/// At most this many buttons per check run (GitHub's limit).
+pub const MAX_CHECK_ACTIONS: usize = 3;
+
 /// A completed check run, as the bot reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckRunPayload {
@@ -90,6 +104,19 @@ pub struct CheckRunPayload {
     pub external_id: Option<String>,
     pub conclusion: CheckConclusion,
     pub output: CheckOutput,
+    /// Buttons offered with the result (at most [`MAX_CHECK_ACTIONS`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<CheckAction>,
+}
+
+/// A check run that is still running: its title and summary say how far it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningCheck {
+    pub name: String,
+    pub head_sha: String,
+    pub external_id: Option<String>,
+    pub title: String,
+    pub summary: String,
 }
 
 /// What publishing a check run did.
@@ -130,6 +157,74 @@ impl RepoClient {
         Ok(PublishedCheckRun { id, requests })
     }
 
+    /// Starts an `in_progress` run, or takes over the one already on the commit with this name
+    /// and external id (a retried job must not leave two runs of one name), and returns its id.
+    pub async fn start_check_run(&self, run: &RunningCheck) -> Result<u64, ClientError> {
+        let body = serde_json::json!({
+            "name": run.name,
+            "head_sha": run.head_sha,
+            "status": "in_progress",
+            "output": { "title": run.title, "summary": run.summary },
+        });
+        let mut body = body;
+        if let Some(id) = &run.external_id {
+            body["external_id"] = Value::from(id.as_str());
+        }
+        if let Some(id) = self
+            .find_check_run(&run.name, &run.head_sha, run.external_id.as_deref())
+            .await?
+        {
+            self.update_check_run(id, &body).await?;
+            return Ok(id);
+        }
+        Ok(self.create_check_run_once_as(&run.name, &run.head_sha, run.external_id.as_deref(), &body).await?.0)
+    }
+
+    /// Updates a running run's title and summary (progress).
+    pub async fn report_progress(
+        &self,
+        id: u64,
+        title: &str,
+        summary: &str,
+    ) -> Result<(), ClientError> {
+        let body = serde_json::json!({
+            "status": "in_progress",
+            "output": { "title": title, "summary": summary },
+        });
+        self.update_check_run(id, &body).await
+    }
+
+    /// Completes the run `id` with `run`'s conclusion, output and buttons.
+    pub async fn complete_check_run(
+        &self,
+        id: u64,
+        run: &CheckRunPayload,
+    ) -> Result<(), ClientError> {
+        let mut body = serde_json::to_value(run).map_err(|e| ClientError::Decode {
+            op: "checks/update",
+            message: e.to_string(),
+        })?;
+        body["status"] = Value::from("completed");
+        if let Some(map) = body.as_object_mut() {
+            // Name and commit are fixed at creation.
+            map.remove("name");
+            map.remove("head_sha");
+        }
+        let mut batches = run.output.annotations.chunks(MAX_ANNOTATIONS_PER_REQUEST);
+        set_annotations(&mut body["output"], batches.next().unwrap_or(&[]));
+        self.update_check_run(id, &body).await?;
+        for batch in batches {
+            let mut output = serde_json::json!({
+                "title": run.output.title,
+                "summary": run.output.summary,
+            });
+            set_annotations(&mut output, batch);
+            self.update_check_run(id, &serde_json::json!({ "output": output }))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Creates the run; after an unknown outcome, looks for it before creating again. The id,
     /// and how many requests that took.
     async fn create_check_run_once(
@@ -137,9 +232,23 @@ impl RepoClient {
         run: &CheckRunPayload,
         body: &Value,
     ) -> Result<(u64, usize), ClientError> {
+        self.create_check_run_once_as(&run.name, &run.head_sha, run.external_id.as_deref(), body)
+            .await
+    }
+
+    async fn create_check_run_once_as(
+        &self,
+        name: &str,
+        head_sha: &str,
+        external_id: Option<&str>,
+        body: &Value,
+    ) -> Result<(u64, usize), ClientError> {
         match self.create_check_run(body).await {
             Ok(id) => Ok((id, 1)),
-            Err(ClientError::Ambiguous { .. }) => match self.find_check_run(run).await? {
+            Err(ClientError::Ambiguous { .. }) => match self
+                .find_check_run(name, head_sha, external_id)
+                .await?
+            {
                 Some(id) => {
                     // The first create did land: bring it to this payload's first batch.
                     self.update_check_run(id, body).await?;
@@ -193,7 +302,12 @@ impl RepoClient {
 
     /// A run on the head commit with this name and external id, made by any App (the
     /// installation token only sees its own App's runs as writable, which is what matters).
-    async fn find_check_run(&self, run: &CheckRunPayload) -> Result<Option<u64>, ClientError> {
+    async fn find_check_run(
+        &self,
+        name: &str,
+        head_sha: &str,
+        external_id: Option<&str>,
+    ) -> Result<Option<u64>, ClientError> {
         #[derive(Deserialize)]
         struct Run {
             id: u64,
@@ -208,9 +322,9 @@ impl RepoClient {
             .get_json(
                 "checks/list-for-ref",
                 self.installation_id,
-                &self.repo_path(&format!("/commits/{}/check-runs", seg(&run.head_sha))),
+                &self.repo_path(&format!("/commits/{}/check-runs", seg(head_sha))),
                 vec![
-                    ("check_name", run.name.clone()),
+                    ("check_name", name.to_string()),
                     ("filter", "latest".to_string()),
                 ],
             )
@@ -218,7 +332,7 @@ impl RepoClient {
         Ok(runs
             .check_runs
             .into_iter()
-            .find(|r| r.external_id == run.external_id)
+            .find(|r| r.external_id.as_deref() == external_id)
             .map(|r| r.id))
     }
 }
@@ -253,6 +367,7 @@ mod tests {
                 text: None,
                 annotations: vec![],
             },
+            actions: vec![],
         };
         let v = serde_json::to_value(&run).unwrap();
         assert_eq!(

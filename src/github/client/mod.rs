@@ -36,8 +36,8 @@ use paths::seg;
 use transport::{Answer, Call, JSON_ACCEPT, Repeat};
 
 pub use checks::{
-    Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload,
-    MAX_ANNOTATIONS_PER_REQUEST, PublishedCheckRun,
+    Annotation, AnnotationLevel, CheckAction, CheckConclusion, CheckOutput, CheckRunPayload,
+    MAX_ANNOTATIONS_PER_REQUEST, MAX_CHECK_ACTIONS, PublishedCheckRun, RunningCheck,
 };
 pub use collaborators::Permission;
 pub use comments::{IssueComment, StickyComment};

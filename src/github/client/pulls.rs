@@ -58,6 +58,10 @@ pub struct PullRequestInfo {
     pub head_repo: Option<String>,
     pub base_sha: String,
     pub base_ref: String,
+    /// Whether it was merged (then `state` is closed).
+    pub merged: bool,
+    /// The merge commit, once merged (GitHub also fills it with a test merge while open).
+    pub merge_commit_sha: Option<String>,
 }
 
 impl RepoClient {
@@ -80,6 +84,10 @@ impl RepoClient {
             state: PullState,
             #[serde(default)]
             draft: bool,
+            #[serde(default)]
+            merged: bool,
+            #[serde(default)]
+            merge_commit_sha: Option<String>,
             head: Ref,
             base: Ref,
         }
@@ -101,6 +109,8 @@ impl RepoClient {
             head_repo: pr.head.repo.map(|r| r.full_name),
             base_sha: pr.base.sha,
             base_ref: pr.base.name,
+            merged: pr.merged,
+            merge_commit_sha: pr.merge_commit_sha.filter(|s| !s.is_empty()),
         })
     }
 

@@ -8,8 +8,21 @@ CREATE TABLE IF NOT EXISTS deploy_reviewed_plans (
     head_sha TEXT NOT NULL,
     fleet_path TEXT NOT NULL,
     digest TEXT NOT NULL,
+    -- What the plan does, by role names (JSON), to say what changed since review.
+    summary TEXT NOT NULL,
     recorded_at BIGINT NOT NULL,
     PRIMARY KEY (pr_key, head_sha, fleet_path)
+);
+
+-- An apply job that passed the guard for a fleet, recorded before its first mutation: the
+-- job resumed after a crash finds it and continues instead of asking for review again.
+CREATE TABLE IF NOT EXISTS deploy_apply_runs (
+    job_id TEXT NOT NULL,
+    fleet_path TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    destructive_approved BIGINT NOT NULL,
+    started_at BIGINT NOT NULL,
+    PRIMARY KEY (job_id, fleet_path)
 );
 
 -- An approval names the plan digest it was given on: a changed plan needs a new one.

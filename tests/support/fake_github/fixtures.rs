@@ -162,3 +162,46 @@ pub fn pr_comment(
     p["sender"]["type"] = json!(author_type);
     serde_json::to_vec(&p).unwrap()
 }
+
+/// A `pull_request` `closed` delivery of a merged pull request (merged by `merger` as
+/// `merge_sha`).
+pub fn merged(pr: &PrRef, merge_sha: &str, merger: &str) -> Vec<u8> {
+    let mut p: Value = serde_json::from_slice(&pull_request("closed", pr)).unwrap();
+    let x = &mut p["pull_request"];
+    x["merged"] = json!(true);
+    x["merge_commit_sha"] = json!(merge_sha);
+    x["draft"] = json!(false);
+    p["sender"]["login"] = json!(merger);
+    serde_json::to_vec(&p).unwrap()
+}
+
+/// A `check_run` delivery about one of fleetbot's runs: `requested_action` with the button's
+/// `identifier`, or `rerequested` when `identifier` is `None`.
+pub fn check_run_event(
+    pr: &PrRef,
+    run_id: u64,
+    name: &str,
+    head_sha: &str,
+    external_id: &str,
+    identifier: Option<&str>,
+    sender: &str,
+) -> Vec<u8> {
+    let action = if identifier.is_some() {
+        "requested_action"
+    } else {
+        "rerequested"
+    };
+    let mut p = example("check_run", Some(action));
+    retarget_repository(&mut p, pr);
+    let run = &mut p["check_run"];
+    run["id"] = json!(run_id);
+    run["name"] = json!(name);
+    run["head_sha"] = json!(head_sha);
+    run["external_id"] = json!(external_id);
+    run["pull_requests"] = json!([]);
+    if let Some(id) = identifier {
+        p["requested_action"] = json!({ "identifier": id });
+    }
+    p["sender"]["login"] = json!(sender);
+    serde_json::to_vec(&p).unwrap()
+}

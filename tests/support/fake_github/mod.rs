@@ -194,6 +194,8 @@ pub struct Pull {
     pub head_sha: String,
     pub base_ref: String,
     pub base_sha: String,
+    pub merged: bool,
+    pub merge_commit_sha: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -220,6 +222,8 @@ pub struct CheckRun {
     pub summary: String,
     pub text: Option<String>,
     pub annotations: Vec<Value>,
+    /// The buttons of the last update that set them.
+    pub actions: Vec<Value>,
     pub requests: usize,
 }
 
@@ -313,8 +317,40 @@ impl World {
                 head_sha: head_sha.into(),
                 base_ref,
                 base_sha,
+                merged: false,
+                merge_commit_sha: None,
             },
         );
+    }
+
+    /// Merges pull request `number` as commit `merge_sha`: the default branch's tip with the
+    /// pull request's changes (base to head) applied, then the default branch moves to it.
+    pub fn merge(&mut self, full: &str, number: u64, merge_sha: &str) {
+        let repo = self.repos.get_mut(full).expect("repo exists");
+        let pr = repo.pulls.get(&number).expect("pull request exists").clone();
+        let empty = BTreeMap::new();
+        let base = repo.trees.get(&pr.base_sha).unwrap_or(&empty).clone();
+        let head = repo.trees.get(&pr.head_sha).unwrap_or(&empty).clone();
+        let tip = repo.branches[&repo.default_branch].clone();
+        let mut tree = repo.trees.get(&tip).cloned().unwrap_or_default();
+        for path in base.keys().chain(head.keys()) {
+            match (base.get(path), head.get(path)) {
+                (_, Some(new)) if base.get(path) != Some(new) => {
+                    tree.insert(path.clone(), new.clone());
+                }
+                (Some(_), None) => {
+                    tree.remove(path);
+                }
+                _ => {}
+            }
+        }
+        repo.trees.insert(merge_sha.to_string(), tree);
+        let branch = repo.default_branch.clone();
+        repo.branches.insert(branch, merge_sha.to_string());
+        let pr = repo.pulls.get_mut(&number).expect("pull request exists");
+        pr.state = "closed".into();
+        pr.merged = true;
+        pr.merge_commit_sha = Some(merge_sha.to_string());
     }
 
     pub fn push(&mut self, full: &str, number: u64, head_sha: &str) {
@@ -750,6 +786,9 @@ fn apply_check_run_body(r: &mut CheckRun, body: &Value) {
     if let Some(a) = out["annotations"].as_array() {
         r.annotations.extend(a.iter().cloned());
     }
+    if let Some(a) = body["actions"].as_array() {
+        r.actions = a.clone();
+    }
     r.requests += 1;
 }
 
@@ -851,6 +890,8 @@ fn respond(
             v["number"] = json!(pr.number);
             v["state"] = json!(pr.state);
             v["draft"] = json!(false);
+            v["merged"] = json!(pr.merged);
+            v["merge_commit_sha"] = json!(pr.merge_commit_sha);
             // GitHub's example has a team without the required `type`.
             v["requested_teams"] = json!([]);
             v["head"]["sha"] = json!(pr.head_sha);
@@ -1005,6 +1046,7 @@ fn respond(
                 summary: String::new(),
                 text: None,
                 annotations: vec![],
+                actions: vec![],
                 requests: 0,
             };
             apply_check_run_body(&mut run, &b);

@@ -1,0 +1,191 @@
+//! The guards an apply passes before the first mutation, as a pure function of what was
+//! reviewed, what the cloud needs now, and who asked: a merge applies only the plan its pull
+//! request showed, and nothing that deletes, replaces or shrinks without `/approve-destroy` on
+//! exactly that plan.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::live::{Action, Destructive, LivePlan};
+
+/// What started an apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// The pull request was merged.
+    Merge,
+    /// "Re-run" on the fleet/apply check.
+    Rerun,
+    /// `/apply` by someone with the configured permission.
+    Command,
+    /// The check's Apply button, pressed by someone with `/apply`'s permission.
+    Button,
+}
+
+impl Trigger {
+    /// Whether a person with `/apply`'s permission asked for this apply explicitly, which
+    /// accepts a plan that changed since review (never an unapproved deletion).
+    pub fn overrides_review(&self) -> bool {
+        matches!(self, Trigger::Command | Trigger::Button)
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Trigger::Merge => "merge",
+            Trigger::Rerun => "re-run",
+            Trigger::Command => "/apply",
+            Trigger::Button => "Apply button",
+        }
+    }
+}
+
+/// Everything the guard of one fleet looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardInput<'a> {
+    pub trigger: Trigger,
+    /// The plan the pull request's last head was reviewed with: digest and its lines
+    /// ([`plan_lines`]). `None` when no preflight planned this fleet live.
+    pub reviewed: Option<(&'a str, &'a str)>,
+    /// The plan at the commit being applied, read now.
+    pub plan: &'a LivePlan,
+    /// What of `plan` deletes, replaces or shrinks.
+    pub destructive: &'a [Destructive],
+    /// `/approve-destroy` was given on `plan`'s digest.
+    pub approved: bool,
+    /// This apply already passed the guard for this fleet before it was interrupted; `Some`
+    /// holds whether deletions were approved then.
+    pub resumed: Option<bool>,
+}
+
+/// Why a fleet is not applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Refusal {
+    /// The plan has problems (ownership, identity, shrinking a filesystem): nothing may run.
+    Problems { problems: Vec<String> },
+    /// No preflight planned this fleet live for the pull request's last head.
+    NotReviewed,
+    /// The plan now differs from the one reviewed.
+    Drifted { since_review: Vec<String> },
+    /// The plan deletes, replaces or shrinks, and nobody approved this plan.
+    NeedsApproval { deletions: Vec<String> },
+}
+
+impl Refusal {
+    /// Whether a person can resolve it from the pull request (`/apply`, `/approve-destroy`),
+    /// as opposed to a plan that must be fixed.
+    pub fn needs_action(&self) -> bool {
+        !matches!(self, Refusal::Problems { .. })
+    }
+}
+
+/// What the guard decided for one fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "decision", rename_all = "kebab-case")]
+pub enum Decision {
+    /// Apply; `prune` deletes the targets removed from the spec (approved).
+    Apply { prune: bool },
+    /// The cloud already matches the spec.
+    NothingToDo,
+    Refuse(Refusal),
+}
+
+/// Decides one fleet. Order matters: problems first (nothing can override them), then
+/// whether the plan is what was reviewed, then approval of what it deletes.
+pub fn decide(input: &GuardInput<'_>) -> Decision {
+    let plan = input.plan;
+    if plan.has_problems() {
+        return Decision::Refuse(Refusal::Problems {
+            problems: plan.problems(),
+        });
+    }
+    if plan.is_quiet() {
+        return Decision::NothingToDo;
+    }
+    let lines = plan_lines(plan);
+    if input.resumed.is_none() && !input.trigger.overrides_review() {
+        match input.reviewed {
+            None => return Decision::Refuse(Refusal::NotReviewed),
+            Some((digest, _)) if digest == plan.digest => {}
+            Some((_, reviewed_lines)) => {
+                return Decision::Refuse(Refusal::Drifted {
+                    since_review: since_review(reviewed_lines, &lines),
+                });
+            }
+        }
+    }
+    let approved = input.approved || input.resumed == Some(true);
+    if !input.destructive.is_empty() && !approved {
+        return Decision::Refuse(Refusal::NeedsApproval {
+            deletions: input.destructive.iter().map(deletion_line).collect(),
+        });
+    }
+    Decision::Apply {
+        prune: !input.destructive.is_empty(),
+    }
+}
+
+/// One destructive action, by role names only.
+pub fn deletion_line(d: &Destructive) -> String {
+    let verb = match d.action {
+        Action::Delete => "delete",
+        Action::Replace => "replace",
+        _ => "shrink",
+    };
+    if d.name == d.target || d.target.ends_with(&format!("/{}", d.name)) {
+        format!("{verb} {} {}: {}", d.resource, d.target, d.why)
+    } else {
+        format!("{verb} {} {} of {}: {}", d.resource, d.name, d.target, d.why)
+    }
+}
+
+/// The plan as sorted lines, one per action that changes something, with the fields it
+/// changes: stored with a reviewed plan so a later plan can say what changed since. Names are
+/// the spec's (the plan never holds cloud IDs).
+pub fn plan_lines(plan: &LivePlan) -> String {
+    let mut lines = BTreeSet::new();
+    let scopes = plan
+        .projects
+        .iter()
+        .map(|p| (format!("project {}", p.key), &p.actions))
+        .chain(plan.targets.iter().map(|t| (t.target.clone(), &t.actions)));
+    for (scope, actions) in scopes {
+        for a in actions {
+            if matches!(a.action, Action::NoChange | Action::Reuse) {
+                continue;
+            }
+            let verb = serde_json::to_value(a.action)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let fields: Vec<&str> = a.changes.iter().map(|c| c.field).collect();
+            let mut line = format!("{verb} {} {} in {scope}", a.resource, a.name);
+            if !fields.is_empty() {
+                line.push_str(&format!(" ({})", fields.join(", ")));
+            }
+            lines.insert(line);
+        }
+    }
+    lines.into_iter().collect::<Vec<_>>().join("\n")
+}
+
+/// What is planned now and was not reviewed (`+`), and what was reviewed and is no longer
+/// planned (`−`, done meanwhile or no longer needed).
+fn since_review(reviewed: &str, now: &str) -> Vec<String> {
+    let before: BTreeSet<&str> = reviewed.lines().filter(|l| !l.is_empty()).collect();
+    let after: BTreeSet<&str> = now.lines().filter(|l| !l.is_empty()).collect();
+    let mut out: Vec<String> = after
+        .difference(&before)
+        .map(|l| format!("+ {l}"))
+        .chain(before.difference(&after).map(|l| format!("− {l}")))
+        .collect();
+    if out.is_empty() {
+        // Same actions, other details (a field's target value).
+        out.push("the planned actions changed in their details".into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

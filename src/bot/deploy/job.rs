@@ -1,0 +1,690 @@
+//! The apply job: a durable job (kind [`APPLY_JOB`]) that applies the fleets a pull request
+//! changed at one commit, under the guards, each fleet under its lease, and publishes the
+//! fleet/apply check run and a short reply from one typed [`ApplyReport`].
+//!
+//! Applies of one repository run one at a time, in the order they were queued (the queue's
+//! `fleet_key` lane), so merges apply in merge order on every replica. A job killed midway is
+//! claimed again when its lease runs out; it re-plans, finds its own record of having passed
+//! the guard ([`ApplyRun`]), and the engine's idempotency keys make the second run create
+//! nothing twice.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::guard::{self, Decision, GuardInput, Trigger};
+use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB, Deployer, fleet_lease_key, plan_now};
+use crate::bot::config::LoadedConfig;
+use crate::bot::jobs::load_config;
+use crate::bot::live::PlannedFleet;
+use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
+use crate::engine::ops::{DeployResult, Progress, TargetStatus};
+use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, RunningCheck};
+use crate::github::{ClientError, RepoClient};
+use crate::store::queue::{now_ms, pr_key};
+use crate::store::{ApplyRun, AuditEntry, Lease, LeaseTake, NewJob, ReviewedPlan};
+
+/// An apply to run, as queued.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyJob {
+    /// `owner/name`.
+    pub repo: String,
+    pub installation_id: u64,
+    pub number: u64,
+    /// The commit applied: the merge commit, or the head of an open pull request
+    /// (`apply: before-merge`).
+    pub sha: String,
+    /// The pull request's last head, whose reviewed plans the guard compares with.
+    pub head_sha: String,
+    pub trigger: Trigger,
+    /// Who asked.
+    pub actor: String,
+    /// The fleet/apply run on `sha`, created when the apply was acknowledged.
+    pub check_run_id: u64,
+    /// The spec paths the pull request changed (decided when acknowledged), in path order.
+    pub paths: Vec<String>,
+    /// Of those, the ones the commit deleted.
+    pub removed: Vec<String>,
+}
+
+impl ApplyJob {
+    /// The queued job. `origin` tells requests apart (`merge`, a comment id, a delivery id),
+    /// so a redelivered request is the same job and is not queued twice.
+    pub fn to_job(&self, origin: &str) -> NewJob {
+        let repo = self.repo.to_ascii_lowercase();
+        NewJob {
+            id: format!("{APPLY_JOB}:{repo}#{}@{}:{origin}", self.number, self.sha),
+            kind: APPLY_JOB.to_string(),
+            event: APPLY_JOB.to_string(),
+            payload: serde_json::to_vec(self).unwrap_or_default().into(),
+            // Not the pull request's lane: its comments must be answered while it applies.
+            pr_key: String::new(),
+            // One lane per repository: applies run one at a time, in the order queued.
+            fleet_key: format!("{APPLY_JOB}:{repo}"),
+        }
+    }
+
+    fn pr_key(&self) -> String {
+        pr_key(&self.repo, self.number)
+    }
+
+    fn holder(&self) -> String {
+        format!(
+            "#{} at {} ({})",
+            self.number,
+            short(&self.sha),
+            self.trigger.as_str()
+        )
+    }
+}
+
+pub(crate) fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+/// The acknowledgement: the fleet/apply run, in progress, on the commit to apply. Created
+/// before the job is queued, so it appears within a second of the request.
+pub(crate) async fn acknowledge(
+    repo: &RepoClient,
+    sha: &str,
+    origin: &str,
+    waiting_for: Option<&str>,
+) -> Result<u64, ClientError> {
+    let summary = match waiting_for {
+        Some(holder) => format!("Queued: waiting for the apply of {holder} to finish."),
+        None => "Queued: the apply starts as soon as earlier applies of this repository are done."
+            .to_string(),
+    };
+    repo.start_check_run(&RunningCheck {
+        name: APPLY_CHECK.into(),
+        head_sha: sha.to_string(),
+        external_id: Some(format!("apply:{origin}")),
+        title: "Apply queued".into(),
+        summary,
+    })
+    .await
+}
+
+/// What running the job came to.
+pub enum JobEnd {
+    Published(ApplyReport),
+    /// A fleet's lease is held by another apply that has not finished or expired: run again
+    /// later.
+    Wait { holder: String },
+}
+
+/// Runs one apply job.
+pub async fn run(
+    repo: &RepoClient,
+    deployer: &Deployer,
+    job_id: &str,
+    job: &ApplyJob,
+    scanner_key: &[u8],
+) -> Result<JobEnd, ClientError> {
+    let config = load_config(repo).await?;
+    let mut report = ApplyReport {
+        repo: job.repo.clone(),
+        number: job.number,
+        sha: job.sha.clone(),
+        trigger: job.trigger,
+        actor: job.actor.clone(),
+        blocked: blocked_by(&config, job),
+        fleets: Vec::new(),
+    };
+    if report.blocked.is_none() {
+        let mut specs = Vec::new();
+        for path in &job.paths {
+            specs.push(read_spec(repo, job, path).await?);
+        }
+        let leases = match take_leases(deployer, job_id, job, &specs).await {
+            Ok(leases) => leases,
+            Err(Wait(holder)) => {
+                let _ = repo
+                    .report_progress(
+                        job.check_run_id,
+                        "Apply waiting for a fleet lock",
+                        &format!(
+                            "Waiting: a fleet of this pull request is being applied by {holder}. It is applied after that one finishes, or after its lock expires; `/unlock` frees it."
+                        ),
+                    )
+                    .await;
+                return Ok(JobEnd::Wait { holder });
+            }
+        };
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewing = tokio::spawn(renew_leases(
+            deployer.state.clone(),
+            leases.clone(),
+            deployer.lease,
+            lost.clone(),
+        ));
+        let mut applier = Applying {
+            repo,
+            deployer,
+            job_id,
+            job,
+            done: 0,
+            total: specs.len(),
+            lost,
+        };
+        for spec in specs {
+            let fleet = applier.fleet(spec).await;
+            applier.done += 1;
+            report.fleets.push(fleet);
+        }
+        renewing.abort();
+        for lease in leases {
+            if let Err(e) = deployer.state.release_lease(&lease).await {
+                tracing::warn!("cannot release a fleet lease: {e}");
+            }
+        }
+    }
+    for fleet in &report.fleets {
+        audit(deployer, job, "apply", &fleet.path, conclusion_word(fleet), "").await;
+    }
+    if report.fleets.is_empty() {
+        let outcome = report.conclusion().as_str();
+        audit(deployer, job, "apply", "", outcome, "").await;
+    }
+    publish(repo, job, &report, scanner_key).await?;
+    Ok(JobEnd::Published(report))
+}
+
+fn conclusion_word(fleet: &FleetApply) -> &'static str {
+    fleet.conclusion().as_str()
+}
+
+fn blocked_by(config: &LoadedConfig, job: &ApplyJob) -> Option<ApplyBlocked> {
+    if let Some(e) = &config.error {
+        return Some(ApplyBlocked::Config {
+            error: e.to_string(),
+        });
+    }
+    let mode = config.config.apply;
+    match job.trigger {
+        Trigger::Merge | Trigger::Rerun if !mode.applies_on_merge() => Some(ApplyBlocked::Manual),
+        _ => None,
+    }
+}
+
+/// One changed spec as read at the commit.
+enum SpecAt {
+    Removed(String),
+    Invalid(String),
+    Valid(String, Box<crate::spec::FleetSpec>),
+}
+
+impl SpecAt {
+    fn path(&self) -> &str {
+        match self {
+            SpecAt::Removed(p) | SpecAt::Invalid(p) | SpecAt::Valid(p, _) => p,
+        }
+    }
+}
+
+async fn read_spec(repo: &RepoClient, job: &ApplyJob, path: &str) -> Result<SpecAt, ClientError> {
+    if job.removed.iter().any(|p| p == path) {
+        return Ok(SpecAt::Removed(path.to_string()));
+    }
+    let Some(bytes) = repo.file_content(path, &job.sha).await? else {
+        return Ok(SpecAt::Removed(path.to_string()));
+    };
+    let parsed = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| crate::spec::load_str(text, path).ok());
+    Ok(match parsed {
+        Some(spec) => SpecAt::Valid(path.to_string(), Box::new(spec)),
+        None => SpecAt::Invalid(path.to_string()),
+    })
+}
+
+struct Wait(String);
+
+/// Keeps the leases alive while the job applies (every third of their length). A lease that
+/// cannot be renewed was freed (`/unlock`) or taken over: the flag stops the next fleet.
+async fn renew_leases(
+    state: Arc<dyn super::DeployState>,
+    leases: Vec<Lease>,
+    ttl: Duration,
+    lost: Arc<AtomicBool>,
+) {
+    let mut tick = tokio::time::interval((ttl / 3).max(Duration::from_millis(100)));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        for lease in &leases {
+            let until = now_ms() + crate::store::queue::ms(ttl);
+            match state.renew_lease(lease, until).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::error!(holder = %lease.holder, "a fleet lease was lost while applying (freed by /unlock, or expired)");
+                    lost.store(true, Ordering::SeqCst);
+                }
+                Err(e) => tracing::warn!("cannot renew a fleet lease: {e}"),
+            }
+        }
+    }
+}
+
+/// Takes every valid fleet's lease before the first mutation; if one is held elsewhere, frees
+/// what was taken and waits.
+async fn take_leases(
+    deployer: &Deployer,
+    job_id: &str,
+    job: &ApplyJob,
+    specs: &[SpecAt],
+) -> Result<Vec<Lease>, Wait> {
+    let mut taken = Vec::new();
+    let ttl = crate::store::queue::ms(deployer.lease);
+    for spec in specs {
+        let SpecAt::Valid(path, parsed) = spec else {
+            continue;
+        };
+        let _ = parsed;
+        let key = fleet_lease_key(&deployer.tenant_id, &job.repo, path);
+        match deployer
+            .state
+            .take_lease(&key, job_id, &job.holder(), now_ms(), ttl)
+            .await
+        {
+            Ok(LeaseTake::Acquired(lease)) => taken.push(lease),
+            other => {
+                for lease in &taken {
+                    let _ = deployer.state.release_lease(lease).await;
+                }
+                let holder = match other {
+                    Ok(LeaseTake::Held(held)) => held.holder,
+                    // Fail closed: a lease that cannot be read is a lease not held.
+                    _ => "an apply whose lock could not be read".to_string(),
+                };
+                return Err(Wait(holder));
+            }
+        }
+    }
+    Ok(taken)
+}
+
+/// The fleets of one job, applied one after another.
+struct Applying<'a> {
+    repo: &'a RepoClient,
+    deployer: &'a Deployer,
+    job_id: &'a str,
+    job: &'a ApplyJob,
+    done: usize,
+    total: usize,
+    /// A lease was lost: no further fleet is applied.
+    lost: Arc<AtomicBool>,
+}
+
+impl Applying<'_> {
+    async fn fleet(&self, spec: SpecAt) -> FleetApply {
+        let path = spec.path().to_string();
+        let spec = match spec {
+            SpecAt::Removed(_) => return FleetApply::new(&path, None, FleetOutcome::SpecRemoved),
+            SpecAt::Invalid(_) => {
+                return FleetApply::new(
+                    &path,
+                    None,
+                    FleetOutcome::NotApplied {
+                        reason: "the spec does not parse or validate at this commit (see fleet/preflight)".into(),
+                    },
+                );
+            }
+            SpecAt::Valid(_, spec) => spec,
+        };
+        let name = Some(spec.name.clone());
+        let (tenant, planned) = match plan_now(self.deployer.applier.as_ref(), &spec).await {
+            Ok((tenant, Some(planned))) => (tenant, planned),
+            Ok((_, None)) => return FleetApply::new(&path, name, FleetOutcome::NothingForTheEngine),
+            Err(e) => {
+                return FleetApply::new(
+                    &path,
+                    name,
+                    FleetOutcome::NotApplied { reason: e.message },
+                );
+            }
+        };
+        let decision = self.decide(&path, &planned).await;
+        let prune = match decision {
+            Ok(Decision::Apply { prune }) => prune,
+            Ok(Decision::NothingToDo) => {
+                let mut fleet = FleetApply::new(&path, name, FleetOutcome::Unchanged);
+                fleet.counts.unchanged = planned.plan.targets.len();
+                return fleet;
+            }
+            Ok(Decision::Refuse(refusal)) => {
+                self.remember_refused_plan(&path, &planned).await;
+                return FleetApply::new(&path, name, FleetOutcome::Refused { refusal });
+            }
+            Err(reason) => {
+                return FleetApply::new(&path, name, FleetOutcome::NotApplied { reason });
+            }
+        };
+        if self.lost.load(Ordering::SeqCst) {
+            return FleetApply::new(
+                &path,
+                name,
+                FleetOutcome::NotApplied {
+                    reason: "this apply's fleet lock was freed (/unlock) or expired before this fleet; nothing was applied to it".into(),
+                },
+            );
+        }
+        let run = ApplyRun {
+            job_id: self.job_id.to_string(),
+            fleet_path: path.clone(),
+            digest: planned.plan.digest.clone(),
+            destructive_approved: prune,
+            started_at: now_ms(),
+        };
+        // Recorded before the first mutation: a resumed job knows it passed the guard.
+        if let Err(e) = self.deployer.state.record_apply_run(&run).await {
+            tracing::warn!("cannot record the apply run: {e}");
+            return FleetApply::new(
+                &path,
+                name,
+                FleetOutcome::NotApplied {
+                    reason: "fleetbot's store could not be written; nothing was applied".into(),
+                },
+            );
+        }
+        let progress = self.progress(&path, planned.plan.targets.len());
+        let result = self
+            .deployer
+            .applier
+            .apply_fleet(&spec, &tenant, prune, progress.sink())
+            .await;
+        progress.stop().await;
+        match result {
+            Ok(result) => applied(&path, name, &planned, &result),
+            Err(e) => FleetApply::new(&path, name, FleetOutcome::NotApplied { reason: e.message }),
+        }
+    }
+
+    async fn decide(&self, path: &str, planned: &PlannedFleet) -> Result<Decision, String> {
+        let state = &self.deployer.state;
+        let pr = self.job.pr_key();
+        let unreadable = |e: crate::store::StoreError| {
+            tracing::warn!("apply guard: the store could not be read: {e}");
+            "fleetbot's store could not be read; nothing was applied".to_string()
+        };
+        let reviewed = state
+            .reviewed_plan(&pr, &self.job.head_sha, path)
+            .await
+            .map_err(unreadable)?;
+        let reviewed = reviewed.map(|r| (r.digest.clone(), ReviewSummary::parse(&r.summary)));
+        let destructive = planned.plan.destructive();
+        let mut approved = false;
+        for head in [&self.job.head_sha, &self.job.sha] {
+            let key = approval_digest(head, &planned.plan.digest);
+            if state.approval(&pr, path, &key).await.map_err(unreadable)?.is_some() {
+                approved = true;
+            }
+        }
+        let resumed = state
+            .apply_run(self.job_id, path)
+            .await
+            .map_err(unreadable)?
+            .map(|r| r.destructive_approved);
+        let lines = reviewed.as_ref().map(|(_, s)| s.lines.join("\n"));
+        Ok(guard::decide(&GuardInput {
+            trigger: self.job.trigger,
+            reviewed: reviewed
+                .as_ref()
+                .zip(lines.as_deref())
+                .map(|((digest, _), lines)| (digest.as_str(), lines)),
+            plan: &planned.plan,
+            destructive: &destructive,
+            approved,
+            resumed,
+        }))
+    }
+
+    /// A refused plan is kept as reviewed at the applied commit, so `/approve-destroy` after
+    /// the merge approves exactly it (and `/apply` then applies it).
+    async fn remember_refused_plan(&self, path: &str, planned: &PlannedFleet) {
+        let plan = ReviewedPlan {
+            pr_key: self.job.pr_key(),
+            head_sha: self.job.sha.clone(),
+            fleet_path: path.to_string(),
+            digest: planned.plan.digest.clone(),
+            summary: ReviewSummary::of(planned).to_json(),
+            recorded_at: now_ms(),
+        };
+        if let Err(e) = self.deployer.state.record_reviewed_plan(&plan).await {
+            tracing::warn!("cannot record the refused plan: {e}");
+        }
+    }
+
+    fn progress(&self, path: &str, targets: usize) -> ProgressReporter {
+        ProgressReporter::start(
+            self.repo.clone(),
+            self.job.check_run_id,
+            format!(
+                "Applying `{path}` (fleet {} of {})",
+                self.done + 1,
+                self.total
+            ),
+            targets,
+        )
+    }
+}
+
+/// The approval key of a plan: the commit it was given on and the live plan's digest, so a
+/// later push (a new head) voids it even when the plan stays the same.
+pub(crate) fn approval_digest(head_sha: &str, plan_digest: &str) -> String {
+    format!("{head_sha}:{plan_digest}")
+}
+
+/// What a reviewed plan keeps besides its digest: its lines (for "what changed since review")
+/// and its deletions (for `/approve-destroy`'s reply), role names only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewSummary {
+    pub lines: Vec<String>,
+    pub deletions: Vec<String>,
+}
+
+impl ReviewSummary {
+    pub fn of(planned: &PlannedFleet) -> Self {
+        ReviewSummary {
+            lines: guard::plan_lines(&planned.plan)
+                .lines()
+                .map(str::to_string)
+                .collect(),
+            deletions: planned
+                .plan
+                .destructive()
+                .iter()
+                .map(guard::deletion_line)
+                .collect(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// An unreadable summary is an empty one: it only words the refusal, never decides it.
+    pub fn parse(text: &str) -> Self {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+}
+
+/// Counts and names from the plan and the engine's result.
+fn applied(
+    path: &str,
+    name: Option<String>,
+    planned: &PlannedFleet,
+    result: &DeployResult,
+) -> FleetApply {
+    let mut fleet = FleetApply::new(path, name, FleetOutcome::Applied);
+    for target in &planned.plan.targets {
+        let outcome = result
+            .clusters
+            .iter()
+            .find(|c| format!("{}/{}", c.project_key, c.cluster_name) == target.target);
+        if let Some(c) = outcome
+            && c.status.is_failure()
+        {
+            fleet.counts.failed += 1;
+            fleet
+                .failed_targets
+                .push(format!("{}: {}", target.target, c.status));
+            continue;
+        }
+        if target.prune {
+            continue;
+        }
+        let creates = target
+            .actions
+            .iter()
+            .any(|a| a.resource == "cluster" && a.action == crate::engine::live::Action::Create);
+        if target.unchanged {
+            fleet.counts.unchanged += 1;
+        } else if creates {
+            fleet.counts.created += 1;
+        } else {
+            fleet.counts.changed += 1;
+        }
+    }
+    for entry in &result.pruned {
+        let key = format!("{}/{}", entry.project_key, entry.cluster_name);
+        if entry.status.is_failure() {
+            fleet.counts.failed += 1;
+            fleet.failed_targets.push(format!("{key}: {}", entry.status));
+        } else if entry.status == TargetStatus::Destroyed {
+            fleet.counts.deleted += 1;
+            fleet.deleted_targets.push(key);
+        }
+    }
+    if fleet.counts.failed > 0 || result.failed > 0 {
+        fleet.outcome = FleetOutcome::Failed;
+    }
+    fleet
+}
+
+async fn audit(deployer: &Deployer, job: &ApplyJob, action: &str, fleet: &str, outcome: &str, digest: &str) {
+    let entry = AuditEntry {
+        at: now_ms(),
+        actor: job.actor.clone(),
+        action: format!("{action} ({})", job.trigger.as_str()),
+        repo: job.repo.clone(),
+        pr: job.number,
+        sha: job.sha.clone(),
+        fleet: fleet.to_string(),
+        outcome: outcome.to_string(),
+        digest: digest.to_string(),
+        detail: String::new(),
+    };
+    if let Err(e) = deployer.state.append_audit(&entry).await {
+        tracing::error!("cannot write the audit record of an apply: {e}");
+    }
+}
+
+/// Completes the check run from the report, then replies on the pull request (one reply per
+/// applied commit, edited on later runs).
+async fn publish(
+    repo: &RepoClient,
+    job: &ApplyJob,
+    report: &ApplyReport,
+    scanner_key: &[u8],
+) -> Result<(), ClientError> {
+    let scanner = crate::bot::pr::output_scanner(scanner_key);
+    let rendered = crate::bot::render::render_apply(report, &scanner);
+    let run = CheckRunPayload {
+        name: APPLY_CHECK.into(),
+        head_sha: job.sha.clone(),
+        external_id: None,
+        conclusion: report.conclusion(),
+        output: CheckOutput {
+            title: report.title(),
+            summary: rendered.summary,
+            text: None,
+            annotations: Vec::new(),
+        },
+        actions: if report.offers_apply() {
+            vec![CheckAction {
+                label: "Apply".into(),
+                description: "Apply this commit's plan as it is now".into(),
+                identifier: APPLY_ACTION.into(),
+            }]
+        } else {
+            Vec::new()
+        },
+    };
+    repo.complete_check_run(job.check_run_id, &run).await?;
+    repo.upsert_marked_comment(job.number, &apply_reply_marker(&job.sha), &rendered.reply)
+        .await?;
+    Ok(())
+}
+
+/// Finds the reply about one applied commit again.
+pub fn apply_reply_marker(sha: &str) -> String {
+    format!("<!-- fleetbot:apply {} -->", short(sha))
+}
+
+/// Publishes the apply's progress on its check run, at most every few seconds, from the
+/// engine's progress lines; only counts and the current target's name are shown.
+struct ProgressReporter {
+    state: Arc<Mutex<ProgressState>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    done: usize,
+    step: String,
+    changed: bool,
+}
+
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+impl ProgressReporter {
+    fn start(repo: RepoClient, check_run_id: u64, title: String, targets: usize) -> Self {
+        let state = Arc::new(Mutex::new(ProgressState::default()));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PROGRESS_EVERY);
+            loop {
+                tick.tick().await;
+                let summary = {
+                    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    if !s.changed {
+                        continue;
+                    }
+                    s.changed = false;
+                    format!(
+                        "{} of {targets} target(s) done.\n\nNow: {}",
+                        s.done.min(targets),
+                        s.step
+                    )
+                };
+                if let Err(e) = repo.report_progress(check_run_id, &title, &summary).await {
+                    tracing::warn!("cannot report apply progress: {e}");
+                }
+            }
+        });
+        ProgressReporter { state, task }
+    }
+
+    fn sink(&self) -> Progress {
+        let state = self.state.clone();
+        Arc::new(move |line: &str| {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            // Only the target's name and the step: a failure line carries the cloud's text.
+            let (target, step) = line.split_once(": ").unwrap_or(("", line));
+            if step == "deployed" || step.starts_with("failed") {
+                s.done += 1;
+                s.step = format!("{target} {}", if step == "deployed" { "deployed" } else { "failed" });
+            } else if !target.is_empty() && !target.contains(' ') {
+                s.step = format!("{target}");
+            }
+            s.changed = true;
+        })
+    }
+
+    async fn stop(self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,254 @@
+//! Requests to apply: a merge, the `fleet/apply` check's Apply button or Re-run, and `/apply`.
+//! Each is acknowledged at once with an `in_progress` check run and becomes one queued apply
+//! job ([`crate::bot::deploy::job`]); what may be applied is decided here, what is applied by
+//! the guards in the job.
+
+use super::{Bot, BotError, Handled};
+use crate::bot::config::ApplyMode;
+use crate::bot::deploy::guard::Trigger;
+use crate::bot::deploy::job::{ApplyJob, acknowledge};
+use crate::bot::jobs::load_config;
+use crate::github::events::{CheckRunActionEvent, PullRequestEvent};
+use crate::github::{FileStatus, PullState, RepoClient};
+
+/// An apply that was asked for and queued.
+pub(crate) struct Requested {
+    pub check_run: u64,
+    pub job: crate::store::NewJob,
+    pub sha: String,
+}
+
+/// The external id of an apply's check run: the pull request and the request's origin, so a
+/// button pressed on it leads back to the pull request (GitHub lists no pull request for a
+/// merge commit's runs).
+fn external_id(number: u64, origin: &str) -> String {
+    format!("{number}:{origin}")
+}
+
+/// The pull request named by an apply run's external id (`apply:<number>:<origin>`).
+fn number_from_external_id(id: &str) -> Option<u64> {
+    id.strip_prefix("apply:")?.split(':').next()?.parse().ok()
+}
+
+impl Bot {
+    pub(super) async fn on_merged(&self, e: PullRequestEvent) -> Result<Handled, BotError> {
+        if self.settings.deploy.is_none() {
+            return Ok(Handled::Ignored(
+                "merged: fleetbot has no cloud configured, so nothing is applied".into(),
+            ));
+        }
+        let Some(installation) = e.installation_id else {
+            return Ok(Handled::Ignored(
+                "the delivery names no installation".into(),
+            ));
+        };
+        if e.is_fork() {
+            return Ok(Handled::Ignored(
+                "merged from a fork: fleetbot applies only pull requests from the repository itself".into(),
+            ));
+        }
+        let repo = self.github.repo(installation, e.repo.clone());
+        match self
+            .request_apply(&repo, e.number, Trigger::Merge, &e.sender, "merge", None)
+            .await?
+        {
+            Ok(r) => Ok(Handled::Started {
+                check_run: r.check_run,
+                jobs: vec![r.job],
+            }),
+            Err(why) => Ok(Handled::Ignored(format!("merged: {why}"))),
+        }
+    }
+
+    /// The Apply button (`requested_action`) or Re-run (`rerequested`) on a `fleet/apply` run.
+    pub(super) async fn on_apply_check(
+        &self,
+        e: CheckRunActionEvent,
+        delivery: &str,
+        rerun: bool,
+    ) -> Result<Handled, BotError> {
+        if e.name != crate::bot::deploy::APPLY_CHECK {
+            return Ok(Handled::Ignored(format!("check run {:?} is not ours to re-run", e.name)));
+        }
+        if !rerun && e.identifier != crate::bot::deploy::APPLY_ACTION {
+            return Ok(Handled::Ignored(format!(
+                "unknown check run action {:?}",
+                e.identifier
+            )));
+        }
+        let Some(number) = e.external_id.as_deref().and_then(number_from_external_id) else {
+            return Ok(Handled::Ignored("the check run names no pull request".into()));
+        };
+        let Some(installation) = e.installation_id else {
+            return Ok(Handled::Ignored(
+                "the delivery names no installation".into(),
+            ));
+        };
+        let repo = self.github.repo(installation, e.repo.clone());
+        let (trigger, needs) = if rerun {
+            (Trigger::Rerun, None)
+        } else {
+            // The button applies a plan that drifted: the same permission as `/apply`.
+            let config = load_config(&repo).await?;
+            (
+                Trigger::Button,
+                Some(config.config.required_permission("apply")),
+            )
+        };
+        if let Some(needed) = needs {
+            let have = repo.collaborator_permission(&e.sender).await?;
+            if have < needed {
+                return Ok(Handled::Ignored(format!(
+                    "the Apply button needs {} permission; {} has {}",
+                    needed.as_str(),
+                    e.sender,
+                    have.as_str()
+                )));
+            }
+        }
+        let origin = format!("d{}", if delivery.is_empty() { "0" } else { delivery });
+        match self
+            .request_apply(&repo, number, trigger, &e.sender, &origin, None)
+            .await?
+        {
+            Ok(r) => Ok(Handled::Started {
+                check_run: r.check_run,
+                jobs: vec![r.job],
+            }),
+            Err(why) => Ok(Handled::Ignored(why)),
+        }
+    }
+
+    /// Decides whether pull request `number` may be applied now and, if so, acknowledges and
+    /// builds the job. `Ok(Err(why))` when it may not.
+    pub(crate) async fn request_apply(
+        &self,
+        repo: &RepoClient,
+        number: u64,
+        trigger: Trigger,
+        actor: &str,
+        origin: &str,
+        only: Option<&str>,
+    ) -> Result<Result<Requested, String>, BotError> {
+        let pr = repo.pull_request(number).await?;
+        let default_branch = repo.default_branch().await?;
+        if pr.base_ref != default_branch {
+            return Ok(Err(format!(
+                "the pull request targets `{}`, not the default branch `{default_branch}`; only merges into the default branch are applied",
+                pr.base_ref
+            )));
+        }
+        if pr.head_repo.as_deref() != Some(&repo.repo().to_string()) {
+            return Ok(Err(
+                "the pull request comes from a fork; fleetbot applies only pull requests from the repository itself".into(),
+            ));
+        }
+        let sha = if pr.merged {
+            match &pr.merge_commit_sha {
+                Some(sha) => sha.clone(),
+                None => return Ok(Err("GitHub reports no merge commit yet".into())),
+            }
+        } else if pr.state != PullState::Open {
+            return Ok(Err(
+                "the pull request was closed without merging; nothing is applied".into(),
+            ));
+        } else if pr.draft {
+            return Ok(Err("the pull request is a draft; nothing is applied".into()));
+        } else {
+            let config = load_config(repo).await?;
+            if config.config.apply != ApplyMode::BeforeMerge {
+                return Ok(Err(format!(
+                    "the pull request is not merged; applying before merge needs `apply: before-merge` in .fleetbot.yml (it is `{}`)",
+                    config.config.apply.as_str()
+                )));
+            }
+            pr.head_sha.clone()
+        };
+        let config = load_config(repo).await?;
+        let matcher = config.config.spec_matcher();
+        let (files, _) = repo.pull_request_files(number).await?;
+        let mut paths = Vec::new();
+        let mut removed = Vec::new();
+        for f in &files {
+            if matcher.matches(&f.filename) {
+                paths.push(f.filename.clone());
+                if f.status == FileStatus::Removed {
+                    removed.push(f.filename.clone());
+                }
+            }
+            // A renamed spec left its old path: reported as removed, never destroyed.
+            if let Some(old) = &f.previous_filename
+                && f.status == FileStatus::Renamed
+                && matcher.matches(old)
+            {
+                paths.push(old.clone());
+                removed.push(old.clone());
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        if let Some(only) = only {
+            paths.retain(|p| names_fleet(p, only));
+            if paths.is_empty() {
+                return Ok(Err(format!(
+                    "no fleet spec this pull request changed matches fleet={only}"
+                )));
+            }
+        }
+        if paths.is_empty() {
+            return Ok(Err("the pull request changed no fleet spec".into()));
+        }
+        let origin_id = external_id(number, origin);
+        let check_run = acknowledge(repo, &sha, &origin_id, None).await?;
+        let job = ApplyJob {
+            repo: repo.repo().to_string(),
+            installation_id: repo.installation_id(),
+            number,
+            sha: sha.clone(),
+            head_sha: pr.head_sha.clone(),
+            trigger,
+            actor: actor.to_string(),
+            check_run_id: check_run,
+            paths,
+            removed,
+        };
+        Ok(Ok(Requested {
+            check_run,
+            job: job.to_job(origin),
+            sha,
+        }))
+    }
+}
+
+/// Whether `fleet=` names the spec at `path`: its path, or its file name with or without the
+/// extension.
+pub(crate) fn names_fleet(path: &str, fleet: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = file
+        .strip_suffix(".yaml")
+        .or_else(|| file.strip_suffix(".yml"))
+        .unwrap_or(file);
+    path == fleet || file == fleet || stem == fleet
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apply_runs_lead_back_to_their_pull_request() {
+        let id = format!("apply:{}", external_id(12, "merge"));
+        assert_eq!(number_from_external_id(&id), Some(12));
+        assert_eq!(number_from_external_id("apply:x:merge"), None);
+        assert_eq!(number_from_external_id("12:merge"), None);
+    }
+
+    #[test]
+    fn fleet_arguments_name_a_spec_by_path_file_or_stem() {
+        for name in ["fleets/prod.yaml", "prod.yaml", "prod"] {
+            assert!(names_fleet("fleets/prod.yaml", name), "{name}");
+        }
+        assert!(!names_fleet("fleets/prod.yaml", "pro"));
+        assert!(!names_fleet("fleets/prod.yaml", "fleets"));
+    }
+}

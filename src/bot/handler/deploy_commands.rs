@@ -1,0 +1,310 @@
+//! The commands that act on fleets: `/apply`, `/approve-destroy`, `/unlock` and `/status`.
+//! Each answers in the comment's one reply with what it did or why it did not, and leaves an
+//! audit record; the permission check happened before (in [`super::issue_comment`]).
+
+use super::apply::names_fleet;
+use super::{Bot, BotError};
+use crate::bot::commands::Command;
+use crate::bot::deploy::guard::Trigger;
+use crate::bot::deploy::job::{ReviewSummary, approval_digest, short};
+use crate::bot::deploy::{Deployer, fleet_lease_key};
+use crate::bot::jobs::load_config;
+use crate::github::events::IssueCommentEvent;
+use crate::github::{FileStatus, PullState, RepoClient};
+use crate::store::queue::{now_ms, pr_key};
+use crate::store::{Approval, AuditEntry, NewJob};
+
+/// What one command produced for the reply.
+#[derive(Default)]
+pub(super) struct Said {
+    pub notes: Vec<String>,
+    pub errors: Vec<String>,
+    pub jobs: Vec<NewJob>,
+}
+
+const NO_CLOUD: &str = "is not available: fleetbot has no cloud configured to apply to";
+
+impl Bot {
+    pub(super) async fn fleet_command(
+        &self,
+        repo: &RepoClient,
+        e: &IssueCommentEvent,
+        command: &Command,
+        said: &mut Said,
+    ) -> Result<(), BotError> {
+        use crate::bot::commands::CommandKind;
+        let Some(deployer) = &self.settings.deploy else {
+            said.errors.push(format!("{} {NO_CLOUD}", command.kind));
+            return Ok(());
+        };
+        let only = command.args.get("fleet").map(String::as_str);
+        let outcome = match command.kind {
+            CommandKind::Apply => self.apply_command(repo, e, only, said).await?,
+            CommandKind::ApproveDestroy => approve(repo, deployer, e, only, said).await?,
+            CommandKind::Unlock => unlock(repo, deployer, e, only, said).await?,
+            CommandKind::Status => status(repo, deployer, e, only, said).await?,
+            _ => return Ok(()),
+        };
+        let entry = AuditEntry {
+            at: now_ms(),
+            actor: e.author.clone(),
+            action: command.kind.to_string(),
+            repo: repo.repo().to_string(),
+            pr: e.issue_number,
+            sha: String::new(),
+            fleet: only.unwrap_or_default().to_string(),
+            outcome,
+            digest: String::new(),
+            detail: String::new(),
+        };
+        if let Err(err) = deployer.state.append_audit(&entry).await {
+            tracing::error!("cannot write the audit record of {}: {err}", command.kind);
+        }
+        Ok(())
+    }
+
+    async fn apply_command(
+        &self,
+        repo: &RepoClient,
+        e: &IssueCommentEvent,
+        only: Option<&str>,
+        said: &mut Said,
+    ) -> Result<String, BotError> {
+        let origin = format!("c{}", e.comment_id);
+        match self
+            .request_apply(repo, e.issue_number, Trigger::Command, &e.author, &origin, only)
+            .await?
+        {
+            Ok(r) => {
+                said.notes.push(format!(
+                    "/apply: queued; follow the fleet/apply check on {}.",
+                    short(&r.sha)
+                ));
+                said.jobs.push(r.job);
+                Ok("queued".into())
+            }
+            Err(why) => {
+                said.errors.push(format!("/apply: {why}"));
+                Ok(format!("refused: {why}"))
+            }
+        }
+    }
+}
+
+/// A changed spec of the pull request and the commit whose plan applies to it.
+struct Target {
+    path: String,
+    removed: bool,
+}
+
+/// The pull request's changed specs (filtered by `fleet=`) and the commit that matters: the
+/// merge commit once merged, else the head.
+async fn targets(
+    repo: &RepoClient,
+    number: u64,
+    only: Option<&str>,
+) -> Result<(crate::github::PullRequestInfo, Vec<Target>), BotError> {
+    let pr = repo.pull_request(number).await?;
+    let config = load_config(repo).await?;
+    let matcher = config.config.spec_matcher();
+    let (files, _) = repo.pull_request_files(number).await?;
+    let mut out: Vec<Target> = files
+        .iter()
+        .filter(|f| matcher.matches(&f.filename))
+        .filter(|f| only.is_none_or(|o| names_fleet(&f.filename, o)))
+        .map(|f| Target {
+            path: f.filename.clone(),
+            removed: f.status == FileStatus::Removed,
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((pr, out))
+}
+
+fn none_matched(command: &str, only: Option<&str>) -> String {
+    match only {
+        Some(o) => format!("{command}: no fleet spec this pull request changed matches fleet={o}"),
+        None => format!("{command}: the pull request changed no fleet spec"),
+    }
+}
+
+/// `/approve-destroy`: approves the plan each changed fleet was last reviewed with, bound to
+/// that plan's commit and digest (a later push, or a plan that changes, voids it).
+async fn approve(
+    repo: &RepoClient,
+    deployer: &Deployer,
+    e: &IssueCommentEvent,
+    only: Option<&str>,
+    said: &mut Said,
+) -> Result<String, BotError> {
+    let (pr, targets) = targets(repo, e.issue_number, only).await?;
+    if targets.is_empty() {
+        said.errors.push(none_matched("/approve-destroy", only));
+        return Ok("refused: no fleet".into());
+    }
+    let key = pr_key(&repo.repo().to_string(), e.issue_number);
+    // After the merge, the plan the apply refused is at the merge commit; before, at the head.
+    let mut commits = Vec::new();
+    if pr.merged
+        && let Some(sha) = &pr.merge_commit_sha
+    {
+        commits.push(sha.clone());
+    }
+    if pr.state == PullState::Open || pr.merged {
+        commits.push(pr.head_sha.clone());
+    }
+    let mut approved = 0;
+    for target in targets.iter().filter(|t| !t.removed) {
+        let mut found = None;
+        for sha in &commits {
+            match deployer.state.reviewed_plan(&key, sha, &target.path).await {
+                Ok(Some(plan)) => {
+                    found = Some((sha.clone(), plan));
+                    break;
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::warn!("/approve-destroy: the store could not be read: {err}");
+                    said.errors.push(
+                        "/approve-destroy: fleetbot's store could not be read; nothing was approved"
+                            .into(),
+                    );
+                    return Ok("failed: store unreadable".into());
+                }
+            }
+        }
+        let Some((sha, plan)) = found else {
+            said.errors.push(format!(
+                "/approve-destroy: {} has no live plan to approve yet (run /plan)",
+                target.path
+            ));
+            continue;
+        };
+        let summary = ReviewSummary::parse(&plan.summary);
+        if summary.deletions.is_empty() {
+            said.notes.push(format!(
+                "/approve-destroy: the plan of {} deletes, replaces and shrinks nothing; nothing to approve",
+                target.path
+            ));
+            continue;
+        }
+        let approval = Approval {
+            pr_key: key.clone(),
+            fleet_path: target.path.clone(),
+            digest: approval_digest(&sha, &plan.digest),
+            approver: e.author.clone(),
+            approved_at: now_ms(),
+        };
+        if let Err(err) = deployer.state.record_approval(&approval).await {
+            tracing::warn!("/approve-destroy: the store could not be written: {err}");
+            said.errors.push(
+                "/approve-destroy: fleetbot's store could not be written; nothing was approved"
+                    .into(),
+            );
+            return Ok("failed: store unwritable".into());
+        }
+        approved += 1;
+        let mut note = format!(
+            "/approve-destroy: approved for {} at {} (a later push voids it):",
+            target.path,
+            short(&sha)
+        );
+        for line in &summary.deletions {
+            note.push_str(&format!("\n  - {line}"));
+        }
+        said.notes.push(note);
+    }
+    Ok(format!("approved {approved} fleet(s)"))
+}
+
+/// `/unlock`: frees the lease of each changed fleet, whoever holds it.
+async fn unlock(
+    repo: &RepoClient,
+    deployer: &Deployer,
+    e: &IssueCommentEvent,
+    only: Option<&str>,
+    said: &mut Said,
+) -> Result<String, BotError> {
+    let (_, targets) = targets(repo, e.issue_number, only).await?;
+    if targets.is_empty() {
+        said.errors.push(none_matched("/unlock", only));
+        return Ok("refused: no fleet".into());
+    }
+    let mut freed = 0;
+    for target in &targets {
+        let key = fleet_lease_key(&deployer.tenant_id, &repo.repo().to_string(), &target.path);
+        match deployer.state.break_lease(&key).await {
+            Ok(Some(lease)) => {
+                freed += 1;
+                said.notes.push(format!(
+                    "/unlock: freed the lock of {} held by {}",
+                    target.path, lease.holder
+                ));
+            }
+            Ok(None) => said
+                .notes
+                .push(format!("/unlock: {} was not locked", target.path)),
+            Err(err) => {
+                tracing::warn!("/unlock: the store could not be written: {err}");
+                said.errors
+                    .push("/unlock: fleetbot's store could not be written".into());
+                return Ok("failed: store unwritable".into());
+            }
+        }
+    }
+    Ok(format!("freed {freed} lock(s)"))
+}
+
+/// `/status`: the live status of each changed fleet, by role names and states.
+async fn status(
+    repo: &RepoClient,
+    deployer: &Deployer,
+    e: &IssueCommentEvent,
+    only: Option<&str>,
+    said: &mut Said,
+) -> Result<String, BotError> {
+    let (pr, targets) = targets(repo, e.issue_number, only).await?;
+    if targets.is_empty() {
+        said.errors.push(none_matched("/status", only));
+        return Ok("refused: no fleet".into());
+    }
+    let sha = match (&pr.merged, &pr.merge_commit_sha) {
+        (true, Some(sha)) => sha.clone(),
+        _ => pr.head_sha.clone(),
+    };
+    for target in targets.iter().filter(|t| !t.removed) {
+        let spec = match repo.file_content(&target.path, &sha).await? {
+            Some(bytes) => std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|t| crate::spec::load_str(t, &target.path).ok()),
+            None => None,
+        };
+        let Some(spec) = spec else {
+            said.errors.push(format!(
+                "/status: {} does not parse or validate at {}",
+                target.path,
+                short(&sha)
+            ));
+            continue;
+        };
+        match deployer.applier.fleet_status(&spec).await {
+            Ok(result) => {
+                let mut note = format!(
+                    "/status of {} (fleet {}): {} deployed, {} failed",
+                    target.path, result.name, result.deployed, result.failed
+                );
+                for c in &result.clusters {
+                    note.push_str(&format!(
+                        "\n  - {}/{}: {} ({} of {} nodes ready)",
+                        c.project_key, c.cluster_name, c.status, c.nodes_ready, c.nodes_wanted
+                    ));
+                }
+                said.notes.push(note);
+            }
+            Err(err) => said
+                .errors
+                .push(format!("/status of {}: {}", target.path, err.message)),
+        }
+    }
+    Ok("answered".into())
+}

@@ -1,0 +1,465 @@
+//! Merge to deploy through the production path: the `fleetbot` binary's own `serve` against
+//! the fake GitHub (every request checked against GitHub's REST description) and a simulator
+//! it reaches as Nebius. Pull requests are reviewed, merged and commanded as on GitHub; what
+//! changed is read back from the simulator and from GitHub.
+
+#[path = "support/app.rs"]
+mod app;
+#[path = "support/fake_github/mod.rs"]
+mod fake_github;
+mod support;
+
+use std::time::Duration;
+
+use app::{App, AppOptions, eventually};
+use fake_github::{BOT_LOGIN, FakeGitHub, REPO, fixtures, sha};
+use fleetbot::cloud::Cloud;
+
+const PR: u64 = 12;
+
+fn base_spec() -> String {
+    include_str!("../fixtures/specs/fleet1-test.yaml").to_string()
+}
+
+fn staging_spec() -> String {
+    base_spec()
+        .replace("name: fleet1-test", "name: staging")
+        .replace(
+            "project_prefix: \"fleet1-test-\"",
+            "project_prefix: \"staging-\"",
+        )
+}
+
+/// The base spec with only project `a`'s cluster grown to two GPU nodes.
+fn spec_with_a_grown() -> String {
+    let from = "  - name: a   # display name fleet1-test-a\n";
+    let s = base_spec();
+    assert!(s.contains(from));
+    s.replacen(
+        from,
+        &format!("{from}    clusters:\n      - name: cluster\n        gpu_nodes: {{count: 2}}\n"),
+        1,
+    )
+}
+
+/// The base spec without project `b` (its cluster is removed from the spec).
+fn spec_without_b() -> String {
+    let s = base_spec();
+    let from = "  - name: b   # display name fleet1-test-b\n";
+    assert!(s.contains(from));
+    s.replacen(from, "", 1)
+}
+
+fn pr_ref(head: &str) -> fixtures::PrRef {
+    fixtures::PrRef {
+        owner: fake_github::OWNER.into(),
+        repo: fake_github::NAME.into(),
+        number: PR,
+        head_sha: head.into(),
+        base_sha: sha(1),
+        head_ref: "change".into(),
+        base_ref: "main".into(),
+        installation_id: fake_github::INSTALLATION,
+    }
+}
+
+/// `fleets/prod.yaml` deployed by the library engine into the store the server then uses, and
+/// the server applying to that simulator as Nebius.
+struct Live {
+    app: App,
+    gh: FakeGitHub,
+    sim: fleetbot::sim::Simulator,
+    tenant: String,
+    dir: tempfile::TempDir,
+}
+
+fn fast_world() -> String {
+    include_str!("../fixtures/sim/default.yaml")
+        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+}
+
+fn options(gh: &FakeGitHub, sim: &fleetbot::sim::Simulator, dir: &tempfile::TempDir, tenant: &str) -> AppOptions {
+    AppOptions {
+        github_url: gh.url.clone(),
+        dir: dir.path().to_path_buf(),
+        workers: 2,
+        cloud: Some((sim.endpoint(), support::TOKEN.into(), tenant.to_string())),
+        store_url: None,
+        webhook_secrets: None,
+        // Short, so a killed server's jobs are taken over within seconds.
+        job_lease_secs: Some(2),
+    }
+}
+
+async fn live() -> Live {
+    use fleetbot::engine::ops::{LifecycleOptions, deploy};
+    let sim = support::simulator(&fast_world()).await;
+    let tenant = sim.tenant_id();
+    let client = support::client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let inventory = fleetbot::store::SqliteStore::open(&dir.path().join("fleetbot.sqlite"))
+            .await
+            .unwrap();
+        let spec = fleetbot::spec::load_str(&base_spec(), "fleets/prod.yaml").unwrap();
+        let result = deploy(
+            &client,
+            &inventory,
+            &spec,
+            &tenant,
+            &LifecycleOptions::default(),
+            std::sync::Arc::new(|_: &str| {}),
+        )
+        .await
+        .unwrap();
+        assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
+    }
+    let gh = fake_github::with_fleet(&base_spec()).await;
+    {
+        let mut w = gh.world();
+        w.set_role(REPO, "maintainer-mia", "maintain");
+        w.set_role(REPO, "writer-wes", "write");
+    }
+    let app = App::start(options(&gh, &sim, &dir, &tenant)).await;
+    Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    }
+}
+
+impl Live {
+    /// Opens [`PR`] at `head` with `changes` and waits for its preflight.
+    async fn open(&self, head: &str, changes: &[(&str, Option<&str>)]) {
+        {
+            let mut w = self.gh.world();
+            w.commit(REPO, &sha(1), head, changes);
+            w.open_pr(REPO, PR, "change", head);
+        }
+        self.app
+            .deliver("pull_request", &format!("open-{head}"), &fake_github::pr_delivery("opened", PR, head, "change"))
+            .await;
+        self.preflight(head).await;
+    }
+
+    /// Pushes `head` (the current head plus `changes`) and waits for its preflight.
+    async fn push(&self, head: &str, changes: &[(&str, Option<&str>)]) {
+        {
+            let mut w = self.gh.world();
+            let parent = w.repos[REPO].pulls[&PR].head_sha.clone();
+            w.commit(REPO, &parent, head, changes);
+            w.push(REPO, PR, head);
+        }
+        self.app
+            .deliver("pull_request", &format!("push-{head}"), &fake_github::pr_delivery("synchronize", PR, head, "change"))
+            .await;
+        self.preflight(head).await;
+    }
+
+    async fn preflight(&self, head: &str) -> fake_github::CheckRun {
+        eventually(&format!("the preflight of {head}"), || {
+            self.gh
+                .world()
+                .runs_on(REPO, head)
+                .into_iter()
+                .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
+        })
+        .await
+    }
+
+    /// Merges [`PR`] as `merge_sha` and delivers the `closed` event as `delivery`.
+    async fn merge(&self, merge_sha: &str, delivery: &str) {
+        let head = {
+            let mut w = self.gh.world();
+            w.merge(REPO, PR, merge_sha);
+            w.repos[REPO].pulls[&PR].head_sha.clone()
+        };
+        self.app
+            .deliver("pull_request", delivery, &fixtures::merged(&pr_ref(&head), merge_sha, "maintainer-mia"))
+            .await;
+    }
+
+    /// Delivers the merge event of [`PR`] again (GitHub redelivers with a new delivery id).
+    async fn merge_again(&self, merge_sha: &str, delivery: &str) {
+        let head = self.gh.world().repos[REPO].pulls[&PR].head_sha.clone();
+        self.app
+            .deliver("pull_request", delivery, &fixtures::merged(&pr_ref(&head), merge_sha, "maintainer-mia"))
+            .await;
+    }
+
+    async fn comment(&self, id: u64, author: &str, body: &str) {
+        let head = self.gh.world().repos[REPO].pulls[&PR].head_sha.clone();
+        self.app
+            .deliver("issue_comment", &format!("comment-{id}"), &fixtures::pr_comment(&pr_ref(&head), id, author, "User", body))
+            .await;
+    }
+
+    /// The `fleet/apply` runs on `sha` once `count` of them have concluded.
+    async fn applied(&self, sha: &str, count: usize) -> Vec<fake_github::CheckRun> {
+        eventually(&format!("{count} fleet/apply run(s) concluded on {sha}"), || {
+            let runs: Vec<_> = self
+                .gh
+                .world()
+                .runs_on(REPO, sha)
+                .into_iter()
+                .filter(|r| r.name == "fleet/apply")
+                .collect();
+            (runs.len() == count && runs.iter().all(|r| r.conclusion.is_some())).then_some(runs)
+        })
+        .await
+    }
+
+    fn bot_comments(&self) -> Vec<fake_github::Comment> {
+        self.gh
+            .world()
+            .comments_on(REPO, PR)
+            .into_iter()
+            .filter(|c| c.user == BOT_LOGIN)
+            .collect()
+    }
+
+    /// The reply to comment `id` once it has been written.
+    async fn reply_to(&self, id: u64) -> String {
+        let marker = format!("<!-- fleetbot:reply-to {id} -->");
+        eventually(&format!("the reply to comment {id}"), || {
+            self.bot_comments()
+                .into_iter()
+                .find(|c| c.body.starts_with(&marker))
+                .map(|c| c.body)
+        })
+        .await
+    }
+
+    /// Names of the clusters of the tenant's project `project`.
+    async fn clusters(&self, project: &str) -> Vec<String> {
+        let client = support::client(&self.sim);
+        let projects = client.list_projects(&self.tenant).await.unwrap();
+        let Some(p) = projects.iter().find(|p| p.name == project) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = client
+            .list_clusters(&p.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Nothing the cloud knows privately reached GitHub or the logs.
+    async fn assert_ids_kept(&self) {
+        self.gh.assert_never_sent(&self.tenant);
+        let logs = self.app.log_text();
+        assert!(!logs.contains(&self.tenant), "the tenant was logged");
+        let client = support::client(&self.sim);
+        for project in client.list_projects(&self.tenant).await.unwrap() {
+            self.gh.assert_never_sent(&project.id);
+            assert!(!logs.contains(&project.id), "a project ID was logged");
+            for cluster in client.list_clusters(&project.id).await.unwrap() {
+                self.gh.assert_never_sent(&cluster.id);
+                assert!(!logs.contains(&cluster.id), "a cluster ID was logged");
+            }
+        }
+    }
+}
+
+/// Hides what changes with every run.
+fn stable(text: &str) -> String {
+    text.to_string()
+}
+
+#[tokio::test]
+async fn a_merge_applies_the_reviewed_plan_once() {
+    let live = live().await;
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    assert!(live.clusters("staging-a").await.is_empty());
+    live.merge(&sha(90), "merge-1").await;
+    let runs = live.applied(&sha(90), 1).await;
+    let run = &runs[0];
+    assert_eq!(run.conclusion.as_deref(), Some("success"), "{}", run.summary);
+    assert_eq!(run.title, "Applied: 2 created, 0 changed, 0 deleted, 0 unchanged");
+    assert!(run.actions.is_empty());
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    assert_eq!(live.clusters("staging-b").await, vec!["cluster"]);
+    let reply = eventually("the apply reply", || {
+        live.bot_comments()
+            .into_iter()
+            .find(|c| c.body.starts_with("<!-- fleetbot:apply "))
+    })
+    .await;
+    insta::assert_snapshot!("apply_success_summary", stable(&run.summary));
+    insta::assert_snapshot!("apply_success_reply", stable(&reply.body));
+
+    // The same merge delivered again (a redelivery has a new delivery id): nothing runs.
+    live.sim.service.clear_call_log();
+    live.merge_again(&sha(90), "merge-1-redelivered").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+
+    // Re-running the check re-applies under the same guards: the plan is quiet now.
+    let body = fixtures::check_run_event(
+        &pr_ref(&head),
+        run.id,
+        "fleet/apply",
+        &sha(90),
+        run.external_id.as_deref().unwrap_or_default(),
+        None,
+        "writer-wes",
+    );
+    live.app.deliver("check_run", "rerun-1", &body).await;
+    let runs = live.applied(&sha(90), 2).await;
+    let rerun = runs.iter().find(|r| r.id != run.id).unwrap();
+    assert_eq!(rerun.conclusion.as_deref(), Some("success"), "{}", rerun.summary);
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_plan_that_drifted_since_review_waits_for_a_maintainer() {
+    let live = live().await;
+    let head = sha(2);
+    live.open(&head, &[("fleets/prod.yaml", Some(&spec_with_a_grown()))])
+        .await;
+    // The cloud drifts after review: b's GPU pool is grown out of band.
+    drift_gpu_pool(&live, "fleet1-test-b", 3).await;
+    live.sim.service.clear_call_log();
+    live.merge(&sha(90), "merge-1").await;
+    let runs = live.applied(&sha(90), 1).await;
+    let run = &runs[0];
+    assert_eq!(run.conclusion.as_deref(), Some("action_required"), "{}", run.summary);
+    assert_eq!(run.actions.len(), 1, "an Apply button is offered");
+    assert_eq!(run.actions[0]["identifier"], "apply");
+    assert!(
+        run.summary.contains("update node-group"),
+        "says what changed since review: {}",
+        run.summary
+    );
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    insta::assert_snapshot!("apply_drifted_summary", stable(&run.summary));
+
+    // A writer may not override the guard; nothing runs.
+    live.comment(601, "writer-wes", "/apply\n").await;
+    let reply = live.reply_to(601).await;
+    assert!(reply.contains("/apply needs maintain permission"), "{reply}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+
+    // A maintainer's /apply applies the plan as it is now.
+    live.comment(602, "maintainer-mia", "/apply\n").await;
+    let reply = live.reply_to(602).await;
+    assert!(reply.contains("/apply: queued"), "{reply}");
+    let runs = live.applied(&sha(90), 2).await;
+    let applied = runs.iter().find(|r| r.id != run.id).unwrap();
+    assert_eq!(applied.conclusion.as_deref(), Some("success"), "{}", applied.summary);
+    assert!(!live.sim.service.mutation_calls().is_empty());
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
+/// Sets the GPU pool of `project`'s cluster to `count` nodes, as someone in the console would.
+async fn drift_gpu_pool(live: &Live, project: &str, count: i64) {
+    let client = support::client(&live.sim);
+    let projects = client.list_projects(&live.tenant).await.unwrap();
+    let p = projects.iter().find(|p| p.name == project).unwrap();
+    let cluster = client.list_clusters(&p.id).await.unwrap().remove(0);
+    let groups = client.list_node_groups(&cluster.id).await.unwrap();
+    let gpu = groups
+        .into_iter()
+        .find(|g| g.spec.platform.starts_with("gpu"))
+        .unwrap();
+    let mut spec = gpu.spec.clone();
+    spec.node_count = count;
+    client
+        .update_node_group(&gpu.id, &spec, &gpu.labels, "drift-by-hand")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_destructive_merge_needs_an_approval_bound_to_its_plan() {
+    let live = live().await;
+    let head = sha(2);
+    live.open(&head, &[("fleets/prod.yaml", Some(&spec_without_b()))])
+        .await;
+    let comment = eventually("the sticky comment", || {
+        live.bot_comments()
+            .into_iter()
+            .find(|c| c.body.starts_with("<!-- fleetbot:pr-comment"))
+    })
+    .await;
+    assert!(comment.body.contains("fleet1-test-b/cluster"), "{}", comment.body);
+    // Approved at the first head, then a push: the approval is void.
+    live.comment(701, "maintainer-mia", "/approve-destroy\n").await;
+    let reply = live.reply_to(701).await;
+    assert!(reply.contains("approved for fleets/prod.yaml"), "{reply}");
+    insta::assert_snapshot!("approve_destroy_reply", stable(&reply));
+    let head2 = sha(3);
+    live.push(&head2, &[("README.md", Some("# fleet config, edited\n"))])
+        .await;
+    live.sim.service.clear_call_log();
+    live.merge(&sha(90), "merge-1").await;
+    let runs = live.applied(&sha(90), 1).await;
+    let run = &runs[0];
+    assert_eq!(run.conclusion.as_deref(), Some("action_required"), "{}", run.summary);
+    assert!(run.summary.contains("/approve-destroy"), "{}", run.summary);
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    assert_eq!(live.clusters("fleet1-test-b").await, vec!["cluster"]);
+    insta::assert_snapshot!("apply_needs_approval_summary", stable(&run.summary));
+
+    // Approved after the merge, then applied: exactly b's cluster is deleted.
+    live.comment(702, "maintainer-mia", "/approve-destroy\n/apply\n").await;
+    let reply = live.reply_to(702).await;
+    assert!(reply.contains("approved for fleets/prod.yaml"), "{reply}");
+    let runs = live.applied(&sha(90), 2).await;
+    let applied = runs.iter().find(|r| r.id != run.id).unwrap();
+    assert_eq!(applied.conclusion.as_deref(), Some("success"), "{}", applied.summary);
+    assert!(applied.title.contains("1 deleted"), "{}", applied.title);
+    assert!(live.clusters("fleet1-test-b").await.is_empty());
+    assert_eq!(live.clusters("fleet1-test-a").await, vec!["cluster"]);
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_killed_server_resumes_its_apply_and_creates_nothing_twice() {
+    let mut live = live().await;
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    // Slow enough that the kill lands mid-apply.
+    live.sim
+        .service
+        .with_core(|core| core.world.operation_latency_ms = 400);
+    live.merge(&sha(90), "merge-1").await;
+    eventually("the apply is in progress", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &sha(90))
+            .into_iter()
+            .find(|r| r.name == "fleet/apply" && r.status == "in_progress" && r.title.starts_with("Applying"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    live.app.kill();
+    live.sim
+        .service
+        .with_core(|core| core.world.operation_latency_ms = 5);
+    live.app = App::start(options(&live.gh, &live.sim, &live.dir, &live.tenant)).await;
+    let runs = live.applied(&sha(90), 1).await;
+    assert_eq!(runs[0].conclusion.as_deref(), Some("success"), "{}", runs[0].summary);
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    assert_eq!(live.clusters("staging-b").await, vec!["cluster"]);
+    live.app.stop().await;
+}
