@@ -1,5 +1,6 @@
 //! The engine against the simulator through the real gRPC client: deploy, redeploy, change,
-//! select, destroy, preflight refusal, ownership, and convergence after interrupted deploys.
+//! select, destroy, preflight refusal, ownership, convergence after interrupted deploys, and
+//! pruning targets the spec no longer declares.
 
 mod support;
 
@@ -10,6 +11,7 @@ use fleetbot::cloud::Cloud;
 use fleetbot::cloud::client::idempotency_key;
 use fleetbot::cloud::domain::{ClusterSpec, Labels, State};
 use fleetbot::engine::desired::{LABEL_MANAGED_BY, MANAGED_BY};
+use fleetbot::engine::live::{Action, ProblemKind};
 use fleetbot::engine::ops::{
     LifecycleOptions, Progress, deploy, destroy, plan_is_quiet, prepare, status,
 };
@@ -842,4 +844,331 @@ async fn a_create_refused_for_quota_is_a_new_request_once_quota_frees_up() {
         .unwrap();
     assert_eq!(gone.failed, 0, "{gone:#?}");
     deployed(&cloud, &store, &fleet, &tenant, "after the quota freed up").await;
+}
+
+/// Two projects and three clusters; [`PRUNE_AFTER`] drops `p/old` and the whole project `q`.
+const PRUNE_BEFORE: &str = r#"apiVersion: npa.fleet/v0.0.1
+name: prune
+region: us-central1
+project_prefix: prune-
+defaults:
+  cpu_nodes: {count: 1, platform: cpu-d3, preset: 8vcpu-32gb}
+projects:
+  - name: p
+    clusters:
+      - name: keep
+      - name: old
+        enable_filestore: true
+        filestore_disk_size_gibibytes: 256
+  - name: q
+    clusters: [{name: solo}]
+"#;
+
+const PRUNE_AFTER: &str = r#"apiVersion: npa.fleet/v0.0.1
+name: prune
+region: us-central1
+project_prefix: prune-
+defaults:
+  cpu_nodes: {count: 1, platform: cpu-d3, preset: 8vcpu-32gb}
+projects:
+  - name: p
+    clusters:
+      - name: keep
+"#;
+
+async fn project_named(
+    cloud: &fleetbot::cloud::NebiusClient,
+    tenant: &str,
+    name: &str,
+) -> fleetbot::cloud::domain::Project {
+    cloud
+        .list_projects(tenant)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("project {name}"))
+}
+
+/// Every cluster of a project with its node groups, by name, with their resource versions.
+async fn clusters_of(
+    cloud: &fleetbot::cloud::NebiusClient,
+    project_id: &str,
+) -> Vec<(String, i64, Vec<(String, i64)>)> {
+    let mut out = Vec::new();
+    for c in cloud.list_clusters(project_id).await.unwrap() {
+        let mut groups: Vec<(String, i64)> = cloud
+            .list_node_groups(&c.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|g| (g.name, g.resource_version))
+            .collect();
+        groups.sort();
+        out.push((c.name, c.resource_version, groups));
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn targets_removed_from_the_spec_are_planned_kept_and_pruned_only_when_asked() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let before = spec(PRUNE_BEFORE);
+    let result = deploy(&cloud, &store, &before, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!((result.deployed, result.failed), (3, 0), "{result:#?}");
+    let p = project_named(&cloud, &tenant, "prune-p").await;
+    let q = project_named(&cloud, &tenant, "prune-q").await;
+
+    // The live plan of the smaller spec deletes what fleetbot made for p/old and q/solo, by
+    // their names only, and keeps p/keep unchanged.
+    let after = spec(PRUNE_AFTER);
+    let prepared = prepare(&cloud, &store, &after, &tenant, &options())
+        .await
+        .unwrap();
+    let plan = &prepared.plan;
+    assert!(!plan.has_problems(), "{}", plan.render_text());
+    let pruned: Vec<(&str, Vec<(&str, &str)>)> = plan
+        .pruned()
+        .map(|t| {
+            let actions = t
+                .actions
+                .iter()
+                .inspect(|a| {
+                    assert_eq!(a.action, Action::Delete);
+                    assert_eq!(a.reason, "removed from the spec");
+                })
+                .map(|a| (a.resource, a.name.as_str()))
+                .collect();
+            (t.target.as_str(), actions)
+        })
+        .collect();
+    assert_eq!(
+        pruned,
+        [
+            (
+                "p/old",
+                vec![
+                    ("node-group", "old-ng-cpu"),
+                    ("cluster", "old"),
+                    ("filesystem", "old-shared-fs")
+                ]
+            ),
+            (
+                "q/solo",
+                vec![("node-group", "solo-ng-cpu"), ("cluster", "solo")]
+            ),
+        ],
+        "{}",
+        plan.render_text()
+    );
+    assert_eq!((plan.summary.delete, plan.summary.unchanged), (5, 1));
+    let destructive = plan.destructive();
+    assert_eq!(destructive.len(), 5, "{destructive:#?}");
+    assert!(
+        destructive
+            .iter()
+            .all(|d| d.action == Action::Delete && d.why == "removed from the spec")
+    );
+    let text = plan.render_text();
+
+    assert!(
+        text.contains("  target p/old (removed from the spec; deleted only by deploy --prune)"),
+        "{text}"
+    );
+    let json = serde_json::to_string(plan).unwrap();
+    assert_eq!(json.matches(r#""prune":true"#).count(), 2, "{json}");
+    for id in [&p.id, &q.id] {
+        assert!(!json.contains(id.as_str()) && !text.contains(id.as_str()));
+    }
+
+    // Without prune deploy deletes nothing and says what it kept.
+    let untouched = clusters_of(&cloud, &p.id).await;
+    sim.service.clear_call_log();
+    let kept = deploy(&cloud, &store, &after, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!((kept.deployed, kept.failed), (1, 0), "{kept:#?}");
+    assert_eq!(kept.not_pruned, ["p/old", "q/solo"]);
+    assert!(kept.pruned.is_empty());
+    assert!(
+        kept.render_text().contains(
+            "  [kept] p/old: removed from the spec and still running; deploy --prune deletes it"
+        ),
+        "{}",
+        kept.render_text()
+    );
+    assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+    assert_eq!(store.targets("prune").await.unwrap().len(), 3);
+
+    // A selection never prunes, even when asked to.
+    let selected = LifecycleOptions {
+        only_clusters: vec!["keep".into()],
+        prune: true,
+        ..options()
+    };
+    let prepared = prepare(&cloud, &store, &after, &tenant, &selected)
+        .await
+        .unwrap();
+    assert_eq!(prepared.plan.pruned().count(), 0);
+    let result = deploy(&cloud, &store, &after, &tenant, &selected, quiet())
+        .await
+        .unwrap();
+    assert!(result.pruned.is_empty() && result.not_pruned.is_empty());
+    assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+
+    // With prune: exactly the removed targets go, p/keep is not touched, their records go.
+    let prune = LifecycleOptions {
+        prune: true,
+        ..options()
+    };
+    let (progress, lines) = recording();
+    let result = deploy(&cloud, &store, &after, &tenant, &prune, progress)
+        .await
+        .unwrap();
+    assert_eq!((result.deployed, result.failed), (1, 0), "{result:#?}");
+    let gone: Vec<(&str, &str, &str)> = result
+        .pruned
+        .iter()
+        .map(|e| {
+            (
+                e.project_key.as_str(),
+                e.cluster_name.as_str(),
+                e.status.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        gone,
+        [("p", "old", "destroyed"), ("q", "solo", "destroyed")]
+    );
+    assert!(result.not_pruned.is_empty());
+    let mutations = sim.service.mutation_calls();
+    assert_eq!(mutations.len(), 5, "{mutations:?}");
+    assert!(
+        mutations.iter().all(|m| m.ends_with("/Delete")),
+        "{mutations:?}"
+    );
+    let remaining = clusters_of(&cloud, &p.id).await;
+    assert_eq!(
+        remaining,
+        untouched
+            .iter()
+            .filter(|(name, _, _)| name == "keep")
+            .cloned()
+            .collect::<Vec<_>>(),
+        "p/keep is untouched"
+    );
+    assert!(cloud.list_clusters(&q.id).await.unwrap().is_empty());
+    assert!(cloud.list_filesystems(&p.id).await.unwrap().is_empty());
+    assert!(
+        cloud.get_project(&q.id).await.is_ok(),
+        "projects are never deleted"
+    );
+    let records = store.targets("prune").await.unwrap();
+    let keys: Vec<_> = records
+        .iter()
+        .map(|r| format!("{}/{}", r.project_key, r.cluster_name))
+        .collect();
+    assert_eq!(keys, ["p/keep"]);
+    assert!(
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l == "p/old: destroying"),
+        "{lines:?}"
+    );
+
+    // Again: nothing left to prune, nothing to do.
+    let prepared = prepare(&cloud, &store, &after, &tenant, &prune)
+        .await
+        .unwrap();
+    assert!(
+        plan_is_quiet(&prepared.plan),
+        "{}",
+        prepared.plan.render_text()
+    );
+    assert_eq!(prepared.plan.pruned().count(), 0);
+    sim.service.clear_call_log();
+    let again = deploy(&cloud, &store, &after, &tenant, &prune, quiet())
+        .await
+        .unwrap();
+    assert!(again.pruned.is_empty() && again.not_pruned.is_empty());
+    assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_removed_target_whose_cluster_lost_fleetbots_labels_is_never_deleted() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    deployed_all(&cloud, &store, &spec(PRUNE_BEFORE), &tenant).await;
+    let p = project_named(&cloud, &tenant, "prune-p").await;
+    let old = cloud
+        .list_clusters(&p.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "old")
+        .unwrap();
+    cloud
+        .update_cluster(&old.id, &old.spec, &Labels::new(), "relabel-old")
+        .await
+        .unwrap();
+
+    let after = spec(PRUNE_AFTER);
+    let prune = LifecycleOptions {
+        prune: true,
+        ..options()
+    };
+    let prepared = prepare(&cloud, &store, &after, &tenant, &prune)
+        .await
+        .unwrap();
+    let entry = prepared
+        .plan
+        .pruned()
+        .find(|t| t.target == "p/old")
+        .unwrap();
+    assert_eq!(entry.problems.len(), 1, "{entry:?}");
+    assert_eq!(entry.problems[0].kind, ProblemKind::NotOwned);
+    assert!(
+        entry
+            .actions
+            .iter()
+            .all(|a| a.resource != "cluster" && a.resource != "node-group"),
+        "{entry:?}"
+    );
+    assert!(!entry.problems[0].message.contains(&old.id));
+    sim.service.clear_call_log();
+    let err = deploy(&cloud, &store, &after, &tenant, &prune, quiet())
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("not proven this fleet target's"),
+        "{err}"
+    );
+    assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+    assert!(cloud.get_cluster(&old.id).await.is_ok());
+    assert_eq!(store.targets("prune").await.unwrap().len(), 3);
+}
+
+async fn deployed_all(
+    cloud: &fleetbot::cloud::NebiusClient,
+    store: &SqliteStore,
+    fleet: &FleetSpec,
+    tenant: &str,
+) {
+    let result = deploy(cloud, store, fleet, tenant, &options(), quiet())
+        .await
+        .unwrap();
+    assert_eq!(result.failed, 0, "{result:#?}");
 }

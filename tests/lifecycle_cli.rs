@@ -145,6 +145,81 @@ fn deploy_status_destroy_in_json_keep_stdout_one_document() {
 }
 
 #[test]
+fn a_project_removed_from_the_spec_is_kept_by_deploy_and_deleted_by_deploy_prune() {
+    let env = Env::new();
+    let out = env.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], "");
+    assert_eq!(json(&out)["deployed"], 2);
+    let smaller = env.home.path().join("smaller.yaml");
+    let text = std::fs::read_to_string(SPEC).unwrap();
+    let without_b = text.replace("  - name: b   # display name fleet1-test-b\n", "");
+    assert_ne!(without_b, text);
+    std::fs::write(&smaller, without_b).unwrap();
+    let smaller = smaller.to_str().unwrap();
+
+    let plan = json(&env.run(
+        &["plan", "--live", "--spec", smaller, "--output", "json"],
+        "",
+    ));
+    let pruned: Vec<&serde_json::Value> = plan["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["prune"] == true)
+        .collect();
+    assert_eq!(pruned.len(), 1, "{plan}");
+    assert_eq!(pruned[0]["target"], "b/cluster");
+    let text = env.run(&["plan", "--live", "--spec", smaller], "");
+    assert!(
+        String::from_utf8_lossy(&text.stdout)
+            .contains("target b/cluster (removed from the spec; deleted only by deploy --prune)"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+
+    let kept = env.run(
+        &["deploy", "--spec", smaller, "--yes", "--output", "json"],
+        "",
+    );
+    assert_eq!(kept.status.code(), Some(0));
+    let doc = json(&kept);
+    assert_eq!(doc["not_pruned"], serde_json::json!(["b/cluster"]));
+    assert!(doc.get("pruned").is_none(), "{doc}");
+
+    let out = env.run(
+        &[
+            "deploy", "--spec", smaller, "--prune", "--yes", "--output", "json",
+        ],
+        "",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(
+        doc["pruned"],
+        serde_json::json!([{"project_key": "b", "cluster_name": "cluster", "status": "destroyed"}])
+    );
+    assert_eq!(doc["failed"], 0);
+    assert!(doc.get("not_pruned").is_none(), "{doc}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--prune:"));
+    let plan = json(&env.run(
+        &["plan", "--live", "--spec", smaller, "--output", "json"],
+        "",
+    ));
+    assert!(
+        plan["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("prune").is_none()),
+        "{plan}"
+    );
+}
+
+#[test]
 fn empty_scope_prints_one_document_and_exits_0() {
     let env = Env::new();
     let out = env.run(

@@ -49,6 +49,11 @@ pub struct DeployArgs {
     /// Skip the quota and capacity preflight (it cannot fix a deficit).
     #[arg(long = "no-preflight")]
     pub no_preflight: bool,
+    /// Also delete the targets fleetbot deployed for this fleet that the spec no longer
+    /// declares (a removed cluster or project), as destroy would. Only without
+    /// --only-projects/--only-clusters; without --prune deploy never deletes them.
+    #[arg(long)]
+    pub prune: bool,
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -88,7 +93,15 @@ pub fn run(args: DeployArgs) -> ExitCode {
         timeout: Duration::from_secs(args.timeout.max(1) * 60),
         ssh_public_key: String::new(),
         spec_path: args.spec.display().to_string(),
+        prune: args.prune,
     };
+    let filtered = !options.only_projects.is_empty() || !options.only_clusters.is_empty();
+    let pruning = args.prune && !filtered;
+    if args.prune && filtered {
+        eprintln!(
+            "fleetbot: --prune applies only to the whole spec; with --only-projects/--only-clusters nothing is pruned"
+        );
+    }
     let prefix = options.prefix(&spec).to_string();
     let selected = select(
         &spec,
@@ -110,7 +123,8 @@ pub fn run(args: DeployArgs) -> ExitCode {
         .collect();
     let mut project_count: Vec<usize> = selected.iter().map(|(p, _)| *p).collect();
     project_count.dedup();
-    if targets.is_empty() {
+    // With prune, a spec that declares no target may still leave recorded targets to delete.
+    if targets.is_empty() && !pruning {
         let banner = format!(
             "About to create/update fleet '{}': 0 cluster(s) across 0 project(s).\n  (no targets in scope) -- nothing to do.",
             spec.name
@@ -125,6 +139,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    let prune_note = "  --prune: targets deployed for this fleet that the spec no longer declares are deleted too (node groups, cluster, GPU cluster and filesystem fleetbot created); plan --live lists them.";
     if !confirm(
         "create/update",
         &spec,
@@ -132,7 +147,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         project_count.len(),
         args.yes,
         json,
-        None,
+        pruning.then_some(prune_note),
     ) {
         eprintln!("Aborted.");
         return ExitCode::FAILURE;

@@ -15,6 +15,7 @@ mod error;
 mod keys;
 mod options;
 mod prepare;
+mod prune;
 mod records;
 mod status;
 

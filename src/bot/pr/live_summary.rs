@@ -8,19 +8,22 @@ use std::collections::BTreeSet;
 
 use super::cluster_fields::cluster_facts;
 use super::scrub_tenant;
-use super::static_summary::{PlanIndex, index_plan, project_label};
+use super::static_summary::{PlanIndex, REMOVED_CLUSTER, index_plan, project_label};
 use crate::bot::live::{LiveSpec, PlannedFleet};
 use crate::bot::report::{LiveProblem, LiveProblemKind, PlanItem, PlanSummary};
 use crate::engine::FleetPlan;
-use crate::engine::live::{Action, ProjectPlan, ResourceAction, TargetPlan};
+use crate::engine::live::{Action, ProjectPlan, ResourceAction, TargetPlan, target_key_of};
+use crate::engine::static_plan::ClusterPlan;
 use crate::spec::FleetSpec;
 
-/// Replaces the static create/change rows of what the live plan covers with what the cloud
-/// actually needs, and records the live plan's problems.
+/// Replaces the static rows of what the live plan covers with what the cloud actually needs,
+/// and records the live plan's problems. What a merge would delete is decided by the engine
+/// alone: a cluster dropped from the spec is a destroy row only when the live plan prunes it.
 pub(super) fn apply_live(
     summary: &mut PlanSummary,
     head: &FleetPlan,
     spec: &FleetSpec,
+    base: Option<(&FleetSpec, &FleetPlan)>,
     live: &LiveSpec,
 ) {
     let planned = match &live.plan {
@@ -36,12 +39,51 @@ pub(super) fn apply_live(
     summary.live_cloud = Some(live.cloud.clone());
     let view = LiveView::new(head, spec, planned);
     view.drop_covered_rows(summary);
+    drop_static_removals(summary, base);
     for (project, &index) in planned.plan.projects.iter().zip(&planned.project_index) {
         view.add_project(summary, project, index, &live.tenant_id);
     }
-    for (target, index) in planned.plan.targets.iter().zip(&planned.target_index) {
+    // Declared targets first, in selection order; then the ones the plan prunes.
+    let declared = planned.plan.targets.iter().filter(|t| !t.prune);
+    for (target, index) in declared.zip(&planned.target_index) {
         view.add_target(summary, target, index, &live.tenant_id);
     }
+    for target in planned.plan.pruned() {
+        view.add_pruned(summary, target, base, &live.tenant_id);
+    }
+}
+
+/// The static comparison's destroy rows that the live plan decides instead: removed mk8s
+/// clusters (pruned by the engine, or never deployed) and removed buckets (never deleted).
+/// Removed soperator clusters stay: the live plan does not cover them.
+fn drop_static_removals(summary: &mut PlanSummary, base: Option<(&FleetSpec, &FleetPlan)>) {
+    let old = base.map(|(_, plan)| index_plan(plan)).unwrap_or_default();
+    summary.destroy.retain(|item| match item.kind {
+        "cluster" => matches!(
+            old.clusters.get(&item.name),
+            Some(ClusterPlan::Soperator(_))
+        ),
+        "bucket" => false,
+        _ => true,
+    });
+}
+
+/// The public label of a project key: the head spec's, else the base spec's, else none (a key
+/// can be a slug of a private project ID, so it is never shown itself).
+fn label_of_key(
+    key: &str,
+    head: (&FleetSpec, &[String]),
+    base: Option<(&FleetSpec, &FleetPlan)>,
+) -> String {
+    let (spec, labels) = head;
+    if let Some(i) = spec.projects.iter().position(|p| p.key() == key) {
+        return labels.get(i).cloned().unwrap_or_default();
+    }
+    base.and_then(|(spec, plan)| {
+        let i = spec.projects.iter().position(|p| p.key() == key)?;
+        Some(project_label(i, plan.projects.get(i)?))
+    })
+    .unwrap_or_else(|| "(a project no longer in the spec)".to_string())
 }
 
 /// The head plan's labels and facts, and which of its rows the live plan covers.
@@ -188,6 +230,44 @@ impl<'a> LiveView<'a> {
             if !target.unchanged {
                 summary.unproven += 1;
             }
+        }
+        for problem in &target.problems {
+            let text = format!("{name}: {problem}");
+            push_problem(summary, problem.kind.into(), &text, tenant_id);
+        }
+    }
+}
+
+impl LiveView<'_> {
+    /// A target the spec no longer declares: a destroy row when anything of it is left to
+    /// delete, and its problems.
+    fn add_pruned(
+        &self,
+        summary: &mut PlanSummary,
+        target: &TargetPlan,
+        base: Option<(&FleetSpec, &FleetPlan)>,
+        tenant_id: &str,
+    ) {
+        let key = target_key_of(target);
+        let label = label_of_key(&key.project_key, (self.spec, &self.labels), base);
+        let name = format!("{label}/{}", key.cluster);
+        let deleted: Vec<String> = target
+            .actions
+            .iter()
+            .filter(|a| a.action == Action::Delete && a.resource != "cluster")
+            .map(|a| format!("{} {}", a.resource, a.name))
+            .collect();
+        let any_delete = target.actions.iter().any(|a| a.action == Action::Delete);
+        if any_delete {
+            let mut details = vec![REMOVED_CLUSTER.to_string()];
+            if !deleted.is_empty() {
+                details.push(format!("with {}", deleted.join(", ")));
+            }
+            summary.destroy.push(PlanItem {
+                kind: "cluster",
+                name: name.clone(),
+                details,
+            });
         }
         for problem in &target.problems {
             let text = format!("{name}: {problem}");

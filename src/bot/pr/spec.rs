@@ -26,6 +26,7 @@ pub(super) fn evaluate_spec(
     let diff = diff::spec_diff(file, &change, holds_private);
     let base_spec = base_spec(file);
     let base_plan = base_spec.as_ref().map(|s| plan(s, &PlanOptions::default()));
+    let base = base_spec.as_ref().zip(base_plan.as_ref());
     let mut report = FleetReport {
         path: file.path.clone(),
         change,
@@ -36,10 +37,10 @@ pub(super) fn evaluate_spec(
         budget: None,
     };
     if file.status == FileStatus::Removed {
-        // What the base had is what merging destroys.
+        // Deleting a spec deletes nothing: the fleet is reported, never planned as a teardown
+        // (that is `fleetbot destroy`'s, asked for explicitly).
         report.status = FleetStatus::Removed;
-        report.name = base_spec.map(|s| s.name);
-        report.plan = base_plan.map(|b| static_summary::summarize(None, Some(&b)));
+        report.name = base_spec.as_ref().map(|s| s.name.clone());
         return (report, diff);
     }
     match head_text(file) {
@@ -47,7 +48,7 @@ pub(super) fn evaluate_spec(
             let head = Head {
                 text,
                 private: &head_private,
-                base_plan: base_plan.as_ref(),
+                base,
             };
             evaluate_head(&mut report, &head, quota, live);
         }
@@ -93,7 +94,8 @@ struct Head<'a> {
     text: &'a str,
     /// Lines holding a private value, whose error messages lose their quoted text.
     private: &'a BTreeSet<u32>,
-    base_plan: Option<&'a FleetPlan>,
+    /// The spec at the base commit and its static plan, when it loads.
+    base: Option<(&'a FleetSpec, &'a FleetPlan)>,
 }
 
 fn evaluate_head(
@@ -113,10 +115,10 @@ fn evaluate_head(
     };
     report.name = Some(spec.name.clone());
     let head_plan = plan(&spec, &PlanOptions::default());
-    let mut summary = static_summary::summarize(Some(&head_plan), head.base_plan);
+    let mut summary = static_summary::summarize(Some(&head_plan), head.base.map(|(_, p)| p));
     report.budget = Some(match live {
         Some(live) => {
-            live_summary::apply_live(&mut summary, &head_plan, &spec, live);
+            live_summary::apply_live(&mut summary, &head_plan, &spec, head.base, live);
             budget::live_budget(&spec, live)
         }
         None => budget::budget(&spec, quota),

@@ -8,6 +8,11 @@ use crate::bot::report::{PlanItem, PlanSummary};
 use crate::engine::FleetPlan;
 use crate::engine::static_plan::{ClusterPlan, ObjectStoragePlan, ProjectPlan};
 
+/// How a destroy row says a cluster dropped from a spec goes: a merge deletes nothing, a deploy
+/// deletes it only with `--prune`, which the bot runs only on approval.
+pub(super) const REMOVED_CLUSTER: &str =
+    "removed from the spec; deleted only with /approve-destroy";
+
 /// A static plan keyed for comparison: projects and buckets by display label, clusters by
 /// `label/cluster`.
 #[derive(Default)]
@@ -135,9 +140,9 @@ fn clusters(summary: &mut PlanSummary, new: &PlanIndex<'_>, old: &PlanIndex<'_>)
     }
     for (key, &plan) in &old.clusters {
         if !new.clusters.contains_key(key) {
-            summary
-                .destroy
-                .push(item("cluster", key, cluster_facts(plan)));
+            let mut details = vec![REMOVED_CLUSTER.to_string()];
+            details.extend(cluster_facts(plan));
+            summary.destroy.push(item("cluster", key, details));
         }
     }
 }

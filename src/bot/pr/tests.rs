@@ -36,7 +36,7 @@ fn run(files: &[ChangedFile], config: &LoadedConfig) -> PrOutcome {
 }
 
 #[test]
-fn a_removed_spec_destroys_its_clusters_without_blocking() {
+fn a_removed_spec_is_reported_and_destroys_nothing() {
     let config = LoadedConfig::from_default_branch("main", None);
     let out = run(
         &[file("fleets/a.yaml", FileStatus::Removed, None, Some(SPEC))],
@@ -44,13 +44,58 @@ fn a_removed_spec_destroys_its_clusters_without_blocking() {
     );
     let fleet = &out.report.fleets[0];
     assert_eq!(fleet.status, FleetStatus::Removed);
-    assert_eq!(fleet.plan.as_ref().unwrap().destroy.len(), 3, "{fleet:?}");
+    assert_eq!(fleet.name.as_deref(), Some("fleet1-test"));
+    assert!(fleet.plan.is_none(), "not a destroy plan: {fleet:?}");
     assert_eq!(out.report.verdict(), Verdict::Ready);
-    assert!(out.report.outcome.reasons()[0].contains("destroyed on merge"));
+    assert_eq!(
+        out.report.outcome.reasons()[0],
+        "1 fleet spec removed: nothing is deleted on merge; run `fleetbot destroy` to tear the fleet down"
+    );
     assert_eq!(out.preflight.conclusion, CheckConclusion::Success);
-    assert!(out.comment.contains("🗑️ **destroy**"));
+    assert!(
+        out.comment.contains(
+            "Spec removed: nothing is deleted on merge; run `fleetbot destroy` to tear the fleet down."
+        ),
+        "{}",
+        out.comment
+    );
+    assert!(!out.comment.contains("**destroy**"), "{}", out.comment);
 }
 
+/// SPEC with a second cluster in project b, which the head (SPEC) drops.
+fn with_old_cluster() -> String {
+    SPEC.replace(
+        "  - name: b   # display name fleet1-test-b\n",
+        "  - name: b   # display name fleet1-test-b\n    clusters: [{name: cluster}, {name: old}]\n",
+    )
+}
+
+#[test]
+fn a_cluster_dropped_from_a_spec_is_deleted_only_with_approval_in_the_static_plan() {
+    let config = LoadedConfig::from_default_branch("main", None);
+    let base = with_old_cluster();
+    assert_ne!(base, SPEC);
+    let out = run(
+        &[file(
+            "fleets/a.yaml",
+            FileStatus::Modified,
+            Some(SPEC),
+            Some(&base),
+        )],
+        &config,
+    );
+    let plan = out.report.fleets[0].plan.as_ref().unwrap();
+    assert_eq!(plan.destroy.len(), 1, "{plan:?}");
+    let row = &plan.destroy[0];
+    assert_eq!(
+        (row.kind, row.name.as_str()),
+        ("cluster", "fleet1-test-b/old")
+    );
+    assert_eq!(
+        row.details[0],
+        "removed from the spec; deleted only with /approve-destroy"
+    );
+}
 #[test]
 fn an_invalid_config_fails_preflight_even_without_spec_changes() {
     let config = LoadedConfig::from_default_branch("main", Some(b"specz: []\n"));
@@ -153,12 +198,17 @@ fn planned_with(problem: crate::engine::live::Problem) -> crate::bot::live::Plan
 }
 
 fn run_live(live: LiveSpec) -> PrOutcome {
+    run_live_over(SPEC, live)
+}
+
+/// The head is SPEC; the base is `base`.
+fn run_live_over(base: &str, live: LiveSpec) -> PrOutcome {
     let config = LoadedConfig::from_default_branch("main", None);
     let files = [file(
         "fleets/a.yaml",
         FileStatus::Modified,
         Some(SPEC),
-        Some(SPEC),
+        Some(base),
     )];
     let live = BTreeMap::from([("fleets/a.yaml".to_string(), live)]);
     evaluate_pull_request(&PrInput {
@@ -196,6 +246,93 @@ fn a_live_plan_without_problems_and_room_in_the_quota_succeeds() {
         out.report.outcome
     );
     assert_eq!(out.preflight.conclusion, CheckConclusion::Success);
+}
+
+/// A live plan with only `targets` (and no project entries).
+fn planned_targets(
+    targets: Vec<crate::engine::live::TargetPlan>,
+) -> crate::bot::live::PlannedFleet {
+    let mut planned = planned_with(crate::engine::live::Problem::new(
+        crate::engine::live::ProblemKind::NotOwned,
+        "x",
+    ));
+    planned.plan.projects.clear();
+    planned.project_index.clear();
+    planned.plan.targets = targets;
+    planned
+}
+
+#[test]
+fn with_a_live_plan_only_the_engines_prune_entries_are_destroy_rows() {
+    use crate::engine::live::{Action, ResourceAction, TargetPlan};
+    let delete = |resource: &'static str, name: &str| ResourceAction {
+        resource,
+        name: name.into(),
+        action: Action::Delete,
+        changes: Vec::new(),
+        reason: "removed from the spec".into(),
+    };
+    let pruned = TargetPlan {
+        target: "b/old".into(),
+        actions: vec![delete("node-group", "old-ng-cpu"), delete("cluster", "old")],
+        unchanged: false,
+        problems: Vec::new(),
+        prune: true,
+    };
+    let base = with_old_cluster();
+    let out = run_live_over(&base, live_reading(Ok(Some(planned_targets(vec![pruned])))));
+    let plan = out.report.fleets[0].plan.as_ref().unwrap();
+    assert_eq!(plan.destroy.len(), 1, "{plan:?}");
+    let row = &plan.destroy[0];
+    assert_eq!(
+        (row.kind, row.name.as_str()),
+        ("cluster", "fleet1-test-b/old")
+    );
+    assert_eq!(
+        row.details,
+        [
+            "removed from the spec; deleted only with /approve-destroy",
+            "with node-group old-ng-cpu"
+        ]
+    );
+    assert!(out.comment.contains("🗑️ **destroy**"), "{}", out.comment);
+    assert!(
+        out.comment.contains("deleted only with /approve-destroy"),
+        "{}",
+        out.comment
+    );
+
+    // The same change where the engine has nothing to prune (never deployed): no destroy row,
+    // whatever the spec comparison says.
+    let out = run_live_over(&base, live_reading(Ok(Some(planned_targets(Vec::new())))));
+    let plan = out.report.fleets[0].plan.as_ref().unwrap();
+    assert!(plan.destroy.is_empty(), "{plan:?}");
+}
+
+#[test]
+fn a_pruned_target_of_a_project_gone_from_both_specs_is_not_named_by_its_key() {
+    use crate::engine::live::{Action, ResourceAction, TargetPlan};
+    let pruned = TargetPlan {
+        target: "project-e00secret/old".into(),
+        actions: vec![ResourceAction {
+            resource: "cluster",
+            name: "old".into(),
+            action: Action::Delete,
+            changes: Vec::new(),
+            reason: "removed from the spec".into(),
+        }],
+        unchanged: false,
+        problems: Vec::new(),
+        prune: true,
+    };
+    let out = run_live(live_reading(Ok(Some(planned_targets(vec![pruned])))));
+    let plan = out.report.fleets[0].plan.as_ref().unwrap();
+    assert_eq!(plan.destroy.len(), 1, "{plan:?}");
+    assert_eq!(
+        plan.destroy[0].name,
+        "(a project no longer in the spec)/old"
+    );
+    assert!(!out.comment.contains("e00secret"));
 }
 
 /// Issue 13: the conclusion once ignored the live plan while the summary listed it.

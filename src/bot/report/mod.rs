@@ -135,7 +135,8 @@ pub struct FleetReport {
 pub enum FleetStatus {
     Valid,
     Invalid,
-    /// The spec was deleted: the fleet's clusters would be destroyed.
+    /// The spec was deleted. Nothing is deleted with it: tearing the fleet down is
+    /// `fleetbot destroy`'s, asked for explicitly.
     Removed,
 }
 

@@ -120,7 +120,7 @@ fn phrases(kinds: &BTreeSet<LiveProblemKind>) -> String {
 /// What a reader should know that does not block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caution {
-    /// Removed specs: their clusters would be destroyed on merge.
+    /// Removed specs: reported, never destroyed implicitly (nothing is deleted on merge).
     SpecsRemoved { count: usize },
     /// No quota source: the budget was not checked.
     QuotaNotChecked,
@@ -133,7 +133,7 @@ impl Caution {
     pub fn reason(&self) -> String {
         match self {
             Caution::SpecsRemoved { count } => format!(
-                "{count} fleet spec{} removed: its clusters would be destroyed on merge",
+                "{count} fleet spec{} removed: nothing is deleted on merge; run `fleetbot destroy` to tear the fleet down",
                 plural(*count)
             ),
             Caution::QuotaNotChecked => "the quota budget was not checked".into(),
@@ -445,7 +445,7 @@ mod tests {
         assert_eq!(
             calm.reasons(),
             vec![
-                "1 fleet spec removed: its clusters would be destroyed on merge",
+                "1 fleet spec removed: nothing is deleted on merge; run `fleetbot destroy` to tear the fleet down",
                 "the quota budget was not checked",
             ]
         );

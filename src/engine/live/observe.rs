@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::prune::ObservedPrune;
 use super::types::{Problem, ProblemKind};
 use crate::cloud::domain::*;
 use crate::engine::desired::{DesiredFilesystem, DesiredProject, DesiredTarget};
@@ -29,6 +30,8 @@ pub struct ObservedProject {
 pub struct Observed {
     pub tenant_id: String,
     pub projects: BTreeMap<String, ObservedProject>,
+    /// Recorded targets the spec no longer declares, when the whole spec is selected.
+    pub pruned: Vec<ObservedPrune>,
 }
 
 /// What differs in a project's immutable identity, naming the values but never its ID.

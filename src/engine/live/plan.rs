@@ -5,6 +5,7 @@ use sha2::{Digest, Sha256};
 
 use super::observe::{Observed, ObservedProject};
 use super::project_diff::plan_project;
+use super::prune::plan_pruned;
 use super::target_diff::plan_target;
 use super::types::{Action, LivePlan, Summary};
 use crate::engine::desired::{DesiredProject, DesiredTarget};
@@ -62,6 +63,8 @@ pub fn plan(
                 .find(|r| r.project_key == key.project_key && r.cluster_name == key.cluster);
             plan_target(fleet, target, obs, record)
         })
+        // After the declared targets, as deploy tears them down after applying the rest.
+        .chain(observed.pruned.iter().map(|o| plan_pruned(fleet, o)))
         .collect();
     let mut plan = LivePlan {
         fleet: fleet.to_string(),

@@ -54,14 +54,19 @@ impl LivePlan {
             render_problems(&mut out, &p.problems);
         }
         for t in &self.targets {
-            let _ = writeln!(
-                out,
-                "  target {}{}",
-                t.target,
-                if t.unchanged { " (unchanged)" } else { "" }
-            );
-            // A target lists what would change; its unchanged resources go without saying.
-            for a in t.actions.iter().filter(|a| a.action != Action::NoChange) {
+            let note = match (t.prune, t.unchanged) {
+                (true, _) => " (removed from the spec; deleted only by deploy --prune)",
+                (false, true) => " (unchanged)",
+                (false, false) => "",
+            };
+            let _ = writeln!(out, "  target {}{note}", t.target);
+            // A target lists what would change; its unchanged resources go without saying,
+            // except in a pruned target, where "already gone" is news.
+            for a in t
+                .actions
+                .iter()
+                .filter(|a| t.prune || a.action != Action::NoChange)
+            {
                 render_action(&mut out, a);
             }
             render_problems(&mut out, &t.problems);

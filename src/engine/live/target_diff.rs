@@ -38,6 +38,17 @@ fn labels_change() -> Change {
     }
 }
 
+/// The fields only a replacement can change: a node group's (see [`replace_changes`]) and a GPU
+/// cluster's fabric. [`super::destructive`] names them when it says why something is replaced.
+pub(super) const REPLACE_ONLY_FIELDS: [&str; 6] = [
+    "platform",
+    "preset",
+    "preemptible",
+    "reservation",
+    "gpu_cluster",
+    "infiniband_fabric",
+];
+
 /// The node-group fields that only a replacement can change.
 fn replace_changes(have: &NodeGroupSpec, want: &NodeGroupSpec) -> Vec<Change> {
     let mut out = Vec::new();
@@ -367,5 +378,6 @@ pub(super) fn plan_target(
         actions: diff.actions,
         unchanged,
         problems: diff.problems,
+        prune: false,
     }
 }

@@ -138,6 +138,11 @@ pub struct TargetPlan {
     pub unchanged: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
+    /// A target the inventory records that the spec no longer declares: its actions delete it.
+    /// Left out of the JSON when false, so the plans (and digests) of fleets without one read
+    /// as they always have.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub prune: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -195,6 +200,11 @@ impl LivePlan {
     pub fn is_quiet(&self) -> bool {
         self.actions()
             .all(|a| matches!(a.action, Action::NoChange | Action::Reuse))
+    }
+
+    /// The targets the spec no longer declares, which only a deploy with prune deletes.
+    pub fn pruned(&self) -> impl Iterator<Item = &TargetPlan> {
+        self.targets.iter().filter(|t| t.prune)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Deploy: every refusal and the preflight before the first mutation, then the projects one at
-//! a time, then the targets up to `concurrency` at a time, each under its time limit.
+//! a time, then the targets up to `concurrency` at a time, each under its time limit, then
+//! (with prune) the recorded targets the spec no longer declares.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use super::deploy_result::{BackendCounts, DeployResult, TargetResult};
 use super::error::{ApplyError, EngineError};
 use super::options::{LifecycleOptions, Progress};
 use super::prepare::{Prepared, prepare};
+use super::prune::prune;
 use crate::cloud::domain::Cloud;
 use crate::engine::desired::DesiredTarget;
 use crate::engine::live::{LivePlan, ObservedProject};
@@ -234,7 +236,8 @@ where
 
 /// Deploys the selected targets. Returns the result even when targets failed; an `Err` means
 /// nothing was mutated (validation, identity, ownership or preflight refused) or the inventory
-/// failed.
+/// failed. With `options.prune` (and the whole spec selected) the recorded targets the spec no
+/// longer declares are torn down last, as destroy would; without it they are only reported.
 pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'static>(
     cloud: &C,
     store: &S,
@@ -266,6 +269,14 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
         progress: progress.clone(),
         timeout: options.timeout,
     };
+    let clusters = apply_targets(runner, &prepared, &projects, options).await?;
+    let stopped = !options.continue_on_error
+        && (clusters.iter().any(|c| c.status.is_failure())
+            || projects.values().any(Result::is_err));
+    let pruned = prune(
+        cloud, store, &spec.name, &prepared, options, stopped, &progress,
+    )
+    .await?;
     let mut result = DeployResult {
         name: spec.name.clone(),
         tenant_id: tenant_id.to_string(),
@@ -274,10 +285,12 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
         profile: options.profile.clone(),
         cloud: cloud.describe(),
         plan_digest: prepared.plan.digest.clone(),
-        clusters: apply_targets(runner, &prepared, &projects, options).await?,
+        clusters,
         deployed: 0,
         failed: 0,
         backend_counts: BackendCounts::default(),
+        pruned: pruned.pruned,
+        not_pruned: pruned.kept,
     };
     result.recount();
     Ok(result)

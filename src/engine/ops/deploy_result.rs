@@ -2,6 +2,7 @@
 
 use serde::{Serialize, Serializer};
 
+use super::destroy::DestroyEntry;
 use crate::engine::desired::TargetKey;
 use crate::engine::target_status::TargetStatus;
 use crate::spec::Backend;
@@ -91,6 +92,15 @@ pub struct DeployResult {
     pub deployed: usize,
     pub failed: usize,
     pub backend_counts: BackendCounts,
+    /// With prune: the recorded targets the spec no longer declares, torn down (or left
+    /// `destroy-incomplete`, which counts in `failed`). Absent when there were none, so the
+    /// result of a deploy without any keeps its shape.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pruned: Vec<DestroyEntry>,
+    /// Without prune: `project/cluster` of each recorded target the spec no longer declares
+    /// that is still running; deploy leaves it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_pruned: Vec<String>,
 }
 
 impl DeployResult {
@@ -103,7 +113,9 @@ impl DeployResult {
         self.failed = self
             .clusters
             .iter()
-            .filter(|c| c.status.is_failure())
+            .map(|c| &c.status)
+            .chain(self.pruned.iter().map(|p| &p.status))
+            .filter(|status| status.is_failure())
             .count();
         self.backend_counts = BackendCounts::of(self.clusters.iter().map(|c| c.backend));
     }
@@ -143,6 +155,31 @@ impl DeployResult {
                 );
             }
         }
+        for p in &self.pruned {
+            let target = format!("{}/{}", p.project_key, p.cluster_name);
+            if p.status.is_failure() {
+                let _ = writeln!(
+                    out,
+                    "  [FAIL] {target}: removed from the spec; teardown incomplete: {}",
+                    p.errors.join("; ")
+                );
+                if !p.retry_command.is_empty() {
+                    let _ = writeln!(out, "      retry: {}", p.retry_command);
+                }
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  [pruned] {target}: removed from the spec; {}",
+                    p.status
+                );
+            }
+        }
+        for target in &self.not_pruned {
+            let _ = writeln!(
+                out,
+                "  [kept] {target}: removed from the spec and still running; deploy --prune deletes it"
+            );
+        }
         out
     }
 }
@@ -162,6 +199,66 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&result).unwrap(),
             r#"{"backend":"mk8s","project_key":"a","cluster_name":"train","project_created":false,"region":"eu-north1","node_group_ids":[],"status":"error","error":"boom"}"#
+        );
+    }
+
+    fn result() -> DeployResult {
+        DeployResult {
+            name: "f".into(),
+            tenant_id: "t".into(),
+            region: "eu-north1".into(),
+            project_prefix: String::new(),
+            profile: String::new(),
+            cloud: "sim".into(),
+            plan_digest: "d".into(),
+            clusters: Vec::new(),
+            deployed: 0,
+            failed: 0,
+            backend_counts: BackendCounts::default(),
+            pruned: Vec::new(),
+            not_pruned: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_result_without_prune_entries_keeps_its_shape() {
+        let json = serde_json::to_value(result()).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert!(
+            !keys.contains(&"pruned") && !keys.contains(&"not_pruned"),
+            "{keys:?}"
+        );
+    }
+
+    #[test]
+    fn pruned_targets_count_their_failures_and_kept_ones_say_how_to_delete_them() {
+        let mut r = result();
+        let gone = DestroyEntry::new("a", "old", TargetStatus::Destroyed);
+        let mut stuck = DestroyEntry::new("a", "older", TargetStatus::DestroyIncomplete);
+        stuck.errors = vec!["cluster: busy".into()];
+        r.pruned = vec![gone, stuck];
+        r.not_pruned = vec!["platform/old".into()];
+        r.recount();
+        assert_eq!(r.failed, 1);
+        let text = r.render_text();
+        assert!(
+            text.contains("  [pruned] a/old: removed from the spec; destroyed\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  [FAIL] a/older: removed from the spec; teardown incomplete: cluster: busy"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  [kept] platform/old: removed from the spec and still running; deploy --prune deletes it\n"),
+            "{text}"
         );
     }
 }

@@ -65,7 +65,7 @@ impl DestroyResult {
 }
 
 impl DestroyEntry {
-    fn new(project_key: &str, cluster_name: &str, status: TargetStatus) -> DestroyEntry {
+    pub(super) fn new(project_key: &str, cluster_name: &str, status: TargetStatus) -> DestroyEntry {
         DestroyEntry {
             project_key: project_key.to_string(),
             cluster_name: cluster_name.to_string(),
@@ -78,7 +78,7 @@ impl DestroyEntry {
 
 /// Tears down one recorded target. Once it is gone its record goes too; until then the record
 /// stays, marked incomplete, so a retry finds it.
-async fn destroy_recorded<C: Cloud, S: InventoryStore>(
+pub(super) async fn destroy_recorded<C: Cloud, S: InventoryStore>(
     cloud: &C,
     store: &S,
     fleet: &str,

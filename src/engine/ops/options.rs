@@ -58,6 +58,10 @@ pub struct LifecycleOptions {
     pub ssh_public_key: String,
     /// The spec's path, for retry commands.
     pub spec_path: String,
+    /// Deploy also tears down the targets the inventory records that the spec no longer
+    /// declares (only when the whole spec is selected). Without it deploy never deletes a
+    /// target: it reports them as kept.
+    pub prune: bool,
 }
 
 impl Default for LifecycleOptions {
@@ -74,6 +78,7 @@ impl Default for LifecycleOptions {
             timeout: Duration::from_secs(120 * 60),
             ssh_public_key: String::new(),
             spec_path: "fleet.yaml".into(),
+            prune: false,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! What every lifecycle run reads before acting: the selection, the inventory, the desired
-//! state and a live plan, after the checks that need no cloud call. Nothing here mutates.
+//! state and a live plan (with the recorded targets the spec no longer declares, when the whole
+//! spec is selected), after the checks that need no cloud call. Nothing here mutates.
 
 use super::error::EngineError;
 use super::options::{LifecycleOptions, select};
@@ -57,6 +58,30 @@ fn desired_targets(
         .collect()
 }
 
+/// The records of targets the spec no longer declares. Only when the whole spec is selected: a
+/// selection says nothing about what lies outside it. Only mk8s records: this engine tears
+/// down nothing else.
+fn undeclared(
+    spec: &FleetSpec,
+    options: &LifecycleOptions,
+    records: &[TargetRecord],
+) -> Vec<TargetRecord> {
+    if !options.only_projects.is_empty() || !options.only_clusters.is_empty() {
+        return Vec::new();
+    }
+    records
+        .iter()
+        .filter(|r| {
+            let declared = spec.projects.iter().any(|p| {
+                p.key() == r.project_key && p.clusters.iter().any(|c| c.name == r.cluster_name)
+            });
+            let mk8s = r.backend.is_empty() || r.backend == Backend::Mk8s.as_str();
+            !declared && mk8s
+        })
+        .cloned()
+        .collect()
+}
+
 /// Reads inventory and cloud, checks ownership, builds the live plan. No mutation.
 pub async fn prepare<C: Cloud, S: InventoryStore>(
     cloud: &C,
@@ -74,7 +99,9 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
     let projects = desired::desired_projects(spec, &selected, prefix);
     let targets = desired_targets(spec, &selected, &options.ssh_public_key);
     let project_list: Vec<DesiredProject> = projects.iter().map(|(_, p)| p.clone()).collect();
-    let observed = live::observe(cloud, tenant_id, &project_list, &targets).await?;
+    let mut observed = live::observe(cloud, tenant_id, &project_list, &targets).await?;
+    let orphans = undeclared(spec, options, &target_records);
+    observed.pruned = live::observe_pruned(cloud, &spec.name, &orphans, &project_records).await?;
     let plan = live::plan(
         &spec.name,
         &cloud.describe(),

@@ -1,0 +1,58 @@
+//! Deploy's last phase: the targets the inventory records that the spec no longer declares.
+//! With prune they are torn down exactly as destroy tears a target down; without it they are
+//! only reported, because deploy never deletes a target unasked.
+
+use super::destroy::{DestroyEntry, destroy_recorded};
+use super::error::EngineError;
+use super::options::{LifecycleOptions, Progress};
+use super::prepare::Prepared;
+use crate::cloud::domain::Cloud;
+use crate::engine::live::Action;
+use crate::store::InventoryStore;
+
+/// What the prune phase did.
+#[derive(Debug, Default)]
+pub(super) struct Pruned {
+    /// The targets torn down, or left incomplete with their errors.
+    pub(super) pruned: Vec<DestroyEntry>,
+    /// `project/cluster` of each target left running.
+    pub(super) kept: Vec<String>,
+}
+
+/// Tears down (with `options.prune`) or reports the planned prune entries. `stopped`: a
+/// fail-fast deploy already failed, so nothing more is changed.
+pub(super) async fn prune<C: Cloud, S: InventoryStore>(
+    cloud: &C,
+    store: &S,
+    fleet: &str,
+    prepared: &Prepared,
+    options: &LifecycleOptions,
+    stopped: bool,
+    progress: &Progress,
+) -> Result<Pruned, EngineError> {
+    let mut out = Pruned::default();
+    for observed in &prepared.observed.pruned {
+        let record = &observed.record;
+        let key = format!("{}/{}", record.project_key, record.cluster_name);
+        if !options.prune || stopped {
+            // A record whose resources are all gone leaves nothing running to report; the
+            // plan says so, and the next deploy with prune drops the record.
+            let running = prepared
+                .plan
+                .pruned()
+                .filter(|t| t.target == key)
+                .flat_map(|t| &t.actions)
+                .any(|a| a.action == Action::Delete);
+            if running {
+                out.kept.push(key);
+            }
+            continue;
+        }
+        // A pruned target is not in the spec, so a scoped destroy cannot reach it: the retry
+        // is the same deploy.
+        let retry = format!("fleetbot deploy --spec {} --prune --yes", options.spec_path);
+        let entry = destroy_recorded(cloud, store, fleet, record, retry, progress).await?;
+        out.pruned.push(entry);
+    }
+    Ok(out)
+}
