@@ -78,7 +78,12 @@ fn fast_world() -> String {
         .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
 }
 
-fn options(gh: &FakeGitHub, sim: &fleetbot::sim::Simulator, dir: &tempfile::TempDir, tenant: &str) -> AppOptions {
+fn options(
+    gh: &FakeGitHub,
+    sim: &fleetbot::sim::Simulator,
+    dir: &tempfile::TempDir,
+    tenant: &str,
+) -> AppOptions {
     AppOptions {
         github_url: gh.url.clone(),
         dir: dir.path().to_path_buf(),
@@ -139,7 +144,11 @@ impl Live {
             w.open_pr(REPO, PR, "change", head);
         }
         self.app
-            .deliver("pull_request", &format!("open-{head}"), &fake_github::pr_delivery("opened", PR, head, "change"))
+            .deliver(
+                "pull_request",
+                &format!("open-{head}"),
+                &fake_github::pr_delivery("opened", PR, head, "change"),
+            )
             .await;
         self.preflight(head).await;
     }
@@ -153,7 +162,11 @@ impl Live {
             w.push(REPO, PR, head);
         }
         self.app
-            .deliver("pull_request", &format!("push-{head}"), &fake_github::pr_delivery("synchronize", PR, head, "change"))
+            .deliver(
+                "pull_request",
+                &format!("push-{head}"),
+                &fake_github::pr_delivery("synchronize", PR, head, "change"),
+            )
             .await;
         self.preflight(head).await;
     }
@@ -177,7 +190,11 @@ impl Live {
             w.repos[REPO].pulls[&PR].head_sha.clone()
         };
         self.app
-            .deliver("pull_request", delivery, &fixtures::merged(&pr_ref(&head), merge_sha, "maintainer-mia"))
+            .deliver(
+                "pull_request",
+                delivery,
+                &fixtures::merged(&pr_ref(&head), merge_sha, "maintainer-mia"),
+            )
             .await;
     }
 
@@ -185,29 +202,40 @@ impl Live {
     async fn merge_again(&self, merge_sha: &str, delivery: &str) {
         let head = self.gh.world().repos[REPO].pulls[&PR].head_sha.clone();
         self.app
-            .deliver("pull_request", delivery, &fixtures::merged(&pr_ref(&head), merge_sha, "maintainer-mia"))
+            .deliver(
+                "pull_request",
+                delivery,
+                &fixtures::merged(&pr_ref(&head), merge_sha, "maintainer-mia"),
+            )
             .await;
     }
 
     async fn comment(&self, id: u64, author: &str, body: &str) {
         let head = self.gh.world().repos[REPO].pulls[&PR].head_sha.clone();
         self.app
-            .deliver("issue_comment", &format!("comment-{id}"), &fixtures::pr_comment(&pr_ref(&head), id, author, "User", body))
+            .deliver(
+                "issue_comment",
+                &format!("comment-{id}"),
+                &fixtures::pr_comment(&pr_ref(&head), id, author, "User", body),
+            )
             .await;
     }
 
     /// The `fleet/apply` runs on `sha` once `count` of them have concluded.
     async fn applied(&self, sha: &str, count: usize) -> Vec<fake_github::CheckRun> {
-        eventually(&format!("{count} fleet/apply run(s) concluded on {sha}"), || {
-            let runs: Vec<_> = self
-                .gh
-                .world()
-                .runs_on(REPO, sha)
-                .into_iter()
-                .filter(|r| r.name == "fleet/apply")
-                .collect();
-            (runs.len() == count && runs.iter().all(|r| r.conclusion.is_some())).then_some(runs)
-        })
+        eventually(
+            &format!("{count} fleet/apply run(s) concluded on {sha}"),
+            || {
+                let runs: Vec<_> = self
+                    .gh
+                    .world()
+                    .runs_on(REPO, sha)
+                    .into_iter()
+                    .filter(|r| r.name == "fleet/apply")
+                    .collect();
+                (runs.len() == count && runs.iter().all(|r| r.conclusion.is_some())).then_some(runs)
+            },
+        )
         .await
     }
 
@@ -282,8 +310,16 @@ async fn a_merge_applies_the_reviewed_plan_once() {
     live.merge(&sha(90), "merge-1").await;
     let runs = live.applied(&sha(90), 1).await;
     let run = &runs[0];
-    assert_eq!(run.conclusion.as_deref(), Some("success"), "{}", run.summary);
-    assert_eq!(run.title, "Applied: 2 created, 0 changed, 0 deleted, 0 unchanged");
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        run.summary
+    );
+    assert_eq!(
+        run.title,
+        "Applied: 2 created, 0 changed, 0 deleted, 0 unchanged"
+    );
     assert!(run.actions.is_empty());
     assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
     assert_eq!(live.clusters("staging-b").await, vec!["cluster"]);
@@ -316,7 +352,12 @@ async fn a_merge_applies_the_reviewed_plan_once() {
     live.app.deliver("check_run", "rerun-1", &body).await;
     let runs = live.applied(&sha(90), 2).await;
     let rerun = runs.iter().find(|r| r.id != run.id).unwrap();
-    assert_eq!(rerun.conclusion.as_deref(), Some("success"), "{}", rerun.summary);
+    assert_eq!(
+        rerun.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        rerun.summary
+    );
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
     live.gh.assert_clean();
     live.assert_ids_kept().await;
@@ -329,13 +370,19 @@ async fn a_plan_that_drifted_since_review_waits_for_a_maintainer() {
     let head = sha(2);
     live.open(&head, &[("fleets/prod.yaml", Some(&spec_with_a_grown()))])
         .await;
-    // The cloud drifts after review: b's GPU pool is grown out of band.
-    drift_gpu_pool(&live, "fleet1-test-b", 3).await;
+    // The cloud drifts after review: b's GPU pool is scaled to zero out of band (growing it
+    // back is not destructive, so /apply may apply it without /approve-destroy).
+    drift_gpu_pool(&live, "fleet1-test-b", 0).await;
     live.sim.service.clear_call_log();
     live.merge(&sha(90), "merge-1").await;
     let runs = live.applied(&sha(90), 1).await;
     let run = &runs[0];
-    assert_eq!(run.conclusion.as_deref(), Some("action_required"), "{}", run.summary);
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("action_required"),
+        "{}",
+        run.summary
+    );
     assert_eq!(run.actions.len(), 1, "an Apply button is offered");
     assert_eq!(run.actions[0]["identifier"], "apply");
     assert!(
@@ -349,7 +396,10 @@ async fn a_plan_that_drifted_since_review_waits_for_a_maintainer() {
     // A writer may not override the guard; nothing runs.
     live.comment(601, "writer-wes", "/apply\n").await;
     let reply = live.reply_to(601).await;
-    assert!(reply.contains("/apply needs maintain permission"), "{reply}");
+    assert!(
+        reply.contains("/apply needs maintain permission"),
+        "{reply}"
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
@@ -360,7 +410,12 @@ async fn a_plan_that_drifted_since_review_waits_for_a_maintainer() {
     assert!(reply.contains("/apply: queued"), "{reply}");
     let runs = live.applied(&sha(90), 2).await;
     let applied = runs.iter().find(|r| r.id != run.id).unwrap();
-    assert_eq!(applied.conclusion.as_deref(), Some("success"), "{}", applied.summary);
+    assert_eq!(
+        applied.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        applied.summary
+    );
     assert!(!live.sim.service.mutation_calls().is_empty());
     live.gh.assert_clean();
     live.assert_ids_kept().await;
@@ -398,9 +453,14 @@ async fn a_destructive_merge_needs_an_approval_bound_to_its_plan() {
             .find(|c| c.body.starts_with("<!-- fleetbot:pr-comment"))
     })
     .await;
-    assert!(comment.body.contains("fleet1-test-b/cluster"), "{}", comment.body);
+    assert!(
+        comment.body.contains("fleet1-test-b/cluster"),
+        "{}",
+        comment.body
+    );
     // Approved at the first head, then a push: the approval is void.
-    live.comment(701, "maintainer-mia", "/approve-destroy\n").await;
+    live.comment(701, "maintainer-mia", "/approve-destroy\n")
+        .await;
     let reply = live.reply_to(701).await;
     assert!(reply.contains("approved for fleets/prod.yaml"), "{reply}");
     insta::assert_snapshot!("approve_destroy_reply", stable(&reply));
@@ -411,19 +471,30 @@ async fn a_destructive_merge_needs_an_approval_bound_to_its_plan() {
     live.merge(&sha(90), "merge-1").await;
     let runs = live.applied(&sha(90), 1).await;
     let run = &runs[0];
-    assert_eq!(run.conclusion.as_deref(), Some("action_required"), "{}", run.summary);
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("action_required"),
+        "{}",
+        run.summary
+    );
     assert!(run.summary.contains("/approve-destroy"), "{}", run.summary);
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
     assert_eq!(live.clusters("fleet1-test-b").await, vec!["cluster"]);
     insta::assert_snapshot!("apply_needs_approval_summary", stable(&run.summary));
 
     // Approved after the merge, then applied: exactly b's cluster is deleted.
-    live.comment(702, "maintainer-mia", "/approve-destroy\n/apply\n").await;
+    live.comment(702, "maintainer-mia", "/approve-destroy\n/apply\n")
+        .await;
     let reply = live.reply_to(702).await;
     assert!(reply.contains("approved for fleets/prod.yaml"), "{reply}");
     let runs = live.applied(&sha(90), 2).await;
     let applied = runs.iter().find(|r| r.id != run.id).unwrap();
-    assert_eq!(applied.conclusion.as_deref(), Some("success"), "{}", applied.summary);
+    assert_eq!(
+        applied.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        applied.summary
+    );
     assert!(applied.title.contains("1 deleted"), "{}", applied.title);
     assert!(live.clusters("fleet1-test-b").await.is_empty());
     assert_eq!(live.clusters("fleet1-test-a").await, vec!["cluster"]);
@@ -448,18 +519,47 @@ async fn a_killed_server_resumes_its_apply_and_creates_nothing_twice() {
             .world()
             .runs_on(REPO, &sha(90))
             .into_iter()
-            .find(|r| r.name == "fleet/apply" && r.status == "in_progress" && r.title.starts_with("Applying"))
+            .find(|r| {
+                r.name == "fleet/apply"
+                    && r.status == "in_progress"
+                    && r.title.starts_with("Applying")
+            })
     })
     .await;
     tokio::time::sleep(Duration::from_millis(800)).await;
+    let before = live.clusters("staging-a").await.len() + live.clusters("staging-b").await.len();
     live.app.kill();
+    assert!(before < 2, "the kill landed after the apply was done");
     live.sim
         .service
         .with_core(|core| core.world.operation_latency_ms = 5);
     live.app = App::start(options(&live.gh, &live.sim, &live.dir, &live.tenant)).await;
     let runs = live.applied(&sha(90), 1).await;
-    assert_eq!(runs[0].conclusion.as_deref(), Some("success"), "{}", runs[0].summary);
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
     assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
     assert_eq!(live.clusters("staging-b").await, vec!["cluster"]);
+    // Nothing twice: one project per name, two node groups per cluster.
+    let client = support::client(&live.sim);
+    let mut names: Vec<String> = client
+        .list_projects(&live.tenant)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    let all = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), all, "a project was created twice: {names:?}");
+    for project in client.list_projects(&live.tenant).await.unwrap() {
+        for cluster in client.list_clusters(&project.id).await.unwrap() {
+            assert_eq!(client.list_node_groups(&cluster.id).await.unwrap().len(), 2);
+        }
+    }
     live.app.stop().await;
 }

@@ -655,16 +655,34 @@ async fn an_apply_run_keeps_its_first_record_across_handles<B: Backend>(b: B) {
         destructive_approved: approved,
         started_at: T0,
     };
-    assert_eq!(store.apply_run("apply:o/r#7@abc:merge", "fleets/a.yaml").await.unwrap(), None);
+    assert_eq!(
+        store
+            .apply_run("apply:o/r#7@abc:merge", "fleets/a.yaml")
+            .await
+            .unwrap(),
+        None
+    );
     store.record_apply_run(&run("d1", true)).await.unwrap();
     // A resumed job records again: what it was allowed when it first passed stays.
     replica.record_apply_run(&run("d2", false)).await.unwrap();
     assert_eq!(
-        replica.apply_run("apply:o/r#7@abc:merge", "fleets/a.yaml").await.unwrap(),
+        replica
+            .apply_run("apply:o/r#7@abc:merge", "fleets/a.yaml")
+            .await
+            .unwrap(),
         Some(run("d1", true))
     );
-    assert_eq!(store.apply_run("apply:o/r#7@abc:merge", "fleets/b.yaml").await.unwrap(), None);
-    assert_eq!(store.apply_run("other", "fleets/a.yaml").await.unwrap(), None);
+    assert_eq!(
+        store
+            .apply_run("apply:o/r#7@abc:merge", "fleets/b.yaml")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store.apply_run("other", "fleets/a.yaml").await.unwrap(),
+        None
+    );
 }
 
 async fn reviewed_plans_and_approvals_upsert_and_miss_cleanly<B: Backend>(b: B) {

@@ -6,9 +6,11 @@
 //! turns fetched inputs into the [`report`] and, through [`render`], the comment and the two
 //! check runs, so the rules are tested without any network.
 
+pub mod backend;
 pub mod commands;
 pub mod config;
 pub mod deploy;
+pub mod guard;
 pub mod handler;
 pub mod jobs;
 pub mod live;

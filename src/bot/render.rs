@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use minijinja::value::{Serde, Value};
 use minijinja::{Environment, context};
 
-use super::deploy::guard::Refusal;
+use super::guard::Refusal;
 use super::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
 use super::report::{CommandHelp, PrReport, Verdict};
 use crate::github::CheckConclusion;
@@ -346,12 +346,13 @@ pub fn render_apply(report: &ApplyReport, scanner: &Scanner) -> RenderedApply {
         .fleets
         .iter()
         .map(|f| {
-            let (outcome, details) = fleet_words(f);
+            let (outcome, intro, items) = fleet_words(f);
             context! {
                 path => &f.path,
                 name => &f.name,
                 outcome => outcome,
-                details => details,
+                intro => intro,
+                items => items,
                 counts => Serde(&f.counts),
             }
         })
@@ -375,7 +376,7 @@ pub fn render_apply(report: &ApplyReport, scanner: &Scanner) -> RenderedApply {
         blocked => blocked,
         fleets => fleets,
         offers_apply => report.offers_apply(),
-        marker => crate::bot::deploy::job::apply_reply_marker(&report.sha),
+        marker => apply_reply_marker(&report.sha),
     };
     let summary = cut_if_needed(&render("apply_summary.md", ctx.clone()), MAX_CHECK_CHARS);
     let reply = cut_if_needed(&render("apply_reply.md", ctx), MAX_COMMENT_BYTES);
@@ -385,45 +386,73 @@ pub fn render_apply(report: &ApplyReport, scanner: &Scanner) -> RenderedApply {
     }
 }
 
-/// A fleet's outcome in words, and the lines that explain it.
-fn fleet_words(f: &FleetApply) -> (&'static str, Vec<String>) {
+/// A fleet's outcome in words, a sentence that explains it, and the lines it names.
+fn fleet_words(f: &FleetApply) -> (&'static str, Option<String>, Vec<String>) {
+    let say = |text: &str| Some(text.to_string());
     match &f.outcome {
-        FleetOutcome::Applied => ("applied", f.deleted_targets.iter().map(|t| format!("deleted {t} (approved)")).collect()),
-        FleetOutcome::Unchanged => ("unchanged", Vec::new()),
+        FleetOutcome::Applied => (
+            "applied",
+            None,
+            f.deleted_targets
+                .iter()
+                .map(|t| format!("deleted {t} (approved)"))
+                .collect(),
+        ),
+        FleetOutcome::Unchanged => ("unchanged", None, Vec::new()),
         FleetOutcome::Failed => (
             "failed",
-            f.failed_targets
-                .iter()
-                .map(|t| format!("failed: {t} (the cloud's answer is in fleetbot's log)"))
-                .collect(),
+            say("Targets that failed (the cloud's answers are in fleetbot's log, not here):"),
+            f.failed_targets.clone(),
         ),
         FleetOutcome::SpecRemoved => (
             "spec removed",
-            vec!["The spec was deleted: nothing is destroyed on merge. Run fleetbot destroy to tear the fleet down.".into()],
+            say(
+                "The spec was deleted: nothing is destroyed on merge. Run fleetbot destroy to tear the fleet down.",
+            ),
+            Vec::new(),
         ),
         FleetOutcome::NothingForTheEngine => (
             "not applied",
-            vec!["Only soperator targets, which fleetbot's API engine does not apply.".into()],
+            say("Only soperator targets, which fleetbot's API engine does not apply."),
+            Vec::new(),
         ),
-        FleetOutcome::NotApplied { reason } => ("not applied", vec![reason.clone()]),
+        FleetOutcome::NotApplied { reason } => ("not applied", Some(reason.clone()), Vec::new()),
         FleetOutcome::Refused { refusal } => match refusal {
-            Refusal::Problems { problems } => ("refused: plan problems", problems.clone()),
+            Refusal::Problems { problems } => (
+                "refused: plan problems",
+                say(
+                    "The plan has problems, so nothing was applied; fix them in the spec or the cloud:",
+                ),
+                problems.clone(),
+            ),
             Refusal::NotReviewed => (
                 "waiting: not reviewed",
-                vec!["No preflight planned this fleet live for the pull request's last head, so there is no reviewed plan to hold the merge to. A maintainer can /apply.".into()],
+                say(
+                    "No preflight planned this fleet live for the pull request's last head, so there is no reviewed plan to hold the merge to. Someone with the permission can /apply.",
+                ),
+                Vec::new(),
             ),
-            Refusal::Drifted { since_review } => {
-                let mut lines = vec!["The plan changed since review (the cloud drifted, or another merge landed first). Since review:".to_string()];
-                lines.extend(since_review.iter().cloned());
-                ("waiting: plan changed", lines)
-            }
-            Refusal::NeedsApproval { deletions } => {
-                let mut lines = vec!["The plan deletes, replaces or shrinks, and nobody approved it. Someone with the permission runs /approve-destroy, then /apply:".to_string()];
-                lines.extend(deletions.iter().cloned());
-                ("waiting: needs /approve-destroy", lines)
-            }
+            Refusal::Drifted { since_review } => (
+                "waiting: plan changed",
+                say(
+                    "The plan changed since review (the cloud drifted, or another merge landed first). Planned now (+) and no longer planned (−):",
+                ),
+                since_review.clone(),
+            ),
+            Refusal::NeedsApproval { deletions } => (
+                "waiting: needs /approve-destroy",
+                say(
+                    "The plan deletes, replaces or shrinks, and nobody approved it. Someone with the permission runs /approve-destroy, then /apply:",
+                ),
+                deletions.clone(),
+            ),
         },
     }
+}
+
+/// Finds the reply about one applied commit again.
+pub fn apply_reply_marker(sha: &str) -> String {
+    format!("<!-- fleetbot:apply {} -->", sha.get(..7).unwrap_or(sha))
 }
 
 /// The hidden marker of the reply to one comment, so a retried job edits instead of reposting.
@@ -566,7 +595,7 @@ mod tests {
             5,
             Some("alice"),
             &["line 1: unknown command /pln (did you mean /plan?)".into()],
-            &[],
+            &["/status of fleets/prod.yaml (fleet prod): 1 deployed, 0 failed\n  - platform/train: deployed (2 of 2 nodes ready)".into()],
             true,
             &CommandHelp::all(|_| crate::github::Permission::Write),
         );
@@ -575,10 +604,15 @@ mod tests {
         @alice some commands in your comment were not run:
 
         - ❌ line 1: unknown command /pln (did you mean /plan?)
+        - /status of fleets/prod.yaml (fleet prod): 1 deployed, 0 failed
+          - platform/train: deployed (2 of 2 nodes ready)
 
         | Command | What it does | Least permission |
         |---|---|---|
         | `/plan` | recompute the preflight for the head commit (`fleet=NAME` to limit it) | write |
+        | `/apply` | apply the merged fleets now, under the guards (`fleet=PATH` to limit it) | write |
+        | `/approve-destroy` | approve the deletions and shrinks the current plan lists (`fleet=PATH`) | write |
+        | `/unlock` | free a fleet's apply lock held by another apply (`fleet=PATH`) | write |
         | `/verify-storage` | verify storage on the fleet's clusters (`fleet=NAME`, `cluster=NAME`) | write |
         | `/verify-graphics` | verify graphics on the fleet's clusters (`fleet=NAME`, `cluster=NAME`) | write |
         | `/status` | show the fleet's current state (`fleet=NAME`) | write |

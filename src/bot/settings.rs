@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::deploy::Deployer;
+use super::backend::Deployer;
 use super::live::LiveCloud;
 use crate::quota::evidence::QuotaEvidence;
 

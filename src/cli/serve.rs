@@ -14,15 +14,13 @@ use std::time::Duration;
 use clap::Args;
 
 use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
-use crate::bot::deploy::{DeployState, Deployer, FleetApplier};
+use crate::bot::backend::{DeployState, Deployer, FleetApplier};
 use crate::bot::live::{CloudPlanner, LiveCloud};
 use crate::bot::{Bot, BotSettings};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::{Metrics, WorkerSettings};
-use crate::store::{
-    DeployStore, InventoryStore, JobQueue, PostgresStore, SqliteStore, StoreUrl,
-};
+use crate::store::{DeployStore, InventoryStore, JobQueue, PostgresStore, SqliteStore, StoreUrl};
 
 /// How long a shutdown waits for running jobs before leaving them to their leases.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);

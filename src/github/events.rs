@@ -570,11 +570,18 @@ mod tests {
         assert_eq!(e.external_id, None);
         assert_eq!(e.pull_requests, vec![3]);
         body["action"] = json!("rerequested");
+        let Event::CheckRunRerequested(e) =
+            parse_event("check_run", body.to_string().as_bytes()).unwrap()
+        else {
+            panic!("not a re-run");
+        };
+        assert_eq!((e.identifier.as_str(), e.check_run_id), ("", 5));
+        body["action"] = json!("completed");
         assert_eq!(
             parse_event("check_run", body.to_string().as_bytes()).unwrap(),
             Event::Unknown {
                 event: "check_run".into(),
-                action: Some("rerequested".into())
+                action: Some("completed".into())
             }
         );
     }

@@ -108,8 +108,10 @@ pub trait DeployStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<ReviewedPlan>, StoreError>> + Send;
 
     /// Records (or keeps the first record of) a job's guard pass for a fleet.
-    fn record_apply_run(&self, run: &ApplyRun)
-    -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn record_apply_run(
+        &self,
+        run: &ApplyRun,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The job's record for the fleet, if it passed the guard before.
     fn apply_run(

@@ -18,7 +18,8 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::StoreError;
 use super::deploy::{
-    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
+    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner,
+    repo_key,
 };
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::{FleetLock, advisory_key};

@@ -32,7 +32,8 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use super::StoreError;
 use super::deploy::{
-    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
+    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner,
+    repo_key,
 };
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;

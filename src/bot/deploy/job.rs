@@ -14,11 +14,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::guard::{self, Decision, GuardInput, Trigger};
-use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB, Deployer, fleet_lease_key, plan_now};
+use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB};
+use crate::bot::backend::{Deployer, fleet_lease_key, plan_now};
 use crate::bot::config::LoadedConfig;
+use crate::bot::guard::{self, Decision, GuardInput, ReviewSummary, Trigger, approval_digest};
 use crate::bot::jobs::load_config;
 use crate::bot::live::PlannedFleet;
+use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
 use crate::engine::ops::{DeployResult, Progress, TargetStatus};
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, RunningCheck};
@@ -112,7 +114,9 @@ pub enum JobEnd {
     Published(ApplyReport),
     /// A fleet's lease is held by another apply that has not finished or expired: run again
     /// later.
-    Wait { holder: String },
+    Wait {
+        holder: String,
+    },
 }
 
 /// Runs one apply job.
@@ -182,7 +186,15 @@ pub async fn run(
         }
     }
     for fleet in &report.fleets {
-        audit(deployer, job, "apply", &fleet.path, conclusion_word(fleet), "").await;
+        audit(
+            deployer,
+            job,
+            "apply",
+            &fleet.path,
+            conclusion_word(fleet),
+            "",
+        )
+        .await;
     }
     if report.fleets.is_empty() {
         let outcome = report.conclusion().as_str();
@@ -245,7 +257,7 @@ struct Wait(String);
 /// Keeps the leases alive while the job applies (every third of their length). A lease that
 /// cannot be renewed was freed (`/unlock`) or taken over: the flag stops the next fleet.
 async fn renew_leases(
-    state: Arc<dyn super::DeployState>,
+    state: Arc<dyn crate::bot::backend::DeployState>,
     leases: Vec<Lease>,
     ttl: Duration,
     lost: Arc<AtomicBool>,
@@ -337,7 +349,9 @@ impl Applying<'_> {
         let name = Some(spec.name.clone());
         let (tenant, planned) = match plan_now(self.deployer.applier.as_ref(), &spec).await {
             Ok((tenant, Some(planned))) => (tenant, planned),
-            Ok((_, None)) => return FleetApply::new(&path, name, FleetOutcome::NothingForTheEngine),
+            Ok((_, None)) => {
+                return FleetApply::new(&path, name, FleetOutcome::NothingForTheEngine);
+            }
             Err(e) => {
                 return FleetApply::new(
                     &path,
@@ -418,7 +432,12 @@ impl Applying<'_> {
         let mut approved = false;
         for head in [&self.job.head_sha, &self.job.sha] {
             let key = approval_digest(head, &planned.plan.digest);
-            if state.approval(&pr, path, &key).await.map_err(unreadable)?.is_some() {
+            if state
+                .approval(&pr, path, &key)
+                .await
+                .map_err(unreadable)?
+                .is_some()
+            {
                 approved = true;
             }
         }
@@ -471,46 +490,6 @@ impl Applying<'_> {
     }
 }
 
-/// The approval key of a plan: the commit it was given on and the live plan's digest, so a
-/// later push (a new head) voids it even when the plan stays the same.
-pub(crate) fn approval_digest(head_sha: &str, plan_digest: &str) -> String {
-    format!("{head_sha}:{plan_digest}")
-}
-
-/// What a reviewed plan keeps besides its digest: its lines (for "what changed since review")
-/// and its deletions (for `/approve-destroy`'s reply), role names only.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReviewSummary {
-    pub lines: Vec<String>,
-    pub deletions: Vec<String>,
-}
-
-impl ReviewSummary {
-    pub fn of(planned: &PlannedFleet) -> Self {
-        ReviewSummary {
-            lines: guard::plan_lines(&planned.plan)
-                .lines()
-                .map(str::to_string)
-                .collect(),
-            deletions: planned
-                .plan
-                .destructive()
-                .iter()
-                .map(guard::deletion_line)
-                .collect(),
-        }
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-
-    /// An unreadable summary is an empty one: it only words the refusal, never decides it.
-    pub fn parse(text: &str) -> Self {
-        serde_json::from_str(text).unwrap_or_default()
-    }
-}
-
 /// Counts and names from the plan and the engine's result.
 fn applied(
     path: &str,
@@ -552,7 +531,9 @@ fn applied(
         let key = format!("{}/{}", entry.project_key, entry.cluster_name);
         if entry.status.is_failure() {
             fleet.counts.failed += 1;
-            fleet.failed_targets.push(format!("{key}: {}", entry.status));
+            fleet
+                .failed_targets
+                .push(format!("{key}: {}", entry.status));
         } else if entry.status == TargetStatus::Destroyed {
             fleet.counts.deleted += 1;
             fleet.deleted_targets.push(key);
@@ -564,7 +545,14 @@ fn applied(
     fleet
 }
 
-async fn audit(deployer: &Deployer, job: &ApplyJob, action: &str, fleet: &str, outcome: &str, digest: &str) {
+async fn audit(
+    deployer: &Deployer,
+    job: &ApplyJob,
+    action: &str,
+    fleet: &str,
+    outcome: &str,
+    digest: &str,
+) {
     let entry = AuditEntry {
         at: now_ms(),
         actor: job.actor.clone(),
@@ -619,11 +607,6 @@ async fn publish(
     Ok(())
 }
 
-/// Finds the reply about one applied commit again.
-pub fn apply_reply_marker(sha: &str) -> String {
-    format!("<!-- fleetbot:apply {} -->", short(sha))
-}
-
 /// Publishes the apply's progress on its check run, at most every few seconds, from the
 /// engine's progress lines; only counts and the current target's name are shown.
 struct ProgressReporter {
@@ -676,9 +659,16 @@ impl ProgressReporter {
             let (target, step) = line.split_once(": ").unwrap_or(("", line));
             if step == "deployed" || step.starts_with("failed") {
                 s.done += 1;
-                s.step = format!("{target} {}", if step == "deployed" { "deployed" } else { "failed" });
+                s.step = format!(
+                    "{target} {}",
+                    if step == "deployed" {
+                        "deployed"
+                    } else {
+                        "failed"
+                    }
+                );
             } else if !target.is_empty() && !target.contains(' ') {
-                s.step = format!("{target}");
+                s.step = target.to_string();
             }
             s.changed = true;
         })

@@ -5,8 +5,8 @@
 
 use super::{Bot, BotError, Handled};
 use crate::bot::config::ApplyMode;
-use crate::bot::deploy::guard::Trigger;
 use crate::bot::deploy::job::{ApplyJob, acknowledge};
+use crate::bot::guard::Trigger;
 use crate::bot::jobs::load_config;
 use crate::github::events::{CheckRunActionEvent, PullRequestEvent};
 use crate::github::{FileStatus, PullState, RepoClient};
@@ -68,7 +68,10 @@ impl Bot {
         rerun: bool,
     ) -> Result<Handled, BotError> {
         if e.name != crate::bot::deploy::APPLY_CHECK {
-            return Ok(Handled::Ignored(format!("check run {:?} is not ours to re-run", e.name)));
+            return Ok(Handled::Ignored(format!(
+                "check run {:?} is not ours to re-run",
+                e.name
+            )));
         }
         if !rerun && e.identifier != crate::bot::deploy::APPLY_ACTION {
             return Ok(Handled::Ignored(format!(
@@ -77,7 +80,9 @@ impl Bot {
             )));
         }
         let Some(number) = e.external_id.as_deref().and_then(number_from_external_id) else {
-            return Ok(Handled::Ignored("the check run names no pull request".into()));
+            return Ok(Handled::Ignored(
+                "the check run names no pull request".into(),
+            ));
         };
         let Some(installation) = e.installation_id else {
             return Ok(Handled::Ignored(

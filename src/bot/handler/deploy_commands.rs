@@ -4,10 +4,11 @@
 
 use super::apply::names_fleet;
 use super::{Bot, BotError};
+use crate::bot::backend::{Deployer, fleet_lease_key};
 use crate::bot::commands::Command;
-use crate::bot::deploy::guard::Trigger;
-use crate::bot::deploy::job::{ReviewSummary, approval_digest, short};
-use crate::bot::deploy::{Deployer, fleet_lease_key};
+use crate::bot::deploy::job::short;
+use crate::bot::guard::Trigger;
+use crate::bot::guard::{ReviewSummary, approval_digest};
 use crate::bot::jobs::load_config;
 use crate::github::events::IssueCommentEvent;
 use crate::github::{FileStatus, PullState, RepoClient};
@@ -72,7 +73,14 @@ impl Bot {
     ) -> Result<String, BotError> {
         let origin = format!("c{}", e.comment_id);
         match self
-            .request_apply(repo, e.issue_number, Trigger::Command, &e.author, &origin, only)
+            .request_apply(
+                repo,
+                e.issue_number,
+                Trigger::Command,
+                &e.author,
+                &origin,
+                only,
+            )
             .await?
         {
             Ok(r) => {

@@ -14,8 +14,8 @@ mod pull_request;
 use super::jobs::preflight::{PrHead, Published, preflight};
 use super::report::Verdict;
 use crate::github::client::{CheckConclusion, StickyComment};
-use crate::store::NewJob;
 use crate::github::{ClientError, Event, EventError, GitHubClient, RepoClient, parse_event};
+use crate::store::NewJob;
 
 pub use super::settings::{BotSettings, QuotaSource};
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::load_config;
 use crate::bot::config::{LoadedConfig, SpecMatcher};
-use crate::bot::deploy::job::ReviewSummary;
+use crate::bot::guard::ReviewSummary;
 use crate::bot::live::{LiveSpec, read_live};
 use crate::bot::pr::{ChangedFile, PrInput, PrOutcome, QuotaInput, evaluate_pull_request};
 use crate::bot::render::COMMENT_MARKER;

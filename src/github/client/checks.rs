@@ -177,7 +177,10 @@ impl RepoClient {
             self.update_check_run(id, &body).await?;
             return Ok(id);
         }
-        Ok(self.create_check_run_once_as(&run.name, &run.head_sha, run.external_id.as_deref(), &body).await?.0)
+        Ok(self
+            .create_check_run_once_as(&run.name, &run.head_sha, run.external_id.as_deref(), &body)
+            .await?
+            .0)
     }
 
     /// Updates a running run's title and summary (progress).
@@ -245,17 +248,16 @@ impl RepoClient {
     ) -> Result<(u64, usize), ClientError> {
         match self.create_check_run(body).await {
             Ok(id) => Ok((id, 1)),
-            Err(ClientError::Ambiguous { .. }) => match self
-                .find_check_run(name, head_sha, external_id)
-                .await?
-            {
-                Some(id) => {
-                    // The first create did land: bring it to this payload's first batch.
-                    self.update_check_run(id, body).await?;
-                    Ok((id, 3))
+            Err(ClientError::Ambiguous { .. }) => {
+                match self.find_check_run(name, head_sha, external_id).await? {
+                    Some(id) => {
+                        // The first create did land: bring it to this payload's first batch.
+                        self.update_check_run(id, body).await?;
+                        Ok((id, 3))
+                    }
+                    None => Ok((self.create_check_run(body).await?, 3)),
                 }
-                None => Ok((self.create_check_run(body).await?, 3)),
-            },
+            }
             Err(e) => Err(e),
         }
     }

@@ -327,7 +327,11 @@ impl World {
     /// pull request's changes (base to head) applied, then the default branch moves to it.
     pub fn merge(&mut self, full: &str, number: u64, merge_sha: &str) {
         let repo = self.repos.get_mut(full).expect("repo exists");
-        let pr = repo.pulls.get(&number).expect("pull request exists").clone();
+        let pr = repo
+            .pulls
+            .get(&number)
+            .expect("pull request exists")
+            .clone();
         let empty = BTreeMap::new();
         let base = repo.trees.get(&pr.base_sha).unwrap_or(&empty).clone();
         let head = repo.trees.get(&pr.head_sha).unwrap_or(&empty).clone();

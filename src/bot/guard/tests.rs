@@ -138,9 +138,10 @@ fn deletions_need_an_approval_of_this_plan_even_for_apply() {
 #[test]
 fn problems_refuse_whoever_asks_and_a_quiet_plan_does_nothing() {
     let mut p = plan("d1", vec![action("cluster", "train", Action::Create)]);
-    p.targets[0]
-        .problems
-        .push(Problem::new(ProblemKind::NotOwned, "cluster train is not fleetbot's"));
+    p.targets[0].problems.push(Problem::new(
+        ProblemKind::NotOwned,
+        "cluster train is not fleetbot's",
+    ));
     for t in [Trigger::Merge, Trigger::Command] {
         let d = decide(&input(t, Some(("d1", "")), &p, &[]));
         assert!(

@@ -59,7 +59,9 @@ impl<T: DeployStore> DeployState for T {
         head_sha: &'a str,
         fleet_path: &'a str,
     ) -> StateFuture<'a, Option<ReviewedPlan>> {
-        Box::pin(DeployStore::reviewed_plan(self, pr_key, head_sha, fleet_path))
+        Box::pin(DeployStore::reviewed_plan(
+            self, pr_key, head_sha, fleet_path,
+        ))
     }
     fn record_approval<'a>(&'a self, approval: &'a Approval) -> StateFuture<'a, ()> {
         Box::pin(DeployStore::record_approval(self, approval))

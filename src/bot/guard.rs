@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::live::PlannedFleet;
 use crate::engine::live::{Action, Destructive, LivePlan};
 
 /// What started an apply.
@@ -85,7 +86,9 @@ impl Refusal {
 #[serde(tag = "decision", rename_all = "kebab-case")]
 pub enum Decision {
     /// Apply; `prune` deletes the targets removed from the spec (approved).
-    Apply { prune: bool },
+    Apply {
+        prune: bool,
+    },
     /// The cloud already matches the spec.
     NothingToDo,
     Refuse(Refusal),
@@ -136,7 +139,10 @@ pub fn deletion_line(d: &Destructive) -> String {
     if d.name == d.target || d.target.ends_with(&format!("/{}", d.name)) {
         format!("{verb} {} {}: {}", d.resource, d.target, d.why)
     } else {
-        format!("{verb} {} {} of {}: {}", d.resource, d.name, d.target, d.why)
+        format!(
+            "{verb} {} {} of {}: {}",
+            d.resource, d.name, d.target, d.why
+        )
     }
 }
 
@@ -185,6 +191,46 @@ fn since_review(reviewed: &str, now: &str) -> Vec<String> {
         out.push("the planned actions changed in their details".into());
     }
     out
+}
+
+/// The approval key of a plan: the commit it was given on and the live plan's digest, so a
+/// later push (a new head) voids it even when the plan stays the same.
+pub(crate) fn approval_digest(head_sha: &str, plan_digest: &str) -> String {
+    format!("{head_sha}:{plan_digest}")
+}
+
+/// What a reviewed plan keeps besides its digest: its lines (for "what changed since review")
+/// and its deletions (for `/approve-destroy`'s reply), role names only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewSummary {
+    pub lines: Vec<String>,
+    pub deletions: Vec<String>,
+}
+
+impl ReviewSummary {
+    pub fn of(planned: &PlannedFleet) -> Self {
+        ReviewSummary {
+            lines: plan_lines(&planned.plan)
+                .lines()
+                .map(str::to_string)
+                .collect(),
+            deletions: planned
+                .plan
+                .destructive()
+                .iter()
+                .map(deletion_line)
+                .collect(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// An unreadable summary is an empty one: it only words the refusal, never decides it.
+    pub fn parse(text: &str) -> Self {
+        serde_json::from_str(text).unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

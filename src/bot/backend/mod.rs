@@ -1,0 +1,129 @@
+//! What applying merged specs needs: a cloud the bot may change ([`FleetApplier`]) and the
+//! store of reviewed plans, approvals, apply runs, audit records and per-fleet leases
+//! ([`DeployState`]), held together as the [`Deployer`] in the bot's settings.
+//!
+//! The bot never mutates through [`super::live::LiveCloud`]; only the apply job
+//! ([`super::deploy`]) calls [`FleetApplier::apply_fleet`], and only after
+//! [`super::guard::decide`] allowed the plan it is about to apply.
+
+pub mod state;
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::live::{LiveCloud, LiveError, LiveFuture, PlannedFleet, mk8s_only, public_error};
+use crate::cloud::domain::Cloud;
+use crate::engine::ops::{DeployResult, LifecycleOptions, Progress, StatusResult, deploy, status};
+use crate::spec::FleetSpec;
+use crate::store::InventoryStore;
+
+pub use state::DeployState;
+
+/// A cloud the apply job may change, besides reading it as [`LiveCloud`] does.
+pub trait FleetApplier: LiveCloud {
+    /// Deploys the spec's mk8s targets through the engine (preflight first, fail-closed);
+    /// with `prune`, the targets the spec no longer declares are deleted too.
+    fn apply_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        prune: bool,
+        progress: Progress,
+    ) -> LiveFuture<'a, DeployResult>;
+
+    /// The live status of the spec's targets.
+    fn fleet_status<'a>(&'a self, spec: &'a FleetSpec) -> LiveFuture<'a, StatusResult>;
+}
+
+/// What applying needs: the cloud and the store. Without it, merges are acknowledged and
+/// nothing is applied.
+#[derive(Clone)]
+pub struct Deployer {
+    pub applier: Arc<dyn FleetApplier>,
+    pub state: Arc<dyn DeployState>,
+    /// The tenant applies go to (never shown or logged); part of each fleet's lease key.
+    pub tenant_id: String,
+    /// How long an apply's fleet lease lasts without renewal (a crashed holder's lease runs
+    /// out after this).
+    pub lease: std::time::Duration,
+}
+
+impl std::fmt::Debug for Deployer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deployer")
+            .field("cloud", &self.applier.public_name())
+            .field("tenant_id", &"<redacted>")
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The key of a fleet's apply lease: the tenant (as a digest, never the ID), the repository and
+/// the spec path. Two repositories (or tenants) never share a lease.
+pub fn fleet_lease_key(tenant_id: &str, repo: &str, path: &str) -> String {
+    let tenant = Sha256::digest(tenant_id.as_bytes());
+    format!(
+        "t{}:{}:{path}",
+        &hex::encode(tenant)[..12],
+        repo.to_ascii_lowercase()
+    )
+}
+
+/// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the
+/// bot's host means nothing to the fleet), preflight on.
+pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
+    LifecycleOptions {
+        ssh_public_key: spec.ssh_public_key.trim().to_string(),
+        prune,
+        preflight: true,
+        ..LifecycleOptions::default()
+    }
+}
+
+impl<C, S> FleetApplier for super::live::CloudPlanner<C, S>
+where
+    C: Cloud + Clone + 'static,
+    S: InventoryStore + Clone + 'static,
+{
+    fn apply_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        prune: bool,
+        progress: Progress,
+    ) -> LiveFuture<'a, DeployResult> {
+        Box::pin(async move {
+            let (mk8s, _) = mk8s_only(spec);
+            let options = bot_options(&mk8s, prune);
+            deploy(
+                self.cloud(),
+                self.inventory(),
+                &mk8s,
+                tenant_id,
+                &options,
+                progress,
+            )
+            .await
+            .map_err(|e| public_error(&e))
+        })
+    }
+
+    fn fleet_status<'a>(&'a self, spec: &'a FleetSpec) -> LiveFuture<'a, StatusResult> {
+        Box::pin(async move {
+            status(self.cloud(), self.inventory(), spec)
+                .await
+                .map_err(|e| public_error(&e))
+        })
+    }
+}
+
+/// Plans one spec for the apply job: the same plan the preflight showed, read again now.
+pub(crate) async fn plan_now(
+    applier: &dyn FleetApplier,
+    spec: &FleetSpec,
+) -> Result<(String, Option<PlannedFleet>), LiveError> {
+    let tenant = applier.tenant_for(spec)?;
+    let planned = applier.plan_fleet(spec, &tenant).await?;
+    Ok((tenant, planned))
+}
