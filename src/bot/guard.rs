@@ -74,6 +74,16 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The reason as a metric label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Refusal::Problems { .. } => "problems",
+            Refusal::NotReviewed => "not-reviewed",
+            Refusal::Drifted { .. } => "drifted",
+            Refusal::NeedsApproval { .. } => "needs-approval",
+        }
+    }
+
     /// Whether a person can resolve it from the pull request (`/apply`, `/approve-destroy`),
     /// as opposed to a plan that must be fixed.
     pub fn needs_action(&self) -> bool {

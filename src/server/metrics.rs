@@ -19,8 +19,14 @@ const INTAKE_BUCKETS: [f64; 10] = [
 /// Job latency buckets (seconds): a preflight makes a few dozen API calls.
 const JOB_BUCKETS: [f64; 11] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
+/// Apply latency buckets (seconds): a cluster takes minutes to create.
+const APPLY_BUCKETS: [f64; 10] = [
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0,
+];
+
 /// The events the server accepts for work; anything else is labelled `other`.
-pub const KNOWN_EVENTS: [&str; 5] = [
+pub const KNOWN_EVENTS: [&str; 6] = [
+    "apply",
     "pull_request",
     "issue_comment",
     "check_run",
@@ -93,6 +99,12 @@ struct Inner {
     deliveries: BTreeMap<(&'static str, &'static str), u64>,
     intake: Histogram,
     jobs: BTreeMap<(&'static str, &'static str), Histogram>,
+    /// Apply durations by conclusion (their counts are the applies by outcome).
+    applies: BTreeMap<&'static str, Histogram>,
+    /// Applies that waited for a fleet lease held by another apply.
+    lock_waits: u64,
+    /// Fleets the guard refused, by reason.
+    refusals: BTreeMap<&'static str, u64>,
 }
 
 /// The server's own metrics.
@@ -108,6 +120,9 @@ impl Default for Metrics {
                 deliveries: BTreeMap::new(),
                 intake: Histogram::new(&INTAKE_BUCKETS),
                 jobs: BTreeMap::new(),
+                applies: BTreeMap::new(),
+                lock_waits: 0,
+                refusals: BTreeMap::new(),
             }),
         }
     }
@@ -132,6 +147,24 @@ impl Metrics {
             .entry((event, outcome))
             .or_insert_with(|| Histogram::new(&JOB_BUCKETS))
             .observe(took.as_secs_f64());
+    }
+
+    /// Records one finished apply: its conclusion, how long it took, and each fleet the guard
+    /// refused (by reason).
+    pub fn apply(&self, conclusion: &'static str, took: Duration, refusals: &[&'static str]) {
+        let mut m = self.lock();
+        m.applies
+            .entry(conclusion)
+            .or_insert_with(|| Histogram::new(&APPLY_BUCKETS))
+            .observe(took.as_secs_f64());
+        for r in refusals {
+            *m.refusals.entry(r).or_default() += 1;
+        }
+    }
+
+    /// Counts an apply that had to wait for a fleet lease.
+    pub fn lock_wait(&self) {
+        self.lock().lock_waits += 1;
     }
 
     /// How many deliveries had this event and outcome.
@@ -171,6 +204,26 @@ impl Metrics {
                 &mut out,
                 "fleetbot_job_duration_seconds",
                 &format!("event=\"{event}\",outcome=\"{outcome}\""),
+            );
+        }
+        out.push_str("# HELP fleetbot_apply_duration_seconds Applies by conclusion, and how long each took.\n");
+        out.push_str("# TYPE fleetbot_apply_duration_seconds histogram\n");
+        for (conclusion, h) in &m.applies {
+            h.render(
+                &mut out,
+                "fleetbot_apply_duration_seconds",
+                &format!("conclusion=\"{conclusion}\""),
+            );
+        }
+        out.push_str("# HELP fleetbot_apply_lock_waits_total Applies that waited for a fleet lease held by another apply.\n");
+        out.push_str("# TYPE fleetbot_apply_lock_waits_total counter\n");
+        let _ = writeln!(out, "fleetbot_apply_lock_waits_total {}", m.lock_waits);
+        out.push_str("# HELP fleetbot_apply_guard_refusals_total Fleets an apply's guard refused, by reason.\n");
+        out.push_str("# TYPE fleetbot_apply_guard_refusals_total counter\n");
+        for (reason, n) in &m.refusals {
+            let _ = writeln!(
+                out,
+                "fleetbot_apply_guard_refusals_total{{reason=\"{reason}\"}} {n}"
             );
         }
         if let Some(gh) = github {

@@ -233,6 +233,14 @@ async fn run_job<Q: JobQueue>(
             )
         }
     };
+    match &result {
+        Ok(Ok(Handled::Applied {
+            conclusion,
+            refusals,
+        })) => metrics.apply(conclusion.as_str(), took, refusals),
+        Ok(Ok(Handled::Deferred { .. })) => metrics.lock_wait(),
+        _ => {}
+    }
     if let Some(outcome) = &outcome {
         finish(queue, &job, outcome, &span).await;
     } else {

@@ -44,7 +44,11 @@ pub enum Handled {
     /// An apply was acknowledged (its check run is in progress) and is to be queued.
     Started { check_run: u64, jobs: Vec<NewJob> },
     /// An apply ran and published its check run.
-    Applied { conclusion: CheckConclusion },
+    Applied {
+        conclusion: CheckConclusion,
+        /// The reason of each fleet the guard refused.
+        refusals: Vec<&'static str>,
+    },
     /// The job cannot run yet (a fleet's lease is held elsewhere); run it again later
     /// without counting the attempt.
     Deferred { reason: String },
@@ -172,6 +176,7 @@ impl Bot {
         match job::run(&repo, deployer, id, &job, &key).await? {
             JobEnd::Published(report) => Ok(Handled::Applied {
                 conclusion: report.conclusion(),
+                refusals: report.refusals(),
             }),
             JobEnd::Wait { holder } => Ok(Handled::Deferred {
                 reason: format!("a fleet is locked by {holder}"),

@@ -136,6 +136,17 @@ impl ApplyReport {
         CheckConclusion::Neutral
     }
 
+    /// The reason of each fleet the guard refused.
+    pub fn refusals(&self) -> Vec<&'static str> {
+        self.fleets
+            .iter()
+            .filter_map(|f| match &f.outcome {
+                FleetOutcome::Refused { refusal } => Some(refusal.kind()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether the Apply button (and `/apply`) could resolve it.
     pub fn offers_apply(&self) -> bool {
         self.conclusion() == CheckConclusion::ActionRequired
