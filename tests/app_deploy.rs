@@ -7,6 +7,8 @@
 mod app;
 #[path = "support/fake_github/mod.rs"]
 mod fake_github;
+#[path = "support/postgres.rs"]
+mod pg;
 mod support;
 
 use std::time::Duration;
@@ -124,6 +126,7 @@ async fn live() -> Live {
         let mut w = gh.world();
         w.set_role(REPO, "maintainer-mia", "maintain");
         w.set_role(REPO, "writer-wes", "write");
+        w.set_role(REPO, "admin-ada", "admin");
     }
     let app = App::start(options(&gh, &sim, &dir, &tenant)).await;
     Live {
@@ -561,5 +564,186 @@ async fn a_killed_server_resumes_its_apply_and_creates_nothing_twice() {
             assert_eq!(client.list_node_groups(&cluster.id).await.unwrap().len(), 2);
         }
     }
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn two_replicas_on_one_postgres_apply_a_merge_once() {
+    let url = pg::fresh_database().await;
+    let sim = support::simulator(&fast_world()).await;
+    let tenant = sim.tenant_id();
+    let gh = fake_github::with_fleet(&base_spec()).await;
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut replicas = Vec::new();
+    for dir in [&dir_a, &dir_b] {
+        let mut opts = options(&gh, &sim, dir, &tenant);
+        opts.store_url = Some(url.clone());
+        replicas.push(App::start(opts).await);
+    }
+    let head = sha(2);
+    {
+        let mut w = gh.world();
+        w.commit(
+            REPO,
+            &sha(1),
+            &head,
+            &[("fleets/staging.yaml", Some(&staging_spec()))],
+        );
+        w.open_pr(REPO, PR, "change", &head);
+    }
+    replicas[0]
+        .deliver(
+            "pull_request",
+            "open",
+            &fake_github::pr_delivery("opened", PR, &head, "change"),
+        )
+        .await;
+    eventually("the preflight", || {
+        gh.world()
+            .runs_on(REPO, &head)
+            .into_iter()
+            .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
+    })
+    .await;
+    gh.world().merge(REPO, PR, &sha(90));
+    // Each replica gets the merge as its own delivery (a redelivery has a new id), at once.
+    let body = fixtures::merged(&pr_ref(&head), &sha(90), "maintainer-mia");
+    tokio::join!(
+        replicas[0].deliver("pull_request", "merge-a", &body),
+        replicas[1].deliver("pull_request", "merge-b", &body),
+    );
+    let runs = eventually("the apply concludes", || {
+        let runs: Vec<_> = gh
+            .world()
+            .runs_on(REPO, &sha(90))
+            .into_iter()
+            .filter(|r| r.name == "fleet/apply")
+            .collect();
+        runs.iter()
+            .all(|r| r.conclusion.is_some())
+            .then_some(runs)
+            .filter(|r| !r.is_empty())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let runs_now: Vec<_> = gh
+        .world()
+        .runs_on(REPO, &sha(90))
+        .into_iter()
+        .filter(|r| r.name == "fleet/apply")
+        .collect();
+    assert_eq!(runs_now.len(), 1, "one apply run: {runs_now:?}");
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    let creates: Vec<String> = sim
+        .service
+        .mutation_calls()
+        .into_iter()
+        .filter(|c| c.contains("mk8s") && c.ends_with(".ClusterService/Create"))
+        .collect();
+    assert_eq!(creates.len(), 2, "each cluster created once: {creates:?}");
+    gh.assert_clean();
+    for app in replicas {
+        app.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_fleet_locked_by_a_dead_apply_waits_until_its_lease_expires_and_unlock_frees_it() {
+    use fleetbot::store::{DeployStore, LeaseTake};
+    let live = live().await;
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    // An apply of another merge holds the fleet, and its server is gone: its lease runs out.
+    let store = fleetbot::store::SqliteStore::open(&live.dir.path().join("fleetbot.sqlite"))
+        .await
+        .unwrap();
+    let key = fleetbot::bot::backend::fleet_lease_key(&live.tenant, REPO, "fleets/staging.yaml");
+    let now = fleetbot::store::queue::now_ms();
+    let taken = store
+        .take_lease(&key, "apply:dead-job", "#11 at deadbee (merge)", now, 3_000)
+        .await
+        .unwrap();
+    assert!(matches!(taken, LeaseTake::Acquired(_)));
+    live.merge(&sha(90), "merge-1").await;
+    let waiting = eventually("the apply waits for the lock", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &sha(90))
+            .into_iter()
+            .find(|r| r.name == "fleet/apply" && r.summary.contains("#11 at deadbee"))
+    })
+    .await;
+    assert_eq!(waiting.status, "in_progress");
+    assert!(live.clusters("staging-a").await.is_empty());
+    let runs = live.applied(&sha(90), 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+
+    // A lock held for long: a writer may not free it, an admin may, and it is audited.
+    store
+        .take_lease(
+            &key,
+            "apply:stuck-job",
+            "#13 at c0ffee0 (merge)",
+            fleetbot::store::queue::now_ms(),
+            600_000,
+        )
+        .await
+        .unwrap();
+    live.comment(801, "writer-wes", "/unlock\n").await;
+    let reply = live.reply_to(801).await;
+    assert!(reply.contains("/unlock needs admin permission"), "{reply}");
+    assert!(
+        store
+            .lease(&key, fleetbot::store::queue::now_ms())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    live.comment(802, "admin-ada", "/unlock fleet=staging\n")
+        .await;
+    let reply = live.reply_to(802).await;
+    assert!(
+        reply.contains("freed the lock of fleets/staging.yaml held by \\#13 at c0ffee0 (merge)"),
+        "{reply}"
+    );
+    assert!(
+        store
+            .lease(&key, fleetbot::store::queue::now_ms())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let audit = store.audit(REPO, 20).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "/unlock" && e.actor == "admin-ada"),
+        "{audit:?}"
+    );
+    assert!(
+        audit.iter().any(|e| e.action == "/unlock"
+            && e.actor == "writer-wes"
+            && e.outcome.starts_with("refused")),
+        "{audit:?}"
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action.starts_with("apply") && e.outcome == "success"),
+        "{audit:?}"
+    );
+    live.gh.assert_clean();
     live.app.stop().await;
 }

@@ -199,12 +199,13 @@ async fn run_job<Q: JobQueue>(
             }),
             "retry",
         ),
-        Ok(Ok(Handled::Deferred { .. })) => (
-            Some(JobOutcome::Deferred {
-                at: now_ms() + ms(settings.fleet_busy_delay),
-            }),
-            "deferred",
-        ),
+        Ok(Ok(Handled::Deferred { until, .. })) => {
+            // Back when the holder's lease runs out, if that is sooner than the usual wait.
+            let now = now_ms();
+            let later = now + ms(settings.fleet_busy_delay);
+            let at = until.map_or(later, |u| u.clamp(now + 100, later));
+            (Some(JobOutcome::Deferred { at }), "deferred")
+        }
         Ok(Ok(Handled::Ignored(_))) => (Some(JobOutcome::Done), "ignored"),
         Ok(Ok(_)) => (Some(JobOutcome::Done), "ok"),
         // The delivery itself is bad, or GitHub refuses the request: another attempt would

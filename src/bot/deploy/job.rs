@@ -113,9 +113,10 @@ pub(crate) async fn acknowledge(
 pub enum JobEnd {
     Published(ApplyReport),
     /// A fleet's lease is held by another apply that has not finished or expired: run again
-    /// later.
+    /// later, no later than when that lease expires (unix ms, when known).
     Wait {
         holder: String,
+        until: Option<i64>,
     },
 }
 
@@ -144,7 +145,7 @@ pub async fn run(
         }
         let leases = match take_leases(deployer, job_id, job, &specs).await {
             Ok(leases) => leases,
-            Err(Wait(holder)) => {
+            Err(Wait(holder, until)) => {
                 let _ = repo
                     .report_progress(
                         job.check_run_id,
@@ -154,7 +155,7 @@ pub async fn run(
                         ),
                     )
                     .await;
-                return Ok(JobEnd::Wait { holder });
+                return Ok(JobEnd::Wait { holder, until });
             }
         };
         let lost = Arc::new(AtomicBool::new(false));
@@ -252,7 +253,7 @@ async fn read_spec(repo: &RepoClient, job: &ApplyJob, path: &str) -> Result<Spec
     })
 }
 
-struct Wait(String);
+struct Wait(String, Option<i64>);
 
 /// Keeps the leases alive while the job applies (every third of their length). A lease that
 /// cannot be renewed was freed (`/unlock`) or taken over: the flag stops the next fleet.
@@ -306,12 +307,11 @@ async fn take_leases(
                 for lease in &taken {
                     let _ = deployer.state.release_lease(lease).await;
                 }
-                let holder = match other {
-                    Ok(LeaseTake::Held(held)) => held.holder,
+                return Err(match other {
+                    Ok(LeaseTake::Held(held)) => Wait(held.holder, Some(held.expires_at)),
                     // Fail closed: a lease that cannot be read is a lease not held.
-                    _ => "an apply whose lock could not be read".to_string(),
-                };
-                return Err(Wait(holder));
+                    _ => Wait("an apply whose lock could not be read".to_string(), None),
+                });
             }
         }
     }
@@ -361,13 +361,12 @@ impl Applying<'_> {
             }
         };
         let decision = self.decide(&path, &planned).await;
-        let prune = match decision {
-            Ok(Decision::Apply { prune }) => prune,
-            Ok(Decision::NothingToDo) => {
-                let mut fleet = FleetApply::new(&path, name, FleetOutcome::Unchanged);
-                fleet.counts.unchanged = planned.plan.targets.len();
-                return fleet;
-            }
+        // A quiet plan is still run through the engine: it makes no mutation, and it records
+        // what an apply killed after its last create left unrecorded (the cloud matches the
+        // spec, the inventory does not yet know every ID).
+        let (prune, quiet) = match decision {
+            Ok(Decision::Apply { prune }) => (prune, false),
+            Ok(Decision::NothingToDo) => (false, true),
             Ok(Decision::Refuse(refusal)) => {
                 self.remember_refused_plan(&path, &planned).await;
                 return FleetApply::new(&path, name, FleetOutcome::Refused { refusal });
@@ -411,6 +410,11 @@ impl Applying<'_> {
             .await;
         progress.stop().await;
         match result {
+            Ok(result) if quiet && result.failed == 0 => {
+                let mut fleet = FleetApply::new(&path, name, FleetOutcome::Unchanged);
+                fleet.counts.unchanged = planned.plan.targets.len();
+                fleet
+            }
             Ok(result) => applied(&path, name, &planned, &result),
             Err(e) => FleetApply::new(&path, name, FleetOutcome::NotApplied { reason: e.message }),
         }

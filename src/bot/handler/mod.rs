@@ -51,7 +51,7 @@ pub enum Handled {
     },
     /// The job cannot run yet (a fleet's lease is held elsewhere); run it again later
     /// without counting the attempt.
-    Deferred { reason: String },
+    Deferred { reason: String, until: Option<i64> },
     /// An event worth a log line only (installations).
     Noted(String),
 }
@@ -178,8 +178,9 @@ impl Bot {
                 conclusion: report.conclusion(),
                 refusals: report.refusals(),
             }),
-            JobEnd::Wait { holder } => Ok(Handled::Deferred {
+            JobEnd::Wait { holder, until } => Ok(Handled::Deferred {
                 reason: format!("a fleet is locked by {holder}"),
+                until,
             }),
         }
     }

@@ -157,25 +157,25 @@ impl RepoClient {
         Ok(PublishedCheckRun { id, requests })
     }
 
-    /// Starts an `in_progress` run, or takes over the one already on the commit with this name
-    /// and external id (a retried job must not leave two runs of one name), and returns its id.
+    /// Starts an `in_progress` run and returns its id; when the commit already has a run with
+    /// this name and external id (the same request acknowledged before: a retried job, a
+    /// redelivery), that run's id is returned and the run is left as it is, so an apply that
+    /// already concluded is never shown as queued again.
     pub async fn start_check_run(&self, run: &RunningCheck) -> Result<u64, ClientError> {
-        let body = serde_json::json!({
+        if let Some(id) = self
+            .find_check_run(&run.name, &run.head_sha, run.external_id.as_deref())
+            .await?
+        {
+            return Ok(id);
+        }
+        let mut body = serde_json::json!({
             "name": run.name,
             "head_sha": run.head_sha,
             "status": "in_progress",
             "output": { "title": run.title, "summary": run.summary },
         });
-        let mut body = body;
         if let Some(id) = &run.external_id {
             body["external_id"] = Value::from(id.as_str());
-        }
-        if let Some(id) = self
-            .find_check_run(&run.name, &run.head_sha, run.external_id.as_deref())
-            .await?
-        {
-            self.update_check_run(id, &body).await?;
-            return Ok(id);
         }
         Ok(self
             .create_check_run_once_as(&run.name, &run.head_sha, run.external_id.as_deref(), &body)

@@ -1,0 +1,427 @@
+//! The crash campaign of merge to deploy: `fleetbot serve` applying a merged fleet against a
+//! separately running `fleetbot sim`, killed (SIGKILL) at a random moment of the apply and
+//! started again over the same store, trial after trial. Each trial must converge (the
+//! `fleet/apply` check succeeds and a fresh plan is quiet) with no duplicated and no orphaned
+//! cloud resource.
+//!
+//! Run by `scripts/crash-campaign.sh` (`CRASH_TRIALS`, default 50; `CRASH_SEED` replays a
+//! campaign). It is `#[ignore]`d in the suite: it takes minutes, and its figures go in
+//! docs/status.md.
+
+#[path = "support/app.rs"]
+mod app;
+#[path = "support/fake_github/mod.rs"]
+mod fake_github;
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use app::{App, AppOptions, eventually};
+use fake_github::{REPO, fixtures, sha};
+use fleetbot::cloud::Cloud;
+use fleetbot::cloud::auth::Credentials;
+use fleetbot::cloud::client::{Endpoints, NebiusClient};
+use fleetbot::store::InventoryStore;
+
+const TOKEN: &str = "crash-campaign-token";
+const PR: u64 = 12;
+
+/// `fleetbot sim` in its own process, its world kept in a state file.
+struct Sim {
+    child: Child,
+    endpoint: String,
+    tenant: String,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_sim(dir: &std::path::Path) -> Sim {
+    let world = dir.join("world.yaml");
+    std::fs::write(
+        &world,
+        include_str!("../fixtures/sim/default.yaml")
+            .replace("operation_latency_ms: 150", "operation_latency_ms: 40"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            TOKEN,
+            "--world",
+        ])
+        .arg(&world)
+        .arg("--state")
+        .arg(dir.join("sim-state.json"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let endpoint = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let tenant = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .trim()
+        .trim_start_matches("tenant: ")
+        .to_string();
+    std::thread::spawn(move || for _ in lines {});
+    Sim {
+        child,
+        endpoint,
+        tenant,
+    }
+}
+
+fn client(sim: &Sim) -> NebiusClient {
+    NebiusClient::new(
+        Endpoints::Single {
+            uri: sim.endpoint.clone(),
+        },
+        Credentials::Static(TOKEN.to_string()),
+    )
+}
+
+/// A small deterministic generator (xorshift), so a campaign can be replayed by its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// What one trial found.
+#[derive(Debug, Default)]
+struct Trial {
+    killed_after_ms: u64,
+    /// The kill landed before the apply concluded.
+    mid_apply: bool,
+    converged: bool,
+    duplicated: Vec<String>,
+    orphaned: Vec<String>,
+    took: Duration,
+}
+
+fn spec() -> String {
+    include_str!("../fixtures/specs/fleet1-test.yaml").to_string()
+}
+
+async fn trial(rng: &mut Rng, kill_window_ms: u64) -> Trial {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let sim = start_sim(dir.path());
+    let gh = fake_github::FakeGitHub::start().await;
+    gh.world().add_repo(
+        REPO,
+        "main",
+        &sha(1),
+        &[
+            ("README.md", "# fleet config\n"),
+            (".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n"),
+        ],
+    );
+    let options = AppOptions {
+        github_url: gh.url.clone(),
+        dir: dir.path().to_path_buf(),
+        workers: 2,
+        cloud: Some((sim.endpoint.clone(), TOKEN.into(), sim.tenant.clone())),
+        store_url: None,
+        webhook_secrets: None,
+        job_lease_secs: Some(1),
+    };
+    let mut app = App::start(options.clone()).await;
+    let head = sha(2);
+    {
+        let mut w = gh.world();
+        w.commit(REPO, &sha(1), &head, &[("fleets/prod.yaml", Some(&spec()))]);
+        w.open_pr(REPO, PR, "change", &head);
+    }
+    app.deliver(
+        "pull_request",
+        "open",
+        &fake_github::pr_delivery("opened", PR, &head, "change"),
+    )
+    .await;
+    eventually("the preflight", || {
+        gh.world()
+            .runs_on(REPO, &head)
+            .into_iter()
+            .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
+    })
+    .await;
+    let merge = sha(90);
+    gh.world().merge(REPO, PR, &merge);
+    let pr = fixtures::PrRef {
+        owner: fake_github::OWNER.into(),
+        repo: fake_github::NAME.into(),
+        number: PR,
+        head_sha: head.clone(),
+        base_sha: sha(1),
+        head_ref: "change".into(),
+        base_ref: "main".into(),
+        installation_id: fake_github::INSTALLATION,
+    };
+    app.deliver(
+        "pull_request",
+        "merge",
+        &fixtures::merged(&pr, &merge, "mia"),
+    )
+    .await;
+    let killed_after_ms = rng.below(kill_window_ms);
+    tokio::time::sleep(Duration::from_millis(killed_after_ms)).await;
+    let done_before_kill = gh
+        .world()
+        .runs_on(REPO, &merge)
+        .into_iter()
+        .any(|r| r.name == "fleet/apply" && r.conclusion.is_some());
+    app.kill();
+    app = App::start(options).await;
+    let concluded = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let done = gh
+                .world()
+                .runs_on(REPO, &merge)
+                .into_iter()
+                .filter(|r| r.name == "fleet/apply")
+                .any(|r| r.conclusion.as_deref() == Some("success"));
+            if done {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .is_ok();
+    app.stop().await;
+    let (duplicated, orphaned, quiet) = inspect(&sim, dir.path()).await;
+    Trial {
+        killed_after_ms,
+        mid_apply: !done_before_kill,
+        converged: concluded && quiet,
+        duplicated,
+        orphaned,
+        took: started.elapsed(),
+    }
+}
+
+/// Every resource of the tenant's projects: duplicates (two of one kind and name in one
+/// project, or two projects of one name), orphans (a resource no inventory record names), and
+/// whether planning the spec again is quiet.
+async fn inspect(sim: &Sim, dir: &std::path::Path) -> (Vec<String>, Vec<String>, bool) {
+    let cloud = client(sim);
+    let store = fleetbot::store::SqliteStore::open(&dir.join("fleetbot.sqlite"))
+        .await
+        .unwrap();
+    let targets = store.targets("fleet1-test").await.unwrap();
+    let projects = store.projects("fleet1-test").await.unwrap();
+    let mut recorded: BTreeSet<String> = BTreeSet::new();
+    for p in &projects {
+        for id in [
+            &p.project_id,
+            &p.created_network_id,
+            &p.created_subnet_id,
+            &p.subnet_id,
+            &p.bucket_id,
+        ] {
+            recorded.insert(id.clone());
+        }
+    }
+    for t in &targets {
+        recorded.extend(
+            [
+                &t.cluster_id,
+                &t.filesystem_id,
+                &t.gpu_cluster_id,
+                &t.subnet_id,
+            ]
+            .into_iter()
+            .cloned(),
+        );
+        recorded.extend(t.node_group_ids.iter().cloned());
+    }
+    let mut duplicated = Vec::new();
+    let mut orphaned = Vec::new();
+    let mut seen: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    // A resource is fleetbot's when it carries fleetbot's label (a project's default network,
+    // made by the cloud, is not); an orphan is one of fleetbot's that no record names.
+    let mut note = |scope: &str,
+                    kind: &str,
+                    name: &str,
+                    id: &str,
+                    labels: &fleetbot::cloud::domain::Labels,
+                    orphaned: &mut Vec<String>| {
+        let ours = labels
+            .get(fleetbot::engine::desired::LABEL_MANAGED_BY)
+            .map(String::as_str)
+            == Some(fleetbot::engine::desired::MANAGED_BY);
+        if !ours {
+            return;
+        }
+        *seen
+            .entry((scope.to_string(), kind.to_string(), name.to_string()))
+            .or_default() += 1;
+        if !recorded.contains(id) {
+            orphaned.push(format!("{kind} {name} in {scope}"));
+        }
+    };
+    for project in cloud.list_projects(&sim.tenant).await.unwrap() {
+        if !project.name.starts_with("fleet1-test-") {
+            continue;
+        }
+        let scope = project.name.clone();
+        // Every project of the fleet's names counts (a second one is a duplicate), labelled or
+        // not.
+        let named = fleetbot::cloud::domain::Labels::from([(
+            fleetbot::engine::desired::LABEL_MANAGED_BY.to_string(),
+            fleetbot::engine::desired::MANAGED_BY.to_string(),
+        )]);
+        note(
+            "tenant",
+            "project",
+            &project.name,
+            &project.id,
+            &named,
+            &mut orphaned,
+        );
+        for n in cloud.list_networks(&project.id).await.unwrap() {
+            note(&scope, "network", &n.name, &n.id, &n.labels, &mut orphaned);
+        }
+        for s in cloud.list_subnets(&project.id).await.unwrap() {
+            note(&scope, "subnet", &s.name, &s.id, &s.labels, &mut orphaned);
+        }
+        for b in cloud.list_buckets(&project.id).await.unwrap() {
+            note(&scope, "bucket", &b.name, &b.id, &b.labels, &mut orphaned);
+        }
+        for f in cloud.list_filesystems(&project.id).await.unwrap() {
+            note(
+                &scope,
+                "filesystem",
+                &f.name,
+                &f.id,
+                &f.labels,
+                &mut orphaned,
+            );
+        }
+        for g in cloud.list_gpu_clusters(&project.id).await.unwrap() {
+            note(
+                &scope,
+                "gpu-cluster",
+                &g.name,
+                &g.id,
+                &g.labels,
+                &mut orphaned,
+            );
+        }
+        for c in cloud.list_clusters(&project.id).await.unwrap() {
+            note(&scope, "cluster", &c.name, &c.id, &c.labels, &mut orphaned);
+            for g in cloud.list_node_groups(&c.id).await.unwrap() {
+                note(
+                    &scope,
+                    "node-group",
+                    &g.name,
+                    &g.id,
+                    &g.labels,
+                    &mut orphaned,
+                );
+            }
+        }
+    }
+    for ((scope, kind, name), n) in seen {
+        if n > 1 {
+            duplicated.push(format!("{n} × {kind} {name} in {scope}"));
+        }
+    }
+    let spec = fleetbot::spec::load_str(&spec(), "fleets/prod.yaml").unwrap();
+    let options = fleetbot::engine::ops::LifecycleOptions::default();
+    let quiet =
+        match fleetbot::engine::ops::prepare(&cloud, &store, &spec, &sim.tenant, &options).await {
+            Ok(prepared) => prepared.plan.is_quiet() && !prepared.plan.has_problems(),
+            Err(_) => false,
+        };
+    (duplicated, orphaned, quiet)
+}
+
+#[tokio::test]
+#[ignore = "minutes long: run by scripts/crash-campaign.sh"]
+async fn a_killed_apply_converges_without_duplicates_or_orphans() {
+    let trials: usize = std::env::var("CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let seed: u64 = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+        | 1;
+    let mut rng = Rng(seed);
+    // Kills land anywhere from the merge delivery to well past a whole apply's length.
+    let window_ms = std::env::var("CRASH_WINDOW_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1400);
+    println!("crash campaign: {trials} trials, seed {seed}, kill window {window_ms} ms");
+    let mut results = Vec::new();
+    for i in 0..trials {
+        let t = trial(&mut rng, window_ms).await;
+        println!(
+            "trial {:>3}: killed after {:>4} ms ({}); converged {}; duplicated {}; orphaned {}; {:.1} s",
+            i + 1,
+            t.killed_after_ms,
+            if t.mid_apply {
+                "mid-apply"
+            } else {
+                "after it concluded"
+            },
+            t.converged,
+            t.duplicated.len(),
+            t.orphaned.len(),
+            t.took.as_secs_f64()
+        );
+        for d in &t.duplicated {
+            println!("    duplicated: {d}");
+        }
+        for o in &t.orphaned {
+            println!("    orphaned: {o}");
+        }
+        results.push(t);
+    }
+    let duplicated: usize = results.iter().map(|t| t.duplicated.len()).sum();
+    let orphaned: usize = results.iter().map(|t| t.orphaned.len()).sum();
+    let converged = results.iter().filter(|t| t.converged).count();
+    let mid_apply = results.iter().filter(|t| t.mid_apply).count();
+    println!(
+        "crash campaign: {trials} trials (seed {seed}), {mid_apply} killed mid-apply: {converged} converged, {duplicated} duplicated, {orphaned} orphaned resources"
+    );
+    assert_eq!((converged, duplicated, orphaned), (trials, 0, 0));
+}
