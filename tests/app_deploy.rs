@@ -461,6 +461,7 @@ async fn a_destructive_merge_needs_an_approval_bound_to_its_plan() {
         "{}",
         comment.body
     );
+    insta::assert_snapshot!("destructive_comment", stable(&comment.body));
     // Approved at the first head, then a push: the approval is void.
     live.comment(701, "maintainer-mia", "/approve-destroy\n")
         .await;
@@ -745,5 +746,92 @@ async fn a_fleet_locked_by_a_dead_apply_waits_until_its_lease_expires_and_unlock
         "{audit:?}"
     );
     live.gh.assert_clean();
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn manual_apply_status_and_refusals_say_why() {
+    let live = live().await;
+    // The repository applies manually.
+    live.gh.world().add_repo(
+        REPO,
+        "main",
+        &sha(1),
+        &[
+            ("README.md", "# fleet config\n"),
+            ("fleets/prod.yaml", &base_spec()),
+            (
+                ".fleetbot.yml",
+                "specs: ['fleets/**/*.yaml']\napply: manual\n",
+            ),
+        ],
+    );
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    // Before the merge, /apply is refused with the reason and /status answers.
+    live.comment(901, "maintainer-mia", "/apply\n/status fleet=prod\n")
+        .await;
+    let reply = live.reply_to(901).await;
+    assert!(reply.contains("not merged"), "{reply}");
+    assert!(
+        reply.contains("no fleet spec this pull request changed matches fleet=prod"),
+        "{reply}"
+    );
+    insta::assert_snapshot!("refused_apply_reply", stable(&reply));
+    live.sim.service.clear_call_log();
+    live.merge(&sha(90), "merge-1").await;
+    let runs = live.applied(&sha(90), 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("action_required"),
+        "{}",
+        runs[0].summary
+    );
+    assert_eq!(runs[0].actions[0]["identifier"], "apply");
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    insta::assert_snapshot!("manual_apply_summary", stable(&runs[0].summary));
+    // The Apply button, pressed by a writer: refused; by a maintainer: applied.
+    let press = |who: &str| {
+        fixtures::check_run_event(
+            &pr_ref(&head),
+            runs[0].id,
+            "fleet/apply",
+            &sha(90),
+            runs[0].external_id.as_deref().unwrap_or_default(),
+            Some("apply"),
+            who,
+        )
+    };
+    live.app
+        .deliver("check_run", "press-1", &press("writer-wes"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
+    live.app
+        .deliver("check_run", "press-2", &press("maintainer-mia"))
+        .await;
+    let runs = live.applied(&sha(90), 2).await;
+    let applied = runs
+        .iter()
+        .find(|r| r.title.starts_with("Applied"))
+        .unwrap();
+    assert_eq!(
+        applied.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        applied.summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    // /status of the merged fleet, by role names and states.
+    live.comment(902, "writer-wes", "/status\n").await;
+    let reply = live.reply_to(902).await;
+    assert!(
+        reply.contains("/status of fleets/staging.yaml (fleet staging): 2 deployed, 0 failed"),
+        "{reply}"
+    );
+    insta::assert_snapshot!("status_reply", stable(&reply));
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
     live.app.stop().await;
 }

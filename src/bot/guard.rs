@@ -3,12 +3,13 @@
 //! request showed, and nothing that deletes, replaces or shrinks without `/approve-destroy` on
 //! exactly that plan.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::live::PlannedFleet;
 use crate::engine::live::{Action, Destructive, LivePlan};
+use crate::spec::FleetSpec;
 
 /// What started an apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +42,96 @@ impl Trigger {
     }
 }
 
+/// How the plan's projects are named in public: a project key can be the slug of a private
+/// project ID (a project given by `project_id` alone), so projects are shown by their display
+/// names as the sticky comment shows them, an ID-only project by its position, and a project
+/// the spec no longer declares by its order among those.
+#[derive(Debug, Clone, Default)]
+pub struct PublicNames {
+    labels: BTreeMap<String, String>,
+}
+
+impl PublicNames {
+    pub fn of(spec: &FleetSpec) -> Self {
+        Self::with_base(spec, None)
+    }
+
+    /// Names from `spec`, and for projects only `base` (the spec before the change) still
+    /// declares, the names they had there, as the sticky comment shows them.
+    pub fn with_base(spec: &FleetSpec, base: Option<&FleetSpec>) -> Self {
+        let named = |spec: &FleetSpec| -> Vec<(String, String)> {
+            spec.projects
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let label = if p.name.is_empty() {
+                        format!("existing project #{}", i + 1)
+                    } else {
+                        p.display_name(&spec.project_prefix)
+                    };
+                    (p.key(), label)
+                })
+                .collect()
+        };
+        let mut labels: BTreeMap<String, String> =
+            base.map(named).unwrap_or_default().into_iter().collect();
+        // An ID-only project's position in the old spec means nothing now.
+        labels.retain(|_, l| !l.starts_with("existing project #"));
+        labels.extend(named(spec));
+        PublicNames { labels }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn from_labels(pairs: &[(&str, &str)]) -> Self {
+        PublicNames {
+            labels: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// A project by its key; a key the spec does not declare is numbered in the order asked,
+    /// so one plan's wording is the same wherever it is rendered.
+    pub fn project(&mut self, key: &str) -> String {
+        if let Some(label) = self.labels.get(key) {
+            return label.clone();
+        }
+        let removed = self
+            .labels
+            .values()
+            .filter(|l| l.starts_with("removed project #"))
+            .count();
+        let label = format!("removed project #{}", removed + 1);
+        self.labels.insert(key.to_string(), label.clone());
+        label
+    }
+
+    /// A target (`project-key/cluster`) as `label/cluster`.
+    pub fn target(&mut self, target: &str) -> String {
+        match target.split_once('/') {
+            Some((project, cluster)) => format!("{}/{cluster}", self.project(project)),
+            None => self.project(target),
+        }
+    }
+
+    /// The plan's problems, each prefixed with the public name of what it is about.
+    pub fn problems(&mut self, plan: &LivePlan) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in &plan.projects {
+            for m in &p.problems {
+                out.push(format!("project {}: {m}", self.project(&p.key)));
+            }
+        }
+        for t in &plan.targets {
+            for m in &t.problems {
+                out.push(format!("{}: {m}", self.target(&t.target)));
+            }
+        }
+        out
+    }
+}
+
 /// Everything the guard of one fleet looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct GuardInput<'a> {
@@ -57,6 +148,8 @@ pub struct GuardInput<'a> {
     /// This apply already passed the guard for this fleet before it was interrupted; `Some`
     /// holds whether deletions were approved then.
     pub resumed: Option<bool>,
+    /// The spec's public project names (for what a refusal says).
+    pub names: &'a PublicNames,
 }
 
 /// Why a fleet is not applied.
@@ -108,15 +201,16 @@ pub enum Decision {
 /// whether the plan is what was reviewed, then approval of what it deletes.
 pub fn decide(input: &GuardInput<'_>) -> Decision {
     let plan = input.plan;
+    let mut names = input.names.clone();
     if plan.has_problems() {
         return Decision::Refuse(Refusal::Problems {
-            problems: plan.problems(),
+            problems: names.problems(plan),
         });
     }
     if plan.is_quiet() {
         return Decision::NothingToDo;
     }
-    let lines = plan_lines(plan);
+    let lines = plan_lines(plan, &mut names);
     if input.resumed.is_none() && !input.trigger.overrides_review() {
         match input.reviewed {
             None => return Decision::Refuse(Refusal::NotReviewed),
@@ -131,7 +225,11 @@ pub fn decide(input: &GuardInput<'_>) -> Decision {
     let approved = input.approved || input.resumed == Some(true);
     if !input.destructive.is_empty() && !approved {
         return Decision::Refuse(Refusal::NeedsApproval {
-            deletions: input.destructive.iter().map(deletion_line).collect(),
+            deletions: input
+                .destructive
+                .iter()
+                .map(|d| deletion_line(d, &mut names))
+                .collect(),
         });
     }
     Decision::Apply {
@@ -140,32 +238,33 @@ pub fn decide(input: &GuardInput<'_>) -> Decision {
 }
 
 /// One destructive action, by role names only.
-pub fn deletion_line(d: &Destructive) -> String {
+pub fn deletion_line(d: &Destructive, names: &mut PublicNames) -> String {
     let verb = match d.action {
         Action::Delete => "delete",
         Action::Replace => "replace",
         _ => "shrink",
     };
-    if d.name == d.target || d.target.ends_with(&format!("/{}", d.name)) {
-        format!("{verb} {} {}: {}", d.resource, d.target, d.why)
+    let whole = d.name == d.target || d.target.ends_with(&format!("/{}", d.name));
+    let target = names.target(&d.target);
+    if whole {
+        format!("{verb} {} {target}: {}", d.resource, d.why)
     } else {
-        format!(
-            "{verb} {} {} of {}: {}",
-            d.resource, d.name, d.target, d.why
-        )
+        format!("{verb} {} {} of {target}: {}", d.resource, d.name, d.why)
     }
 }
 
 /// The plan as sorted lines, one per action that changes something, with the fields it
 /// changes: stored with a reviewed plan so a later plan can say what changed since. Names are
 /// the spec's (the plan never holds cloud IDs).
-pub fn plan_lines(plan: &LivePlan) -> String {
+pub fn plan_lines(plan: &LivePlan, names: &mut PublicNames) -> String {
     let mut lines = BTreeSet::new();
-    let scopes = plan
-        .projects
-        .iter()
-        .map(|p| (format!("project {}", p.key), &p.actions))
-        .chain(plan.targets.iter().map(|t| (t.target.clone(), &t.actions)));
+    let mut scopes = Vec::new();
+    for p in &plan.projects {
+        scopes.push((format!("project {}", names.project(&p.key)), &p.actions));
+    }
+    for t in &plan.targets {
+        scopes.push((names.target(&t.target), &t.actions));
+    }
     for (scope, actions) in scopes {
         for a in actions {
             if matches!(a.action, Action::NoChange | Action::Reuse) {
@@ -218,9 +317,10 @@ pub struct ReviewSummary {
 }
 
 impl ReviewSummary {
-    pub fn of(planned: &PlannedFleet) -> Self {
+    pub fn of(planned: &PlannedFleet, names: &PublicNames) -> Self {
+        let mut names = names.clone();
         ReviewSummary {
-            lines: plan_lines(&planned.plan)
+            lines: plan_lines(&planned.plan, &mut names)
                 .lines()
                 .map(str::to_string)
                 .collect(),
@@ -228,7 +328,7 @@ impl ReviewSummary {
                 .plan
                 .destructive()
                 .iter()
-                .map(deletion_line)
+                .map(|d| deletion_line(d, &mut names))
                 .collect(),
         }
     }

@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB};
 use crate::bot::backend::{Deployer, fleet_lease_key, plan_now};
 use crate::bot::config::LoadedConfig;
-use crate::bot::guard::{self, Decision, GuardInput, ReviewSummary, Trigger, approval_digest};
+use crate::bot::guard::{
+    self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger, approval_digest,
+};
 use crate::bot::jobs::load_config;
 use crate::bot::live::PlannedFleet;
 use crate::bot::render::apply_reply_marker;
@@ -40,6 +42,9 @@ pub struct ApplyJob {
     pub sha: String,
     /// The pull request's last head, whose reviewed plans the guard compares with.
     pub head_sha: String,
+    /// The pull request's base, for the names of projects it removed.
+    #[serde(default)]
+    pub base_sha: String,
     pub trigger: Trigger,
     /// Who asked.
     pub actor: String,
@@ -360,7 +365,9 @@ impl Applying<'_> {
                 );
             }
         };
-        let decision = self.decide(&path, &planned).await;
+        let base = self.base_spec(&path).await;
+        let names = PublicNames::with_base(&spec, base.as_ref());
+        let decision = self.decide(&path, &planned, &names).await;
         // A quiet plan is still run through the engine: it makes no mutation, and it records
         // what an apply killed after its last create left unrecorded (the cloud matches the
         // spec, the inventory does not yet know every ID).
@@ -368,7 +375,7 @@ impl Applying<'_> {
             Ok(Decision::Apply { prune }) => (prune, false),
             Ok(Decision::NothingToDo) => (false, true),
             Ok(Decision::Refuse(refusal)) => {
-                self.remember_refused_plan(&path, &planned).await;
+                self.remember_refused_plan(&path, &planned, &names).await;
                 return FleetApply::new(&path, name, FleetOutcome::Refused { refusal });
             }
             Err(reason) => {
@@ -415,12 +422,17 @@ impl Applying<'_> {
                 fleet.counts.unchanged = planned.plan.targets.len();
                 fleet
             }
-            Ok(result) => applied(&path, name, &planned, &result),
+            Ok(result) => applied(&path, name, &planned, &result, names),
             Err(e) => FleetApply::new(&path, name, FleetOutcome::NotApplied { reason: e.message }),
         }
     }
 
-    async fn decide(&self, path: &str, planned: &PlannedFleet) -> Result<Decision, String> {
+    async fn decide(
+        &self,
+        path: &str,
+        planned: &PlannedFleet,
+        names: &PublicNames,
+    ) -> Result<Decision, String> {
         let state = &self.deployer.state;
         let pr = self.job.pr_key();
         let unreadable = |e: crate::store::StoreError| {
@@ -461,18 +473,32 @@ impl Applying<'_> {
             destructive: &destructive,
             approved,
             resumed,
+            names,
         }))
+    }
+
+    /// The spec at the pull request's base, when it is there and parses (names only).
+    async fn base_spec(&self, path: &str) -> Option<crate::spec::FleetSpec> {
+        if self.job.base_sha.is_empty() {
+            return None;
+        }
+        let bytes = self
+            .repo
+            .file_content(path, &self.job.base_sha)
+            .await
+            .ok()??;
+        crate::spec::load_str(std::str::from_utf8(&bytes).ok()?, path).ok()
     }
 
     /// A refused plan is kept as reviewed at the applied commit, so `/approve-destroy` after
     /// the merge approves exactly it (and `/apply` then applies it).
-    async fn remember_refused_plan(&self, path: &str, planned: &PlannedFleet) {
+    async fn remember_refused_plan(&self, path: &str, planned: &PlannedFleet, names: &PublicNames) {
         let plan = ReviewedPlan {
             pr_key: self.job.pr_key(),
             head_sha: self.job.sha.clone(),
             fleet_path: path.to_string(),
             digest: planned.plan.digest.clone(),
-            summary: ReviewSummary::of(planned).to_json(),
+            summary: ReviewSummary::of(planned, names).to_json(),
             recorded_at: now_ms(),
         };
         if let Err(e) = self.deployer.state.record_reviewed_plan(&plan).await {
@@ -500,6 +526,7 @@ fn applied(
     name: Option<String>,
     planned: &PlannedFleet,
     result: &DeployResult,
+    mut names: PublicNames,
 ) -> FleetApply {
     let mut fleet = FleetApply::new(path, name, FleetOutcome::Applied);
     for target in &planned.plan.targets {
@@ -513,7 +540,7 @@ fn applied(
             fleet.counts.failed += 1;
             fleet
                 .failed_targets
-                .push(format!("{}: {}", target.target, c.status));
+                .push(format!("{}: {}", names.target(&target.target), c.status));
             continue;
         }
         if target.prune {
@@ -532,7 +559,7 @@ fn applied(
         }
     }
     for entry in &result.pruned {
-        let key = format!("{}/{}", entry.project_key, entry.cluster_name);
+        let key = names.target(&format!("{}/{}", entry.project_key, entry.cluster_name));
         if entry.status.is_failure() {
             fleet.counts.failed += 1;
             fleet

@@ -43,6 +43,15 @@ fn deletion() -> Destructive {
     }
 }
 
+fn names() -> &'static PublicNames {
+    static NAMES: std::sync::OnceLock<PublicNames> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| PublicNames::from_labels(&[("platform", "fleet-platform")]))
+}
+
+fn lines(plan: &LivePlan) -> String {
+    plan_lines(plan, &mut names().clone())
+}
+
 fn input<'a>(
     trigger: Trigger,
     reviewed: Option<(&'a str, &'a str)>,
@@ -56,13 +65,14 @@ fn input<'a>(
         destructive,
         approved: false,
         resumed: None,
+        names: names(),
     }
 }
 
 #[test]
 fn a_merge_applies_exactly_the_reviewed_plan() {
     let p = plan("d1", vec![action("cluster", "train", Action::Create)]);
-    let lines = plan_lines(&p);
+    let lines = lines(&p);
     assert_eq!(
         decide(&input(Trigger::Merge, Some(("d1", &lines)), &p, &[])),
         Decision::Apply { prune: false }
@@ -79,7 +89,7 @@ fn a_drifted_plan_waits_and_says_what_changed_since_review() {
         to: "4".into(),
     });
     let now = plan("d2", vec![grown]);
-    let lines = plan_lines(&reviewed);
+    let lines = lines(&reviewed);
     let Decision::Refuse(Refusal::Drifted { since_review }) =
         decide(&input(Trigger::Merge, Some(("d1", &lines)), &now, &[]))
     else {
@@ -88,8 +98,8 @@ fn a_drifted_plan_waits_and_says_what_changed_since_review() {
     assert_eq!(
         since_review,
         vec![
-            "+ update node-group gpu in platform/train (node_count)".to_string(),
-            "− create cluster train in platform/train".to_string(),
+            "+ update node-group gpu in fleet-platform/train (node_count)".to_string(),
+            "− create cluster train in fleet-platform/train".to_string(),
         ]
     );
     // A re-run is held to review too; /apply and the button accept the new plan.
@@ -117,7 +127,7 @@ fn without_a_reviewed_plan_a_merge_applies_nothing() {
 #[test]
 fn deletions_need_an_approval_of_this_plan_even_for_apply() {
     let p = plan("d1", vec![action("cluster", "old", Action::Delete)]);
-    let lines = plan_lines(&p);
+    let lines = lines(&p);
     let d = [deletion()];
     for t in [Trigger::Merge, Trigger::Command, Trigger::Button] {
         let Decision::Refuse(Refusal::NeedsApproval { deletions }) =
@@ -127,7 +137,7 @@ fn deletions_need_an_approval_of_this_plan_even_for_apply() {
         };
         assert_eq!(
             deletions,
-            vec!["delete cluster platform/old: removed from the spec".to_string()]
+            vec!["delete cluster fleet-platform/old: removed from the spec".to_string()]
         );
     }
     let mut approved = input(Trigger::Merge, Some(("d1", &lines)), &p, &d);
@@ -170,4 +180,29 @@ fn a_resumed_apply_keeps_what_it_was_allowed() {
         decide(&resumed),
         Decision::Refuse(Refusal::NeedsApproval { .. })
     ));
+}
+
+#[test]
+fn projects_are_named_as_the_comment_names_them_never_by_key() {
+    let text = include_str!("../../../fixtures/specs/fleet1-test.yaml").replace(
+        "  - name: b   # display name fleet1-test-b",
+        "  - project_id: project-e00abcdefgh",
+    );
+    let spec = crate::spec::load_str(&text, "fleets/prod.yaml").unwrap();
+    let mut names = PublicNames::of(&spec);
+    assert_eq!(names.target("a/train"), "fleet1-test-a/train");
+    let id_key = spec.projects[1].key();
+    assert_eq!(names.project(&id_key), "existing project #2");
+    // Projects the spec no longer declares are numbered, the same way each time.
+    assert_eq!(names.project("gone"), "removed project #1");
+    assert_eq!(names.project("also-gone"), "removed project #2");
+    assert_eq!(names.project("gone"), "removed project #1");
+    let mut p = plan("d", vec![action("cluster", "x", Action::Create)]);
+    p.targets[0].target = format!("{id_key}/x");
+    p.targets[0]
+        .problems
+        .push(Problem::new(ProblemKind::NotOwned, "not fleetbot's"));
+    let text = PublicNames::of(&spec).problems(&p).join("\n");
+    assert_eq!(text, "existing project #2/x: not fleetbot's");
+    assert!(!plan_lines(&p, &mut PublicNames::of(&spec)).contains("e00abcdefgh"));
 }

@@ -139,7 +139,7 @@ impl Bot {
         let default_branch = repo.default_branch().await?;
         if pr.base_ref != default_branch {
             return Ok(Err(format!(
-                "the pull request targets `{}`, not the default branch `{default_branch}`; only merges into the default branch are applied",
+                "the pull request targets {}, not the default branch {default_branch}; only merges into the default branch are applied",
                 pr.base_ref
             )));
         }
@@ -163,7 +163,7 @@ impl Bot {
             let config = load_config(repo).await?;
             if config.config.apply != ApplyMode::BeforeMerge {
                 return Ok(Err(format!(
-                    "the pull request is not merged; applying before merge needs `apply: before-merge` in .fleetbot.yml (it is `{}`)",
+                    "the pull request is not merged; applying before merge needs apply: before-merge in .fleetbot.yml (it is {})",
                     config.config.apply.as_str()
                 )));
             }
@@ -211,6 +211,7 @@ impl Bot {
             number,
             sha: sha.clone(),
             head_sha: pr.head_sha.clone(),
+            base_sha: pr.base_sha.clone(),
             trigger,
             actor: actor.to_string(),
             check_run_id: check_run,

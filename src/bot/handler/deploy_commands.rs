@@ -8,7 +8,7 @@ use crate::bot::backend::{Deployer, fleet_lease_key};
 use crate::bot::commands::Command;
 use crate::bot::deploy::job::short;
 use crate::bot::guard::Trigger;
-use crate::bot::guard::{ReviewSummary, approval_digest};
+use crate::bot::guard::{PublicNames, ReviewSummary, approval_digest};
 use crate::bot::jobs::load_config;
 use crate::github::events::IssueCommentEvent;
 use crate::github::{FileStatus, PullState, RepoClient};
@@ -297,6 +297,7 @@ async fn status(
         };
         match deployer.applier.fleet_status(&spec).await {
             Ok(result) => {
+                let mut names = PublicNames::of(&spec);
                 let mut note = format!(
                     "/status of {} (fleet {}): {} deployed, {} failed",
                     target.path, result.name, result.deployed, result.failed
@@ -304,7 +305,11 @@ async fn status(
                 for c in &result.clusters {
                     note.push_str(&format!(
                         "\n  - {}/{}: {} ({} of {} nodes ready)",
-                        c.project_key, c.cluster_name, c.status, c.nodes_ready, c.nodes_wanted
+                        names.project(&c.project_key),
+                        c.cluster_name,
+                        c.status,
+                        c.nodes_ready,
+                        c.nodes_wanted
                     ));
                 }
                 said.notes.push(note);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::load_config;
 use crate::bot::config::{LoadedConfig, SpecMatcher};
-use crate::bot::guard::ReviewSummary;
+use crate::bot::guard::{PublicNames, ReviewSummary};
 use crate::bot::live::{LiveSpec, read_live};
 use crate::bot::pr::{ChangedFile, PrInput, PrOutcome, QuotaInput, evaluate_pull_request};
 use crate::bot::render::COMMENT_MARKER;
@@ -45,7 +45,8 @@ pub async fn preflight(
     let config = load_config(repo).await?;
     let matcher = config.config.spec_matcher();
     let (files, truncated) = fetch_changed_files(repo, settings, &matcher, pr).await?;
-    let live = read_live_specs(settings, &config, &files, &matcher).await;
+    let specs = valid_head_specs(&files, &matcher);
+    let live = read_live_specs(settings, &config, &specs).await;
     let quota = settings.quota.as_ref().map(|q| QuotaInput {
         tenant_id: &q.tenant_id,
         evidence: q.evidence.as_ref(),
@@ -63,7 +64,7 @@ pub async fn preflight(
         quota,
         live: &live,
     });
-    record_reviewed_plans(settings, &repo_name, pr, &live).await;
+    record_reviewed_plans(settings, &repo_name, pr, &specs, &base_specs(&files), &live).await;
     let check_runs = publish_checks(repo, &outcome).await?;
     let comment = publish_comment(repo, pr.number, &outcome).await?;
     tracing::info!(
@@ -87,21 +88,24 @@ async fn record_reviewed_plans(
     settings: &BotSettings,
     repo: &str,
     pr: PrHead<'_>,
+    specs: &[(String, FleetSpec)],
+    base_specs: &BTreeMap<&str, FleetSpec>,
     live: &BTreeMap<String, LiveSpec>,
 ) {
     let Some(deployer) = &settings.deploy else {
         return;
     };
-    for (path, spec) in live {
-        let Ok(Some(planned)) = &spec.plan else {
+    for (path, spec) in specs {
+        let Some(Ok(Some(planned))) = live.get(path).map(|l| &l.plan) else {
             continue;
         };
+        let base = base_specs.get(path.as_str());
         let plan = ReviewedPlan {
             pr_key: pr_key(repo, pr.number),
             head_sha: pr.head_sha.to_string(),
             fleet_path: path.clone(),
             digest: planned.plan.digest.clone(),
-            summary: ReviewSummary::of(planned).to_json(),
+            summary: ReviewSummary::of(planned, &PublicNames::with_base(spec, base)).to_json(),
             recorded_at: now_ms(),
         };
         if let Err(e) = deployer.state.record_reviewed_plan(&plan).await {
@@ -178,17 +182,27 @@ impl HeadFetch<'_> {
 async fn read_live_specs(
     settings: &BotSettings,
     config: &LoadedConfig,
-    files: &[ChangedFile],
-    matcher: &SpecMatcher,
+    specs: &[(String, FleetSpec)],
 ) -> BTreeMap<String, LiveSpec> {
     // Forks are planned like any pull request: specs are data, nothing from them runs, and
     // the bot reads only its configured tenant (design.md, decision 9).
     match &settings.cloud {
-        Some(cloud) if config.error.is_none() => {
-            read_live(cloud.as_ref(), &valid_head_specs(files, matcher)).await
-        }
+        Some(cloud) if config.error.is_none() => read_live(cloud.as_ref(), specs).await,
         _ => BTreeMap::new(),
     }
+}
+
+/// The changed specs' base versions that parse, by head path (for the names of projects a
+/// change removes).
+fn base_specs(files: &[ChangedFile]) -> BTreeMap<&str, FleetSpec> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let text = std::str::from_utf8(f.base.as_deref()?).ok()?;
+            let spec = crate::spec::load_str(text, f.base_path()).ok()?;
+            Some((f.path.as_str(), spec))
+        })
+        .collect()
 }
 
 /// The changed specs whose head parses and validates, for the live plan (the others are
