@@ -12,6 +12,7 @@ use super::static_summary::{PlanIndex, REMOVED_CLUSTER, index_plan, project_labe
 use crate::bot::live::{LiveSpec, PlannedFleet};
 use crate::bot::report::{LiveProblem, LiveProblemKind, PlanItem, PlanSummary};
 use crate::engine::FleetPlan;
+use crate::bot::guard::{PublicNames, deletion_line};
 use crate::engine::live::{Action, ProjectPlan, ResourceAction, TargetPlan, target_key_of};
 use crate::engine::static_plan::ClusterPlan;
 use crate::spec::FleetSpec;
@@ -51,6 +52,13 @@ pub(super) fn apply_live(
     for target in planned.plan.pruned() {
         view.add_pruned(summary, target, base, &live.tenant_id);
     }
+    let mut names = PublicNames::with_base(spec, base.map(|(s, _)| s));
+    summary.needs_approval = planned
+        .plan
+        .destructive()
+        .iter()
+        .map(|d| deletion_line(d, &mut names))
+        .collect();
 }
 
 /// The static comparison's destroy rows that the live plan decides instead: removed mk8s

@@ -87,6 +87,7 @@ fn counts(shown: Option<&FleetPlan>) -> PlanSummary {
         unchanged: 0,
         live_cloud: None,
         unproven: 0,
+        needs_approval: Vec::new(),
         problems: Vec::new(),
     }
 }

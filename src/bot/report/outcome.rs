@@ -127,6 +127,9 @@ pub enum Caution {
     /// Private values in the changed lines: `fleet/privacy` fails on them, `fleet/preflight`
     /// only says so (one leak fails one check).
     PrivateValuesElsewhere { count: usize },
+    /// The live plan deletes, replaces or shrinks: merging applies it only after
+    /// `/approve-destroy`.
+    NeedsApproval { count: usize },
 }
 
 impl Caution {
@@ -137,6 +140,13 @@ impl Caution {
                 plural(*count)
             ),
             Caution::QuotaNotChecked => "the quota budget was not checked".into(),
+            Caution::NeedsApproval { count } => format!(
+                "{count} deletion{}, replacement{} or shrink{} planned: the merge applies {} only after /approve-destroy on this plan",
+                plural(*count),
+                plural(*count),
+                plural(*count),
+                if *count == 1 { "it" } else { "them" }
+            ),
             Caution::PrivateValuesElsewhere { count } => format!(
                 "{count} private value{} committed: fleet/privacy fails on {}",
                 plural(*count),
@@ -279,6 +289,14 @@ fn cautions(fleets: &[FleetReport]) -> Vec<Caution> {
     if fleets.iter().any(budget_is(BudgetStatus::NotChecked)) {
         cautions.push(Caution::QuotaNotChecked);
     }
+    let destructive: usize = fleets
+        .iter()
+        .filter_map(|f| f.plan.as_ref())
+        .map(|p| p.needs_approval.len())
+        .sum();
+    if destructive > 0 {
+        cautions.push(Caution::NeedsApproval { count: destructive });
+    }
     cautions
 }
 
@@ -339,6 +357,7 @@ mod tests {
                 unchanged: 1,
                 live_cloud: Some("the fleetbot simulator".into()),
                 unproven: 0,
+                needs_approval: Vec::new(),
                 problems: Vec::new(),
             }),
             budget: Some(BudgetReport {

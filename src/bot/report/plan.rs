@@ -25,6 +25,9 @@ pub struct PlanSummary {
     /// Of `unchanged`, clusters that match the spec but are not proven unchanged (no deployed
     /// record in fleetbot's store, or not ready), so the budget still counts them in full.
     pub unproven: usize,
+    /// What the live plan deletes, replaces or shrinks, by public names: a merge applies it
+    /// only after `/approve-destroy` on this plan.
+    pub needs_approval: Vec<String>,
     /// What stops the live plan (ownership, identity, an unreadable cloud); each blocks.
     pub problems: Vec<LiveProblem>,
 }
