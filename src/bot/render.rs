@@ -334,7 +334,7 @@ pub struct RenderedApply {
 }
 
 /// Renders an apply report: both texts come from the same report the conclusion does.
-pub fn render_apply(report: &ApplyReport, scanner: &Scanner) -> RenderedApply {
+pub fn render_apply(report: &ApplyReport, run_url: &str, scanner: &Scanner) -> RenderedApply {
     let conclusion = report.conclusion();
     let (icon, word) = match conclusion {
         CheckConclusion::Success => ("✅", "applied"),
@@ -377,6 +377,8 @@ pub fn render_apply(report: &ApplyReport, scanner: &Scanner) -> RenderedApply {
         fleets => fleets,
         offers_apply => report.offers_apply(),
         marker => apply_reply_marker(&report.sha),
+        // Only GitHub's own page for the run: anything else is not linked.
+        run_url => run_url.starts_with("https://").then_some(run_url),
     };
     let summary = cut_if_needed(&render("apply_summary.md", ctx.clone()), MAX_CHECK_CHARS);
     let reply = cut_if_needed(&render("apply_reply.md", ctx), MAX_COMMENT_BYTES);

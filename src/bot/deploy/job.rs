@@ -25,7 +25,7 @@ use crate::bot::live::PlannedFleet;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
 use crate::engine::ops::{DeployResult, Progress, TargetStatus};
-use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, RunningCheck};
+use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
 use crate::store::{ApplyRun, AuditEntry, Lease, LeaseTake, NewJob, ReviewedPlan};
@@ -48,8 +48,11 @@ pub struct ApplyJob {
     pub trigger: Trigger,
     /// Who asked.
     pub actor: String,
-    /// The fleet/apply run on `sha`, created when the apply was acknowledged.
+    /// The `fleet/apply` run on `sha`, created when the apply was acknowledged.
     pub check_run_id: u64,
+    /// Its page on GitHub, for the reply (empty when GitHub gave none).
+    #[serde(default)]
+    pub check_run_url: String,
     /// The spec paths the pull request changed (decided when acknowledged), in path order.
     pub paths: Vec<String>,
     /// Of those, the ones the commit deleted.
@@ -97,19 +100,15 @@ pub(crate) async fn acknowledge(
     repo: &RepoClient,
     sha: &str,
     origin: &str,
-    waiting_for: Option<&str>,
-) -> Result<u64, ClientError> {
-    let summary = match waiting_for {
-        Some(holder) => format!("Queued: waiting for the apply of {holder} to finish."),
-        None => "Queued: the apply starts as soon as earlier applies of this repository are done."
-            .to_string(),
-    };
+) -> Result<CheckRunRef, ClientError> {
+    let summary =
+        "Queued: the apply starts as soon as earlier applies of this repository are done.";
     repo.start_check_run(&RunningCheck {
         name: APPLY_CHECK.into(),
         head_sha: sha.to_string(),
         external_id: Some(format!("apply:{origin}")),
         title: "Apply queued".into(),
-        summary,
+        summary: summary.to_string(),
     })
     .await
 }
@@ -610,7 +609,7 @@ async fn publish(
     scanner_key: &[u8],
 ) -> Result<(), ClientError> {
     let scanner = crate::bot::pr::output_scanner(scanner_key);
-    let rendered = crate::bot::render::render_apply(report, &scanner);
+    let rendered = crate::bot::render::render_apply(report, &job.check_run_url, &scanner);
     let run = CheckRunPayload {
         name: APPLY_CHECK.into(),
         head_sha: job.sha.clone(),

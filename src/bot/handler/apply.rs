@@ -204,7 +204,7 @@ impl Bot {
             return Ok(Err("the pull request changed no fleet spec".into()));
         }
         let origin_id = external_id(number, origin);
-        let check_run = acknowledge(repo, &sha, &origin_id, None).await?;
+        let run = acknowledge(repo, &sha, &origin_id).await?;
         let job = ApplyJob {
             repo: repo.repo().to_string(),
             installation_id: repo.installation_id(),
@@ -214,12 +214,13 @@ impl Bot {
             base_sha: pr.base_sha.clone(),
             trigger,
             actor: actor.to_string(),
-            check_run_id: check_run,
+            check_run_id: run.id,
+            check_run_url: run.html_url,
             paths,
             removed,
         };
         Ok(Ok(Requested {
-            check_run,
+            check_run: run.id,
             job: job.to_job(origin),
             sha,
         }))

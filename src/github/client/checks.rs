@@ -119,6 +119,14 @@ pub struct RunningCheck {
     pub summary: String,
 }
 
+/// A check run as GitHub names it: its id and its page (empty when GitHub gave none).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckRunRef {
+    pub id: u64,
+    #[serde(default)]
+    pub html_url: String,
+}
+
 /// What publishing a check run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublishedCheckRun {
@@ -161,12 +169,12 @@ impl RepoClient {
     /// this name and external id (the same request acknowledged before: a retried job, a
     /// redelivery), that run's id is returned and the run is left as it is, so an apply that
     /// already concluded is never shown as queued again.
-    pub async fn start_check_run(&self, run: &RunningCheck) -> Result<u64, ClientError> {
-        if let Some(id) = self
+    pub async fn start_check_run(&self, run: &RunningCheck) -> Result<CheckRunRef, ClientError> {
+        if let Some(found) = self
             .find_check_run(&run.name, &run.head_sha, run.external_id.as_deref())
             .await?
         {
-            return Ok(id);
+            return Ok(found);
         }
         let mut body = serde_json::json!({
             "name": run.name,
@@ -237,6 +245,7 @@ impl RepoClient {
     ) -> Result<(u64, usize), ClientError> {
         self.create_check_run_once_as(&run.name, &run.head_sha, run.external_id.as_deref(), body)
             .await
+            .map(|(run, requests)| (run.id, requests))
     }
 
     async fn create_check_run_once_as(
@@ -245,15 +254,15 @@ impl RepoClient {
         head_sha: &str,
         external_id: Option<&str>,
         body: &Value,
-    ) -> Result<(u64, usize), ClientError> {
+    ) -> Result<(CheckRunRef, usize), ClientError> {
         match self.create_check_run(body).await {
-            Ok(id) => Ok((id, 1)),
+            Ok(run) => Ok((run, 1)),
             Err(ClientError::Ambiguous { .. }) => {
                 match self.find_check_run(name, head_sha, external_id).await? {
-                    Some(id) => {
+                    Some(run) => {
                         // The first create did land: bring it to this payload's first batch.
-                        self.update_check_run(id, body).await?;
-                        Ok((id, 3))
+                        self.update_check_run(run.id, body).await?;
+                        Ok((run, 3))
                     }
                     None => Ok((self.create_check_run(body).await?, 3)),
                 }
@@ -262,11 +271,7 @@ impl RepoClient {
         }
     }
 
-    async fn create_check_run(&self, body: &Value) -> Result<u64, ClientError> {
-        #[derive(Deserialize)]
-        struct Created {
-            id: u64,
-        }
+    async fn create_check_run(&self, body: &Value) -> Result<CheckRunRef, ClientError> {
         let op = "checks/create";
         let answer = self
             .write(
@@ -277,7 +282,7 @@ impl RepoClient {
                 Repeat::CreatesContent,
             )
             .await?;
-        Ok(decode::<Created>(op, &answer.body)?.id)
+        decode::<CheckRunRef>(op, &answer.body)
     }
 
     /// `PATCH /check-runs/{id}`. Annotations accumulate, so an update that carries some is a
@@ -309,10 +314,12 @@ impl RepoClient {
         name: &str,
         head_sha: &str,
         external_id: Option<&str>,
-    ) -> Result<Option<u64>, ClientError> {
+    ) -> Result<Option<CheckRunRef>, ClientError> {
         #[derive(Deserialize)]
         struct Run {
             id: u64,
+            #[serde(default)]
+            html_url: Option<String>,
             external_id: Option<String>,
         }
         #[derive(Deserialize)]
@@ -335,7 +342,10 @@ impl RepoClient {
             .check_runs
             .into_iter()
             .find(|r| r.external_id.as_deref() == external_id)
-            .map(|r| r.id))
+            .map(|r| CheckRunRef {
+                id: r.id,
+                html_url: r.html_url.unwrap_or_default(),
+            }))
     }
 }
 

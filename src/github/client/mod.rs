@@ -37,7 +37,7 @@ use transport::{Answer, Call, JSON_ACCEPT, Repeat};
 
 pub use checks::{
     Annotation, AnnotationLevel, CheckAction, CheckConclusion, CheckOutput, CheckRunPayload,
-    MAX_ANNOTATIONS_PER_REQUEST, MAX_CHECK_ACTIONS, PublishedCheckRun, RunningCheck,
+    CheckRunRef, MAX_ANNOTATIONS_PER_REQUEST, MAX_CHECK_ACTIONS, PublishedCheckRun, RunningCheck,
 };
 pub use collaborators::Permission;
 pub use comments::{IssueComment, StickyComment};

@@ -763,6 +763,7 @@ fn check_run_json(w: &World, r: &CheckRun) -> Value {
         "{}/repos/{}/check-runs/{}",
         w.base_url, r.repo, r.id
     ));
+    v["html_url"] = json!(format!("https://github.com/{}/runs/{}", r.repo, r.id));
     v
 }
 
