@@ -471,28 +471,11 @@ struct Live {
 }
 
 async fn live_world(world_yaml: &str) -> Live {
-    use fleetbot::engine::ops::{LifecycleOptions, deploy};
     let sim = support::simulator(world_yaml).await;
     let tenant = sim.tenant_id();
-    let client = support::client(&sim);
     let dir = tempfile::tempdir().unwrap();
-    {
-        let inventory = fleetbot::store::SqliteStore::open(&dir.path().join("fleetbot.sqlite"))
-            .await
-            .unwrap();
-        let spec = fleetbot::spec::load_str(&base_spec(), "fleets/prod.yaml").unwrap();
-        let result = deploy(
-            &client,
-            &inventory,
-            &spec,
-            &tenant,
-            &LifecycleOptions::default(),
-            std::sync::Arc::new(|_: &str| {}),
-        )
-        .await
-        .unwrap();
-        assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
-    }
+    let store = dir.path().join("fleetbot.sqlite");
+    support::deployed(&sim, &store, &base_spec(), "fleets/prod.yaml").await;
     let gh = fake_github(&base_spec()).await;
     let mut opts = options(&gh, &dir, 1);
     opts.cloud = Some((sim.endpoint(), support::TOKEN.into(), tenant.clone()));

@@ -99,28 +99,11 @@ fn options(
 }
 
 async fn live() -> Live {
-    use fleetbot::engine::ops::{LifecycleOptions, deploy};
     let sim = support::simulator(&fast_world()).await;
     let tenant = sim.tenant_id();
-    let client = support::client(&sim);
     let dir = tempfile::tempdir().unwrap();
-    {
-        let inventory = fleetbot::store::SqliteStore::open(&dir.path().join("fleetbot.sqlite"))
-            .await
-            .unwrap();
-        let spec = fleetbot::spec::load_str(&base_spec(), "fleets/prod.yaml").unwrap();
-        let result = deploy(
-            &client,
-            &inventory,
-            &spec,
-            &tenant,
-            &LifecycleOptions::default(),
-            std::sync::Arc::new(|_: &str| {}),
-        )
-        .await
-        .unwrap();
-        assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
-    }
+    let store = dir.path().join("fleetbot.sqlite");
+    support::deployed(&sim, &store, &base_spec(), "fleets/prod.yaml").await;
     let gh = fake_github::with_fleet(&base_spec()).await;
     {
         let mut w = gh.world();
@@ -141,19 +124,7 @@ async fn live() -> Live {
 impl Live {
     /// Opens [`PR`] at `head` with `changes` and waits for its preflight.
     async fn open(&self, head: &str, changes: &[(&str, Option<&str>)]) {
-        {
-            let mut w = self.gh.world();
-            w.commit(REPO, &sha(1), head, changes);
-            w.open_pr(REPO, PR, "change", head);
-        }
-        self.app
-            .deliver(
-                "pull_request",
-                &format!("open-{head}"),
-                &fake_github::pr_delivery("opened", PR, head, "change"),
-            )
-            .await;
-        self.preflight(head).await;
+        self.app.open_reviewed(&self.gh, PR, head, changes).await;
     }
 
     /// Pushes `head` (the current head plus `changes`) and waits for its preflight.
@@ -582,30 +553,14 @@ async fn two_replicas_on_one_postgres_apply_a_merge_once() {
         replicas.push(App::start(opts).await);
     }
     let head = sha(2);
-    {
-        let mut w = gh.world();
-        w.commit(
-            REPO,
-            &sha(1),
+    replicas[0]
+        .open_reviewed(
+            &gh,
+            PR,
             &head,
             &[("fleets/staging.yaml", Some(&staging_spec()))],
-        );
-        w.open_pr(REPO, PR, "change", &head);
-    }
-    replicas[0]
-        .deliver(
-            "pull_request",
-            "open",
-            &fake_github::pr_delivery("opened", PR, &head, "change"),
         )
         .await;
-    eventually("the preflight", || {
-        gh.world()
-            .runs_on(REPO, &head)
-            .into_iter()
-            .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
-    })
-    .await;
     gh.world().merge(REPO, PR, &sha(90));
     // Each replica gets the merge as its own delivery (a redelivery has a new id), at once.
     let body = fixtures::merged(&pr_ref(&head), &sha(90), "maintainer-mia");

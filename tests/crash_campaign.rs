@@ -15,35 +15,21 @@ mod fake_github;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use app::{App, AppOptions, eventually};
+use app::{App, AppOptions};
 use fake_github::{REPO, fixtures, sha};
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::auth::Credentials;
 use fleetbot::cloud::client::{Endpoints, NebiusClient};
 use fleetbot::store::InventoryStore;
+use support::SimProcess;
 
 const TOKEN: &str = "crash-campaign-token";
 const PR: u64 = 12;
 
-/// `fleetbot sim` in its own process, its world kept in a state file.
-struct Sim {
-    child: Child,
-    endpoint: String,
-    tenant: String,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_sim(dir: &std::path::Path) -> Sim {
+/// `fleetbot sim` in its own process, with a world a little faster than the default.
+fn start_sim(dir: &std::path::Path) -> SimProcess {
     let world = dir.join("world.yaml");
     std::fs::write(
         &world,
@@ -51,47 +37,10 @@ fn start_sim(dir: &std::path::Path) -> Sim {
             .replace("operation_latency_ms: 150", "operation_latency_ms: 40"),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
-        .args([
-            "sim",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            TOKEN,
-            "--world",
-        ])
-        .arg(&world)
-        .arg("--state")
-        .arg(dir.join("sim-state.json"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let endpoint = lines
-        .next()
-        .unwrap()
-        .unwrap()
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .to_string();
-    let tenant = lines
-        .next()
-        .unwrap()
-        .unwrap()
-        .trim()
-        .trim_start_matches("tenant: ")
-        .to_string();
-    std::thread::spawn(move || for _ in lines {});
-    Sim {
-        child,
-        endpoint,
-        tenant,
-    }
+    SimProcess::start(TOKEN, &dir.join("sim-state.json"), Some(&world))
 }
 
-fn client(sim: &Sim) -> NebiusClient {
+fn client(sim: &SimProcess) -> NebiusClient {
     NebiusClient::new(
         Endpoints::Single {
             uri: sim.endpoint.clone(),
@@ -157,24 +106,8 @@ async fn trial(rng: &mut Rng, kill_window_ms: u64) -> Trial {
     };
     let mut app = App::start(options.clone()).await;
     let head = sha(2);
-    {
-        let mut w = gh.world();
-        w.commit(REPO, &sha(1), &head, &[("fleets/prod.yaml", Some(&spec()))]);
-        w.open_pr(REPO, PR, "change", &head);
-    }
-    app.deliver(
-        "pull_request",
-        "open",
-        &fake_github::pr_delivery("opened", PR, &head, "change"),
-    )
-    .await;
-    eventually("the preflight", || {
-        gh.world()
-            .runs_on(REPO, &head)
-            .into_iter()
-            .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
-    })
-    .await;
+    app.open_reviewed(&gh, PR, &head, &[("fleets/prod.yaml", Some(&spec()))])
+        .await;
     let merge = sha(90);
     gh.world().merge(REPO, PR, &merge);
     let pr = fixtures::PrRef {
@@ -233,7 +166,7 @@ async fn trial(rng: &mut Rng, kill_window_ms: u64) -> Trial {
 /// Every resource of the tenant's projects: duplicates (two of one kind and name in one
 /// project, or two projects of one name), orphans (a resource no inventory record names), and
 /// whether planning the spec again is quiet.
-async fn inspect(sim: &Sim, dir: &std::path::Path) -> (Vec<String>, Vec<String>, bool) {
+async fn inspect(sim: &SimProcess, dir: &std::path::Path) -> (Vec<String>, Vec<String>, bool) {
     let cloud = client(sim);
     let store = fleetbot::store::SqliteStore::open(&dir.join("fleetbot.sqlite"))
         .await

@@ -2,58 +2,14 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::auth::Credentials;
 use fleetbot::cloud::client::{Endpoints, NebiusClient, idempotency_key};
 
-struct Running {
-    child: Child,
-    endpoint: String,
-    tenant: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(state: &std::path::Path) -> Running {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
-        .args([
-            "sim",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            "cli-token",
-            "--state",
-        ])
-        .arg(state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let endpoint = first.rsplit(' ').next().unwrap().to_string();
-    let tenant = lines
-        .next()
-        .unwrap()
-        .unwrap()
-        .trim()
-        .trim_start_matches("tenant: ")
-        .to_string();
-    // Keep draining stdout so the server never writes into a closed pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Running {
-        child,
-        endpoint,
-        tenant,
-    }
+fn start(state: &std::path::Path) -> support::SimProcess {
+    support::SimProcess::start("cli-token", state, None)
 }
 
 #[tokio::test]

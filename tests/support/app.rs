@@ -217,3 +217,32 @@ pub async fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> 
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+impl App {
+    /// Opens pull request `number` of [`crate::fake_github::REPO`] at `head` (`main` plus
+    /// `changes`), delivers `opened`, and waits for its `fleet/preflight` to conclude.
+    pub async fn open_reviewed(
+        &self,
+        gh: &crate::fake_github::FakeGitHub,
+        number: u64,
+        head: &str,
+        changes: &[(&str, Option<&str>)],
+    ) -> crate::fake_github::CheckRun {
+        use crate::fake_github::{REPO, sha};
+        {
+            let mut w = gh.world();
+            w.commit(REPO, &sha(1), head, changes);
+            w.open_pr(REPO, number, "change", head);
+        }
+        let body = crate::fake_github::pr_delivery("opened", number, head, "change");
+        self.deliver("pull_request", &format!("open-{number}-{head}"), &body)
+            .await;
+        eventually(&format!("the preflight of {head}"), || {
+            gh.world()
+                .runs_on(REPO, head)
+                .into_iter()
+                .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
+        })
+        .await
+    }
+}

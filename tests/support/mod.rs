@@ -79,3 +79,81 @@ pub fn roomy_world(extra: &str) -> String {
         "name: test\nregions: [eu-north1, us-central1]\noperation_latency_ms: 30\nquotas:\n  us-central1: {{mk8s.cluster.count: 10, compute.instance.gpu.h200: 64}}\n{extra}"
     )
 }
+
+/// `fleetbot sim` in its own process (killed when dropped), its world kept in `state`.
+pub struct SimProcess {
+    child: std::process::Child,
+    pub endpoint: String,
+    pub tenant: String,
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl SimProcess {
+    /// Starts `fleetbot sim` on a free loopback port, accepting `token`, with `world` (the
+    /// embedded default when `None`).
+    pub fn start(token: &str, state: &std::path::Path, world: Option<&std::path::Path>) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"));
+        cmd.args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            token,
+            "--state",
+        ])
+        .arg(state);
+        if let Some(world) = world {
+            cmd.arg("--world").arg(world);
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let endpoint = first.rsplit(' ').next().unwrap().to_string();
+        let tenant = lines
+            .next()
+            .unwrap()
+            .unwrap()
+            .trim()
+            .trim_start_matches("tenant: ")
+            .to_string();
+        // Keep draining stdout so the server never writes into a closed pipe.
+        std::thread::spawn(move || for _ in lines {});
+        SimProcess {
+            child,
+            endpoint,
+            tenant,
+        }
+    }
+}
+
+/// Deploys `spec_text` (as `path`) with the library engine into the SQLite inventory at
+/// `store`, against `sim`, and checks that every target deployed: the world a server then
+/// starts from.
+pub async fn deployed(sim: &Simulator, store: &std::path::Path, spec_text: &str, path: &str) {
+    use fleetbot::engine::ops::{LifecycleOptions, deploy};
+    let inventory = fleetbot::store::SqliteStore::open(store).await.unwrap();
+    let spec = fleetbot::spec::load_str(spec_text, path).unwrap();
+    let result = deploy(
+        &client(sim),
+        &inventory,
+        &spec,
+        &sim.tenant_id(),
+        &LifecycleOptions::default(),
+        std::sync::Arc::new(|_: &str| {}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.failed, 0, "{result:?}");
+    assert!(result.deployed > 0, "{result:?}");
+}

@@ -129,11 +129,23 @@ async fn targets(
     Ok((pr, out))
 }
 
-fn none_matched(command: &str, only: Option<&str>) -> String {
-    match only {
+/// [`targets`], or `None` (and the reason said) when no changed spec matches.
+async fn changed_fleets(
+    repo: &RepoClient,
+    number: u64,
+    only: Option<&str>,
+    command: &str,
+    said: &mut Said,
+) -> Result<Option<(crate::github::PullRequestInfo, Vec<Target>)>, BotError> {
+    let (pr, found) = targets(repo, number, only).await?;
+    if !found.is_empty() {
+        return Ok(Some((pr, found)));
+    }
+    said.errors.push(match only {
         Some(o) => format!("{command}: no fleet spec this pull request changed matches fleet={o}"),
         None => format!("{command}: the pull request changed no fleet spec"),
-    }
+    });
+    Ok(None)
 }
 
 /// `/approve-destroy`: approves the plan each changed fleet was last reviewed with, bound to
@@ -145,11 +157,11 @@ async fn approve(
     only: Option<&str>,
     said: &mut Said,
 ) -> Result<String, BotError> {
-    let (pr, targets) = targets(repo, e.issue_number, only).await?;
-    if targets.is_empty() {
-        said.errors.push(none_matched("/approve-destroy", only));
+    let Some((pr, targets)) =
+        changed_fleets(repo, e.issue_number, only, "/approve-destroy", said).await?
+    else {
         return Ok("refused: no fleet".into());
-    }
+    };
     let key = pr_key(&repo.repo().to_string(), e.issue_number);
     // After the merge, the plan the apply refused is at the merge commit; before, at the head.
     let mut commits = Vec::new();
@@ -233,11 +245,10 @@ async fn unlock(
     only: Option<&str>,
     said: &mut Said,
 ) -> Result<String, BotError> {
-    let (_, targets) = targets(repo, e.issue_number, only).await?;
-    if targets.is_empty() {
-        said.errors.push(none_matched("/unlock", only));
+    let Some((_, targets)) = changed_fleets(repo, e.issue_number, only, "/unlock", said).await?
+    else {
         return Ok("refused: no fleet".into());
-    }
+    };
     let mut freed = 0;
     for target in &targets {
         let key = fleet_lease_key(&deployer.tenant_id, &repo.repo().to_string(), &target.path);
@@ -271,11 +282,10 @@ async fn status(
     only: Option<&str>,
     said: &mut Said,
 ) -> Result<String, BotError> {
-    let (pr, targets) = targets(repo, e.issue_number, only).await?;
-    if targets.is_empty() {
-        said.errors.push(none_matched("/status", only));
+    let Some((pr, targets)) = changed_fleets(repo, e.issue_number, only, "/status", said).await?
+    else {
         return Ok("refused: no fleet".into());
-    }
+    };
     let sha = match (&pr.merged, &pr.merge_commit_sha) {
         (true, Some(sha)) => sha.clone(),
         _ => pr.head_sha.clone(),
