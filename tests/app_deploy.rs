@@ -790,3 +790,46 @@ async fn manual_apply_status_and_refusals_say_why() {
     live.assert_ids_kept().await;
     live.app.stop().await;
 }
+
+#[tokio::test]
+async fn a_merge_seen_only_as_a_push_is_applied_once_and_a_plain_push_is_not() {
+    let live = live().await;
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    // The merge event is lost; the push of the merge commit to main stands in for it.
+    live.gh.world().merge(REPO, PR, &sha(90));
+    let push = fixtures::push(&pr_ref(&head), "main", &sha(90), "maintainer-mia");
+    live.app.deliver("push", "push-1", &push).await;
+    let runs = live.applied(&sha(90), 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    // The merge event arriving late changes nothing: the same apply, already done.
+    live.sim.service.clear_call_log();
+    live.merge_again(&sha(90), "merge-late").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    // A push that no pull request made is never applied.
+    {
+        let mut w = live.gh.world();
+        w.commit(
+            REPO,
+            &sha(90),
+            &sha(91),
+            &[("fleets/direct.yaml", Some(&staging_spec()))],
+        );
+    }
+    let direct = fixtures::push(&pr_ref(&head), "main", &sha(91), "someone");
+    live.app.deliver("push", "push-2", &direct).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(live.gh.world().runs_on(REPO, &sha(91)).is_empty());
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    live.gh.assert_clean();
+    live.app.stop().await;
+}

@@ -151,6 +151,20 @@ async fn trial(rng: &mut Rng, kill_window_ms: u64) -> Trial {
     })
     .await
     .is_ok();
+    if !concluded {
+        // What the check and the server said, to see why.
+        for r in gh.world().runs_on(REPO, &merge) {
+            println!(
+                "    run {}: {} {:?} {}\n{}",
+                r.id, r.status, r.conclusion, r.title, r.summary
+            );
+        }
+        let logs = app.log_text();
+        let tail: Vec<&str> = logs.lines().rev().take(40).collect();
+        for line in tail.into_iter().rev() {
+            println!("    | {line}");
+        }
+    }
     app.stop().await;
     let (duplicated, orphaned, quiet) = inspect(&sim, dir.path()).await;
     Trial {

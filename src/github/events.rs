@@ -28,6 +28,8 @@ pub enum Event {
     CheckRunRerequested(CheckRunActionEvent),
     /// `installation` with any action.
     Installation(InstallationEvent),
+    /// `push`: commits pushed to a branch or tag.
+    Push(PushEvent),
     /// Any other event, or a `check_run` action other than `requested_action` and
     /// `rerequested`.
     Unknown {
@@ -46,6 +48,7 @@ impl Event {
             Event::IssueComment(e) => e.installation_id,
             Event::CheckRunRequestedAction(e) | Event::CheckRunRerequested(e) => e.installation_id,
             Event::Installation(e) => Some(e.installation_id),
+            Event::Push(e) => e.installation_id,
             Event::Ping { .. } | Event::Unknown { .. } => None,
         }
     }
@@ -158,6 +161,20 @@ pub struct CheckRunActionEvent {
     pub sender: String,
 }
 
+/// A `push` delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushEvent {
+    pub installation_id: Option<u64>,
+    pub repo: RepoName,
+    /// The full ref (`refs/heads/main`).
+    pub git_ref: String,
+    /// The commit the ref points at now (all zeros when the ref was deleted).
+    pub after: String,
+    /// The ref was deleted.
+    pub deleted: bool,
+    pub sender: String,
+}
+
 /// An `installation` delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallationEvent {
@@ -211,6 +228,17 @@ pub fn parse_event(event: &str, body: &[u8]) -> Result<Event, EventError> {
             let p: wire::InstallationPayload = serde_json::from_slice(body).map_err(err)?;
             Ok(Event::Installation(p.into_event()))
         }
+        "push" => {
+            let p: wire::PushPayload = serde_json::from_slice(body).map_err(err)?;
+            Ok(Event::Push(PushEvent {
+                installation_id: p.installation.map(|i| i.id),
+                repo: p.repository.name(),
+                git_ref: p.git_ref,
+                after: p.after,
+                deleted: p.deleted,
+                sender: p.sender.map(|s| s.login).unwrap_or_default(),
+            }))
+        }
         other => {
             // Only the action is read, and a body that is not JSON is fine: it is ignored.
             let action = serde_json::from_slice::<wire::ActionOnly>(body)
@@ -244,6 +272,18 @@ mod wire {
     #[derive(Deserialize)]
     pub struct Installation {
         pub id: u64,
+    }
+
+    #[derive(Deserialize)]
+    pub struct PushPayload {
+        #[serde(rename = "ref")]
+        pub git_ref: String,
+        pub after: String,
+        #[serde(default)]
+        pub deleted: bool,
+        pub repository: Repository,
+        pub installation: Option<Installation>,
+        pub sender: Option<User>,
     }
 
     #[derive(Deserialize)]

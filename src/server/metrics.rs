@@ -25,8 +25,9 @@ const APPLY_BUCKETS: [f64; 10] = [
 ];
 
 /// The events the server accepts for work; anything else is labelled `other`.
-pub const KNOWN_EVENTS: [&str; 6] = [
+pub const KNOWN_EVENTS: [&str; 7] = [
     "apply",
+    "push",
     "pull_request",
     "issue_comment",
     "check_run",

@@ -40,8 +40,13 @@ pub use worker::{WorkerSettings, run_queue_worker};
 /// GitHub does not send payloads over 25 MB; a little more is allowed so none is refused.
 pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 /// The events stored for the worker; every other event is acknowledged and dropped.
-pub const HANDLED_EVENTS: [&str; 4] =
-    ["pull_request", "issue_comment", "check_run", "installation"];
+pub const HANDLED_EVENTS: [&str; 5] = [
+    "pull_request",
+    "issue_comment",
+    "check_run",
+    "installation",
+    "push",
+];
 /// How long `/metrics` waits for the store's job counts.
 const QUEUE_COUNT_LIMIT: Duration = Duration::from_secs(2);
 /// `X-GitHub-Delivery` values are GUIDs; anything much longer is refused.

@@ -62,10 +62,16 @@ pub struct ApplyJob {
 impl ApplyJob {
     /// The queued job. `origin` tells requests apart (`merge`, a comment id, a delivery id),
     /// so a redelivered request is the same job and is not queued twice.
+    /// The id of the apply of pull request `number` at `sha` asked for by `origin`.
+    pub fn job_id(repo: &str, number: u64, sha: &str, origin: &str) -> String {
+        let repo = repo.to_ascii_lowercase();
+        format!("{APPLY_JOB}:{repo}#{number}@{sha}:{origin}")
+    }
+
     pub fn to_job(&self, origin: &str) -> NewJob {
         let repo = self.repo.to_ascii_lowercase();
         NewJob {
-            id: format!("{APPLY_JOB}:{repo}#{}@{}:{origin}", self.number, self.sha),
+            id: Self::job_id(&self.repo, self.number, &self.sha, origin),
             kind: APPLY_JOB.to_string(),
             event: APPLY_JOB.to_string(),
             payload: serde_json::to_vec(self).unwrap_or_default().into(),

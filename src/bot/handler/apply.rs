@@ -8,7 +8,7 @@ use crate::bot::config::ApplyMode;
 use crate::bot::deploy::job::{ApplyJob, acknowledge};
 use crate::bot::guard::Trigger;
 use crate::bot::jobs::load_config;
-use crate::github::events::{CheckRunActionEvent, PullRequestEvent};
+use crate::github::events::{CheckRunActionEvent, PullRequestEvent, PushEvent};
 use crate::github::{FileStatus, PullState, RepoClient};
 
 /// An apply that was asked for and queued.
@@ -31,7 +31,11 @@ fn number_from_external_id(id: &str) -> Option<u64> {
 }
 
 impl Bot {
-    pub(super) async fn on_merged(&self, e: PullRequestEvent) -> Result<Handled, BotError> {
+    pub(super) async fn on_merged(
+        &self,
+        e: PullRequestEvent,
+        delivery: &str,
+    ) -> Result<Handled, BotError> {
         if self.settings.deploy.is_none() {
             return Ok(Handled::Ignored(
                 "merged: fleetbot has no cloud configured, so nothing is applied".into(),
@@ -48,15 +52,76 @@ impl Bot {
             ));
         }
         let repo = self.github.repo(installation, e.repo.clone());
+        let claimant = claimant(delivery, "merge-event");
         match self
-            .request_apply(&repo, e.number, Trigger::Merge, &e.sender, "merge", None)
+            .request_apply(
+                &repo,
+                e.number,
+                Trigger::Merge,
+                &e.sender,
+                "merge",
+                None,
+                &claimant,
+            )
             .await?
         {
-            Ok(r) => Ok(Handled::Started {
-                check_run: r.check_run,
-                jobs: vec![r.job],
-            }),
+            Ok(r) => Ok(r.into()),
             Err(why) => Ok(Handled::Ignored(format!("merged: {why}"))),
+        }
+    }
+
+    /// A push to the default branch that no merge event explained: when the pushed commit is
+    /// the merge commit of a merged pull request, it is that merge's apply (the same job, so a
+    /// merge seen both ways applies once). Other pushes apply nothing: only reviewed pull
+    /// requests are applied.
+    pub(super) async fn on_push(&self, e: PushEvent, delivery: &str) -> Result<Handled, BotError> {
+        if self.settings.deploy.is_none() {
+            return Ok(Handled::Ignored(
+                "push: fleetbot has no cloud configured, so nothing is applied".into(),
+            ));
+        }
+        let Some(installation) = e.installation_id else {
+            return Ok(Handled::Ignored(
+                "the delivery names no installation".into(),
+            ));
+        };
+        if e.deleted || e.after.bytes().all(|b| b == b'0') {
+            return Ok(Handled::Ignored("push: a deleted ref".into()));
+        }
+        let repo = self.github.repo(installation, e.repo.clone());
+        let default_branch = repo.default_branch().await?;
+        if e.git_ref != format!("refs/heads/{default_branch}") {
+            return Ok(Handled::Ignored("push: not to the default branch".into()));
+        }
+        let merged = repo
+            .commit_pull_requests(&e.after)
+            .await?
+            .into_iter()
+            .find(|p| {
+                p.merged
+                    && p.base_ref == default_branch
+                    && p.merge_commit_sha.as_deref() == Some(e.after.as_str())
+            });
+        let Some(pr) = merged else {
+            return Ok(Handled::Ignored(
+                "push: no merged pull request made this commit; only reviewed pull requests are applied".into(),
+            ));
+        };
+        let claimant = claimant(delivery, "push-event");
+        match self
+            .request_apply(
+                &repo,
+                pr.number,
+                Trigger::Merge,
+                &e.sender,
+                "merge",
+                None,
+                &claimant,
+            )
+            .await?
+        {
+            Ok(r) => Ok(r.into()),
+            Err(why) => Ok(Handled::Ignored(format!("push: {why}"))),
         }
     }
 
@@ -113,13 +178,10 @@ impl Bot {
         }
         let origin = format!("d{}", if delivery.is_empty() { "0" } else { delivery });
         match self
-            .request_apply(&repo, number, trigger, &e.sender, &origin, None)
+            .request_apply(&repo, number, trigger, &e.sender, &origin, None, &origin)
             .await?
         {
-            Ok(r) => Ok(Handled::Started {
-                check_run: r.check_run,
-                jobs: vec![r.job],
-            }),
+            Ok(r) => Ok(r.into()),
             Err(why) => Ok(Handled::Ignored(why)),
         }
     }
@@ -134,6 +196,7 @@ impl Bot {
         actor: &str,
         origin: &str,
         only: Option<&str>,
+        claimant: &str,
     ) -> Result<Result<Requested, String>, BotError> {
         let pr = repo.pull_request(number).await?;
         let default_branch = repo.default_branch().await?;
@@ -204,6 +267,13 @@ impl Bot {
             return Ok(Err("the pull request changed no fleet spec".into()));
         }
         let origin_id = external_id(number, origin);
+        let job_id = ApplyJob::job_id(&repo.repo().to_string(), number, &sha, origin);
+        if !self.claim_acknowledgement(&job_id, claimant).await {
+            return Ok(Err(
+                "this apply is being acknowledged by another delivery (the same merge seen twice)"
+                    .into(),
+            ));
+        }
         let run = acknowledge(repo, &sha, &origin_id).await?;
         let job = ApplyJob {
             repo: repo.repo().to_string(),
@@ -224,6 +294,54 @@ impl Bot {
             job: job.to_job(origin),
             sha,
         }))
+    }
+}
+
+/// Who claims an acknowledgement: the delivery (stable across the retries of its job).
+fn claimant(delivery: &str, fallback: &str) -> String {
+    if delivery.is_empty() {
+        fallback.to_string()
+    } else {
+        format!("delivery:{delivery}")
+    }
+}
+
+impl From<Requested> for Handled {
+    fn from(r: Requested) -> Self {
+        Handled::Started {
+            check_run: r.check_run,
+            jobs: vec![r.job],
+        }
+    }
+}
+
+impl Bot {
+    /// One acknowledgement per apply job: two deliveries of one request (the merge event and
+    /// the push of its merge commit, or a redelivery) may run at once on two replicas, and
+    /// each would otherwise start its own `fleet/apply` run, one of which no job would ever
+    /// complete. The first takes a lease on the job's acknowledgement; its job's retries
+    /// re-take it (same delivery); the other is told it is handled.
+    async fn claim_acknowledgement(&self, job_id: &str, claimant: &str) -> bool {
+        const ACK_LEASE_MS: i64 = 10 * 60 * 1000;
+        let Some(deployer) = &self.settings.deploy else {
+            return true;
+        };
+        let key = format!("ack:{job_id}");
+        let now = crate::store::queue::now_ms();
+        match deployer
+            .state
+            .take_lease(&key, claimant, "acknowledging an apply", now, ACK_LEASE_MS)
+            .await
+        {
+            Ok(crate::store::LeaseTake::Acquired(_)) => true,
+            Ok(crate::store::LeaseTake::Held(_)) => false,
+            Err(e) => {
+                // Fail closed toward a duplicate run rather than a lost apply: the job id
+                // still makes the apply itself run once.
+                tracing::warn!("cannot take the acknowledgement lease: {e}");
+                true
+            }
+        }
     }
 }
 

@@ -80,6 +80,7 @@ impl Bot {
                 &e.author,
                 &origin,
                 only,
+                &origin,
             )
             .await?
         {

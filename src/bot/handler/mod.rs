@@ -144,7 +144,8 @@ impl Bot {
         payload: &[u8],
     ) -> Result<Handled, BotError> {
         match parse_event(event, payload)? {
-            Event::PullRequest(e) => self.on_pull_request(e).await,
+            Event::PullRequest(e) => self.on_pull_request(e, delivery).await,
+            Event::Push(e) => self.on_push(e, delivery).await,
             Event::IssueComment(e) => self.on_comment(e).await,
             Event::CheckRunRequestedAction(e) => self.on_apply_check(e, delivery, false).await,
             Event::CheckRunRerequested(e) => self.on_apply_check(e, delivery, true).await,

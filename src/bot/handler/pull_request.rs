@@ -5,9 +5,13 @@ use super::{Bot, BotError, Handled};
 use crate::github::events::{PrAction, PullRequestEvent};
 
 impl Bot {
-    pub(super) async fn on_pull_request(&self, e: PullRequestEvent) -> Result<Handled, BotError> {
+    pub(super) async fn on_pull_request(
+        &self,
+        e: PullRequestEvent,
+        delivery: &str,
+    ) -> Result<Handled, BotError> {
         if e.action == PrAction::Closed && e.merged {
-            return self.on_merged(e).await;
+            return self.on_merged(e, delivery).await;
         }
         if !e.action.wants_preflight() {
             return Ok(Handled::Ignored(format!(

@@ -130,6 +130,55 @@ impl RepoClient {
             )
             .await
     }
+
+    /// `GET /repos/{o}/{r}/commits/{sha}/pulls`: the pull requests a commit belongs to (for a
+    /// merge commit, the pull request it merged), the first page: a commit is in few.
+    pub async fn commit_pull_requests(
+        &self,
+        sha: &str,
+    ) -> Result<Vec<CommitPullRequest>, ClientError> {
+        #[derive(Deserialize)]
+        struct Base {
+            #[serde(rename = "ref")]
+            name: String,
+        }
+        #[derive(Deserialize)]
+        struct Pr {
+            number: u64,
+            #[serde(default)]
+            merged_at: Option<String>,
+            #[serde(default)]
+            merge_commit_sha: Option<String>,
+            base: Base,
+        }
+        let prs: Vec<Pr> = self
+            .client
+            .get_json(
+                "repos/list-pull-requests-associated-with-commit",
+                self.installation_id,
+                &self.repo_path(&format!("/commits/{}/pulls", super::paths::seg(sha))),
+                vec![],
+            )
+            .await?;
+        Ok(prs
+            .into_iter()
+            .map(|p| CommitPullRequest {
+                number: p.number,
+                merged: p.merged_at.is_some(),
+                merge_commit_sha: p.merge_commit_sha.filter(|s| !s.is_empty()),
+                base_ref: p.base.name,
+            })
+            .collect())
+    }
+}
+
+/// A pull request a commit belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitPullRequest {
+    pub number: u64,
+    pub merged: bool,
+    pub merge_commit_sha: Option<String>,
+    pub base_ref: String,
 }
 
 #[cfg(test)]

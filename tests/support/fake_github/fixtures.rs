@@ -205,3 +205,14 @@ pub fn check_run_event(
     p["sender"]["login"] = json!(sender);
     serde_json::to_vec(&p).unwrap()
 }
+
+/// A `push` delivery to `branch` of the repository, now at `after`, pushed by `pusher`.
+pub fn push(pr: &PrRef, branch: &str, after: &str, pusher: &str) -> Vec<u8> {
+    let mut p = example("push", None);
+    retarget_repository(&mut p, pr);
+    p["ref"] = json!(format!("refs/heads/{branch}"));
+    p["after"] = json!(after);
+    p["deleted"] = json!(false);
+    p["sender"]["login"] = json!(pusher);
+    serde_json::to_vec(&p).unwrap()
+}

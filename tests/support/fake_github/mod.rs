@@ -907,6 +907,36 @@ fn respond(
             v["base"]["repo"]["full_name"] = json!(full);
             Answer::json(200, v)
         }
+        "repos/list-pull-requests-associated-with-commit" => {
+            let Some(repo) = w.repos.get(&full) else {
+                return not_found();
+            };
+            let commit = params.get("commit_sha").cloned().unwrap_or_default();
+            let template = openapi().example(operation, 200)[0].clone();
+            let prs: Vec<Value> = repo
+                .pulls
+                .values()
+                .filter(|p| p.head_sha == commit || p.merge_commit_sha.as_deref() == Some(&commit))
+                .map(|p| {
+                    let mut v = template.clone();
+                    v["number"] = json!(p.number);
+                    v["state"] = json!(p.state);
+                    v["merged_at"] = if p.merged {
+                        json!(iso(now_secs()))
+                    } else {
+                        Value::Null
+                    };
+                    v["merge_commit_sha"] = json!(p.merge_commit_sha);
+                    v["head"]["sha"] = json!(p.head_sha);
+                    v["head"]["ref"] = json!(p.head_ref);
+                    v["base"]["sha"] = json!(p.base_sha);
+                    v["base"]["ref"] = json!(p.base_ref);
+                    v["requested_teams"] = json!([]);
+                    v
+                })
+                .collect();
+            Answer::json(200, Value::Array(prs))
+        }
         "pulls/list-files" => {
             let Some(repo) = w.repos.get(&full) else {
                 return not_found();
