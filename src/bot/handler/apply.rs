@@ -11,6 +11,20 @@ use crate::bot::jobs::load_config;
 use crate::github::events::{CheckRunActionEvent, PullRequestEvent, PushEvent};
 use crate::github::{FileStatus, PullState, RepoClient};
 
+/// Who asks to apply which pull request, and how the request is told apart from others.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ApplyRequest<'a> {
+    pub number: u64,
+    pub trigger: Trigger,
+    pub actor: &'a str,
+    /// Tells requests apart (`merge`, `c<comment>`, `d<delivery>`): part of the job id.
+    pub origin: &'a str,
+    /// `fleet=`: only the changed spec it names.
+    pub only: Option<&'a str>,
+    /// Who acknowledges (the delivery), stable across its job's retries.
+    pub claimant: &'a str,
+}
+
 /// An apply that was asked for and queued.
 pub(crate) struct Requested {
     pub check_run: u64,
@@ -56,12 +70,14 @@ impl Bot {
         match self
             .request_apply(
                 &repo,
-                e.number,
-                Trigger::Merge,
-                &e.sender,
-                "merge",
-                None,
-                &claimant,
+                &ApplyRequest {
+                    number: e.number,
+                    trigger: Trigger::Merge,
+                    actor: &e.sender,
+                    origin: "merge",
+                    only: None,
+                    claimant: &claimant,
+                },
             )
             .await?
         {
@@ -111,12 +127,14 @@ impl Bot {
         match self
             .request_apply(
                 &repo,
-                pr.number,
-                Trigger::Merge,
-                &e.sender,
-                "merge",
-                None,
-                &claimant,
+                &ApplyRequest {
+                    number: pr.number,
+                    trigger: Trigger::Merge,
+                    actor: &e.sender,
+                    origin: "merge",
+                    only: None,
+                    claimant: &claimant,
+                },
             )
             .await?
         {
@@ -178,7 +196,17 @@ impl Bot {
         }
         let origin = format!("d{}", if delivery.is_empty() { "0" } else { delivery });
         match self
-            .request_apply(&repo, number, trigger, &e.sender, &origin, None, &origin)
+            .request_apply(
+                &repo,
+                &ApplyRequest {
+                    number,
+                    trigger,
+                    actor: &e.sender,
+                    origin: &origin,
+                    only: None,
+                    claimant: &origin,
+                },
+            )
             .await?
         {
             Ok(r) => Ok(r.into()),
@@ -191,13 +219,16 @@ impl Bot {
     pub(crate) async fn request_apply(
         &self,
         repo: &RepoClient,
-        number: u64,
-        trigger: Trigger,
-        actor: &str,
-        origin: &str,
-        only: Option<&str>,
-        claimant: &str,
+        request: &ApplyRequest<'_>,
     ) -> Result<Result<Requested, String>, BotError> {
+        let ApplyRequest {
+            number,
+            trigger,
+            actor,
+            origin,
+            only,
+            claimant,
+        } = *request;
         let pr = repo.pull_request(number).await?;
         let default_branch = repo.default_branch().await?;
         if pr.base_ref != default_branch {

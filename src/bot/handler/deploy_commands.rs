@@ -2,7 +2,7 @@
 //! Each answers in the comment's one reply with what it did or why it did not, and leaves an
 //! audit record; the permission check happened before (in [`super::issue_comment`]).
 
-use super::apply::names_fleet;
+use super::apply::{ApplyRequest, names_fleet};
 use super::{Bot, BotError};
 use crate::bot::backend::{Deployer, fleet_lease_key};
 use crate::bot::commands::Command;
@@ -75,12 +75,14 @@ impl Bot {
         match self
             .request_apply(
                 repo,
-                e.issue_number,
-                Trigger::Command,
-                &e.author,
-                &origin,
-                only,
-                &origin,
+                &ApplyRequest {
+                    number: e.issue_number,
+                    trigger: Trigger::Command,
+                    actor: &e.author,
+                    origin: &origin,
+                    only,
+                    claimant: &origin,
+                },
             )
             .await?
         {

@@ -45,26 +45,30 @@ pub async fn preflight(
     let config = load_config(repo).await?;
     let matcher = config.config.spec_matcher();
     let (files, truncated) = fetch_changed_files(repo, settings, &matcher, pr).await?;
-    let specs = valid_head_specs(&files, &matcher);
+    // Parsing and evaluating are CPU work (specs of up to 4 MiB, a scan of every changed
+    // file): they run on the blocking pool, never on the task that talks to GitHub.
+    let (files, specs, base_specs) = on_cpu(move || {
+        let specs = valid_head_specs(&files, &matcher);
+        let base = base_specs(&files);
+        (files, specs, base)
+    })
+    .await;
     let live = read_live_specs(settings, &config, &specs).await;
-    let quota = settings.quota.as_ref().map(|q| QuotaInput {
-        tenant_id: &q.tenant_id,
-        evidence: q.evidence.as_ref(),
-    });
     let repo_name = repo.repo().to_string();
-    let outcome = evaluate_pull_request(&PrInput {
-        repo: &repo_name,
+    record_reviewed_plans(settings, &repo_name, pr, &specs, &base_specs, &live).await;
+    let input = OwnedInput {
+        repo: repo_name.clone(),
         number: pr.number,
-        head_sha: pr.head_sha,
-        base_sha: pr.base_sha,
-        files: &files,
-        files_truncated: truncated,
-        config: &config,
-        alias_key,
-        quota,
-        live: &live,
-    });
-    record_reviewed_plans(settings, &repo_name, pr, &specs, &base_specs(&files), &live).await;
+        head_sha: pr.head_sha.to_string(),
+        base_sha: pr.base_sha.to_string(),
+        files,
+        truncated,
+        config,
+        alias_key: alias_key.to_vec(),
+        quota: settings.quota.clone(),
+        live,
+    };
+    let outcome = on_cpu(move || input.evaluate()).await;
     let check_runs = publish_checks(repo, &outcome).await?;
     let comment = publish_comment(repo, pr.number, &outcome).await?;
     tracing::info!(
@@ -81,6 +85,59 @@ pub async fn preflight(
     })
 }
 
+/// What the evaluation needs, owned, so it can run on the blocking pool.
+struct OwnedInput {
+    repo: String,
+    number: u64,
+    head_sha: String,
+    base_sha: String,
+    files: Vec<ChangedFile>,
+    truncated: bool,
+    config: LoadedConfig,
+    alias_key: Vec<u8>,
+    quota: Option<crate::bot::settings::QuotaSource>,
+    live: BTreeMap<String, LiveSpec>,
+}
+
+impl OwnedInput {
+    fn evaluate(&self) -> PrOutcome {
+        evaluate_pull_request(&PrInput {
+            repo: &self.repo,
+            number: self.number,
+            head_sha: &self.head_sha,
+            base_sha: &self.base_sha,
+            files: &self.files,
+            files_truncated: self.truncated,
+            config: &self.config,
+            alias_key: &self.alias_key,
+            quota: self.quota.as_ref().map(|q| QuotaInput {
+                tenant_id: &q.tenant_id,
+                evidence: q.evidence.as_ref(),
+            }),
+            live: &self.live,
+        })
+    }
+}
+
+/// Runs CPU-bound work on the blocking pool, at most one job per core at once, so a burst of
+/// large pull requests queues here instead of starving the runtime or the machine.
+async fn on_cpu<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    let slots = SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cores)
+    });
+    let _permit = slots
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        // A panic in the work is the job's panic, as it was before it moved here.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
 /// Keeps each live plan the comment is about to show, so a merge applies only what was
 /// reviewed. Kept before the comment is published: a plan shown is always a plan recorded. A
 /// plan that cannot be recorded makes the merge refuse (not reviewed), never apply unseen.
@@ -89,7 +146,7 @@ async fn record_reviewed_plans(
     repo: &str,
     pr: PrHead<'_>,
     specs: &[(String, FleetSpec)],
-    base_specs: &BTreeMap<&str, FleetSpec>,
+    base_specs: &BTreeMap<String, FleetSpec>,
     live: &BTreeMap<String, LiveSpec>,
 ) {
     let Some(deployer) = &settings.deploy else {
@@ -99,7 +156,7 @@ async fn record_reviewed_plans(
         let Some(Ok(Some(planned))) = live.get(path).map(|l| &l.plan) else {
             continue;
         };
-        let base = base_specs.get(path.as_str());
+        let base = base_specs.get(path);
         let plan = ReviewedPlan {
             pr_key: pr_key(repo, pr.number),
             head_sha: pr.head_sha.to_string(),
@@ -194,13 +251,13 @@ async fn read_live_specs(
 
 /// The changed specs' base versions that parse, by head path (for the names of projects a
 /// change removes).
-fn base_specs(files: &[ChangedFile]) -> BTreeMap<&str, FleetSpec> {
+fn base_specs(files: &[ChangedFile]) -> BTreeMap<String, FleetSpec> {
     files
         .iter()
         .filter_map(|f| {
             let text = std::str::from_utf8(f.base.as_deref()?).ok()?;
             let spec = crate::spec::load_str(text, f.base_path()).ok()?;
-            Some((f.path.as_str(), spec))
+            Some((f.path.clone(), spec))
         })
         .collect()
 }
