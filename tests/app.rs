@@ -57,6 +57,7 @@ fn options(gh: &FakeGitHub, dir: &tempfile::TempDir, workers: usize) -> AppOptio
         store_url: None,
         webhook_secrets: None,
         job_lease_secs: None,
+        env: Vec::new(),
     }
 }
 
@@ -1339,5 +1340,82 @@ async fn a_marker_quoted_in_a_spec_cannot_hijack_the_sticky_comment() {
         "not overwritten by the reply"
     );
     assert_eq!(sticky_after.edits, sticky_before.edits);
+    app.stop().await;
+}
+
+/// Sends `request` on a fresh connection and reads what comes back within `wait` (the
+/// answer, or nothing when the server closed the connection).
+async fn raw_exchange(url: &str, request: &[u8], wait: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _ = tcp.write_all(request).await;
+    let mut buf = vec![0u8; 4096];
+    match tokio::time::timeout(wait, tcp.read(&mut buf)).await {
+        Ok(Ok(n)) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+        Ok(Err(_)) => String::new(),
+        Err(_) => "(no answer in time)".into(),
+    }
+}
+
+#[tokio::test]
+async fn slow_large_and_unsigned_clients_cost_the_server_little() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.env = vec![
+        ("FLEETBOT_MAX_CONNECTIONS", "4".into()),
+        ("FLEETBOT_HEADER_TIMEOUT_SECS", "1".into()),
+        ("FLEETBOT_BODY_TIMEOUT_SECS", "1".into()),
+    ];
+    let app = App::start(opts).await;
+    let signed = format!("X-Hub-Signature-256: sha256={}\r\n", "0".repeat(64));
+    // A body declared over the cap is refused before a byte of it is sent.
+    let huge = format!(
+        "POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: d-1\r\n{signed}Content-Length: 30000000\r\n\r\n"
+    );
+    let answer = raw_exchange(&app.url, huge.as_bytes(), Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    // An unsigned body is refused before it is read.
+    let unsigned = "POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: d-2\r\nContent-Length: 20000000\r\n\r\n";
+    let answer = raw_exchange(&app.url, unsigned.as_bytes(), Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    // A signed body that never arrives times out.
+    let stalled = format!(
+        "POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: d-3\r\n{signed}Content-Length: 1000\r\n\r\nonly a little"
+    );
+    let answer = raw_exchange(&app.url, stalled.as_bytes(), Duration::from_secs(4)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    // Headers that never finish: the connection is closed.
+    let slow = raw_exchange(
+        &app.url,
+        b"POST /webhook HTTP/1.1\r\nHost:",
+        Duration::from_secs(4),
+    )
+    .await;
+    assert!(
+        !slow.contains("no answer in time"),
+        "a slow client kept its connection: {slow}"
+    );
+    // A flood of idle connections past the cap: health checks still get through.
+    let addr = app.url.trim_start_matches("http://").to_string();
+    let mut idle = Vec::new();
+    for _ in 0..12 {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    let started = std::time::Instant::now();
+    let health = raw_exchange(
+        &app.url,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(idle);
     app.stop().await;
 }

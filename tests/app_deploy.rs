@@ -95,6 +95,7 @@ fn options(
         webhook_secrets: None,
         // Short, so a killed server's jobs are taken over within seconds.
         job_lease_secs: Some(2),
+        env: Vec::new(),
     }
 }
 

@@ -103,6 +103,7 @@ async fn trial(rng: &mut Rng, kill_window_ms: u64) -> Trial {
         store_url: None,
         webhook_secrets: None,
         job_lease_secs: Some(1),
+        env: Vec::new(),
     };
     let mut app = App::start(options.clone()).await;
     let head = sha(2);

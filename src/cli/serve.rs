@@ -145,6 +145,39 @@ pub struct ServeArgs {
         value_name = "SECS"
     )]
     pub job_lease_secs: u64,
+    /// Open connections at most; more are closed at once.
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_CONNECTIONS",
+        default_value_t = 4096,
+        value_name = "N"
+    )]
+    pub max_connections: usize,
+    /// Seconds a client has to send a request's headers (also how long an idle connection
+    /// stays open).
+    #[arg(
+        long,
+        env = "FLEETBOT_HEADER_TIMEOUT_SECS",
+        default_value_t = 10,
+        value_name = "SECS"
+    )]
+    pub header_timeout_secs: u64,
+    /// Seconds a client has to send a webhook body.
+    #[arg(
+        long,
+        env = "FLEETBOT_BODY_TIMEOUT_SECS",
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
+    pub body_timeout_secs: u64,
+    /// Webhook bodies read at once (each up to 25 MB); more wait, then get 503.
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_BODY_READERS",
+        default_value_t = 16,
+        value_name = "N"
+    )]
+    pub max_body_readers: usize,
 }
 
 /// The checked configuration (its `Debug` redacts, like its parts).
@@ -321,6 +354,12 @@ async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static
             ..WorkerSettings::default()
         },
         retention: Duration::from_secs(args.retention_days * 24 * 3600),
+        limits: crate::server::ServerLimits {
+            max_connections: args.max_connections.max(1),
+            header_timeout: Duration::from_secs(args.header_timeout_secs.max(1)),
+            body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
+            max_body_readers: args.max_body_readers.max(1),
+        },
         ..DurableSettings::default()
     };
     let server = start(
@@ -442,6 +481,10 @@ mod tests {
             tenant_id: None,
             apply_lease_secs: 120,
             job_lease_secs: 300,
+            max_connections: 4096,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            max_body_readers: 16,
         }
     }
 

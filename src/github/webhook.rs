@@ -47,6 +47,20 @@ pub enum SignatureError {
     Mismatch,
 }
 
+/// The signature a header carries, checked for form only: a request without one is refused
+/// before its body is read.
+pub fn parse_signature(header: Option<&[u8]>) -> Result<[u8; 32], SignatureError> {
+    let header = header.ok_or(SignatureError::Missing)?;
+    let hex_digits = header
+        .strip_prefix(b"sha256=")
+        .ok_or(SignatureError::Malformed)?;
+    let mut expected = [0u8; 32];
+    if hex_digits.len() != 64 || hex::decode_to_slice(hex_digits, &mut expected).is_err() {
+        return Err(SignatureError::Malformed);
+    }
+    Ok(expected)
+}
+
 impl WebhookSecrets {
     /// Secrets from a comma-separated list; blanks around and between entries are dropped.
     pub fn from_comma_separated(list: &str) -> Result<Self, SecretsError> {
@@ -85,14 +99,7 @@ impl WebhookSecrets {
     /// Every secret is tried, even after a match, so the time taken does not tell which secret
     /// (or whether any) matched; each comparison is constant-time (`Mac::verify_slice`).
     pub fn verify(&self, body: &[u8], header: Option<&[u8]>) -> Result<(), SignatureError> {
-        let header = header.ok_or(SignatureError::Missing)?;
-        let hex_digits = header
-            .strip_prefix(b"sha256=")
-            .ok_or(SignatureError::Malformed)?;
-        let mut expected = [0u8; 32];
-        if hex_digits.len() != 64 || hex::decode_to_slice(hex_digits, &mut expected).is_err() {
-            return Err(SignatureError::Malformed);
-        }
+        let expected = parse_signature(header)?;
         let mut matched = false;
         for secret in &self.0 {
             let mut mac =

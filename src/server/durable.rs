@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::sink::{Acceptance, CountsFuture, Delivery, DeliverySink, SinkError, SinkFuture};
 use super::worker::{WorkerSettings, run_queue_worker};
-use super::{AppState, JobReport, Metrics, router, serve};
+use super::{AppState, JobReport, Metrics, router, serve_with_limits};
 use crate::bot::Bot;
 use crate::github::WebhookSecrets;
 use crate::store::queue::{MAX_ENQUEUE_BATCH, MIN_RETENTION, WEBHOOK_JOB, ms, now_ms, pr_key};
@@ -196,6 +196,8 @@ pub struct DurableSettings {
     pub retention: Duration,
     /// How often old rows are pruned.
     pub prune_every: Duration,
+    /// What the HTTP layer allows a client.
+    pub limits: super::ServerLimits,
 }
 
 impl Default for DurableSettings {
@@ -205,6 +207,7 @@ impl Default for DurableSettings {
             worker: WorkerSettings::default(),
             retention: Duration::from_secs(7 * 24 * 3600),
             prune_every: Duration::from_secs(3600),
+            limits: super::ServerLimits::default(),
         }
     }
 }
@@ -232,16 +235,21 @@ pub fn start<Q: JobQueue + Clone>(
     let (stop, stopped) = watch::channel(false);
     let wake = Arc::new(Notify::new());
     let sink = StoreSink::new(queue.clone(), wake.clone());
-    let state = AppState::new(
+    let state = AppState::with_limits(
         secrets,
         Arc::new(sink),
         metrics.clone(),
         Some(bot.github().clone()),
+        &settings.limits,
     );
     let mut http_stop = stopped.clone();
-    let http = tokio::spawn(serve(listener, router(state), async move {
-        let _ = http_stop.wait_for(|s| *s).await;
-    }));
+    let limits = settings.limits.clone();
+    let http = tokio::spawn(async move {
+        let stop = async move {
+            let _ = http_stop.wait_for(|s| *s).await;
+        };
+        serve_with_limits(listener, router(state), stop, &limits).await
+    });
     let workers = (0..settings.workers)
         .map(|i| {
             let mut worker = settings.worker.clone();

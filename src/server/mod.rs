@@ -52,6 +52,41 @@ const QUEUE_COUNT_LIMIT: Duration = Duration::from_secs(2);
 /// `X-GitHub-Delivery` values are GUIDs; anything much longer is refused.
 const MAX_DELIVERY_ID_LEN: usize = 100;
 
+/// What the HTTP layer allows a client: how many connections, how long for headers and for a
+/// body, and how many webhook bodies are read at once (each may be 25 MB).
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// Open connections served normally. Past it, up to three times as many more are still
+    /// served, but must send their request within [`OVERFLOW_HEADER_TIMEOUT`] and are closed
+    /// after one answer (so a health check gets through a flood of idle connections, and the
+    /// flood drains fast); past that, a new connection is closed at once.
+    pub max_connections: usize,
+    /// A request's headers (and an idle keep-alive connection's next request) must arrive
+    /// within this.
+    pub header_timeout: Duration,
+    /// A webhook body must arrive within this.
+    pub body_timeout: Duration,
+    /// Webhook bodies read at once; more wait up to [`BODY_SLOT_WAIT`], then get `503`.
+    pub max_body_readers: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: 4096,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_body_readers: 16,
+        }
+    }
+}
+
+/// The header timeout of connections past [`ServerLimits::max_connections`].
+pub const OVERFLOW_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a webhook waits for a body slot before it is told to come back.
+pub const BODY_SLOT_WAIT: Duration = Duration::from_secs(5);
+
 /// What the HTTP handlers share.
 #[derive(Clone)]
 pub struct AppState {
@@ -60,6 +95,8 @@ pub struct AppState {
     metrics: Arc<Metrics>,
     /// The GitHub client, for its call counters and rate-limit headroom in `/metrics`.
     github: Option<crate::github::GitHubClient>,
+    body_slots: Arc<tokio::sync::Semaphore>,
+    body_timeout: Duration,
 }
 
 impl AppState {
@@ -69,11 +106,23 @@ impl AppState {
         metrics: Arc<Metrics>,
         github: Option<crate::github::GitHubClient>,
     ) -> Self {
+        Self::with_limits(secrets, sink, metrics, github, &ServerLimits::default())
+    }
+
+    pub fn with_limits(
+        secrets: WebhookSecrets,
+        sink: Arc<dyn DeliverySink>,
+        metrics: Arc<Metrics>,
+        github: Option<crate::github::GitHubClient>,
+        limits: &ServerLimits,
+    ) -> Self {
         AppState {
             secrets: Arc::new(secrets),
             sink,
             metrics,
             github,
+            body_slots: Arc::new(tokio::sync::Semaphore::new(limits.max_body_readers.max(1))),
+            body_timeout: limits.body_timeout,
         }
     }
 }
@@ -97,15 +146,72 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Answers are a few bytes: without TCP_NODELAY, Nagle's algorithm can hold one back
-    // until the client's delayed ACK (tens of milliseconds).
-    let listener = listener.tap_io(|tcp| {
+    serve_with_limits(listener, router, shutdown, &ServerLimits::default()).await
+}
+
+/// [`serve`] under `limits`: a connection past the cap is closed at once, headers must arrive
+/// within the header timeout (hyper enforces it only with a timer, which `axum::serve` does
+/// not set), and a shutdown lets open requests finish.
+pub async fn serve_with_limits(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: &ServerLimits,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    let cap = limits.max_connections.max(1);
+    let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+    let overflow = Arc::new(tokio::sync::Semaphore::new(cap.saturating_mul(3)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let mut crowded = hyper::server::conn::http1::Builder::new();
+    crowded
+        .timer(TokioTimer::new())
+        .header_read_timeout(OVERFLOW_HEADER_TIMEOUT)
+        .keep_alive(false);
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors, most likely: wait instead of spinning.
+                    tracing::warn!("cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let (slot, builder) = match slots.clone().try_acquire_owned() {
+            Ok(slot) => (slot, &builder),
+            Err(_) => match overflow.clone().try_acquire_owned() {
+                Ok(slot) => (slot, &crowded),
+                // Past both: closing at once keeps the server answering its other clients.
+                Err(_) => {
+                    drop(tcp);
+                    continue;
+                }
+            },
+        };
+        // Answers are a few bytes: without TCP_NODELAY, Nagle's algorithm can hold one back
+        // until the client's delayed ACK (tens of milliseconds).
         let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+        let service = TowerToHyperService::new(router.clone());
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        tokio::spawn(async move {
+            let _slot = slot;
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response {
@@ -121,10 +227,75 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+/// Reads a webhook body within the limits, or says why not. Nothing is read for a request
+/// that declares a body over the cap or carries no well-formed signature: an unsigned
+/// sender never costs more than its headers.
+async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<Bytes, (StatusCode, &'static str, &'static str)> {
+    let declared =
+        header_str(headers, header::CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "payload too large\n",
+        ));
+    }
+    let signature = headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes());
+    if crate::github::webhook::parse_signature(signature).is_err() {
+        return Err((StatusCode::UNAUTHORIZED, "refused", "signature refused\n"));
+    }
+    let slot = tokio::time::timeout(BODY_SLOT_WAIT, state.body_slots.clone().acquire_owned());
+    let Ok(Ok(_slot)) = slot.await else {
+        return Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "too many deliveries at once; redeliver later\n",
+        ));
+    };
+    match tokio::time::timeout(
+        state.body_timeout,
+        axum::body::to_bytes(body, MAX_BODY_BYTES),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "payload too large\n",
+        )),
+        Err(_) => Err((
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            "body not received in time\n",
+        )),
+    }
+}
+
+async fn webhook(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
     let started = Instant::now();
     let event = header_str(&headers, "x-github-event");
     let label = metrics::event_label(event);
+    let body = match read_body(&state, &headers, body).await {
+        Ok(bytes) => bytes,
+        Err((status, outcome, answer)) => {
+            state.metrics.delivery(label, outcome, started.elapsed());
+            tracing::warn!(
+                event = label,
+                outcome,
+                "webhook refused before its body was used"
+            );
+            return text(status, answer);
+        }
+    };
     let signature = headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes());
     if let Err(e) = state.secrets.verify(&body, signature) {
         state.metrics.delivery(label, "refused", started.elapsed());

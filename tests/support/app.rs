@@ -26,6 +26,8 @@ pub struct AppOptions {
     pub webhook_secrets: Option<String>,
     /// `FLEETBOT_JOB_LEASE_SECS`; `None`: the default.
     pub job_lease_secs: Option<u64>,
+    /// Further environment (`FLEETBOT_MAX_CONNECTIONS`, …).
+    pub env: Vec<(&'static str, String)>,
 }
 
 /// A running `fleetbot serve`.
@@ -67,6 +69,9 @@ impl App {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        for (name, value) in &options.env {
+            cmd.env(name, value);
+        }
         if let Some(secs) = options.job_lease_secs {
             cmd.env("FLEETBOT_JOB_LEASE_SECS", secs.to_string())
                 .env("FLEETBOT_APPLY_LEASE_SECS", secs.to_string());
