@@ -182,6 +182,7 @@ on_both_backends!(
     a_bad_signature_is_refused_and_nothing_is_stored,
     a_job_that_fails_on_github_is_retried_later_and_then_done,
     a_request_github_refuses_ends_the_job_at_once,
+    a_retried_preflight_reuses_the_check_runs_it_made,
 );
 
 /// Issue 22, item 4: a job that took its process down on every attempt (claimed, never
@@ -503,6 +504,37 @@ async fn two_servers_on_one_postgres_process_every_delivery_exactly_once() {
     for s in servers {
         s.stop().await;
     }
+}
+
+/// Issue 22, item 8: a job that failed after publishing its checks (the comment could not be
+/// written) is retried, and the retry finds its check runs again instead of making more.
+async fn a_retried_preflight_reuses_the_check_runs_it_made<B: Backend>(b: B) {
+    let gh = fake_github().await;
+    let (head, _) = open_pr(&gh, 63);
+    gh.world().faults.push(Fault {
+        operation: "issues/create-comment".into(),
+        status: 502,
+        headers: vec![],
+        // The client checks after an unknown outcome and tries once more: two fail the attempt.
+        body: serde_json::json!({"message": "Bad Gateway"}),
+        times: 2,
+    });
+    let store = b.open().await;
+    let mut server = serve(store.clone(), bot(&gh), 1).await;
+    let body = delivery("opened", 63, &head);
+    let id = "eeeeeeee-0000-0000-0000-000000000063";
+    assert_eq!(server.post(id, &body, signed(&body)).await.0, 202);
+    let first = server.next_job().await;
+    assert!(first.result.is_err(), "the comment failed: {first:?}");
+    let retried = server.next_job().await;
+    assert!(retried.result.is_ok(), "{retried:?}");
+    assert_eq!(
+        gh.world().runs_on(REPO, &head).len(),
+        2,
+        "one run per check"
+    );
+    assert_eq!(gh.world().calls("checks/create"), 2, "created once each");
+    server.stop().await;
 }
 
 /// Issue 22, item 8: a request GitHub refuses (422) fails the same way on every attempt, so

@@ -217,8 +217,7 @@ async fn run_job<Q: JobQueue + Clone>(
             "error",
         ),
         Ok(Err(e)) => {
-            let factor = 1u32 << job.attempt.saturating_sub(1).min(16);
-            let at = now_ms() + ms(settings.retry_backoff.saturating_mul(factor));
+            let at = now_ms() + ms(retry_delay(settings.retry_backoff, job.attempt));
             (
                 Some(JobOutcome::Retry {
                     at,
@@ -261,6 +260,23 @@ async fn run_job<Q: JobQueue + Clone>(
             took,
         });
     }
+}
+
+/// The longest a failed job waits before its next attempt.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(30 * 60);
+
+/// The wait before attempt `attempt + 1`: doubling from `first`, at most [`MAX_RETRY_DELAY`],
+/// and spread by ±20 % so jobs that failed together (GitHub was down) do not return together.
+fn retry_delay(first: Duration, attempt: u32) -> Duration {
+    let factor = 1u32 << attempt.saturating_sub(1).min(16);
+    let base = first.saturating_mul(factor).min(MAX_RETRY_DELAY);
+    let random = u16::from_le_bytes({
+        let b = uuid::Uuid::new_v4().into_bytes();
+        [b[0], b[1]]
+    });
+    // 0.8 ..= 1.2
+    let spread = 0.8 + 0.4 * f64::from(random) / f64::from(u16::MAX);
+    base.mul_f64(spread)
 }
 
 /// Renews `job`'s lease every third of `lease` on its own task until the returned receiver
@@ -328,6 +344,23 @@ async fn finish<Q: JobQueue>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_back_off_with_a_spread_and_a_ceiling() {
+        let first = Duration::from_secs(30);
+        for attempt in 1..=5 {
+            let base = first * (1 << (attempt - 1));
+            let d = retry_delay(first, attempt);
+            assert!(
+                d >= base.mul_f64(0.8) && d <= base.mul_f64(1.2),
+                "{attempt}: {d:?}"
+            );
+        }
+        assert!(retry_delay(first, 30) <= MAX_RETRY_DELAY.mul_f64(1.2));
+        let spread: std::collections::BTreeSet<u128> =
+            (0..20).map(|_| retry_delay(first, 3).as_millis()).collect();
+        assert!(spread.len() > 1, "no jitter");
+    }
     use crate::store::{NewJob, SqliteStore};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

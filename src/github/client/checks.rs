@@ -139,10 +139,24 @@ impl RepoClient {
     /// Creates a completed check run with its first 50 annotations, then adds the rest 50 per
     /// update. If the create's outcome is unknown, an existing run with the same name and
     /// external id on the head commit is used instead of creating a second one.
+    ///
+    /// The external id is the report's digest, which covers everything the run says: when the
+    /// commit's latest run of this name already carries it and has concluded, it is that
+    /// same run (a retried job, a repeated `/plan` of an unchanged plan) and nothing is sent.
     pub async fn publish_check_run(
         &self,
         run: &CheckRunPayload,
     ) -> Result<PublishedCheckRun, ClientError> {
+        if run.external_id.is_some()
+            && let Some(found) = self
+                .find_concluded_check_run(&run.name, &run.head_sha, run.external_id.as_deref())
+                .await?
+        {
+            return Ok(PublishedCheckRun {
+                id: found,
+                requests: 1,
+            });
+        }
         let mut batches = run.output.annotations.chunks(MAX_ANNOTATIONS_PER_REQUEST);
         let first = batches.next().unwrap_or(&[]);
         let mut body = serde_json::to_value(run).map_err(|e| ClientError::Decode {
@@ -305,6 +319,46 @@ impl RepoClient {
         )
         .await?;
         Ok(())
+    }
+
+    /// The id of the commit's latest run of this name when it carries `external_id` and has
+    /// concluded.
+    async fn find_concluded_check_run(
+        &self,
+        name: &str,
+        head_sha: &str,
+        external_id: Option<&str>,
+    ) -> Result<Option<u64>, ClientError> {
+        #[derive(Deserialize)]
+        struct Run {
+            id: u64,
+            external_id: Option<String>,
+            #[serde(default)]
+            conclusion: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Runs {
+            check_runs: Vec<Run>,
+        }
+        let runs: Runs = self
+            .client
+            .get_json(
+                "checks/list-for-ref",
+                self.installation_id,
+                &self.repo_path(&format!("/commits/{}/check-runs", seg(head_sha))),
+                vec![
+                    ("check_name", name.to_string()),
+                    ("filter", "latest".to_string()),
+                ],
+            )
+            .await?;
+        // `latest` gives the newest run of the name; an older one with this digest is not it.
+        Ok(runs
+            .check_runs
+            .into_iter()
+            .next()
+            .filter(|r| r.external_id.as_deref() == external_id && r.conclusion.is_some())
+            .map(|r| r.id))
     }
 
     /// A run on the head commit with this name and external id, made by any App (the

@@ -1104,11 +1104,18 @@ fn respond(
                 .find(|(k, _)| k == "check_name")
                 .map(|(_, v)| v.clone());
             let git_ref = params.get("ref").cloned().unwrap_or_default();
-            let runs: Vec<Value> = w
+            // `filter` defaults to `latest`: the newest run of each name only.
+            let all = query.iter().any(|(k, v)| k == "filter" && v == "all");
+            let matching: Vec<&CheckRun> = w
                 .check_runs
                 .values()
                 .filter(|r| r.repo == full && r.head_sha == git_ref)
                 .filter(|r| name.as_ref().is_none_or(|n| &r.name == n))
+                .collect();
+            let runs: Vec<Value> = matching
+                .iter()
+                .filter(|r| all || !matching.iter().any(|o| o.name == r.name && o.id > r.id))
+                .rev()
                 .map(|r| check_run_json(w, r))
                 .collect();
             Answer::json(200, json!({"total_count": runs.len(), "check_runs": runs}))
