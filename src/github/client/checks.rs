@@ -329,32 +329,10 @@ impl RepoClient {
         head_sha: &str,
         external_id: Option<&str>,
     ) -> Result<Option<u64>, ClientError> {
-        #[derive(Deserialize)]
-        struct Run {
-            id: u64,
-            external_id: Option<String>,
-            #[serde(default)]
-            conclusion: Option<String>,
-        }
-        #[derive(Deserialize)]
-        struct Runs {
-            check_runs: Vec<Run>,
-        }
-        let runs: Runs = self
-            .client
-            .get_json(
-                "checks/list-for-ref",
-                self.installation_id,
-                &self.repo_path(&format!("/commits/{}/check-runs", seg(head_sha))),
-                vec![
-                    ("check_name", name.to_string()),
-                    ("filter", "latest".to_string()),
-                ],
-            )
-            .await?;
         // `latest` gives the newest run of the name; an older one with this digest is not it.
-        Ok(runs
-            .check_runs
+        Ok(self
+            .latest_runs(name, head_sha)
+            .await?
             .into_iter()
             .next()
             .filter(|r| r.external_id.as_deref() == external_id && r.conclusion.is_some())
@@ -369,16 +347,22 @@ impl RepoClient {
         head_sha: &str,
         external_id: Option<&str>,
     ) -> Result<Option<CheckRunRef>, ClientError> {
-        #[derive(Deserialize)]
-        struct Run {
-            id: u64,
-            #[serde(default)]
-            html_url: Option<String>,
-            external_id: Option<String>,
-        }
+        Ok(self
+            .latest_runs(name, head_sha)
+            .await?
+            .into_iter()
+            .find(|r| r.external_id.as_deref() == external_id)
+            .map(|r| CheckRunRef {
+                id: r.id,
+                html_url: r.html_url.unwrap_or_default(),
+            }))
+    }
+
+    /// The commit's latest runs of this name (`filter=latest`, GitHub's default).
+    async fn latest_runs(&self, name: &str, head_sha: &str) -> Result<Vec<ListedRun>, ClientError> {
         #[derive(Deserialize)]
         struct Runs {
-            check_runs: Vec<Run>,
+            check_runs: Vec<ListedRun>,
         }
         let runs: Runs = self
             .client
@@ -392,15 +376,19 @@ impl RepoClient {
                 ],
             )
             .await?;
-        Ok(runs
-            .check_runs
-            .into_iter()
-            .find(|r| r.external_id.as_deref() == external_id)
-            .map(|r| CheckRunRef {
-                id: r.id,
-                html_url: r.html_url.unwrap_or_default(),
-            }))
+        Ok(runs.check_runs)
     }
+}
+
+/// A run as `GET /commits/{ref}/check-runs` lists it (what fleetbot reads of it).
+#[derive(Deserialize)]
+struct ListedRun {
+    id: u64,
+    #[serde(default)]
+    html_url: Option<String>,
+    external_id: Option<String>,
+    #[serde(default)]
+    conclusion: Option<String>,
 }
 
 fn set_annotations(output: &mut Value, batch: &[Annotation]) {
