@@ -10,6 +10,7 @@ use crate::bot::deploy::job::short;
 use crate::bot::guard::Trigger;
 use crate::bot::guard::{PublicNames, ReviewSummary, approval_digest};
 use crate::bot::jobs::load_config;
+use crate::bot::report::ReplyNote;
 use crate::github::events::IssueCommentEvent;
 use crate::github::{FileStatus, PullState, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
@@ -18,7 +19,7 @@ use crate::store::{Approval, AuditEntry, NewJob};
 /// What one command produced for the reply.
 #[derive(Default)]
 pub(super) struct Said {
-    pub notes: Vec<String>,
+    pub notes: Vec<ReplyNote>,
     pub errors: Vec<String>,
     pub jobs: Vec<NewJob>,
 }
@@ -87,10 +88,13 @@ impl Bot {
             .await?
         {
             Ok(r) => {
-                said.notes.push(format!(
-                    "/apply: queued; follow the fleet/apply check on {}.",
-                    short(&r.sha)
-                ));
+                said.notes.push(
+                    format!(
+                        "/apply: queued; follow the fleet/apply check on {}.",
+                        short(&r.sha)
+                    )
+                    .into(),
+                );
                 said.jobs.push(r.job);
                 Ok("queued".into())
             }
@@ -205,10 +209,13 @@ async fn approve(
         };
         let summary = ReviewSummary::parse(&plan.summary);
         if summary.deletions.is_empty() {
-            said.notes.push(format!(
-                "/approve-destroy: the plan of {} deletes, replaces and shrinks nothing; nothing to approve",
-                target.path
-            ));
+            said.notes.push(
+                format!(
+                    "/approve-destroy: the plan of {} deletes, replaces and shrinks nothing; nothing to approve",
+                    target.path
+                )
+                .into(),
+            );
             continue;
         }
         let approval = Approval {
@@ -227,15 +234,14 @@ async fn approve(
             return Ok("failed: store unwritable".into());
         }
         approved += 1;
-        let mut note = format!(
-            "/approve-destroy: approved for {} at {} (a later push voids it):",
-            target.path,
-            short(&sha)
-        );
-        for line in &summary.deletions {
-            note.push_str(&format!("\n  - {line}"));
-        }
-        said.notes.push(note);
+        said.notes.push(ReplyNote {
+            line: format!(
+                "/approve-destroy: approved for {} at {} (a later push voids it):",
+                target.path,
+                short(&sha)
+            ),
+            items: summary.deletions.clone(),
+        });
     }
     Ok(format!("approved {approved} fleet(s)"))
 }
@@ -258,14 +264,17 @@ async fn unlock(
         match deployer.state.break_lease(&key).await {
             Ok(Some(lease)) => {
                 freed += 1;
-                said.notes.push(format!(
-                    "/unlock: freed the lock of {} held by {}",
-                    target.path, lease.holder
-                ));
+                said.notes.push(
+                    format!(
+                        "/unlock: freed the lock of {} held by {}",
+                        target.path, lease.holder
+                    )
+                    .into(),
+                );
             }
             Ok(None) => said
                 .notes
-                .push(format!("/unlock: {} was not locked", target.path)),
+                .push(format!("/unlock: {} was not locked", target.path).into()),
             Err(err) => {
                 tracing::warn!("/unlock: the store could not be written: {err}");
                 said.errors
@@ -311,21 +320,27 @@ async fn status(
         match deployer.applier.fleet_status(&spec).await {
             Ok(result) => {
                 let mut names = PublicNames::of(&spec);
-                let mut note = format!(
-                    "/status of {} (fleet {}): {} deployed, {} failed",
-                    target.path, result.name, result.deployed, result.failed
-                );
-                for c in &result.clusters {
-                    note.push_str(&format!(
-                        "\n  - {}/{}: {} ({} of {} nodes ready)",
-                        names.project(&c.project_key),
-                        c.cluster_name,
-                        c.status,
-                        c.nodes_ready,
-                        c.nodes_wanted
-                    ));
-                }
-                said.notes.push(note);
+                let items = result
+                    .clusters
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{}/{}: {} ({} of {} nodes ready)",
+                            names.project(&c.project_key),
+                            c.cluster_name,
+                            c.status,
+                            c.nodes_ready,
+                            c.nodes_wanted
+                        )
+                    })
+                    .collect();
+                said.notes.push(ReplyNote {
+                    line: format!(
+                        "/status of {} (fleet {}): {} deployed, {} failed",
+                        target.path, result.name, result.deployed, result.failed
+                    ),
+                    items,
+                });
             }
             Err(err) => said
                 .errors

@@ -8,7 +8,7 @@ use crate::bot::commands::{Command, CommandKind, ParsedComment, parse_comment};
 use crate::bot::config::LoadedConfig;
 use crate::bot::jobs::load_config;
 use crate::bot::render::{render_command_reply, reply_marker};
-use crate::bot::report::CommandHelp;
+use crate::bot::report::{CommandHelp, ReplyNote};
 use crate::github::events::{CommentAction, IssueCommentEvent};
 use crate::github::{ClientError, Permission, PullState, RepoClient};
 
@@ -28,7 +28,7 @@ fn not_for_commands(e: &IssueCommentEvent) -> Option<&'static str> {
 /// What running a comment's commands produced, for the reply.
 struct Answers {
     errors: Vec<String>,
-    notes: Vec<String>,
+    notes: Vec<ReplyNote>,
     help: bool,
     plan: bool,
     /// Commands that act on fleets, run after the permission checks, in comment order.
@@ -159,7 +159,7 @@ impl Bot {
         &self,
         repo: &RepoClient,
         number: u64,
-        notes: &mut Vec<String>,
+        notes: &mut Vec<ReplyNote>,
     ) -> Result<(), BotError> {
         let pr = repo.pull_request(number).await?;
         if pr.state == PullState::Open {
@@ -220,10 +220,13 @@ async fn run_commands(
             | CommandKind::Unlock
             | CommandKind::Status => answers.fleet_commands.push(command.clone()),
             CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
-                answers.notes.push(format!(
-                    "{} is not available in this deployment yet: it needs the engine's live cluster access",
-                    command.kind
-                ))
+                answers.notes.push(
+                    format!(
+                        "{} is not available in this deployment yet: it needs the engine's live cluster access",
+                        command.kind
+                    )
+                    .into(),
+                )
             }
         }
     }

@@ -162,6 +162,30 @@ pub struct SpecDiff {
     pub withheld: Option<String>,
 }
 
+/// One note of a command reply: a line, and the lines listed under it (a cluster each, a
+/// deletion each). Kept apart rather than joined by line breaks, so a line break inside a
+/// name cannot add an item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplyNote {
+    pub line: String,
+    pub items: Vec<String>,
+}
+
+impl From<String> for ReplyNote {
+    fn from(line: String) -> Self {
+        ReplyNote {
+            line,
+            items: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for ReplyNote {
+    fn from(line: &str) -> Self {
+        line.to_string().into()
+    }
+}
+
 /// One command for the "commands" section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandHelp {

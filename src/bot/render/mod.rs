@@ -15,11 +15,15 @@ use std::sync::OnceLock;
 use minijinja::value::{Serde, Value};
 use minijinja::{Environment, context};
 
+use escape::code;
+
 use super::guard::Refusal;
 use super::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
-use super::report::{CommandHelp, PrReport, Verdict};
+use super::report::{CommandHelp, PrReport, ReplyNote, Verdict};
 use crate::github::CheckConclusion;
 use crate::privacy::{RuleId, Scanner};
+
+mod escape;
 
 /// Finds the sticky comment again; never changes once shipped.
 pub const COMMENT_MARKER: &str = "<!-- fleetbot:pr-comment v1 -->";
@@ -45,103 +49,49 @@ fn env() -> &'static Environment<'static> {
         for (name, source) in [
             (
                 "comment.md",
-                include_str!("../../templates/github/comment.md.j2"),
+                include_str!("../../../templates/github/comment.md.j2"),
             ),
             (
                 "privacy_summary.md",
-                include_str!("../../templates/github/privacy_summary.md.j2"),
+                include_str!("../../../templates/github/privacy_summary.md.j2"),
             ),
             (
                 "privacy_text.md",
-                include_str!("../../templates/github/privacy_text.md.j2"),
+                include_str!("../../../templates/github/privacy_text.md.j2"),
             ),
             (
                 "preflight_summary.md",
-                include_str!("../../templates/github/preflight_summary.md.j2"),
+                include_str!("../../../templates/github/preflight_summary.md.j2"),
             ),
             (
                 "preflight_text.md",
-                include_str!("../../templates/github/preflight_text.md.j2"),
+                include_str!("../../../templates/github/preflight_text.md.j2"),
             ),
             (
                 "command_reply.md",
-                include_str!("../../templates/github/command_reply.md.j2"),
+                include_str!("../../../templates/github/command_reply.md.j2"),
             ),
             (
                 "apply_summary.md",
-                include_str!("../../templates/github/apply_summary.md.j2"),
+                include_str!("../../../templates/github/apply_summary.md.j2"),
             ),
             (
                 "apply_reply.md",
-                include_str!("../../templates/github/apply_reply.md.j2"),
+                include_str!("../../../templates/github/apply_reply.md.j2"),
             ),
         ] {
             env.add_template(name, source)
                 .expect("templates are checked by the tests");
         }
-        env.add_filter("md", |s: String| md(&s));
-        env.add_filter("cell", |s: String| md(&s));
-        env.add_filter("code", |s: String| code(&s));
-        env.add_filter("fence", |s: String, lang: String| fence(&s, &lang));
+        // Every string from a pull request reaches the text through one of these.
+        env.add_filter("md", |s: String| escape::md(&s));
+        env.add_filter("cell", |s: String| escape::cell(&s));
+        env.add_filter("code", |s: String| escape::code(&s));
+        env.add_filter("cell_code", |s: String| escape::cell_code(&s));
+        env.add_filter("summary", |s: String| escape::summary(&s));
+        env.add_filter("fence", |s: String, lang: String| escape::fence(&s, &lang));
         env
     })
-}
-
-/// Inline text made inert: Markdown punctuation escaped, mentions defused, one line.
-fn md(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            // An HTML comment between `@` and the name stops GitHub from notifying anyone.
-            '@' => out.push_str("@<!-- -->"),
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A code span that survives backticks inside the text.
-fn code(text: &str) -> String {
-    let text: String = text
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    if text.is_empty() {
-        return "(empty)".into();
-    }
-    let longest = longest_run(&text, '`');
-    let ticks = "`".repeat(longest + 1);
-    if longest > 0 || text.starts_with(' ') || text.ends_with(' ') {
-        format!("{ticks} {text} {ticks}")
-    } else {
-        format!("{ticks}{text}{ticks}")
-    }
-}
-
-/// A fenced block whose fence is longer than any backtick run inside.
-fn fence(text: &str, lang: &str) -> String {
-    let ticks = "`".repeat((longest_run(text, '`') + 1).max(3));
-    let body = text.trim_end_matches('\n');
-    format!("{ticks}{lang}\n{body}\n{ticks}")
-}
-
-fn longest_run(text: &str, ch: char) -> usize {
-    let (mut best, mut cur) = (0, 0);
-    for c in text.chars() {
-        if c == ch {
-            cur += 1;
-            best = best.max(cur);
-        } else {
-            cur = 0;
-        }
-    }
-    best
 }
 
 /// Presentation words shared by the templates.
@@ -237,27 +187,46 @@ fn chars(s: &str) -> usize {
 /// Cuts at the last line that fits, and says where the rest is.
 fn cut(text: &str, max: usize, measure: fn(&str) -> usize, pointer: &str) -> String {
     let note = format!("\n\n… cut to fit GitHub's size limit; {pointer}\n");
-    // Room for the note and for a closing fence.
-    let budget = max.saturating_sub(measure(&note) + 4);
-    let mut out = String::new();
+    let mut lines: Vec<&str> = Vec::new();
+    let mut used = measure(&note);
     for line in text.split_inclusive('\n') {
-        if measure(&out) + measure(line) > budget {
+        if used + measure(line) > max {
             break;
         }
-        out.push_str(line);
+        used += measure(line);
+        lines.push(line);
     }
-    // Never leave a code fence open: the note would render inside it.
-    if out
-        .lines()
-        .filter(|l| l.trim_start().starts_with("```"))
-        .count()
-        % 2
-        == 1
-    {
-        out.push_str("```\n");
+    // Never leave a code fence open: the note would render inside it. The fence is closed
+    // with its own length (a diff's fence is longer than any backtick run in it).
+    loop {
+        let closing = open_fence(&lines).map(|ticks| "`".repeat(ticks) + "\n");
+        let closing = closing.unwrap_or_default();
+        if used + measure(&closing) <= max || lines.is_empty() {
+            let mut out = lines.concat();
+            if !out.is_empty() && !out.ends_with('\n') && !closing.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&closing);
+            out.push_str(&note);
+            return out;
+        }
+        used -= measure(lines.pop().unwrap_or_default());
     }
-    out.push_str(&note);
-    out
+}
+
+/// The length of the fence still open after `lines`, if one is.
+fn open_fence(lines: &[&str]) -> Option<usize> {
+    let mut open = None;
+    for line in lines {
+        let line = line.trim_end();
+        let ticks = line.chars().take_while(|&c| c == '`').count();
+        match open {
+            None if ticks >= 3 => open = Some(ticks),
+            Some(n) if ticks >= n && ticks == line.len() => open = None,
+            _ => {}
+        }
+    }
+    open
 }
 
 /// The sticky comment: marker first, verdict first after it.
@@ -377,8 +346,8 @@ pub fn render_apply(report: &ApplyReport, run_url: &str, scanner: &Scanner) -> R
         fleets => fleets,
         offers_apply => report.offers_apply(),
         marker => apply_reply_marker(&report.sha),
-        // Only GitHub's own page for the run: anything else is not linked.
-        run_url => run_url.starts_with("https://").then_some(run_url),
+        // Only GitHub's own page for the run, and only a URL that cannot end the link early.
+        run_url => linkable(run_url).then_some(run_url),
     };
     let summary = cut_if_needed(&render("apply_summary.md", ctx.clone()), MAX_CHECK_CHARS);
     let reply = cut_if_needed(&render("apply_reply.md", ctx), MAX_COMMENT_BYTES);
@@ -386,6 +355,14 @@ pub fn render_apply(report: &ApplyReport, run_url: &str, scanner: &Scanner) -> R
         summary: redact_private(scanner, &summary),
         reply: redact_private(scanner, &reply),
     }
+}
+
+/// An `https://` URL of characters that stay inside a Markdown link's destination.
+fn linkable(url: &str) -> bool {
+    url.starts_with("https://")
+        && url
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/:.-_~%?=&".contains(c))
 }
 
 /// A fleet's outcome in words, a sentence that explains it, and the lines it names.
@@ -467,7 +444,7 @@ pub fn render_command_reply(
     comment_id: u64,
     mention: Option<&str>,
     errors: &[String],
-    notes: &[String],
+    notes: &[ReplyNote],
     help: bool,
     commands: &[CommandHelp],
 ) -> String {
@@ -541,6 +518,9 @@ pub fn redact_private(scanner: &Scanner, text: &str) -> String {
 }
 
 #[cfg(test)]
+mod inert_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::privacy::{ScannerConfig, testdata};
@@ -554,25 +534,21 @@ mod tests {
     }
 
     #[test]
-    fn inline_text_is_inert() {
-        assert_eq!(
-            md("a|b *c* @team <b>"),
-            "a\\|b \\*c\\* @<!-- -->team \\<b\\>"
-        );
-        assert_eq!(md("two\nlines"), "two lines");
-        assert_eq!(code("plain"), "`plain`");
-        assert_eq!(code("has ` tick"), "`` has ` tick ``");
-        assert_eq!(code(""), "(empty)");
-        assert_eq!(fence("a\n```\nb\n", "diff"), "````diff\na\n```\nb\n````");
-    }
-
-    #[test]
     fn cut_keeps_fences_closed_and_fits() {
         let text = format!("intro\n```diff\n{}```\n", "+line\n".repeat(1000));
         let out = cut(&text, 500, bytes, "see elsewhere.");
         assert!(out.len() <= 500, "{}", out.len());
         assert_eq!(out.matches("```").count() % 2, 0);
         assert!(out.ends_with("see elsewhere.\n"));
+        // A longer fence with a backtick line inside is closed with its own length.
+        let text = format!("````diff\n ```\n{}````\n", "+line\n".repeat(1000));
+        let out = cut(&text, 300, bytes, "see elsewhere.");
+        assert!(out.len() <= 300, "{}", out.len());
+        assert_eq!(
+            open_fence(&out.split_inclusive('\n').collect::<Vec<_>>()),
+            None
+        );
+        assert!(out.contains("+line\n````\n\n\n… cut"), "{out}");
     }
 
     #[test]
@@ -597,7 +573,10 @@ mod tests {
             5,
             Some("alice"),
             &["line 1: unknown command /pln (did you mean /plan?)".into()],
-            &["/status of fleets/prod.yaml (fleet prod): 1 deployed, 0 failed\n  - platform/train: deployed (2 of 2 nodes ready)".into()],
+            &[ReplyNote {
+                line: "/status of fleets/prod.yaml (fleet prod): 1 deployed, 0 failed".into(),
+                items: vec!["platform/train: deployed (2 of 2 nodes ready)".into()],
+            }],
             true,
             &CommandHelp::all(|_| crate::github::Permission::Write),
         );
