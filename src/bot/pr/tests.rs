@@ -132,6 +132,39 @@ fn spec_errors_on_a_line_with_a_private_value_lose_their_quoted_text() {
 }
 
 #[test]
+fn a_spec_too_large_to_diff_is_planned_and_its_diff_is_withheld_as_too_large() {
+    // 40,000 comment lines: a valid spec whose diff is past the line cap.
+    let grown: String = SPEC.to_string()
+        + &(0..40_000)
+            .map(|i| format!("# note {i}\n"))
+            .collect::<String>();
+    let config = LoadedConfig::from_default_branch("main", None);
+    let out = run(
+        &[file(
+            "fleets/a.yaml",
+            FileStatus::Modified,
+            Some(&grown),
+            Some(SPEC),
+        )],
+        &config,
+    );
+    assert_eq!(out.report.fleets[0].status, FleetStatus::Valid);
+    let diff = &out.report.diffs[0];
+    assert_eq!(
+        diff.withheld,
+        Some(crate::bot::report::DiffWithheld::TooLarge)
+    );
+    assert_eq!(diff.unified, None);
+    assert!(
+        out.comment.contains(
+            "Diff not shown: the change is too large to diff here; it is in the pull request's Files tab."
+        ),
+        "{}",
+        out.comment
+    );
+}
+
+#[test]
 fn the_digest_covers_spec_bytes_and_config() {
     let config = LoadedConfig::from_default_branch("main", None);
     let a = run(
@@ -425,6 +458,14 @@ fn a_private_value_fails_privacy_and_preflight_only_says_so() {
     // The comment is the pull request's overall verdict, and a leak blocks it.
     assert!(
         out.comment.contains("1 private value committed"),
+        "{}",
+        out.comment
+    );
+    // The withheld diff is worded from its typed reason.
+    assert!(
+        out.comment.contains(
+            "Diff not shown: this file holds a private value (see fleet/privacy), so its diff is not shown."
+        ),
         "{}",
         out.comment
     );

@@ -325,7 +325,7 @@ fn pr_report(all: &[String], variant: u8) -> PrReport {
             path,
             change: FileChange::Modified,
             unified: (!bit(0)).then(|| g.s()),
-            withheld: bit(0).then(|| g.s()),
+            withheld: bit(0).then_some(crate::bot::report::DiffWithheld::TooLarge),
         }],
         digest: "c".repeat(64),
         commands: CommandHelp::all(|_| Permission::Write),

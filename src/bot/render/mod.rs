@@ -122,6 +122,18 @@ fn common(report: &PrReport, limit: usize, show_diffs: bool) -> Value {
         ("not_quota_controlled", "➖ not quota-controlled"),
     ]
     .into();
+    let diff_withheld: BTreeMap<&str, &str> = [
+        (
+            "holds_private",
+            "this file holds a private value (see fleet/privacy), so its diff is not shown",
+        ),
+        ("not_text", "the file is not text, or could not be read"),
+        (
+            "too_large",
+            "the change is too large to diff here; it is in the pull request's Files tab",
+        ),
+    ]
+    .into();
     let config_line = if report.config.present {
         format!("`.fleetbot.yml` from {}", code(&report.config.branch))
     } else {
@@ -141,6 +153,7 @@ fn common(report: &PrReport, limit: usize, show_diffs: bool) -> Value {
         fleet_status => Serde(fleet_status),
         budget_status => Serde(budget_status),
         row_verdict => Serde(row_verdict),
+        diff_withheld => Serde(diff_withheld),
         limit => limit,
         show_diffs => show_diffs,
         version => env!("CARGO_PKG_VERSION"),

@@ -159,7 +159,20 @@ pub struct SpecDiff {
     /// Unified diff text; `None` when withheld.
     pub unified: Option<String>,
     /// Why the diff is not shown.
-    pub withheld: Option<String>,
+    pub withheld: Option<DiffWithheld>,
+}
+
+/// Why a spec diff is not shown; the templates word each reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiffWithheld {
+    /// The file holds a private value (the privacy check says which line).
+    HoldsPrivate,
+    /// The file is not UTF-8 text, or its head content was not fetched.
+    NotText,
+    /// A side is past the diff's size cap, or the diff ran out of time: two large unlike specs
+    /// cost lines × differences to diff, and a worker must not be pinned by one.
+    TooLarge,
 }
 
 /// One note of a command reply: a line, and the lines listed under it (a cluster each, a

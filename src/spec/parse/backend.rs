@@ -2,7 +2,7 @@
 //! mapping it is read from: Soperator merges its `soperator:` block over the defaults' one;
 //! mk8s merges either its `mk8s:` envelope or its flat fields over the defaults.
 
-use super::merge::{deep_merge, without_backend_keys};
+use super::merge::{Defaults, deep_merge};
 use super::mk8s::{check_envelope, mk8s_cluster_from};
 use super::reader::{Reader, entries_get, join, positions_of, set_entry, slug_or_cluster};
 use super::soperator;
@@ -27,14 +27,14 @@ pub(super) fn cluster_target_from(
     cpath: &str,
     idx: usize,
     multi: bool,
-    defaults: &[Entry],
+    defaults: &Defaults<'_>,
 ) -> Result<ClusterSpec, SpecError> {
     let entry = ClusterEntry {
         raw,
         pos,
         path: cpath,
     };
-    let backend_node = entries_get(raw, "backend").or_else(|| entries_get(defaults, "backend"));
+    let backend_node = entries_get(raw, "backend").or(defaults.backend);
     let requested = match backend_node {
         None => "mk8s".to_string(),
         Some(n) => {
@@ -69,7 +69,7 @@ pub(super) fn cluster_target_from(
 fn soperator_target(
     r: &Reader<'_>,
     c: ClusterEntry<'_>,
-    defaults: &[Entry],
+    defaults: &Defaults<'_>,
     default_name: String,
 ) -> Result<ClusterSpec, SpecError> {
     r.refuse_unknown(c.raw, &["name", "backend", "soperator"], c.pos, c.path, |unexpected| {
@@ -78,7 +78,7 @@ fn soperator_target(
         )
     })?;
     let default_soperator = r.mapping_or_empty(
-        entries_get(defaults, "soperator"),
+        defaults.soperator,
         "defaults.soperator",
         "defaults.soperator must be a mapping",
     )?;
@@ -89,13 +89,14 @@ fn soperator_target(
     )?;
     let name_node = entries_get(c.raw, "name")
         .filter(|n| n.is_truthy())
-        .or_else(|| entries_get(defaults, "name").filter(|n| n.is_truthy()));
+        .or(defaults.name.filter(|n| n.is_truthy()));
     let name_text = match name_node {
         Some(n) => r.string(Some(n), &join(c.path, "name"), "", "")?,
         None => default_name,
     };
     let name = slug_or_cluster(&name_text);
     let merged = deep_merge(&default_soperator, &raw_soperator);
+    defaults.charge(r, &merged, c.pos, c.path)?;
     let spec = soperator::from_entries(r, &merged, &name, c.pos, &join(c.path, "soperator"))?;
     Ok(ClusterSpec {
         name,
@@ -110,13 +111,14 @@ fn soperator_target(
 fn mk8s_target(
     r: &Reader<'_>,
     c: ClusterEntry<'_>,
-    defaults: &[Entry],
+    defaults: &Defaults<'_>,
     default_name: String,
 ) -> Result<ClusterSpec, SpecError> {
     let (mut merged, name_override) = match entries_get(c.raw, "mk8s") {
         Some(envelope) if !envelope.is_null() => merge_envelope(r, c, envelope, defaults)?,
-        _ => (deep_merge(&without_backend_keys(defaults), c.raw), None),
+        _ => (deep_merge(&defaults.flat, c.raw), None),
     };
+    defaults.charge(r, &merged, c.pos, c.path)?;
     if let Some(name) = name_override {
         set_entry(&mut merged, "name", name);
     }
@@ -137,7 +139,7 @@ fn merge_envelope(
     r: &Reader<'_>,
     c: ClusterEntry<'_>,
     envelope: &Node,
-    defaults: &[Entry],
+    defaults: &Defaults<'_>,
 ) -> Result<(Vec<Entry>, Option<Node>), SpecError> {
     let epath = join(c.path, "mk8s");
     let Some(env_entries) = envelope.as_map() else {
@@ -153,13 +155,13 @@ fn merge_envelope(
             format!("mk8s fleet cluster mixes the 'mk8s' envelope with flat field(s): {unexpected}")
         },
     )?;
-    let base = match entries_get(defaults, "mk8s").filter(|n| n.is_truthy()) {
-        Some(n) => {
-            r.mapping_or_empty(Some(n), "defaults.mk8s", "defaults.mk8s must be a mapping")?
-        }
-        None => without_backend_keys(defaults),
+    let merged = match defaults.mk8s.filter(|n| n.is_truthy()) {
+        Some(n) => deep_merge(
+            &r.mapping_or_empty(Some(n), "defaults.mk8s", "defaults.mk8s must be a mapping")?,
+            env_entries,
+        ),
+        None => deep_merge(&defaults.flat, env_entries),
     };
-    let merged = deep_merge(&base, env_entries);
     let name = entries_get(c.raw, "name")
         .filter(|n| n.is_truthy())
         .cloned();

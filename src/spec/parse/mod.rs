@@ -13,7 +13,7 @@ mod project;
 mod reader;
 mod soperator;
 
-pub use merge::deep_merge;
+pub use merge::{MAX_MERGED_NODES, deep_merge};
 pub use mk8s::{MK8S_ENVELOPE_FIELDS, POOL_FIELDS};
 pub(crate) use reader::{Reader, join};
 
@@ -34,6 +34,7 @@ pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
     };
     check_api_version(&r, top, root.pos)?;
     let defaults = defaults_of(&r, top)?;
+    let defaults = merge::Defaults::new(&defaults);
     let projects_node = entries_get(top, "projects");
     let raw_projects: &[Node] = match projects_node.map(|n| &n.value) {
         Some(Value::Seq(items)) if !items.is_empty() => items,

@@ -3,6 +3,7 @@
 
 use super::backend::cluster_target_from;
 use super::blocks::object_storage_from;
+use super::merge::Defaults;
 use super::reader::{Reader, entries_get, join, positions_of};
 use crate::spec::error::SpecError;
 use crate::spec::model::ProjectSpec;
@@ -19,7 +20,7 @@ pub(super) fn project_from(
     r: &Reader<'_>,
     entry: &Node,
     pidx: usize,
-    defaults: &[Entry],
+    defaults: &Defaults<'_>,
 ) -> Result<ProjectSpec, SpecError> {
     let ppath = format!("projects[{pidx}]");
     let Some(fields) = entry.as_map() else {
