@@ -18,13 +18,10 @@ use fake_github::{BOT_LOGIN, FakeGitHub, Fault, REPO, SECRET, fixtures, sha};
 use fleetbot::github::sign;
 use fleetbot::privacy::testdata;
 use serde_json::json;
+use support::{base_spec, spec_with_a_grown, staging_spec};
 
 /// The pull request the ported scenarios open, from branch `grow-gpus`.
 const PR: u64 = 12;
-
-fn base_spec() -> String {
-    include_str!("../fixtures/specs/fleet1-test.yaml").to_string()
-}
 
 fn spec_with_gpus(n: u32) -> String {
     let s = base_spec();
@@ -339,27 +336,6 @@ async fn two_replicas_on_one_postgres_handle_every_delivery_once() {
 // ---------------------------------------------------------------------------------------------
 // Scenarios moved from the in-process harness (tests/github_app.rs): the same worlds and the
 // same assertions, through the binary's real configuration only.
-
-fn staging_spec() -> String {
-    base_spec()
-        .replace("name: fleet1-test", "name: staging")
-        .replace(
-            "project_prefix: \"fleet1-test-\"",
-            "project_prefix: \"staging-\"",
-        )
-}
-
-/// The base spec with only project `a`'s cluster grown to two GPU nodes.
-fn spec_with_a_grown() -> String {
-    let from = "  - name: a   # display name fleet1-test-a\n";
-    let s = base_spec();
-    assert!(s.contains(from));
-    s.replacen(
-        from,
-        &format!("{from}    clusters:\n      - name: cluster\n        gpu_nodes: {{count: 2}}\n"),
-        1,
-    )
-}
 
 /// Hides what changes with every release or run (the digest covers the engine version).
 fn stable(text: &str) -> String {

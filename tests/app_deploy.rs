@@ -16,33 +16,9 @@ use std::time::Duration;
 use app::{App, AppOptions, eventually};
 use fake_github::{BOT_LOGIN, FakeGitHub, REPO, fixtures, sha};
 use fleetbot::cloud::Cloud;
+use support::{base_spec, spec_with_a_grown, staging_spec};
 
 const PR: u64 = 12;
-
-fn base_spec() -> String {
-    include_str!("../fixtures/specs/fleet1-test.yaml").to_string()
-}
-
-fn staging_spec() -> String {
-    base_spec()
-        .replace("name: fleet1-test", "name: staging")
-        .replace(
-            "project_prefix: \"fleet1-test-\"",
-            "project_prefix: \"staging-\"",
-        )
-}
-
-/// The base spec with only project `a`'s cluster grown to two GPU nodes.
-fn spec_with_a_grown() -> String {
-    let from = "  - name: a   # display name fleet1-test-a\n";
-    let s = base_spec();
-    assert!(s.contains(from));
-    s.replacen(
-        from,
-        &format!("{from}    clusters:\n      - name: cluster\n        gpu_nodes: {{count: 2}}\n"),
-        1,
-    )
-}
 
 /// The base spec without project `b` (its cluster is removed from the spec).
 fn spec_without_b() -> String {

@@ -157,3 +157,30 @@ pub async fn deployed(sim: &Simulator, store: &std::path::Path, spec_text: &str,
     assert_eq!(result.failed, 0, "{result:?}");
     assert!(result.deployed > 0, "{result:?}");
 }
+
+// The example fleet the App scenarios start from, and the changes they review.
+
+pub fn base_spec() -> String {
+    include_str!("../../fixtures/specs/fleet1-test.yaml").to_string()
+}
+
+pub fn staging_spec() -> String {
+    base_spec()
+        .replace("name: fleet1-test", "name: staging")
+        .replace(
+            "project_prefix: \"fleet1-test-\"",
+            "project_prefix: \"staging-\"",
+        )
+}
+
+/// The base spec with only project `a`'s cluster grown to two GPU nodes.
+pub fn spec_with_a_grown() -> String {
+    let from = "  - name: a   # display name fleet1-test-a\n";
+    let s = base_spec();
+    assert!(s.contains(from));
+    s.replacen(
+        from,
+        &format!("{from}    clusters:\n      - name: cluster\n        gpu_nodes: {{count: 2}}\n"),
+        1,
+    )
+}
