@@ -660,6 +660,8 @@ async fn a_fleet_locked_by_a_dead_apply_waits_until_its_lease_expires_and_unlock
             .unwrap()
             .is_none()
     );
+    insta::assert_snapshot!("unlock_reply", stable(&reply));
+    insta::assert_snapshot!("waiting_for_lock_summary", stable(&waiting.summary));
     let audit = store.audit(REPO, 20).await.unwrap();
     assert!(
         audit
