@@ -34,6 +34,30 @@ pub enum RuleId {
     /// A GitHub token (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`).
     #[serde(rename = "github-token")]
     GithubToken,
+    /// AWS access key ID.
+    #[serde(rename = "aws-access-key-id")]
+    AwsAccessKeyId,
+    /// Slack token.
+    #[serde(rename = "slack-token")]
+    SlackToken,
+    /// Slack incoming-webhook URL (anyone holding it can post).
+    #[serde(rename = "slack-webhook-url")]
+    SlackWebhookUrl,
+    /// Stripe live secret or restricted key.
+    #[serde(rename = "stripe-secret-key")]
+    StripeSecretKey,
+    /// Google API key.
+    #[serde(rename = "google-api-key")]
+    GoogleApiKey,
+    /// GitLab personal access token.
+    #[serde(rename = "gitlab-token")]
+    GitlabToken,
+    /// npm access token.
+    #[serde(rename = "npm-token")]
+    NpmToken,
+    /// SendGrid API key.
+    #[serde(rename = "sendgrid-api-key")]
+    SendgridApiKey,
     /// A private Nebius container registry location (`cr.<region>.nebius.cloud/<name>`).
     #[serde(rename = "private-registry-location")]
     PrivateRegistryLocation,
@@ -68,10 +92,18 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every rule, in reporting priority order (earlier wins when two rules cover the same text).
-    pub const ALL: [RuleId; 18] = [
+    pub const ALL: [RuleId; 26] = [
         RuleId::PrivateKey,
         RuleId::ServiceAccountCredentials,
         RuleId::GithubToken,
+        RuleId::AwsAccessKeyId,
+        RuleId::SlackToken,
+        RuleId::SlackWebhookUrl,
+        RuleId::StripeSecretKey,
+        RuleId::GoogleApiKey,
+        RuleId::GitlabToken,
+        RuleId::NpmToken,
+        RuleId::SendgridApiKey,
         RuleId::NebiusIamToken,
         RuleId::Jwt,
         RuleId::SshPublicKey,
@@ -100,6 +132,14 @@ impl RuleId {
             RuleId::PrivateKey => "private-key",
             RuleId::SshPublicKey => "ssh-public-key",
             RuleId::GithubToken => "github-token",
+            RuleId::AwsAccessKeyId => "aws-access-key-id",
+            RuleId::SlackToken => "slack-token",
+            RuleId::SlackWebhookUrl => "slack-webhook-url",
+            RuleId::StripeSecretKey => "stripe-secret-key",
+            RuleId::GoogleApiKey => "google-api-key",
+            RuleId::GitlabToken => "gitlab-token",
+            RuleId::NpmToken => "npm-token",
+            RuleId::SendgridApiKey => "sendgrid-api-key",
             RuleId::PrivateRegistryLocation => "private-registry-location",
             RuleId::PrivateBucketLocation => "private-bucket-location",
             RuleId::SpecTenantId => "spec-tenant-id",
@@ -139,6 +179,26 @@ impl RuleId {
                 "SSH public key; fleet specs leave keys empty and resolve them from ~/.ssh at runtime"
             }
             RuleId::GithubToken => "GitHub token; revoke it and load tokens at runtime instead",
+            RuleId::AwsAccessKeyId => {
+                "AWS access key ID; deactivate it in IAM and load credentials at runtime instead"
+            }
+            RuleId::SlackToken => "Slack token; revoke it and load tokens at runtime instead",
+            RuleId::SlackWebhookUrl => {
+                "Slack incoming-webhook URL (anyone holding it can post); rotate it and keep it outside Git"
+            }
+            RuleId::StripeSecretKey => {
+                "Stripe live secret or restricted key; roll it in the Stripe dashboard and keep it outside Git"
+            }
+            RuleId::GoogleApiKey => {
+                "Google API key; delete or restrict it and load keys at runtime instead"
+            }
+            RuleId::GitlabToken => {
+                "GitLab personal access token; revoke it and load tokens at runtime instead"
+            }
+            RuleId::NpmToken => "npm access token; revoke it and load tokens at runtime instead",
+            RuleId::SendgridApiKey => {
+                "SendGrid API key; delete it and load keys at runtime instead"
+            }
             RuleId::PrivateRegistryLocation => {
                 "private Nebius container registry location; supply it in private runtime config"
             }
@@ -181,6 +241,14 @@ impl RuleId {
             RuleId::PrivateKey => "PrivateKey",
             RuleId::SshPublicKey => "SshPublicKey",
             RuleId::GithubToken => "GithubToken",
+            RuleId::AwsAccessKeyId => "AwsAccessKeyId",
+            RuleId::SlackToken => "SlackToken",
+            RuleId::SlackWebhookUrl => "SlackWebhookUrl",
+            RuleId::StripeSecretKey => "StripeSecretKey",
+            RuleId::GoogleApiKey => "GoogleApiKey",
+            RuleId::GitlabToken => "GitlabToken",
+            RuleId::NpmToken => "NpmToken",
+            RuleId::SendgridApiKey => "SendgridApiKey",
             RuleId::PrivateRegistryLocation => "PrivateRegistryLocation",
             RuleId::PrivateBucketLocation => "PrivateBucketLocation",
             RuleId::SpecTenantId => "SpecTenantId",
@@ -203,6 +271,14 @@ impl RuleId {
                 | RuleId::ServiceAccountCredentials
                 | RuleId::PrivateKey
                 | RuleId::GithubToken
+                | RuleId::AwsAccessKeyId
+                | RuleId::SlackToken
+                | RuleId::SlackWebhookUrl
+                | RuleId::StripeSecretKey
+                | RuleId::GoogleApiKey
+                | RuleId::GitlabToken
+                | RuleId::NpmToken
+                | RuleId::SendgridApiKey
         )
     }
 

@@ -14,6 +14,7 @@ mod locations;
 mod nid;
 mod text;
 mod tokens;
+mod vendor;
 
 #[cfg(test)]
 mod tests;
@@ -43,6 +44,7 @@ pub(crate) fn detect(text: &[u8], out: &mut Vec<Candidate>) {
     keys::putty_keys(text, out);
     credentials::service_account_credentials(text, out);
     tokens::github_tokens(text, out);
+    vendor::vendor_tokens(text, out);
     tokens::iam_tokens(text, out);
     tokens::jwts(text, out);
     tokens::ssh_public_keys(text, out);

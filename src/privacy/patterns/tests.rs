@@ -257,3 +257,96 @@ fn a_credentials_block_whose_key_is_not_read_is_still_reported() {
         rules(&text)
     );
 }
+
+/// One synthetic value of each vendor format, built at run time (`prefix` + a body of the
+/// format's alphabet), so no real-looking secret is checked in.
+fn vendor_samples() -> Vec<(String, RuleId)> {
+    const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut s = testdata::Synth::new(7);
+    vec![
+        (
+            format!("AKIA{}", s.string(BASE32, 16)),
+            RuleId::AwsAccessKeyId,
+        ),
+        (
+            format!("ASIA{}", s.string(BASE32, 16)),
+            RuleId::AwsAccessKeyId,
+        ),
+        (
+            format!(
+                "xoxb-{}-{}",
+                s.string(b"0123456789", 12),
+                s.string(ALNUM, 24)
+            ),
+            RuleId::SlackToken,
+        ),
+        (
+            format!(
+                "https://hooks.slack.com/services/T{}/B{}/{}",
+                s.string(UPPER, 8),
+                s.string(UPPER, 10),
+                s.string(ALNUM, 24)
+            ),
+            RuleId::SlackWebhookUrl,
+        ),
+        (
+            format!("sk_live_{}", s.string(ALNUM, 32)),
+            RuleId::StripeSecretKey,
+        ),
+        (
+            format!("rk_live_{}", s.string(ALNUM, 32)),
+            RuleId::StripeSecretKey,
+        ),
+        (format!("AIza{}", s.string(ALNUM, 35)), RuleId::GoogleApiKey),
+        (
+            format!("glpat-{}", s.string(ALNUM, 20)),
+            RuleId::GitlabToken,
+        ),
+        (format!("npm_{}", s.string(ALNUM, 36)), RuleId::NpmToken),
+        (
+            format!("SG.{}.{}", s.string(ALNUM, 22), s.string(ALNUM, 43)),
+            RuleId::SendgridApiKey,
+        ),
+    ]
+}
+
+#[test]
+fn vendor_credentials_are_found_by_their_own_rule() {
+    for (value, rule) in vendor_samples() {
+        for text in [
+            value.clone(),
+            format!("export TOKEN={value}\n"),
+            format!("token: \"{value}\"\n"),
+        ] {
+            assert_eq!(
+                rules(&text).iter().map(|(_, r)| *r).collect::<Vec<_>>(),
+                vec![rule],
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn vendor_look_alikes_and_stand_ins_are_ignored() {
+    let text = [
+        // Documentation examples and placeholders.
+        "AKIAIOSFODNN7EXAMPLE".to_string(),
+        format!("sk_live_{}", "x".repeat(30)),
+        format!("AIza{}", "X".repeat(35)),
+        // Test-mode keys are not secrets; too short or too long bodies are not the format.
+        format!("sk_test_{}", "a1B2".repeat(8)),
+        format!("AKIA{}", "ABCD2345ABCD234"),
+        format!("AKIA{}", "ABCD2345ABCD2345A"),
+        "npm_install".to_string(),
+        "xoxb-".to_string(),
+        "SG.short.token".to_string(),
+        // Inside a longer identifier, a prefix is not a token.
+        format!("XAKIA{}", "ABCD2345ABCD2345"),
+        "the glpat- prefix marks GitLab tokens".to_string(),
+    ]
+    .join("\n");
+    assert_eq!(rules(&text), vec![]);
+}
