@@ -285,6 +285,13 @@ pub struct LoadedConfig {
 }
 
 impl LoadedConfig {
+    /// The default branch the config was read from.
+    pub fn branch(&self) -> &str {
+        match &self.source {
+            ConfigSource::Defaults { branch } | ConfigSource::DefaultBranch { branch } => branch,
+        }
+    }
+
     /// Builds from what the default branch holds (`None`: no file).
     pub fn from_default_branch(branch: &str, content: Option<&[u8]>) -> Self {
         let Some(raw) = content else {

@@ -230,7 +230,9 @@ impl Bot {
             claimant,
         } = *request;
         let pr = repo.pull_request(number).await?;
-        let default_branch = repo.default_branch().await?;
+        // One read of the default branch and its config serves every decision below.
+        let config = load_config(repo).await?;
+        let default_branch = config.branch().to_string();
         if pr.base_ref != default_branch {
             return Ok(Err(format!(
                 "the pull request targets {}, not the default branch {default_branch}; only merges into the default branch are applied",
@@ -254,7 +256,6 @@ impl Bot {
         } else if pr.draft {
             return Ok(Err("the pull request is a draft; nothing is applied".into()));
         } else {
-            let config = load_config(repo).await?;
             if config.config.apply != ApplyMode::BeforeMerge {
                 return Ok(Err(format!(
                     "the pull request is not merged; applying before merge needs apply: before-merge in .fleetbot.yml (it is {})",
@@ -263,7 +264,6 @@ impl Bot {
             }
             pr.head_sha.clone()
         };
-        let config = load_config(repo).await?;
         let matcher = config.config.spec_matcher();
         let (files, _) = repo.pull_request_files(number).await?;
         let mut paths = Vec::new();

@@ -177,11 +177,7 @@ fn changed_specs<'a>(files: &'a [ChangedFile], matcher: &SpecMatcher) -> Vec<&'a
 fn config_report(input: &PrInput<'_>) -> ConfigReport {
     let loaded = input.config;
     ConfigReport {
-        branch: match &loaded.source {
-            ConfigSource::Defaults { branch } | ConfigSource::DefaultBranch { branch } => {
-                branch.clone()
-            }
-        },
+        branch: loaded.branch().to_string(),
         present: matches!(loaded.source, ConfigSource::DefaultBranch { .. }),
         error: loaded.error.as_ref().map(|e| e.to_string()),
         changed_in_pr: input.files.iter().any(|f| f.path == CONFIG_PATH),
