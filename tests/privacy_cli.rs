@@ -232,6 +232,33 @@ fn binary_files_are_skipped_with_a_note_and_walks_skip_git_and_caches() {
     assert_eq!(json["skipped"][0]["reason"], "binary");
 }
 
+#[test]
+fn walks_honour_gitignore_unless_told_not_to_and_still_read_hidden_files() {
+    // No .git here: an exported tree or a CI checkout without history scans the same.
+    let dir = tempfile::tempdir().unwrap();
+    let id = testdata::nid("tenant", "e00", 15);
+    write(dir.path(), ".gitignore", "/build/\n*.log\n");
+    write(dir.path(), "build/out.txt", &format!("{id}\n"));
+    write(dir.path(), "sub/run.log", &format!("{id}\n"));
+    let (code, out, err) = run(fleetbot(dir.path()).arg("."));
+    assert_eq!(code, 0, "{out}{err}");
+
+    // A file named on the command line is scanned even though .gitignore lists it.
+    let (code, out, _) = run(fleetbot(dir.path()).arg("sub/run.log"));
+    assert_eq!(code, 1, "{out}");
+
+    let (code, out, _) = run(fleetbot(dir.path()).args(["--no-ignore", "."]));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("build/out.txt:1:1"), "{out}");
+    assert!(out.contains("sub/run.log:1:1"), "{out}");
+
+    // Hidden files are where credentials live; ignoring by name is not ignoring dotfiles.
+    write(dir.path(), ".env", &format!("TENANT={id}\n"));
+    let (code, out, _) = run(fleetbot(dir.path()).arg("."));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(".env:1:"), "{out}");
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .current_dir(dir)

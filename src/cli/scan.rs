@@ -39,10 +39,14 @@ pub enum ScanOutput {
 /// Refuse committed private IDs, keys and tokens. Values are never printed.
 #[derive(Args, Debug)]
 pub struct ScanArgs {
-    /// Files and directories to scan (directories recursively; `.git`, cache directories
-    /// and symbolic links are skipped). With --diff, limits the range to these paths.
+    /// Files and directories to scan (directories recursively; `.git`, cache directories,
+    /// symbolic links and what .gitignore ignores are skipped). With --diff, limits the range
+    /// to these paths.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Walk directories without honouring .gitignore, .ignore and .git/info/exclude.
+    #[arg(long, conflicts_with_all = ["diff", "stdin"])]
+    pub no_ignore: bool,
     /// Scan only the lines added in a git range, e.g. `origin/main..HEAD`.
     #[arg(long, value_name = "BASE..HEAD", conflicts_with = "stdin")]
     pub diff: Option<String>,
@@ -121,7 +125,7 @@ fn execute(args: &ScanArgs) -> Result<ExitCode, UsageError> {
         ));
     } else {
         for root in &args.paths {
-            unreadable |= scan_path(&scanner, root, &mut report);
+            unreadable |= scan_path(&scanner, root, !args.no_ignore, &mut report);
         }
     }
     report.sort();
@@ -166,12 +170,18 @@ fn load_allowlist(config: Option<&Path>) -> Result<PrivacyAllowlist, UsageError>
 }
 
 /// Scans a file or a directory tree; returns whether something could not be read.
-fn scan_path(scanner: &Scanner, root: &Path, report: &mut ScanReport) -> bool {
+fn scan_path(
+    scanner: &Scanner,
+    root: &Path,
+    honour_ignores: bool,
+    report: &mut ScanReport,
+) -> bool {
     let mut files = Vec::new();
     let mut unreadable = false;
     if root.is_dir() {
-        unreadable |= walk(root, &mut files);
+        unreadable |= walk(root, honour_ignores, &mut files);
     } else {
+        // A file named on the command line is scanned even when .gitignore lists it.
         files.push(root.to_path_buf());
     }
     for file in files {
@@ -194,35 +204,48 @@ fn scan_path(scanner: &Scanner, root: &Path, report: &mut ScanReport) -> bool {
     unreadable
 }
 
-/// Collects regular files below `dir` in sorted order; returns whether a directory failed.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> bool {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) => {
-            eprintln!("error: cannot read directory {}: {e}", display_path(dir));
-            return true;
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    let mut failed = false;
-    for path in paths {
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
+/// Collects regular files below `dir` in sorted order; returns whether something failed.
+///
+/// What git would never commit is not scanned: `.git`, what .gitignore, .ignore and
+/// .git/info/exclude ignore (even outside a git checkout, so an exported tree scans the same),
+/// and directories holding a `CACHEDIR.TAG`. Hidden files are scanned: `.env` is where
+/// secrets live. The user's global git excludes are not read, so two machines agree.
+fn walk(dir: &Path, honour_ignores: bool, files: &mut Vec<PathBuf>) -> bool {
+    let walker = ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .parents(honour_ignores)
+        .ignore(honour_ignores)
+        .git_ignore(honour_ignores)
+        .git_exclude(honour_ignores)
+        .git_global(false)
+        .require_git(false)
         // Git stores a link as its target's name, so following it would scan another file.
-        if meta.file_type().is_symlink() {
-            continue;
-        }
-        if meta.is_dir() {
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             // Build output (cargo's target/, other tools' caches) is not source.
-            if path.file_name().is_some_and(|n| n == ".git") || path.join("CACHEDIR.TAG").is_file()
-            {
-                continue;
+            !(is_dir
+                && entry.depth() > 0
+                && (entry.file_name() == ".git" || entry.path().join("CACHEDIR.TAG").is_file()))
+        })
+        .build();
+    let mut failed = false;
+    for entry in walker {
+        match entry {
+            Ok(entry) => {
+                if entry.file_type().is_some_and(|t| t.is_file()) {
+                    files.push(entry.into_path());
+                }
             }
-            failed |= walk(&path, files);
-        } else if meta.is_file() {
-            files.push(path);
+            // A file or directory that cannot be read is a shortened scan.
+            Err(e) if e.is_io() => {
+                eprintln!("error: cannot read {}: {e}", display_path(dir));
+                failed = true;
+            }
+            // A .gitignore line git would not understand either excludes nothing, so the
+            // scan only grows; say so and go on.
+            Err(e) => eprintln!("warning: {e}"),
         }
     }
     failed
