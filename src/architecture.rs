@@ -13,6 +13,7 @@ const RANKS: &[(&str, u8)] = &[
     ("bot", 6),
     ("engine", 5),
     ("github", 4),
+    ("clusters", 4),
     ("quota", 4),
     ("cloud", 3),
     ("sim", 3),

@@ -3,6 +3,7 @@
 pub mod connect;
 pub mod deploy;
 pub mod destroy;
+pub mod kubeconfig;
 pub mod lifecycle;
 pub mod output;
 pub mod plan;
@@ -39,6 +40,10 @@ pub enum Command {
     Destroy(destroy::DestroyArgs),
     /// Show every target's recorded and live state.
     Status(status::StatusArgs),
+    /// Write a kubeconfig for the fleet's deployed clusters (one context per cluster).
+    Kubeconfig(kubeconfig::KubeconfigArgs),
+    /// Print a Kubernetes exec credential with a fresh Nebius IAM token (kubeconfig runs it).
+    KubeToken(kubeconfig::KubeTokenArgs),
     /// Run the GitHub App: the webhook server and its worker.
     Serve(serve::ServeArgs),
     /// Run the Nebius simulator as a standalone gRPC server.
@@ -75,6 +80,8 @@ pub fn main() -> ExitCode {
         Command::Deploy(args) => deploy::run(args),
         Command::Destroy(args) => destroy::run(args),
         Command::Status(args) => status::run(args),
+        Command::Kubeconfig(args) => kubeconfig::run(args),
+        Command::KubeToken(args) => kubeconfig::run_token(args),
         Command::Serve(args) => serve::run(args),
         Command::Sim(args) => sim::run(args),
     }

@@ -76,6 +76,7 @@ pub fn run(args: SimArgs) -> ExitCode {
         println!("fleetbot sim: world {name:?} serving the Nebius API at {}", sim.endpoint());
         println!("  tenant: {}", sim.tenant_id());
         println!("  connect with: NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN=<one of the accepted tokens>", sim.endpoint());
+        println!("  Kubernetes API of each running cluster: {}<cluster-id> (`fleetbot kubeconfig` writes a kubeconfig)", sim.kube.base_url);
         if let Some(state) = &args.state {
             println!("  state: {}", state.display());
         }

@@ -265,6 +265,12 @@ impl NebiusClient {
         Ok(channel)
     }
 
+    /// A bearer token, exchanging a service-account JWT when the cache is cold: what every
+    /// call sends, and what the clusters' Kubernetes APIs accept.
+    pub async fn bearer_token(&self) -> Result<String, CloudError> {
+        self.token().await
+    }
+
     /// A bearer token, exchanging a service-account JWT when the cache is cold.
     async fn token(&self) -> Result<String, CloudError> {
         if let Some(token) = self.inner.credentials.cached() {

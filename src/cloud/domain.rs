@@ -100,6 +100,8 @@ pub struct Cluster {
     pub spec: ClusterSpec,
     pub state: State,
     pub public_endpoint: String,
+    /// The control plane's CA certificate (PEM), as its status reports it.
+    pub ca_certificate: String,
     /// The running control-plane version, as the service reports it.
     pub version: String,
     pub labels: Labels,

@@ -16,6 +16,7 @@ mod keys;
 mod options;
 mod prepare;
 mod prune;
+mod reach;
 mod records;
 mod status;
 
@@ -25,6 +26,7 @@ pub use destroy::{DestroyEntry, DestroyResult, destroy};
 pub use error::{EngineError, ErrorSource};
 pub use options::{LifecycleOptions, Progress, csv, select};
 pub use prepare::{Prepared, prepare};
+pub use reach::{DeployedCluster, deployed_clusters};
 pub use status::{StatusEntry, StatusResult, status};
 
 pub use crate::engine::target_status::{NOT_FAILED, TargetStatus};

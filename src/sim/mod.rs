@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod core;
+pub mod k8s;
 pub mod resources;
 pub mod services;
 pub mod world;
@@ -33,6 +34,11 @@ pub use world::World;
 pub struct Simulator {
     pub service: SimService,
     pub addr: SocketAddr,
+    /// The simulated clusters' Kubernetes API.
+    pub kube: k8s::KubeApi,
+    /// The nodes' host directories; removed at the end when the simulator keeps no state.
+    node_root: PathBuf,
+    node_root_is_temporary: bool,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
 }
@@ -45,8 +51,19 @@ impl Simulator {
         state_file: Option<PathBuf>,
         listener: TcpListener,
     ) -> Result<Simulator, String> {
+        let (node_root, node_root_is_temporary) = match &state_file {
+            Some(path) => (path.with_extension("nodes"), false),
+            None => (
+                std::env::temp_dir().join(format!("fleetbot-sim-{}", uuid::Uuid::new_v4().simple())),
+                true,
+            ),
+        };
         let core = core::Core::new(world, state_file)?;
         let service = SimService::new(core);
+        let kube_listener = TcpListener::bind((listener.local_addr().map_err(|e| e.to_string())?.ip(), 0))
+            .await
+            .map_err(|e| format!("cannot listen for the simulated Kubernetes API: {e}"))?;
+        let kube = k8s::KubeApi::start(service.clone(), kube_listener, node_root.clone()).await?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let (tx, rx) = oneshot::channel::<()>();
         let svc = service.clone();
@@ -76,6 +93,9 @@ impl Simulator {
         Ok(Simulator {
             service,
             addr,
+            kube,
+            node_root,
+            node_root_is_temporary,
             shutdown: Some(tx),
             task: Some(task),
         })
@@ -111,6 +131,9 @@ impl Drop for Simulator {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+        if self.node_root_is_temporary {
+            let _ = std::fs::remove_dir_all(&self.node_root);
         }
     }
 }

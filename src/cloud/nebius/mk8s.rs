@@ -182,6 +182,12 @@ fn cluster_from(c: mk8s::Cluster) -> Cluster {
             .and_then(|cp| cp.endpoints.as_ref())
             .map(|e| e.public_endpoint.clone())
             .unwrap_or_default(),
+        ca_certificate: status
+            .control_plane
+            .as_ref()
+            .and_then(|cp| cp.auth.as_ref())
+            .map(|a| a.cluster_ca_certificate.clone())
+            .unwrap_or_default(),
         version: status
             .control_plane
             .as_ref()

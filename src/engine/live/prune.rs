@@ -247,6 +247,7 @@ mod tests {
             spec: Default::default(),
             state: State::Ready,
             public_endpoint: String::new(),
+            ca_certificate: String::new(),
             version: String::new(),
             labels,
         }

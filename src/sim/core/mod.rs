@@ -50,12 +50,43 @@ pub struct Core {
     state_file: Option<PathBuf>,
     /// Bearer tokens issued by the token exchange, with their expiry (unix ms).
     pub issued_tokens: HashMap<String, i64>,
+    /// The Kubernetes API's base URL and CA (PEM), once it listens.
+    pub kube_api: Option<(String, String)>,
 }
 
 impl Core {
     fn next_serial(&mut self) -> u64 {
         self.state.next_serial += 1;
         self.state.next_serial
+    }
+
+    /// Points every running cluster's status at the Kubernetes API as it listens now (the
+    /// port changes between runs; the stored state keeps the last one).
+    pub fn present_kube_api(&mut self) {
+        let Some((base, ca)) = self.kube_api.clone() else {
+            return;
+        };
+        for cluster in &mut self.state.clusters {
+            let id = cluster.id().to_string();
+            let Some(plane) = cluster
+                .status
+                .as_mut()
+                .and_then(|s| s.control_plane.as_mut())
+            else {
+                continue;
+            };
+            let endpoint = format!("{base}{id}");
+            if let Some(endpoints) = plane.endpoints.as_mut()
+                && endpoints.public_endpoint != endpoint
+            {
+                endpoints.public_endpoint = endpoint;
+            }
+            if let Some(auth) = plane.auth.as_mut()
+                && auth.cluster_ca_certificate != ca
+            {
+                auth.cluster_ca_certificate = ca.clone();
+            }
+        }
     }
 
     pub fn new_id(&mut self, kind: &str, region: &str) -> String {

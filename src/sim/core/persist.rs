@@ -27,6 +27,7 @@ impl Core {
             tenant_id,
             state_file,
             issued_tokens: HashMap::new(),
+            kube_api: None,
         };
         match core.state_file.clone() {
             Some(path) if path.exists() => {

@@ -51,6 +51,7 @@ impl SimService {
     pub fn lock(&self) -> MutexGuard<'_, Core> {
         let mut core = self.core();
         core.advance();
+        core.present_kube_api();
         core
     }
 
@@ -90,6 +91,11 @@ impl SimService {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .ok_or_else(|| Status::unauthenticated("authorization: Bearer <token> is required"))?;
+        self.check_bearer(token)
+    }
+
+    /// Whether `token` is one the simulator accepts; who the caller is.
+    pub fn check_bearer(&self, token: &str) -> Result<String, Status> {
         let core = self.core();
         if core.world.static_tokens.iter().any(|t| t == token) {
             return Ok("static-token".into());
@@ -106,6 +112,12 @@ impl SimService {
         self.core()
             .issued_tokens
             .insert(token.to_string(), expires_at_ms);
+    }
+
+    /// Where the simulated clusters' Kubernetes API listens, and its CA: what cluster
+    /// statuses report from now on.
+    pub fn set_kube_api(&self, base_url: String, ca_pem: String) {
+        self.core().kube_api = Some((base_url, ca_pem));
     }
 
     /// The token exchange's access to the world.

@@ -1,0 +1,218 @@
+//! `fleetbot kubeconfig`: a kubeconfig for the fleet's deployed clusters (one context per
+//! cluster), and `fleetbot kube-token`, the exec credential that kubeconfig calls for a token.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::connect::{ConnectOptions, connect_configured};
+use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime};
+use super::plan::load_spec;
+use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
+use crate::clusters::{ClusterEndpoint, context_name};
+use crate::engine::ops::{csv, deployed_clusters};
+
+#[derive(Debug, Args)]
+pub struct KubeconfigArgs {
+    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    #[arg(long = "spec", short = 'f', value_name = "PATH")]
+    pub spec: PathBuf,
+    /// Only these projects (CSV of keys or display names).
+    #[arg(long, default_value = "", value_name = "CSV")]
+    pub only_projects: String,
+    /// Only these clusters (CSV of names).
+    #[arg(long, default_value = "", value_name = "CSV")]
+    pub only_clusters: String,
+    /// Nebius profile (default: the spec's); the exec credential uses it too.
+    #[arg(long, default_value = "")]
+    pub profile: String,
+    /// Write the kubeconfig here (mode 0600) instead of standard output.
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+}
+
+/// Writes `text` to `path` with mode 0600, replacing it atomically.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let temp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("kubeconfig"),
+        std::process::id()
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let result = (|| {
+        let mut file = options.open(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+pub fn run(args: KubeconfigArgs) -> ExitCode {
+    let spec = match load_spec(&args.spec) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let profile = profile_for(&spec, &args.profile);
+    runtime.block_on(async {
+        let connection = match open_cloud(&profile).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let store = match open_inventory(&connection).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let targets = match deployed_clusters(
+            &connection.client,
+            &store,
+            &spec,
+            &csv(&args.only_projects),
+            &csv(&args.only_clusters),
+        )
+        .await
+        {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let mut entries = Vec::new();
+        let mut left_out = 0;
+        for target in &targets {
+            let endpoint = target
+                .cluster
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|c| ClusterEndpoint::of(c).map_err(|e| e.to_string()));
+            match endpoint {
+                Ok(endpoint) => entries.push(KubeconfigEntry {
+                    context: context_name(&spec.name, &target.project_key, &target.cluster_name),
+                    endpoint,
+                }),
+                Err(e) => {
+                    left_out += 1;
+                    eprintln!(
+                        "fleetbot: {}/{}: {e}; left out of the kubeconfig",
+                        target.project_key, target.cluster_name
+                    );
+                }
+            }
+        }
+        if entries.is_empty() {
+            eprintln!("fleetbot: no selected cluster can be reached; no kubeconfig written");
+            return ExitCode::FAILURE;
+        }
+        let command = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "fleetbot".into());
+        let mut exec_args = vec!["kube-token".to_string()];
+        if !profile.is_empty() {
+            exec_args.extend(["--profile".to_string(), profile.clone()]);
+        }
+        let text = render(&entries, &ExecCommand { command, args: exec_args });
+        match &args.output {
+            Some(path) => {
+                if let Err(e) = write_private(path, &text) {
+                    eprintln!("fleetbot: cannot write {}: {e}", path.display());
+                    return ExitCode::FAILURE;
+                }
+                eprintln!(
+                    "fleetbot: wrote {} context(s) to {}",
+                    entries.len(),
+                    path.display()
+                );
+            }
+            None => print!("{text}"),
+        }
+        if connection.is_simulated() {
+            eprintln!(
+                "fleetbot: the embedded simulator's clusters answer only while this command runs; start `fleetbot sim` for clusters that stay up"
+            );
+        }
+        if left_out > 0 {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct KubeTokenArgs {
+    /// Nebius profile to read credentials from.
+    #[arg(long, default_value = "")]
+    pub profile: String,
+}
+
+/// Prints a client-go ExecCredential with a fresh IAM token (kubectl runs this).
+pub fn run_token(args: KubeTokenArgs) -> ExitCode {
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let options = match ConnectOptions::from_env(&args.profile) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("fleetbot kube-token: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let connection = match connect_configured(&options).await {
+            Ok(Some(c)) if !c.is_simulated() => c,
+            Ok(_) => {
+                eprintln!(
+                    "fleetbot kube-token: no Nebius credentials configured (NEBIUS_IAM_TOKEN or a service-account profile); an embedded simulator's token would end with this command"
+                );
+                return ExitCode::FAILURE;
+            }
+            Err(e) => {
+                eprintln!("fleetbot kube-token: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match connection.client.bearer_token().await {
+            Ok(token) => {
+                println!("{}", exec_credential(&token));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("fleetbot kube-token: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

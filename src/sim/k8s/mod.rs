@@ -1,0 +1,287 @@
+//! The simulator's Kubernetes API: every running simulated mk8s cluster serves one at the
+//! endpoint its status reports (`https://127.0.0.1:<port>/mk8s/<cluster-id>`), over TLS with
+//! the CA its status reports, to bearer tokens the simulator issued.
+//!
+//! Nodes follow the node groups; Jobs, a scheduler, a garbage collector and a kubelet run
+//! inside (see [`workloads`]). Objects live in memory for the life of the simulator.
+//! Independent of the engine: nothing here imports engine or client code.
+
+pub mod api;
+pub mod kinds;
+pub mod nodes;
+pub mod patch;
+pub mod select;
+pub mod store;
+pub mod tls;
+pub mod validate;
+pub mod workloads;
+
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Limited};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+use self::kinds::NODE;
+use self::store::{ClusterStore, meta};
+use self::workloads::{Kubelet, LogSource};
+use super::services::SimService;
+
+/// Every cluster's API lives under this prefix, then its ID.
+pub const PATH_PREFIX: &str = "/mk8s/";
+
+/// The largest request body the API reads.
+const MAX_BODY: usize = 8 * 1024 * 1024;
+
+/// How often controllers and the kubelet run without a write to wake them.
+const TICK: Duration = Duration::from_millis(100);
+
+struct ClusterEntry {
+    store: ClusterStore,
+    version: String,
+    running: bool,
+}
+
+/// State shared by the listener and the controllers.
+pub struct ApiShared {
+    pub service: SimService,
+    /// `127.0.0.1:<port>`.
+    pub address: String,
+    clusters: Mutex<HashMap<String, ClusterEntry>>,
+    kubelet: Mutex<Kubelet>,
+    wake: Notify,
+}
+
+impl ApiShared {
+    fn clusters(&self) -> std::sync::MutexGuard<'_, HashMap<String, ClusterEntry>> {
+        self.clusters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The control plane's version when the cluster is running (after a fresh look at the
+    /// cloud, so a cluster that just became ready answers at once).
+    pub fn cluster_version(&self, id: &str) -> Option<String> {
+        let known = self
+            .clusters()
+            .get(id)
+            .map(|c| (c.running, c.version.clone()));
+        match known {
+            Some((true, version)) => Some(version),
+            _ => {
+                self.sync();
+                self.clusters()
+                    .get(id)
+                    .filter(|c| c.running)
+                    .map(|c| c.version.clone())
+            }
+        }
+    }
+
+    /// Runs `f` on a cluster's objects.
+    pub fn with_store<T>(&self, id: &str, f: impl FnOnce(&mut ClusterStore) -> T) -> T {
+        let mut clusters = self.clusters();
+        let entry = clusters.entry(id.to_string()).or_insert_with(|| ClusterEntry {
+            store: ClusterStore::new(),
+            version: String::new(),
+            running: false,
+        });
+        f(&mut entry.store)
+    }
+
+    /// Asks the controllers to run now (after a write).
+    pub fn poke(&self) {
+        self.wake.notify_one();
+    }
+
+    pub fn kubelet_logs(&self, pod_uid: &str, container: &str) -> Option<LogSource> {
+        self.kubelet
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .logs(pod_uid, container)
+    }
+
+    /// Brings every cluster's nodes in line with its node groups.
+    fn sync(&self) {
+        let views = nodes::views(&self.service.lock());
+        let mut clusters = self.clusters();
+        clusters.retain(|id, _| views.iter().any(|v| v.id == *id));
+        for view in views {
+            let entry = clusters.entry(view.id.clone()).or_insert_with(|| ClusterEntry {
+                store: ClusterStore::new(),
+                version: view.version.clone(),
+                running: view.running,
+            });
+            entry.version = view.version.clone();
+            entry.running = view.running;
+            let store = &mut entry.store;
+            let wanted: Vec<String> = view.nodes.iter().map(|n| meta(n, "name").to_string()).collect();
+            let stale: Vec<String> = store
+                .list(NODE, None)
+                .into_iter()
+                .map(|n| meta(n, "name").to_string())
+                .filter(|n| !wanted.contains(n))
+                .collect();
+            for name in stale {
+                store.remove(NODE, "", &name);
+            }
+            for desired in view.nodes {
+                let name = meta(&desired, "name").to_string();
+                match store.get(NODE, "", &name).cloned() {
+                    None => {
+                        let _ = store.create(NODE, "", desired);
+                    }
+                    Some(current) => {
+                        store.put(NODE, merge_node(&current, desired));
+                    }
+                }
+            }
+        }
+    }
+
+    fn reconcile(&self) {
+        let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clusters = self.clusters();
+        for (id, entry) in clusters.iter_mut() {
+            workloads::reconcile(&mut entry.store, &mut kubelet, id);
+        }
+    }
+}
+
+/// A node as the cloud says it is now, keeping what others wrote on it: its identity, labels
+/// and taints someone added, and its conditions (a test may make a node NotReady).
+fn merge_node(current: &Value, desired: Value) -> Value {
+    let mut next = desired;
+    let m = &mut next["metadata"];
+    for field in ["uid", "creationTimestamp", "resourceVersion", "generation", "annotations", "managedFields"] {
+        if let Some(v) = current.pointer(&format!("/metadata/{field}")) {
+            m[field] = v.clone();
+        }
+    }
+    if let Some(labels) = current.pointer("/metadata/labels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            if next["metadata"]["labels"].get(k).is_none() {
+                next["metadata"]["labels"][k] = v.clone();
+            }
+        }
+    }
+    let template_keys: Vec<Value> = next
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| t["key"].clone())
+        .collect();
+    let added: Vec<Value> = current
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| !template_keys.contains(&t["key"]))
+        .cloned()
+        .collect();
+    if !added.is_empty() {
+        let taints = next["spec"]["taints"].as_array().cloned().unwrap_or_default();
+        next["spec"]["taints"] = json!([taints, added].concat());
+    }
+    if let Some(unschedulable) = current.pointer("/spec/unschedulable") {
+        next["spec"]["unschedulable"] = unschedulable.clone();
+    }
+    if let Some(conditions) = current.pointer("/status/conditions") {
+        next["status"]["conditions"] = conditions.clone();
+    }
+    next
+}
+
+/// A running Kubernetes API for the simulated clusters.
+pub struct KubeApi {
+    pub shared: Arc<ApiShared>,
+    /// `https://127.0.0.1:<port>/mk8s/`: a cluster's endpoint is this and its ID.
+    pub base_url: String,
+    pub ca_pem: String,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for KubeApi {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl KubeApi {
+    /// Serves on `listener`; nodes' host directories go under `node_root`.
+    pub async fn start(service: SimService, listener: TcpListener, node_root: PathBuf) -> Result<KubeApi, String> {
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let tls = tls::generate(addr.ip())?;
+        let shared = Arc::new(ApiShared {
+            service,
+            address: addr.to_string(),
+            clusters: Mutex::new(HashMap::new()),
+            kubelet: Mutex::new(Kubelet::new(node_root)),
+            wake: Notify::new(),
+        });
+        let base_url = format!("https://{addr}{PATH_PREFIX}");
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
+        let serving = shared.clone();
+        let serve = tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let _ = tcp.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let shared = serving.clone();
+                tokio::spawn(async move {
+                    let Ok(stream) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                        let shared = shared.clone();
+                        async move {
+                            let (parts, body) = request.into_parts();
+                            let response = match Limited::new(body, MAX_BODY).collect().await {
+                                Ok(body) => api::handle(shared, parts.method, parts.uri, parts.headers, body.to_bytes()).await,
+                                Err(_) => {
+                                    let error = store::ApiError::new(413, "RequestEntityTooLarge", "the request is too large");
+                                    axum::response::IntoResponse::into_response((
+                                        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                                        error.status().to_string(),
+                                    ))
+                                }
+                            };
+                            Ok::<_, Infallible>(response)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        let ticking = shared.clone();
+        let tick = tokio::spawn(async move {
+            loop {
+                ticking.sync();
+                ticking.reconcile();
+                let _ = tokio::time::timeout(TICK, ticking.wake.notified()).await;
+            }
+        });
+        shared
+            .service
+            .set_kube_api(base_url.clone(), tls.ca_pem.clone());
+        Ok(KubeApi {
+            shared,
+            base_url,
+            ca_pem: tls.ca_pem,
+            tasks: vec![serve, tick],
+        })
+    }
+}

@@ -1,0 +1,203 @@
+//! Kubernetes nodes that follow the simulated node groups: names, labels, taints, allocatable
+//! CPU, memory, GPUs (MIG slices when the group asks for a MIG layout), Ready.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::cloud::nid;
+use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
+use crate::sim::core::Core;
+use crate::sim::resources::{Resource, gpu_family, preset_numbers};
+
+/// The label every node carries with its node group's ID.
+pub const NODE_GROUP_LABEL: &str = "mk8s.nebius.ai/node-group-id";
+/// The GPU Operator's MIG layout label (fleet-engine §2.6).
+pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
+
+/// A cluster, as its API serves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterView {
+    pub id: String,
+    /// Whether the control plane answers (RUNNING).
+    pub running: bool,
+    /// `1.31`: the control plane's minor version.
+    pub version: String,
+    pub nodes: Vec<Value>,
+}
+
+fn memory_gib(preset: &str) -> u64 {
+    preset
+        .split('-')
+        .find_map(|part| part.strip_suffix("gb").and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// `nvidia.com/gpu.product` as GPU Feature Discovery writes it.
+fn gpu_product(platform: &str) -> String {
+    match gpu_family(platform).as_deref() {
+        Some("h100") => "NVIDIA-H100-80GB-HBM3".into(),
+        Some("h200") => "NVIDIA-H200".into(),
+        Some("b200") => "NVIDIA-B200".into(),
+        Some("b300") => "NVIDIA-B300".into(),
+        Some("gb200") => "NVIDIA-GB200".into(),
+        Some("l40s") => "NVIDIA-L40S".into(),
+        Some("rtx6000") => "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition".into(),
+        Some(other) => format!("NVIDIA-{}", other.to_ascii_uppercase()),
+        None => String::new(),
+    }
+}
+
+fn node_count(group: &mk8s::NodeGroup) -> i64 {
+    group.status.as_ref().map_or(0, |s| s.node_count)
+}
+
+fn node(cluster: &mk8s::Cluster, group: &mk8s::NodeGroup, region: &str, index: i64, version: &str) -> Value {
+    let template = group
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.clone())
+        .unwrap_or_default();
+    let resources = template.resources.clone().unwrap_or_default();
+    let preset = match resources.size {
+        Some(mk8s::resources_spec::Size::Preset(p)) => p,
+        None => String::new(),
+    };
+    let (vcpus, gpus) = preset_numbers(&preset);
+    let name = nid::make("computeinstance", region, &format!("{}/node/{index}", group.id()));
+    let mut labels: BTreeMap<String, String> = template
+        .metadata
+        .as_ref()
+        .map(|m| m.labels.clone().into_iter().collect())
+        .unwrap_or_default();
+    let mig = gpus > 0 && labels.contains_key(MIG_CONFIG_LABEL);
+    labels.insert("kubernetes.io/hostname".into(), name.clone());
+    labels.insert("kubernetes.io/os".into(), "linux".into());
+    labels.insert("kubernetes.io/arch".into(), "amd64".into());
+    labels.insert(
+        "node.kubernetes.io/instance-type".into(),
+        format!("{}.{preset}", resources.platform),
+    );
+    labels.insert("topology.kubernetes.io/region".into(), region.into());
+    labels.insert(NODE_GROUP_LABEL.into(), group.id().to_string());
+    labels.insert("mk8s.nebius.ai/cluster-id".into(), cluster.id().to_string());
+    if gpus > 0 {
+        labels.insert("nvidia.com/gpu.present".into(), "true".into());
+        labels.insert("nvidia.com/gpu.product".into(), gpu_product(&resources.platform));
+        labels.insert("nvidia.com/gpu.count".into(), gpus.to_string());
+    }
+    if template.preemptible.is_some() {
+        labels.insert("node.kubernetes.io/preemptible".into(), "true".into());
+    }
+    let memory = memory_gib(&preset);
+    let mut capacity = json!({
+        "cpu": vcpus.to_string(),
+        "memory": format!("{memory}Gi"),
+        "pods": "110",
+        "ephemeral-storage": "100Gi",
+    });
+    if gpus > 0 {
+        if mig {
+            capacity["nvidia.com/gpu"] = json!("0");
+            capacity["nvidia.com/mig-1g.24gb"] = json!((2 * gpus).to_string());
+            capacity["nvidia.com/mig-2g.48gb"] = json!(gpus.to_string());
+        } else {
+            capacity["nvidia.com/gpu"] = json!(gpus.to_string());
+        }
+    }
+    let taints: Vec<Value> = template
+        .taints
+        .iter()
+        .map(|t| {
+            let effect = match mk8s::node_taint::Effect::try_from(t.effect) {
+                Ok(mk8s::node_taint::Effect::NoExecute) => "NoExecute",
+                Ok(mk8s::node_taint::Effect::PreferNoSchedule) => "PreferNoSchedule",
+                _ => "NoSchedule",
+            };
+            json!({"key": t.key, "value": t.value, "effect": effect})
+        })
+        .collect();
+    let identity = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string();
+    let mut spec = json!({"providerID": format!("nebius://{name}")});
+    if !taints.is_empty() {
+        spec["taints"] = json!(taints);
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [{
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet is posting ready status",
+            }],
+            "addresses": [
+                {"type": "InternalIP", "address": format!("10.0.{}.{}", index / 250, index % 250 + 2)},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": format!("v{version}.0"),
+                "containerRuntimeVersion": "containerd://1.7.27",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "osImage": "Ubuntu 24.04 LTS",
+                "kernelVersion": "6.8.0-nebius",
+                "machineID": identity.replace('-', ""),
+                "systemUUID": identity,
+                "bootID": uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, name.as_bytes()).to_string(),
+            },
+        },
+    })
+}
+
+/// Every cluster and the nodes its node groups have now.
+pub fn views(core: &Core) -> Vec<ClusterView> {
+    let running = mk8s::cluster_status::State::Running as i32;
+    core.state
+        .clusters
+        .iter()
+        .map(|cluster| {
+            let region = core.region_of_parent(cluster.parent_id()).unwrap_or_default();
+            let version = cluster
+                .spec
+                .as_ref()
+                .and_then(|s| s.control_plane.as_ref())
+                .map(|c| c.version.clone())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "1.31".into());
+            let nodes = core
+                .state
+                .node_groups
+                .iter()
+                .filter(|g| g.parent_id() == cluster.id())
+                .flat_map(|g| {
+                    (0..node_count(g)).map(|i| node(cluster, g, &region, i, &version))
+                })
+                .collect();
+            ClusterView {
+                id: cluster.id().to_string(),
+                running: cluster.status.as_ref().is_some_and(|s| s.state == running),
+                version,
+                nodes,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_give_memory_and_products() {
+        assert_eq!(memory_gib("8gpu-128vcpu-1600gb"), 1600);
+        assert_eq!(memory_gib("4vcpu-16gb"), 16);
+        assert_eq!(gpu_product("gpu-h200-sxm"), "NVIDIA-H200");
+        assert!(gpu_product("cpu-d3").is_empty());
+    }
+}
