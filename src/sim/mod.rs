@@ -54,15 +54,17 @@ impl Simulator {
         let (node_root, node_root_is_temporary) = match &state_file {
             Some(path) => (path.with_extension("nodes"), false),
             None => (
-                std::env::temp_dir().join(format!("fleetbot-sim-{}", uuid::Uuid::new_v4().simple())),
+                std::env::temp_dir()
+                    .join(format!("fleetbot-sim-{}", uuid::Uuid::new_v4().simple())),
                 true,
             ),
         };
         let core = core::Core::new(world, state_file)?;
         let service = SimService::new(core);
-        let kube_listener = TcpListener::bind((listener.local_addr().map_err(|e| e.to_string())?.ip(), 0))
-            .await
-            .map_err(|e| format!("cannot listen for the simulated Kubernetes API: {e}"))?;
+        let kube_listener =
+            TcpListener::bind((listener.local_addr().map_err(|e| e.to_string())?.ip(), 0))
+                .await
+                .map_err(|e| format!("cannot listen for the simulated Kubernetes API: {e}"))?;
         let kube = k8s::KubeApi::start(service.clone(), kube_listener, node_root.clone()).await?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let (tx, rx) = oneshot::channel::<()>();

@@ -38,11 +38,16 @@ pub async fn deployed_clusters<C: Cloud, S: InventoryStore>(
                 cluster_spec.backend.as_str()
             )),
             None => Err("not deployed: the inventory has no record of it".to_string()),
-            Some(r) if r.cluster_id.is_empty() => {
-                Err(format!("not deployed: recorded as {}, with no cluster", r.status))
-            }
+            Some(r) if r.cluster_id.is_empty() => Err(format!(
+                "not deployed: recorded as {}, with no cluster",
+                r.status
+            )),
             Some(r) => {
-                require_backend(r, cluster_spec, "refusing to reach the cluster without backend ownership proof")?;
+                require_backend(
+                    r,
+                    cluster_spec,
+                    "refusing to reach the cluster without backend ownership proof",
+                )?;
                 cloud.get_cluster(&r.cluster_id).await.map_err(|e| {
                     if e.is_not_found() {
                         "the recorded cluster no longer exists".to_string()

@@ -34,7 +34,11 @@ fn error_response(error: &ApiError) -> Response {
 }
 
 fn not_served() -> ApiError {
-    ApiError::new(404, "NotFound", "the server could not find the requested resource")
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
 }
 
 /// Where a request points inside one cluster's API.
@@ -47,8 +51,16 @@ enum Target {
     Resources(String, String),
     /// `/openapi/v3` (None) or one group-version's document.
     OpenApi(Option<String>),
-    Collection { kind: usize, namespace: Option<String> },
-    Object { kind: usize, namespace: String, name: String, sub: Option<String> },
+    Collection {
+        kind: usize,
+        namespace: Option<String>,
+    },
+    Object {
+        kind: usize,
+        namespace: String,
+        name: String,
+        sub: Option<String>,
+    },
     Health,
 }
 
@@ -71,7 +83,10 @@ fn parse_target(segments: &[&str]) -> Result<Target, ApiError> {
     let find = |plural: &str| kinds::find(group, version, plural).ok_or_else(not_served);
     let namespace_sub = |s: &str| matches!(s, "status" | "finalize");
     Ok(match rest {
-        [plural] => Target::Collection { kind: find(plural)?, namespace: None },
+        [plural] => Target::Collection {
+            kind: find(plural)?,
+            namespace: None,
+        },
         ["namespaces", ns, sub] if group.is_empty() && namespace_sub(sub) => Target::Object {
             kind: NAMESPACE,
             namespace: String::new(),
@@ -83,7 +98,10 @@ fn parse_target(segments: &[&str]) -> Result<Target, ApiError> {
             if !KINDS[kind].namespaced {
                 return Err(not_served());
             }
-            Target::Collection { kind, namespace: Some(ns.to_string()) }
+            Target::Collection {
+                kind,
+                namespace: Some(ns.to_string()),
+            }
         }
         ["namespaces", ns, plural, name, more @ ..] if more.len() <= 1 => {
             let kind = find(plural)?;
@@ -115,14 +133,21 @@ fn parse_target(segments: &[&str]) -> Result<Target, ApiError> {
 
 fn discovery_resources(group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
-    for k in KINDS.iter().filter(|k| k.group == group && k.version == version) {
+    for k in KINDS
+        .iter()
+        .filter(|k| k.group == group && k.version == version)
+    {
         resources.push(json!({
             "name": k.plural, "singularName": k.singular(), "namespaced": k.namespaced,
             "kind": k.kind, "shortNames": k.short_names,
             "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
         }));
         for sub in k.subresources {
-            let verbs: &[&str] = if *sub == "log" { &["get"] } else { &["get", "patch", "update"] };
+            let verbs: &[&str] = if *sub == "log" {
+                &["get"]
+            } else {
+                &["get", "patch", "update"]
+            };
             resources.push(json!({
                 "name": format!("{}/{sub}", k.plural), "singularName": "", "namespaced": k.namespaced,
                 "kind": if *sub == "log" { "Pod" } else { k.kind }, "verbs": verbs,
@@ -132,8 +157,14 @@ fn discovery_resources(group: &str, version: &str) -> Option<Value> {
     if resources.is_empty() {
         return None;
     }
-    let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}))
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+    )
 }
 
 fn api_group(group: &str) -> Option<Value> {
@@ -143,7 +174,9 @@ fn api_group(group: &str) -> Option<Value> {
         .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
         .collect();
     let preferred = versions.first()?.clone();
-    Some(json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": preferred}))
+    Some(
+        json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": preferred}),
+    )
 }
 
 /// The part of the OpenAPI v3 description clients read before writing: each kind's PATCH
@@ -169,7 +202,10 @@ fn openapi(cluster: &str, group_version: Option<&str>) -> Option<Value> {
         return Some(json!({"paths": paths}));
     };
     let mut paths = serde_json::Map::new();
-    for k in KINDS.iter().filter(|k| path_of(k.group, k.version) == wanted) {
+    for k in KINDS
+        .iter()
+        .filter(|k| path_of(k.group, k.version) == wanted)
+    {
         let base = format!("/{}", path_of(k.group, k.version));
         let object = if k.namespaced {
             format!("{base}/namespaces/{{namespace}}/{}/{{name}}", k.plural)
@@ -198,6 +234,150 @@ fn openapi(cluster: &str, group_version: Option<&str>) -> Option<Value> {
     }))
 }
 
+/// `kubectl get`'s columns: the server prints, as a real API server does (`as=Table`).
+fn wants_table(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| {
+            a.split(',')
+                .next()
+                .is_some_and(|first| first.contains("as=Table"))
+        })
+}
+
+/// `5s`, `3m`, `2h`, `4d`, as `kubectl` shows ages.
+fn age(object: &Value) -> String {
+    let created = meta(object, "creationTimestamp");
+    let Ok(then) = created.parse::<jiff::Timestamp>() else {
+        return "<unknown>".into();
+    };
+    let seconds = (jiff::Timestamp::now().as_second() - then.as_second()).max(0);
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 2 * 3600 => format!("{}m", s / 60),
+        s if s < 2 * 86400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+fn columns_and_cells(kind: usize, object: &Value) -> (Vec<&'static str>, Vec<Value>) {
+    let text = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let condition = |kind: &str| {
+        object
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == kind && c["status"] == "True")
+    };
+    let name = json!(meta(object, "name"));
+    match KINDS[kind].kind {
+        "Node" => (
+            vec!["Name", "Status", "Roles", "Age", "Version"],
+            vec![
+                name,
+                json!(if condition("Ready") {
+                    "Ready"
+                } else {
+                    "NotReady"
+                }),
+                json!("<none>"),
+                json!(age(object)),
+                json!(text("/status/nodeInfo/kubeletVersion")),
+            ],
+        ),
+        "Pod" => {
+            let statuses = object
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let total = object
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses.iter().filter(|s| s["ready"] == true).count();
+            let phase = text("/status/phase");
+            let shown = if phase == "Succeeded" {
+                "Completed".to_string()
+            } else {
+                phase
+            };
+            (
+                vec!["Name", "Ready", "Status", "Restarts", "Age"],
+                vec![
+                    name,
+                    json!(format!("{ready}/{total}")),
+                    json!(shown),
+                    json!(0),
+                    json!(age(object)),
+                ],
+            )
+        }
+        "Job" => {
+            let status = if condition("Complete") {
+                "Complete"
+            } else if condition("Failed") {
+                "Failed"
+            } else {
+                "Running"
+            };
+            let done = object
+                .pointer("/status/succeeded")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let wanted = object
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            (
+                vec!["Name", "Status", "Completions", "Age"],
+                vec![
+                    name,
+                    json!(status),
+                    json!(format!("{done}/{wanted}")),
+                    json!(age(object)),
+                ],
+            )
+        }
+        "Namespace" => (
+            vec!["Name", "Status", "Age"],
+            vec![name, json!(text("/status/phase")), json!(age(object))],
+        ),
+        _ => (vec!["Name", "Age"], vec![name, json!(age(object))]),
+    }
+}
+
+fn table(kind: usize, objects: &[Value], resource_version: u64) -> Value {
+    let (columns, _) = columns_and_cells(kind, &json!({}));
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            json!({
+                "cells": columns_and_cells(kind, o).1,
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]},
+            })
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version.to_string()},
+        "columnDefinitions": columns.iter().map(|c| json!({
+            "name": c, "type": "string", "format": if *c == "Name" { "name" } else { "" },
+            "description": "", "priority": 0,
+        })).collect::<Vec<_>>(),
+        "rows": rows,
+    })
+}
+
 fn query(uri: &Uri) -> HashMap<String, String> {
     form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
         .into_owned()
@@ -214,18 +394,56 @@ fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
     } else {
         serde_json::from_slice(body).map_err(|e| e.to_string())
     };
-    let value = parsed.map_err(|e| ApiError::bad_request(format!("the body of the request was in an unknown format: {e}")))?;
+    let value = parsed.map_err(|e| {
+        ApiError::bad_request(format!(
+            "the body of the request was in an unknown format: {e}"
+        ))
+    })?;
     if !value.is_object() {
-        return Err(ApiError::bad_request("the body of the request is not an object"));
+        return Err(ApiError::bad_request(
+            "the body of the request is not an object",
+        ));
     }
     Ok(value)
 }
 
+/// Refuses bodies whose `metadata`, `spec` or `status` is not an object, before anything
+/// indexes into them.
+fn check_shape(object: &Value) -> Result<(), ApiError> {
+    if !object.is_object() {
+        return Err(ApiError::bad_request("the object is not a JSON object"));
+    }
+    for field in ["metadata", "spec", "status"] {
+        if object
+            .get(field)
+            .is_some_and(|v| !v.is_object() && !v.is_null())
+        {
+            return Err(ApiError::bad_request(format!("{field} must be an object")));
+        }
+    }
+    if object.get("metadata").is_some_and(Value::is_null) {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    }
+    for field in ["labels", "annotations"] {
+        if object
+            .pointer(&format!("/metadata/{field}"))
+            .is_some_and(|v| !v.is_object() && !v.is_null())
+        {
+            return Err(ApiError::bad_request(format!(
+                "metadata.{field} must be an object"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn check_type(kind: usize, object: &Value) -> Result<(), ApiError> {
+    check_shape(object)?;
     let k = &KINDS[kind];
     let api_version = object.get("apiVersion").and_then(Value::as_str);
     let object_kind = object.get("kind").and_then(Value::as_str);
-    if api_version.is_some_and(|v| v != k.api_version()) || object_kind.is_some_and(|v| v != k.kind) {
+    if api_version.is_some_and(|v| v != k.api_version()) || object_kind.is_some_and(|v| v != k.kind)
+    {
         return Err(ApiError::bad_request(format!(
             "the API version in the data ({}) does not match the expected API version ({})",
             api_version.unwrap_or_default(),
@@ -257,7 +475,13 @@ fn manager(query: &HashMap<String, String>, headers: &HeaderMap) -> String {
 }
 
 /// Handles one request for `/mk8s/...`.
-pub async fn handle(shared: Arc<ApiShared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn handle(
+    shared: Arc<ApiShared>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let Some(rest) = uri.path().strip_prefix(PATH_PREFIX) else {
         return error_response(&not_served());
     };
@@ -285,70 +509,179 @@ pub async fn handle(shared: Arc<ApiShared>, method: Method, uri: Uri, headers: H
     let q = query(&uri);
     let result = match (&method, target) {
         (_, Target::Health) => return (StatusCode::OK, "ok").into_response(),
-        (&Method::GET, Target::Version) => Ok(json_response(200, &json!({
-            "major": "1",
-            "minor": version.split('.').nth(1).unwrap_or("31"),
-            "gitVersion": format!("v{version}.0"),
-            "gitCommit": "0000000000000000000000000000000000000000",
-            "gitTreeState": "clean",
-            "buildDate": "2026-01-01T00:00:00Z",
-            "goVersion": "go1.24.0",
-            "compiler": "gc",
-            "platform": "linux/amd64",
-        }))),
-        (&Method::GET, Target::CoreVersions) => Ok(json_response(200, &json!({
-            "kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": shared.address}],
-        }))),
+        (&Method::GET, Target::Version) => Ok(json_response(
+            200,
+            &json!({
+                "major": "1",
+                "minor": version.split('.').nth(1).unwrap_or("31"),
+                "gitVersion": format!("v{version}.0"),
+                "gitCommit": "0000000000000000000000000000000000000000",
+                "gitTreeState": "clean",
+                "buildDate": "2026-01-01T00:00:00Z",
+                "goVersion": "go1.24.0",
+                "compiler": "gc",
+                "platform": "linux/amd64",
+            }),
+        )),
+        (&Method::GET, Target::CoreVersions) => Ok(json_response(
+            200,
+            &json!({
+                "kind": "APIVersions", "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": shared.address}],
+            }),
+        )),
         (&Method::GET, Target::Groups) => {
             let groups: Vec<Value> = kinds::groups()
                 .into_iter()
                 .filter(|(g, _)| !g.is_empty())
                 .filter_map(|(g, _)| api_group(g))
                 .collect();
-            Ok(json_response(200, &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})))
+            Ok(json_response(
+                200,
+                &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+            ))
         }
-        (&Method::GET, Target::Group(g)) => api_group(&g).map(|v| json_response(200, &v)).ok_or_else(not_served),
-        (&Method::GET, Target::OpenApi(gv)) => openapi(cluster, gv.as_deref()).map(|v| json_response(200, &v)).ok_or_else(not_served),
-        (&Method::GET, Target::Resources(g, v)) => discovery_resources(&g, &v).map(|r| json_response(200, &r)).ok_or_else(not_served),
+        (&Method::GET, Target::Group(g)) => api_group(&g)
+            .map(|v| json_response(200, &v))
+            .ok_or_else(not_served),
+        (&Method::GET, Target::OpenApi(gv)) => openapi(cluster, gv.as_deref())
+            .map(|v| json_response(200, &v))
+            .ok_or_else(not_served),
+        (&Method::GET, Target::Resources(g, v)) => discovery_resources(&g, &v)
+            .map(|r| json_response(200, &r))
+            .ok_or_else(not_served),
         (&Method::GET, Target::Collection { kind, namespace }) => {
             if matches!(q.get("watch").map(String::as_str), Some("true" | "1")) {
                 watch(&shared, cluster, kind, namespace, &q)
             } else {
-                list(&shared, cluster, kind, namespace.as_deref(), &q)
+                list(
+                    &shared,
+                    cluster,
+                    kind,
+                    namespace.as_deref(),
+                    &q,
+                    wants_table(&headers),
+                )
             }
         }
-        (&Method::POST, Target::Collection { kind, namespace }) => {
-            create(&shared, cluster, kind, namespace.as_deref().unwrap_or_default(), &q, &headers, &body)
-        }
+        (&Method::POST, Target::Collection { kind, namespace }) => create(
+            &shared,
+            cluster,
+            kind,
+            namespace.as_deref().unwrap_or_default(),
+            &q,
+            &headers,
+            &body,
+        ),
         (&Method::DELETE, Target::Collection { kind, namespace }) => {
             delete_collection(&shared, cluster, kind, namespace.as_deref(), &q)
         }
-        (&Method::GET, Target::Object { kind, namespace, name, sub }) if sub.as_deref() == Some("log") && kind == POD => {
+        (
+            &Method::GET,
+            Target::Object {
+                kind,
+                namespace,
+                name,
+                sub,
+            },
+        ) if sub.as_deref() == Some("log") && kind == POD => {
             logs(&shared, cluster, &namespace, &name, &q).await
         }
-        (&Method::GET, Target::Object { kind, namespace, name, .. }) => shared
-            .with_store(cluster, |store| store.get(kind, &namespace, &name).cloned())
+        (
+            &Method::GET,
+            Target::Object {
+                kind,
+                namespace,
+                name,
+                ..
+            },
+        ) => shared
+            .with_store(cluster, |store| {
+                store
+                    .get(kind, &namespace, &name)
+                    .map(|o| (o.clone(), store.resource_version()))
+            })
             .ok_or_else(|| ApiError::not_found(kind, &name))
-            .map(|o| json_response(200, &o)),
-        (&Method::PUT, Target::Object { kind, namespace, name, sub }) => {
-            replace(&shared, cluster, kind, &namespace, &name, sub.as_deref(), &q, &headers, &body)
-        }
-        (&Method::PATCH, Target::Object { kind, namespace, name, sub }) => {
-            patch_object(&shared, cluster, kind, &namespace, &name, sub.as_deref(), &q, &headers, &body)
-        }
-        (&Method::DELETE, Target::Object { kind, namespace, name, sub: None }) => {
-            delete(&shared, cluster, kind, &namespace, &name, &q, &body)
-        }
-        _ => Err(ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")),
+            .map(|(o, rv)| {
+                if wants_table(&headers) {
+                    json_response(200, &table(kind, &[o], rv))
+                } else {
+                    json_response(200, &o)
+                }
+            }),
+        (
+            &Method::PUT,
+            Target::Object {
+                kind,
+                namespace,
+                name,
+                sub,
+            },
+        ) => replace(
+            &shared,
+            cluster,
+            kind,
+            &namespace,
+            &name,
+            sub.as_deref(),
+            &q,
+            &headers,
+            &body,
+        ),
+        (
+            &Method::PATCH,
+            Target::Object {
+                kind,
+                namespace,
+                name,
+                sub,
+            },
+        ) => patch_object(
+            &shared,
+            cluster,
+            kind,
+            &namespace,
+            &name,
+            sub.as_deref(),
+            &q,
+            &headers,
+            &body,
+        ),
+        (
+            &Method::DELETE,
+            Target::Object {
+                kind,
+                namespace,
+                name,
+                sub: None,
+            },
+        ) => delete(&shared, cluster, kind, &namespace, &name, &q, &body),
+        _ => Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )),
     };
     result.unwrap_or_else(|e| error_response(&e))
 }
 
-fn list(shared: &ApiShared, cluster: &str, kind: usize, namespace: Option<&str>, q: &HashMap<String, String>) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?;
-    let limit: usize = q.get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0).unwrap_or(usize::MAX);
+fn list(
+    shared: &ApiShared,
+    cluster: &str,
+    kind: usize,
+    namespace: Option<&str>,
+    q: &HashMap<String, String>,
+    as_table: bool,
+) -> Result<Response, ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
+    let limit: usize = q
+        .get("limit")
+        .and_then(|l| l.parse().ok())
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
     let after = q.get("continue").cloned().unwrap_or_default();
     let k = &KINDS[kind];
     let (items, rv, next) = shared.with_store(cluster, |store| {
@@ -356,24 +689,38 @@ fn list(shared: &ApiShared, cluster: &str, kind: usize, namespace: Option<&str>,
             .list(kind, namespace)
             .into_iter()
             .filter(|o| labels.matches(o) && fields.matches(o))
-            .filter(|o| after.is_empty() || format!("{}/{}", meta(o, "namespace"), meta(o, "name")) > after)
+            .filter(|o| {
+                after.is_empty() || format!("{}/{}", meta(o, "namespace"), meta(o, "name")) > after
+            })
             .cloned()
             .collect();
         let next = if matched.len() > limit {
             matched.truncate(limit);
-            matched.last().map(|o| format!("{}/{}", meta(o, "namespace"), meta(o, "name")))
+            matched
+                .last()
+                .map(|o| format!("{}/{}", meta(o, "namespace"), meta(o, "name")))
         } else {
             None
         };
         (matched, store.resource_version(), next)
     });
+    if as_table {
+        let mut t = table(kind, &items, rv);
+        if let Some(next) = next {
+            t["metadata"]["continue"] = json!(next);
+        }
+        return Ok(json_response(200, &t));
+    }
     let mut metadata = json!({"resourceVersion": rv.to_string()});
     if let Some(next) = next {
         metadata["continue"] = json!(next);
     }
-    Ok(json_response(200, &json!({
-        "kind": format!("{}List", k.kind), "apiVersion": k.api_version(), "metadata": metadata, "items": items,
-    })))
+    Ok(json_response(
+        200,
+        &json!({
+            "kind": format!("{}List", k.kind), "apiVersion": k.api_version(), "metadata": metadata, "items": items,
+        }),
+    ))
 }
 
 struct WatchState {
@@ -402,48 +749,65 @@ fn event_line(action: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-fn watch(shared: &ApiShared, cluster: &str, kind: usize, namespace: Option<String>, q: &HashMap<String, String>) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?;
+fn watch(
+    shared: &ApiShared,
+    cluster: &str,
+    kind: usize,
+    namespace: Option<String>,
+    q: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse().ok())
         .map_or(MAX_WATCH, |s: u64| Duration::from_secs(s).min(MAX_WATCH));
     let since = q.get("resourceVersion").cloned().unwrap_or_default();
-    let initial = since.is_empty() || since == "0" || q.get("sendInitialEvents").is_some_and(|v| v == "true");
+    let initial =
+        since.is_empty() || since == "0" || q.get("sendInitialEvents").is_some_and(|v| v == "true");
     let k = &KINDS[kind];
-    let (replay, live, bookmark) = shared
-        .with_store(cluster, |store| {
-            let rv = store.resource_version();
-            if initial {
-                let now: VecDeque<Arc<Event>> = store
-                    .list(kind, namespace.as_deref())
-                    .into_iter()
-                    .map(|o| {
-                        Arc::new(Event {
-                            rv,
-                            kind,
-                            namespace: meta(o, "namespace").to_string(),
-                            action: "ADDED",
-                            object: o.clone(),
-                        })
+    let (replay, live, bookmark) = shared.with_store(cluster, |store| {
+        let rv = store.resource_version();
+        if initial {
+            let now: VecDeque<Arc<Event>> = store
+                .list(kind, namespace.as_deref())
+                .into_iter()
+                .map(|o| {
+                    Arc::new(Event {
+                        rv,
+                        kind,
+                        namespace: meta(o, "namespace").to_string(),
+                        action: "ADDED",
+                        object: o.clone(),
                     })
-                    .collect();
-                let bookmark = q.get("sendInitialEvents").is_some_and(|v| v == "true").then(|| {
+                })
+                .collect();
+            let bookmark = q
+                .get("sendInitialEvents")
+                .is_some_and(|v| v == "true")
+                .then(|| {
                     json!({"kind": k.kind, "apiVersion": k.api_version(), "metadata": {
                         "resourceVersion": rv.to_string(),
                         "annotations": {"k8s.io/initial-events-end": "true"},
                     }})
                 });
-                Ok((now, store.subscribe(), bookmark))
-            } else {
-                let from: u64 = since.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {since:?}")))?;
-                match store.watch_from(from) {
-                    Some((events, live)) => Ok((events.into_iter().collect(), live, None)),
-                    None => Err(ApiError::new(410, "Expired", format!("too old resource version: {from} ({rv})"))),
-                }
+            Ok((now, store.subscribe(), bookmark))
+        } else {
+            let from: u64 = since
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {since:?}")))?;
+            match store.watch_from(from) {
+                Some((events, live)) => Ok((events.into_iter().collect(), live, None)),
+                None => Err(ApiError::new(
+                    410,
+                    "Expired",
+                    format!("too old resource version: {from} ({rv})"),
+                )),
             }
-        })?;
+        }
+    })?;
     let state = WatchState {
         replay,
         live,
@@ -457,7 +821,10 @@ fn watch(shared: &ApiShared, cluster: &str, kind: usize, namespace: Option<Strin
     let stream = futures_util::stream::unfold(state, |mut s| async move {
         while let Some(e) = s.replay.pop_front() {
             if s.wanted(&e) {
-                return Some((Ok::<_, std::convert::Infallible>(event_line(e.action, &e.object)), s));
+                return Some((
+                    Ok::<_, std::convert::Infallible>(event_line(e.action, &e.object)),
+                    s,
+                ));
             }
         }
         if let Some(bookmark) = s.bookmark.take() {
@@ -480,7 +847,15 @@ fn watch(shared: &ApiShared, cluster: &str, kind: usize, namespace: Option<Strin
         .into_response())
 }
 
-fn create(shared: &ApiShared, cluster: &str, kind: usize, namespace: &str, q: &HashMap<String, String>, headers: &HeaderMap, body: &Bytes) -> Result<Response, ApiError> {
+fn create(
+    shared: &ApiShared,
+    cluster: &str,
+    kind: usize,
+    namespace: &str,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
     let object = parse_body(headers, body)?;
     check_type(kind, &object)?;
     check_namespace(kind, &object, namespace)?;
@@ -515,7 +890,13 @@ fn keep_status(kind: usize, current: &Value, next: &mut Value) {
     }
 }
 
-fn finish_update(kind: usize, current: &Value, mut next: Value, sub: Option<&str>, manager: &str) -> Result<Value, ApiError> {
+fn finish_update(
+    kind: usize,
+    current: &Value,
+    mut next: Value,
+    sub: Option<&str>,
+    manager: &str,
+) -> Result<Value, ApiError> {
     match sub {
         Some("status") => {
             let status = next.get("status").cloned();
@@ -545,7 +926,17 @@ fn finish_update(kind: usize, current: &Value, mut next: Value, sub: Option<&str
 }
 
 #[allow(clippy::too_many_arguments)]
-fn replace(shared: &ApiShared, cluster: &str, kind: usize, namespace: &str, name: &str, sub: Option<&str>, q: &HashMap<String, String>, headers: &HeaderMap, body: &Bytes) -> Result<Response, ApiError> {
+fn replace(
+    shared: &ApiShared,
+    cluster: &str,
+    kind: usize,
+    namespace: &str,
+    name: &str,
+    sub: Option<&str>,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
     let object = parse_body(headers, body)?;
     check_type(kind, &object)?;
     check_namespace(kind, &object, namespace)?;
@@ -557,7 +948,10 @@ fn replace(shared: &ApiShared, cluster: &str, kind: usize, namespace: &str, name
     }
     let manager = manager(q, headers);
     let replaced = shared.with_store(cluster, |store| {
-        let current = store.get(kind, namespace, name).cloned().ok_or_else(|| ApiError::not_found(kind, name))?;
+        let current = store
+            .get(kind, namespace, name)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(kind, name))?;
         let mut next = finish_update(kind, &current, object.clone(), sub, &manager)?;
         next["metadata"]["resourceVersion"] = json!(meta(&object, "resourceVersion"));
         store.replace(kind, namespace, name, next)
@@ -567,7 +961,17 @@ fn replace(shared: &ApiShared, cluster: &str, kind: usize, namespace: &str, name
 }
 
 #[allow(clippy::too_many_arguments)]
-fn patch_object(shared: &ApiShared, cluster: &str, kind: usize, namespace: &str, name: &str, sub: Option<&str>, q: &HashMap<String, String>, headers: &HeaderMap, body: &Bytes) -> Result<Response, ApiError> {
+fn patch_object(
+    shared: &ApiShared,
+    cluster: &str,
+    kind: usize,
+    namespace: &str,
+    name: &str,
+    sub: Option<&str>,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -644,35 +1048,63 @@ fn delete_options(q: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOpt
     let mut options = if body.is_empty() {
         DeleteOptions::default()
     } else {
-        let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
         DeleteOptions::from_body(&value)
     };
     if let Some(policy) = q.get("propagationPolicy") {
         options.propagation = policy.clone();
     }
-    if !matches!(options.propagation.as_str(), "" | "Foreground" | "Background" | "Orphan") {
-        return Err(ApiError::bad_request(format!("unsupported propagationPolicy {:?}", options.propagation)));
+    if !matches!(
+        options.propagation.as_str(),
+        "" | "Foreground" | "Background" | "Orphan"
+    ) {
+        return Err(ApiError::bad_request(format!(
+            "unsupported propagationPolicy {:?}",
+            options.propagation
+        )));
     }
     Ok(options)
 }
 
-fn delete(shared: &ApiShared, cluster: &str, kind: usize, namespace: &str, name: &str, q: &HashMap<String, String>, body: &Bytes) -> Result<Response, ApiError> {
+fn delete(
+    shared: &ApiShared,
+    cluster: &str,
+    kind: usize,
+    namespace: &str,
+    name: &str,
+    q: &HashMap<String, String>,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
     let options = delete_options(q, body)?;
-    let deleted = shared.with_store(cluster, |store| store.delete(kind, namespace, name, &options))?;
+    let deleted = shared.with_store(cluster, |store| {
+        store.delete(kind, namespace, name, &options)
+    })?;
     shared.poke();
     let k = &KINDS[kind];
     Ok(match deleted {
-        Deleted::Gone(object) => json_response(200, &json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": k.group, "kind": k.plural, "uid": meta(&object, "uid")},
-        })),
+        Deleted::Gone(object) => json_response(
+            200,
+            &json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "group": k.group, "kind": k.plural, "uid": meta(&object, "uid")},
+            }),
+        ),
         Deleted::Pending(object) => json_response(202, &object),
     })
 }
 
-fn delete_collection(shared: &ApiShared, cluster: &str, kind: usize, namespace: Option<&str>, q: &HashMap<String, String>) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?;
+fn delete_collection(
+    shared: &ApiShared,
+    cluster: &str,
+    kind: usize,
+    namespace: Option<&str>,
+    q: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
     let options = delete_options(q, &Bytes::new())?;
     let k = &KINDS[kind];
     let items = shared.with_store(cluster, |store| {
@@ -680,7 +1112,12 @@ fn delete_collection(shared: &ApiShared, cluster: &str, kind: usize, namespace: 
             .list(kind, namespace)
             .into_iter()
             .filter(|o| labels.matches(o) && fields.matches(o))
-            .map(|o| (meta(o, "namespace").to_string(), meta(o, "name").to_string()))
+            .map(|o| {
+                (
+                    meta(o, "namespace").to_string(),
+                    meta(o, "name").to_string(),
+                )
+            })
             .collect();
         keys.into_iter()
             .filter_map(|(ns, n)| match store.delete(kind, &ns, &n, &options) {
@@ -690,17 +1127,29 @@ fn delete_collection(shared: &ApiShared, cluster: &str, kind: usize, namespace: 
             .collect::<Vec<_>>()
     });
     shared.poke();
-    Ok(json_response(200, &json!({"kind": format!("{}List", k.kind), "apiVersion": k.api_version(), "metadata": {}, "items": items})))
+    Ok(json_response(
+        200,
+        &json!({"kind": format!("{}List", k.kind), "apiVersion": k.api_version(), "metadata": {}, "items": items}),
+    ))
 }
 
-async fn logs(shared: &ApiShared, cluster: &str, namespace: &str, name: &str, q: &HashMap<String, String>) -> Result<Response, ApiError> {
+async fn logs(
+    shared: &ApiShared,
+    cluster: &str,
+    namespace: &str,
+    name: &str,
+    q: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
     let pod = shared
         .with_store(cluster, |store| store.get(POD, namespace, name).cloned())
         .ok_or_else(|| ApiError::not_found(POD, name))?;
     let container = q.get("container").cloned().unwrap_or_default();
     let Some(source) = shared.kubelet_logs(meta(&pod, "uid"), &container) else {
         let shown = if container.is_empty() {
-            pod.pointer("/spec/containers/0/name").and_then(Value::as_str).unwrap_or_default().to_string()
+            pod.pointer("/spec/containers/0/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
         } else {
             container
         };
@@ -723,7 +1172,12 @@ async fn logs(shared: &ApiShared, cluster: &str, namespace: &str, name: &str, q:
     if !follow {
         return Ok((StatusCode::OK, headers, first).into_response());
     }
-    let sent = source.output.lock().unwrap_or_else(|p| p.into_inner()).log.len();
+    let sent = source
+        .output
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .log
+        .len();
     let done = source.done.clone();
     let output = source.output.clone();
     let stream = futures_util::stream::unfold(
@@ -733,12 +1187,18 @@ async fn logs(shared: &ApiShared, cluster: &str, namespace: &str, name: &str, q:
             let mut done = done.clone();
             async move {
                 if let Some(bytes) = pending {
-                    return Some((Ok::<_, std::convert::Infallible>(Bytes::from(bytes)), (None, sent, finished)));
+                    return Some((
+                        Ok::<_, std::convert::Infallible>(Bytes::from(bytes)),
+                        (None, sent, finished),
+                    ));
                 }
                 loop {
                     let (fresh, len) = {
                         let out = output.lock().unwrap_or_else(|p| p.into_inner());
-                        (out.log.get(sent..).unwrap_or_default().to_vec(), out.log.len())
+                        (
+                            out.log.get(sent..).unwrap_or_default().to_vec(),
+                            out.log.len(),
+                        )
                     };
                     if !fresh.is_empty() {
                         return Some((Ok(Bytes::from(fresh)), (None, len, finished)));
@@ -761,25 +1221,63 @@ mod tests {
     #[test]
     fn paths_name_collections_objects_and_subresources() {
         let t = |p: &str| parse_target(&p.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>());
-        assert_eq!(t("api/v1/nodes").unwrap(), Target::Collection { kind: kinds::NODE, namespace: None });
-        assert_eq!(t("api/v1/namespaces").unwrap(), Target::Collection { kind: NAMESPACE, namespace: None });
+        assert_eq!(
+            t("api/v1/nodes").unwrap(),
+            Target::Collection {
+                kind: kinds::NODE,
+                namespace: None
+            }
+        );
+        assert_eq!(
+            t("api/v1/namespaces").unwrap(),
+            Target::Collection {
+                kind: NAMESPACE,
+                namespace: None
+            }
+        );
         assert_eq!(
             t("api/v1/namespaces/probe").unwrap(),
-            Target::Object { kind: NAMESPACE, namespace: String::new(), name: "probe".into(), sub: None }
+            Target::Object {
+                kind: NAMESPACE,
+                namespace: String::new(),
+                name: "probe".into(),
+                sub: None
+            }
         );
         assert_eq!(
             t("api/v1/namespaces/probe/pods").unwrap(),
-            Target::Collection { kind: POD, namespace: Some("probe".into()) }
+            Target::Collection {
+                kind: POD,
+                namespace: Some("probe".into())
+            }
         );
         assert_eq!(
             t("api/v1/namespaces/a/pods/p/log").unwrap(),
-            Target::Object { kind: POD, namespace: "a".into(), name: "p".into(), sub: Some("log".into()) }
+            Target::Object {
+                kind: POD,
+                namespace: "a".into(),
+                name: "p".into(),
+                sub: Some("log".into())
+            }
         );
         assert_eq!(
             t("apis/batch/v1/namespaces/a/jobs/j/status").unwrap(),
-            Target::Object { kind: kinds::JOB, namespace: "a".into(), name: "j".into(), sub: Some("status".into()) }
+            Target::Object {
+                kind: kinds::JOB,
+                namespace: "a".into(),
+                name: "j".into(),
+                sub: Some("status".into())
+            }
         );
-        assert_eq!(t("api/v1/nodes/n").unwrap(), Target::Object { kind: kinds::NODE, namespace: String::new(), name: "n".into(), sub: None });
+        assert_eq!(
+            t("api/v1/nodes/n").unwrap(),
+            Target::Object {
+                kind: kinds::NODE,
+                namespace: String::new(),
+                name: "n".into(),
+                sub: None
+            }
+        );
         assert!(t("api/v1/namespaces/a/nodes").is_err());
         assert!(t("apis/unknown/v1/things").is_err());
     }

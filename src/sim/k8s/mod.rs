@@ -16,7 +16,6 @@ pub mod tls;
 pub mod validate;
 pub mod workloads;
 
-
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -86,11 +85,13 @@ impl ApiShared {
     /// Runs `f` on a cluster's objects.
     pub fn with_store<T>(&self, id: &str, f: impl FnOnce(&mut ClusterStore) -> T) -> T {
         let mut clusters = self.clusters();
-        let entry = clusters.entry(id.to_string()).or_insert_with(|| ClusterEntry {
-            store: ClusterStore::new(),
-            version: String::new(),
-            running: false,
-        });
+        let entry = clusters
+            .entry(id.to_string())
+            .or_insert_with(|| ClusterEntry {
+                store: ClusterStore::new(),
+                version: String::new(),
+                running: false,
+            });
         f(&mut entry.store)
     }
 
@@ -112,15 +113,21 @@ impl ApiShared {
         let mut clusters = self.clusters();
         clusters.retain(|id, _| views.iter().any(|v| v.id == *id));
         for view in views {
-            let entry = clusters.entry(view.id.clone()).or_insert_with(|| ClusterEntry {
-                store: ClusterStore::new(),
-                version: view.version.clone(),
-                running: view.running,
-            });
+            let entry = clusters
+                .entry(view.id.clone())
+                .or_insert_with(|| ClusterEntry {
+                    store: ClusterStore::new(),
+                    version: view.version.clone(),
+                    running: view.running,
+                });
             entry.version = view.version.clone();
             entry.running = view.running;
             let store = &mut entry.store;
-            let wanted: Vec<String> = view.nodes.iter().map(|n| meta(n, "name").to_string()).collect();
+            let wanted: Vec<String> = view
+                .nodes
+                .iter()
+                .map(|n| meta(n, "name").to_string())
+                .collect();
             let stale: Vec<String> = store
                 .list(NODE, None)
                 .into_iter()
@@ -158,12 +165,22 @@ impl ApiShared {
 fn merge_node(current: &Value, desired: Value) -> Value {
     let mut next = desired;
     let m = &mut next["metadata"];
-    for field in ["uid", "creationTimestamp", "resourceVersion", "generation", "annotations", "managedFields"] {
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "resourceVersion",
+        "generation",
+        "annotations",
+        "managedFields",
+    ] {
         if let Some(v) = current.pointer(&format!("/metadata/{field}")) {
             m[field] = v.clone();
         }
     }
-    if let Some(labels) = current.pointer("/metadata/labels").and_then(Value::as_object) {
+    if let Some(labels) = current
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+    {
         for (k, v) in labels {
             if next["metadata"]["labels"].get(k).is_none() {
                 next["metadata"]["labels"][k] = v.clone();
@@ -186,7 +203,10 @@ fn merge_node(current: &Value, desired: Value) -> Value {
         .cloned()
         .collect();
     if !added.is_empty() {
-        let taints = next["spec"]["taints"].as_array().cloned().unwrap_or_default();
+        let taints = next["spec"]["taints"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         next["spec"]["taints"] = json!([taints, added].concat());
     }
     if let Some(unschedulable) = current.pointer("/spec/unschedulable") {
@@ -217,7 +237,11 @@ impl Drop for KubeApi {
 
 impl KubeApi {
     /// Serves on `listener`; nodes' host directories go under `node_root`.
-    pub async fn start(service: SimService, listener: TcpListener, node_root: PathBuf) -> Result<KubeApi, String> {
+    pub async fn start(
+        service: SimService,
+        listener: TcpListener,
+        node_root: PathBuf,
+    ) -> Result<KubeApi, String> {
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let tls = tls::generate(addr.ip())?;
         let shared = Arc::new(ApiShared {
@@ -243,23 +267,38 @@ impl KubeApi {
                     let Ok(stream) = acceptor.accept(tcp).await else {
                         return;
                     };
-                    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                        let shared = shared.clone();
-                        async move {
-                            let (parts, body) = request.into_parts();
-                            let response = match Limited::new(body, MAX_BODY).collect().await {
-                                Ok(body) => api::handle(shared, parts.method, parts.uri, parts.headers, body.to_bytes()).await,
-                                Err(_) => {
-                                    let error = store::ApiError::new(413, "RequestEntityTooLarge", "the request is too large");
-                                    axum::response::IntoResponse::into_response((
-                                        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                                        error.status().to_string(),
-                                    ))
-                                }
-                            };
-                            Ok::<_, Infallible>(response)
-                        }
-                    });
+                    let service = hyper::service::service_fn(
+                        move |request: hyper::Request<hyper::body::Incoming>| {
+                            let shared = shared.clone();
+                            async move {
+                                let (parts, body) = request.into_parts();
+                                let response = match Limited::new(body, MAX_BODY).collect().await {
+                                    Ok(body) => {
+                                        api::handle(
+                                            shared,
+                                            parts.method,
+                                            parts.uri,
+                                            parts.headers,
+                                            body.to_bytes(),
+                                        )
+                                        .await
+                                    }
+                                    Err(_) => {
+                                        let error = store::ApiError::new(
+                                            413,
+                                            "RequestEntityTooLarge",
+                                            "the request is too large",
+                                        );
+                                        axum::response::IntoResponse::into_response((
+                                            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                                            error.status().to_string(),
+                                        ))
+                                    }
+                                };
+                                Ok::<_, Infallible>(response)
+                            }
+                        },
+                    );
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;

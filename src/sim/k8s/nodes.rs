@@ -52,7 +52,13 @@ fn node_count(group: &mk8s::NodeGroup) -> i64 {
     group.status.as_ref().map_or(0, |s| s.node_count)
 }
 
-fn node(cluster: &mk8s::Cluster, group: &mk8s::NodeGroup, region: &str, index: i64, version: &str) -> Value {
+fn node(
+    cluster: &mk8s::Cluster,
+    group: &mk8s::NodeGroup,
+    region: &str,
+    index: i64,
+    version: &str,
+) -> Value {
     let template = group
         .spec
         .as_ref()
@@ -64,7 +70,11 @@ fn node(cluster: &mk8s::Cluster, group: &mk8s::NodeGroup, region: &str, index: i
         None => String::new(),
     };
     let (vcpus, gpus) = preset_numbers(&preset);
-    let name = nid::make("computeinstance", region, &format!("{}/node/{index}", group.id()));
+    let name = nid::make(
+        "computeinstance",
+        region,
+        &format!("{}/node/{index}", group.id()),
+    );
     let mut labels: BTreeMap<String, String> = template
         .metadata
         .as_ref()
@@ -83,7 +93,10 @@ fn node(cluster: &mk8s::Cluster, group: &mk8s::NodeGroup, region: &str, index: i
     labels.insert("mk8s.nebius.ai/cluster-id".into(), cluster.id().to_string());
     if gpus > 0 {
         labels.insert("nvidia.com/gpu.present".into(), "true".into());
-        labels.insert("nvidia.com/gpu.product".into(), gpu_product(&resources.platform));
+        labels.insert(
+            "nvidia.com/gpu.product".into(),
+            gpu_product(&resources.platform),
+        );
         labels.insert("nvidia.com/gpu.count".into(), gpus.to_string());
     }
     if template.preemptible.is_some() {
@@ -162,7 +175,9 @@ pub fn views(core: &Core) -> Vec<ClusterView> {
         .clusters
         .iter()
         .map(|cluster| {
-            let region = core.region_of_parent(cluster.parent_id()).unwrap_or_default();
+            let region = core
+                .region_of_parent(cluster.parent_id())
+                .unwrap_or_default();
             let version = cluster
                 .spec
                 .as_ref()
@@ -175,9 +190,7 @@ pub fn views(core: &Core) -> Vec<ClusterView> {
                 .node_groups
                 .iter()
                 .filter(|g| g.parent_id() == cluster.id())
-                .flat_map(|g| {
-                    (0..node_count(g)).map(|i| node(cluster, g, &region, i, &version))
-                })
+                .flat_map(|g| (0..node_count(g)).map(|i| node(cluster, g, &region, i, &version)))
                 .collect();
             ClusterView {
                 id: cluster.id().to_string(),
@@ -192,6 +205,93 @@ pub fn views(core: &Core) -> Vec<ClusterView> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn group(labels: &[(&str, &str)], preset: &str, platform: &str) -> mk8s::NodeGroup {
+        mk8s::NodeGroup {
+            metadata: Some(crate::cloud::proto::nebius::common::v1::ResourceMetadata {
+                id: "mk8snodegroup-test".into(),
+                ..Default::default()
+            }),
+            spec: Some(mk8s::NodeGroupSpec {
+                template: Some(mk8s::NodeTemplate {
+                    metadata: Some(mk8s::NodeMetadataTemplate {
+                        labels: labels
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .collect(),
+                    }),
+                    taints: vec![mk8s::NodeTaint {
+                        key: "nvidia.com/gpu".into(),
+                        value: "present".into(),
+                        effect: mk8s::node_taint::Effect::NoSchedule as i32,
+                    }],
+                    resources: Some(mk8s::ResourcesSpec {
+                        platform: platform.into(),
+                        size: Some(mk8s::resources_spec::Size::Preset(preset.into())),
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn gpu_nodes_carry_their_gpus_or_mig_slices_and_the_template() {
+        let cluster = mk8s::Cluster::default();
+        let plain = node(
+            &cluster,
+            &group(&[("team", "render")], "8gpu-128vcpu-1600gb", "gpu-h200-sxm"),
+            "eu-north1",
+            0,
+            "1.31",
+        );
+        assert_eq!(plain["status"]["allocatable"]["nvidia.com/gpu"], "8");
+        assert_eq!(plain["status"]["allocatable"]["memory"], "1600Gi");
+        assert_eq!(plain["metadata"]["labels"]["team"], "render");
+        assert_eq!(
+            plain["metadata"]["labels"][NODE_GROUP_LABEL],
+            "mk8snodegroup-test"
+        );
+        assert_eq!(plain["spec"]["taints"][0]["effect"], "NoSchedule");
+        let mig = node(
+            &cluster,
+            &group(
+                &[(MIG_CONFIG_LABEL, "all-balanced")],
+                "1gpu-24vcpu-218gb",
+                "gpu-rtx6000",
+            ),
+            "eu-north1",
+            0,
+            "1.31",
+        );
+        let allocatable = &mig["status"]["allocatable"];
+        assert_eq!(allocatable["nvidia.com/gpu"], "0");
+        assert_eq!(allocatable["nvidia.com/mig-1g.24gb"], "2");
+        assert_eq!(allocatable["nvidia.com/mig-2g.48gb"], "1");
+        // Names and identities are stable per group and index, and differ between indexes.
+        let again = node(
+            &cluster,
+            &group(&[], "8gpu-128vcpu-1600gb", "gpu-h200-sxm"),
+            "eu-north1",
+            0,
+            "1.31",
+        );
+        let next = node(
+            &cluster,
+            &group(&[], "8gpu-128vcpu-1600gb", "gpu-h200-sxm"),
+            "eu-north1",
+            1,
+            "1.31",
+        );
+        assert_eq!(plain["metadata"]["name"], again["metadata"]["name"]);
+        assert_ne!(plain["metadata"]["name"], next["metadata"]["name"]);
+        assert_ne!(
+            plain["status"]["nodeInfo"]["bootID"],
+            next["status"]["nodeInfo"]["bootID"]
+        );
+    }
 
     #[test]
     fn presets_give_memory_and_products() {

@@ -177,7 +177,9 @@ pub fn record_update(before: Option<&Value>, after: &mut Value, manager: &str) {
         return;
     }
     for other in managed.iter_mut() {
-        other.paths.retain(|p| !changed.iter().any(|c| overlaps(c, p)));
+        other
+            .paths
+            .retain(|p| !changed.iter().any(|c| overlaps(c, p)));
     }
     let api_version = after["apiVersion"].as_str().unwrap_or_default().to_string();
     match managed
@@ -197,10 +199,18 @@ pub fn record_update(before: Option<&Value>, after: &mut Value, manager: &str) {
 
 /// Server-side apply of `applied` over `current` by `manager`. Returns the new object, or
 /// the conflicts (as 409 causes) when another manager owns a field set to something else.
-pub fn apply(current: &Value, applied: &Value, manager: &str, force: bool) -> Result<Value, Vec<Cause>> {
+pub fn apply(
+    current: &Value,
+    applied: &Value,
+    manager: &str,
+    force: bool,
+) -> Result<Value, Vec<Cause>> {
     let mut managed = read_managed(current);
     let wanted = owned_paths(applied);
-    let api_version = applied["apiVersion"].as_str().unwrap_or_default().to_string();
+    let api_version = applied["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let mut conflicts = Vec::new();
     for path in &wanted {
         if get_path(current, path) == get_path(applied, path) {
@@ -293,7 +303,11 @@ mod tests {
     fn fields_round_trip_through_fields_v1() {
         let paths = owned_paths(&deployment(1, "i"));
         assert!(paths.contains(&vec!["spec".to_string(), "replicas".to_string()]));
-        assert!(paths.contains(&vec!["metadata".to_string(), "labels".to_string(), "a".to_string()]));
+        assert!(paths.contains(&vec![
+            "metadata".to_string(),
+            "labels".to_string(),
+            "a".to_string()
+        ]));
         assert_eq!(from_fields_v1(&to_fields_v1(&paths)), paths);
     }
 
@@ -317,7 +331,13 @@ mod tests {
     #[test]
     fn strategic_merge_drops_directives() {
         let mut target = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
-        strategic_merge(&mut target, &json!({"metadata": {"labels": {"b": null, "c": "3"}, "$setElementOrder/x": []}}));
-        assert_eq!(target, json!({"metadata": {"labels": {"a": "1", "c": "3"}}}));
+        strategic_merge(
+            &mut target,
+            &json!({"metadata": {"labels": {"b": null, "c": "3"}, "$setElementOrder/x": []}}),
+        );
+        assert_eq!(
+            target,
+            json!({"metadata": {"labels": {"a": "1", "c": "3"}}})
+        );
     }
 }

@@ -197,7 +197,11 @@ mod tests {
             ("app,!missing", true),
             ("!app", false),
         ] {
-            assert_eq!(LabelSelector::parse(text).unwrap().matches(&pod), want, "{text}");
+            assert_eq!(
+                LabelSelector::parse(text).unwrap().matches(&pod),
+                want,
+                "{text}"
+            );
         }
         assert!(LabelSelector::parse("a in b").is_err());
         assert!(LabelSelector::parse("a b=c").is_err());
@@ -210,7 +214,35 @@ mod tests {
         assert!(s.matches(&pod));
         let f = FieldSelector::parse("metadata.name=p,spec.nodeName!=n2").unwrap();
         assert!(f.matches(&pod));
-        assert!(!FieldSelector::parse("spec.nodeName=n2").unwrap().matches(&pod));
+        assert!(
+            !FieldSelector::parse("spec.nodeName=n2")
+                .unwrap()
+                .matches(&pod)
+        );
         assert!(FieldSelector::parse("nonsense").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn selectors_from_any_text_parse_or_refuse_without_panicking(text in "\\PC{0,64}") {
+            let _ = LabelSelector::parse(&text);
+            let _ = FieldSelector::parse(&text);
+        }
+
+        #[test]
+        fn an_equality_selector_matches_exactly_the_objects_with_that_label(
+            key in "[a-z][a-z0-9.-]{0,8}",
+            value in "[a-z0-9]{1,8}",
+            other in "[a-z0-9]{1,8}",
+        ) {
+            let selector = LabelSelector::parse(&format!("{key}={value}")).unwrap();
+            let with = json!({"metadata": {"labels": {key.clone(): value.clone()}}});
+            let without = json!({"metadata": {"labels": {key.clone(): format!("{other}x")}}});
+            proptest::prop_assert!(selector.matches(&with));
+            proptest::prop_assert!(!selector.matches(&without));
+            let negated = LabelSelector::parse(&format!("{key}!={value}")).unwrap();
+            proptest::prop_assert!(!negated.matches(&with));
+            proptest::prop_assert!(negated.matches(&without));
+        }
     }
 }

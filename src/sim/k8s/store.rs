@@ -39,7 +39,11 @@ impl ApiError {
         let k = &KINDS[kind];
         ApiError {
             details: Some(json!({"name": name, "group": k.group, "kind": k.plural})),
-            ..ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", k.qualified()))
+            ..ApiError::new(
+                404,
+                "NotFound",
+                format!("{} \"{name}\" not found", k.qualified()),
+            )
         }
     }
 
@@ -168,6 +172,9 @@ pub struct Event {
 
 type Key = (usize, String, String);
 
+/// A watch's start: the events to replay, then the live feed.
+pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
 /// What a delete asks for.
 #[derive(Debug, Clone, Default)]
 pub struct DeleteOptions {
@@ -215,7 +222,9 @@ fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
     if !object.get("metadata").is_some_and(Value::is_object) {
         object["metadata"] = json!({});
     }
-    object["metadata"].as_object_mut().expect("metadata is an object")
+    object["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object")
 }
 
 /// One cluster's objects.
@@ -313,7 +322,12 @@ impl ClusterStore {
     }
 
     /// Creates an object; fills in the server-owned metadata.
-    pub fn create(&mut self, kind: usize, namespace: &str, object: Value) -> Result<Value, ApiError> {
+    pub fn create(
+        &mut self,
+        kind: usize,
+        namespace: &str,
+        object: Value,
+    ) -> Result<Value, ApiError> {
         self.create_with(kind, namespace, object, |_| {})
     }
 
@@ -431,14 +445,15 @@ impl ClusterStore {
             .and_then(Value::as_i64)
             .unwrap_or(1);
         let spec_changed = current.get("spec") != object.get("spec");
-        let kept: Vec<(String, Value)> = ["uid", "creationTimestamp", "deletionTimestamp", "namespace"]
-            .iter()
-            .filter_map(|f| {
-                current
-                    .pointer(&format!("/metadata/{f}"))
-                    .map(|v| (f.to_string(), v.clone()))
-            })
-            .collect();
+        let kept: Vec<(String, Value)> =
+            ["uid", "creationTimestamp", "deletionTimestamp", "namespace"]
+                .iter()
+                .filter_map(|f| {
+                    current
+                        .pointer(&format!("/metadata/{f}"))
+                        .map(|v| (f.to_string(), v.clone()))
+                })
+                .collect();
         let m = meta_mut(&mut object);
         m.insert("name".into(), json!(name));
         for (f, v) in kept {
@@ -446,7 +461,11 @@ impl ClusterStore {
         }
         m.insert(
             "generation".into(),
-            json!(if spec_changed { generation + 1 } else { generation }),
+            json!(if spec_changed {
+                generation + 1
+            } else {
+                generation
+            }),
         );
         self.bump(&mut object);
         let finalizers_left = object
@@ -533,7 +552,8 @@ impl ClusterStore {
             || (options.propagation.is_empty() && kind == super::kinds::JOB);
         if orphan {
             for (k, ns, n) in self.dependents(&uid) {
-                if let Some(mut dependent) = self.objects.get(&(k, ns.clone(), n.clone())).cloned() {
+                if let Some(mut dependent) = self.objects.get(&(k, ns.clone(), n.clone())).cloned()
+                {
                     if let Some(refs) = dependent
                         .pointer_mut("/metadata/ownerReferences")
                         .and_then(Value::as_array_mut)
@@ -546,7 +566,9 @@ impl ClusterStore {
                 }
             }
         }
-        Ok(Deleted::Gone(self.remove(kind, namespace, name).unwrap_or(object)))
+        Ok(Deleted::Gone(
+            self.remove(kind, namespace, name).unwrap_or(object),
+        ))
     }
 
     /// Removes an object now (controllers, the garbage collector).
@@ -589,11 +611,11 @@ impl ClusterStore {
 
     /// A watch from `since`: the events after it still in history, and the live feed. `None`
     /// when `since` is older than the history (the client must list again: 410 Gone).
-    pub fn watch_from(
-        &self,
-        since: u64,
-    ) -> Option<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>)> {
-        let oldest = self.history.front().map_or(self.rv, |e| e.rv.saturating_sub(1));
+    pub fn watch_from(&self, since: u64) -> Option<WatchStart> {
+        let oldest = self
+            .history
+            .front()
+            .map_or(self.rv, |e| e.rv.saturating_sub(1));
         if since < oldest && since != 0 {
             return None;
         }
@@ -628,10 +650,20 @@ mod tests {
         assert!(!meta(&a, "uid").is_empty());
         let rv: u64 = meta(&a, "resourceVersion").parse().unwrap();
         assert_eq!(rv, store.resource_version());
-        assert_eq!(store.create(POD, "default", pod("a")).unwrap_err().code, 409);
-        assert_eq!(store.create(POD, "nowhere", pod("b")).unwrap_err().code, 404);
+        assert_eq!(
+            store.create(POD, "default", pod("a")).unwrap_err().code,
+            409
+        );
+        assert_eq!(
+            store.create(POD, "nowhere", pod("b")).unwrap_err().code,
+            404
+        );
         let generated = store
-            .create(POD, "default", json!({"metadata": {"generateName": "job-"}}))
+            .create(
+                POD,
+                "default",
+                json!({"metadata": {"generateName": "job-"}}),
+            )
             .unwrap();
         assert!(meta(&generated, "name").starts_with("job-"));
     }
@@ -644,19 +676,32 @@ mod tests {
         newer["spec"]["containers"][0]["image"] = json!("j");
         let newer = store.replace(POD, "default", "a", newer).unwrap();
         assert_eq!(newer["metadata"]["generation"], 2);
-        assert_eq!(store.replace(POD, "default", "a", a.clone()).unwrap_err().code, 409);
+        assert_eq!(
+            store
+                .replace(POD, "default", "a", a.clone())
+                .unwrap_err()
+                .code,
+            409
+        );
         let stale = DeleteOptions {
             uid: Some(uuid::Uuid::new_v4().to_string()),
             ..Default::default()
         };
         let err = store.delete(POD, "default", "a", &stale).unwrap_err();
         assert_eq!((err.code, err.reason), (409, "Conflict"));
-        assert!(err.message.contains("Precondition failed: UID"), "{}", err.message);
+        assert!(
+            err.message.contains("Precondition failed: UID"),
+            "{}",
+            err.message
+        );
         let right = DeleteOptions {
             uid: Some(meta(&a, "uid").to_string()),
             ..Default::default()
         };
-        assert!(matches!(store.delete(POD, "default", "a", &right), Ok(Deleted::Gone(_))));
+        assert!(matches!(
+            store.delete(POD, "default", "a", &right),
+            Ok(Deleted::Gone(_))
+        ));
         assert!(store.get(POD, "default", "a").is_none());
     }
 
@@ -678,9 +723,13 @@ mod tests {
     #[test]
     fn deleting_a_namespace_deletes_what_it_holds() {
         let mut store = ClusterStore::new();
-        store.create(NAMESPACE, "", json!({"metadata": {"name": "probe"}})).unwrap();
+        store
+            .create(NAMESPACE, "", json!({"metadata": {"name": "probe"}}))
+            .unwrap();
         store.create(POD, "probe", pod("a")).unwrap();
-        store.delete(NAMESPACE, "", "probe", &DeleteOptions::default()).unwrap();
+        store
+            .delete(NAMESPACE, "", "probe", &DeleteOptions::default())
+            .unwrap();
         assert!(store.list(POD, Some("probe")).is_empty());
     }
 }

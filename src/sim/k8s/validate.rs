@@ -12,7 +12,8 @@ const LABEL_HELP: &str = "a lowercase RFC 1123 label must consist of lower case 
 fn is_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -89,7 +90,10 @@ fn check_pod_spec(spec: Option<&Value>, at: &str, causes: &mut Vec<Cause>, job: 
                     }
                     _ => {}
                 }
-                if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
+                if c.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
                     causes.push(Cause::required(format!("{field}.image")));
                 }
             }
@@ -104,9 +108,11 @@ fn check_pod_spec(spec: Option<&Value>, at: &str, causes: &mut Vec<Cause>, job: 
         &["Always", "OnFailure", "Never"]
     };
     match policy {
-        Some(p) if !allowed.contains(&p) => {
-            causes.push(Cause::unsupported(format!("{at}.restartPolicy"), p, allowed))
-        }
+        Some(p) if !allowed.contains(&p) => causes.push(Cause::unsupported(
+            format!("{at}.restartPolicy"),
+            p,
+            allowed,
+        )),
         None if job => causes.push(Cause {
             reason: "FieldValueRequired",
             field: format!("{at}.restartPolicy"),
@@ -123,10 +129,22 @@ pub fn validate(kind: usize, object: &Value) -> Result<(), ApiError> {
     if kind == POD {
         check_pod_spec(object.get("spec"), "spec", &mut causes, false);
     } else if kind == JOB {
+        if object
+            .pointer("/spec/template/metadata")
+            .is_some_and(|m| !m.is_object() && !m.is_null())
+        {
+            causes.push(Cause::invalid(
+                "spec.template.metadata",
+                "",
+                "must be an object",
+            ));
+        }
         let template = object.pointer("/spec/template/spec");
         check_pod_spec(template, "spec.template.spec", &mut causes, true);
         for field in ["completions", "parallelism", "backoffLimit"] {
-            if let Some(n) = object.pointer(&format!("/spec/{field}")).and_then(Value::as_i64)
+            if let Some(n) = object
+                .pointer(&format!("/spec/{field}"))
+                .and_then(Value::as_i64)
                 && n < 0
             {
                 causes.push(Cause::invalid(
@@ -157,7 +175,10 @@ pub fn default_on_create(kind: usize, object: &mut Value) {
         if spec.get("terminationGracePeriodSeconds").is_none() {
             spec["terminationGracePeriodSeconds"] = json!(30);
         }
-        if object.get("status").is_none_or(|s| s.get("phase").is_none()) {
+        if object
+            .get("status")
+            .is_none_or(|s| s.get("phase").is_none())
+        {
             object["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
         }
     } else if kind == JOB {
@@ -211,19 +232,38 @@ mod tests {
             .iter()
             .map(|c| c["field"].as_str().unwrap())
             .collect();
-        assert_eq!(fields, ["metadata.name", "spec.containers[0].image", "spec.restartPolicy"]);
+        assert_eq!(
+            fields,
+            [
+                "metadata.name",
+                "spec.containers[0].image",
+                "spec.restartPolicy"
+            ]
+        );
         let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}], "restartPolicy": "Always"}}}});
         let err = validate(JOB, &job).unwrap_err();
-        assert!(err.message.contains("spec.template.spec.restartPolicy: Unsupported value: \"Always\""), "{}", err.message);
+        assert!(
+            err.message
+                .contains("spec.template.spec.restartPolicy: Unsupported value: \"Always\""),
+            "{}",
+            err.message
+        );
         assert!(validate(POD, &json!({"metadata": {"name": "ok", "labels": {"app.kubernetes.io/name": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}})).is_ok());
     }
 
     #[test]
     fn jobs_get_a_selector_and_labelled_pods() {
-        let mut job = json!({"metadata": {"name": "j", "uid": "u1"}, "spec": {"template": {"spec": {}}}});
+        let mut job =
+            json!({"metadata": {"name": "j", "uid": "u1"}, "spec": {"template": {"spec": {}}}});
         default_on_create(JOB, &mut job);
-        assert_eq!(job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"], "u1");
-        assert_eq!(job["spec"]["template"]["metadata"]["labels"]["job-name"], "j");
+        assert_eq!(
+            job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+            "u1"
+        );
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"]["job-name"],
+            "j"
+        );
         assert_eq!(job["spec"]["backoffLimit"], 6);
     }
 }

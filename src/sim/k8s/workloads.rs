@@ -199,7 +199,8 @@ fn tolerates(pod: &Value, taint: &Value) -> bool {
             let key_ok = t["key"].as_str().is_none_or(str::is_empty) && t["operator"] == "Exists"
                 || t["key"] == taint["key"];
             let value_ok = t["operator"] == "Exists" || t["value"] == taint["value"];
-            let effect_ok = t["effect"].as_str().is_none_or(str::is_empty) || t["effect"] == taint["effect"];
+            let effect_ok =
+                t["effect"].as_str().is_none_or(str::is_empty) || t["effect"] == taint["effect"];
             key_ok && value_ok && effect_ok
         })
 }
@@ -247,7 +248,10 @@ fn unfit(store: &ClusterStore, pod: &Value, node: &Value) -> Option<&'static str
     }
     for (resource, want) in requests(pod) {
         let have = node
-            .pointer(&format!("/status/allocatable/{}", resource.replace('/', "~1")))
+            .pointer(&format!(
+                "/status/allocatable/{}",
+                resource.replace('/', "~1")
+            ))
             .and_then(Value::as_str)
             .map_or(0.0, quantity);
         if used.get(&resource).copied().unwrap_or(0.0) + want > have + 1e-9 {
@@ -349,10 +353,18 @@ fn run_jobs(store: &mut ClusterStore) {
                 .and_then(Value::as_i64)
                 .unwrap_or(default)
         };
-        let (completions, parallelism, backoff) =
-            (spec_n("completions", 1), spec_n("parallelism", 1), spec_n("backoffLimit", 6));
+        let (completions, parallelism, backoff) = (
+            spec_n("completions", 1),
+            spec_n("parallelism", 1),
+            spec_n("backoffLimit", 6),
+        );
         let pods = pods_of(store, &job);
-        let phase = |p: &Value| p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
+        let phase = |p: &Value| {
+            p.pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("Pending")
+                .to_string()
+        };
         let succeeded = pods.iter().filter(|p| phase(p) == "Succeeded").count() as i64;
         let failed = pods.iter().filter(|p| phase(p) == "Failed").count() as i64;
         let active = pods.len() as i64 - succeeded - failed;
@@ -361,12 +373,36 @@ fn run_jobs(store: &mut ClusterStore) {
             job["status"]["startTime"] = json!(now_rfc3339());
         }
         if succeeded >= completions {
-            set_condition(&mut job, "SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods");
-            set_condition(&mut job, "Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods");
+            set_condition(
+                &mut job,
+                "SuccessCriteriaMet",
+                "True",
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            );
+            set_condition(
+                &mut job,
+                "Complete",
+                "True",
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            );
             job["status"]["completionTime"] = json!(now_rfc3339());
         } else if failed > backoff {
-            set_condition(&mut job, "FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit");
-            set_condition(&mut job, "Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit");
+            set_condition(
+                &mut job,
+                "FailureTarget",
+                "True",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            );
+            set_condition(
+                &mut job,
+                "Failed",
+                "True",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            );
         } else {
             let wanted = parallelism.min(completions - succeeded) - active;
             let template = job.pointer("/spec/template").cloned().unwrap_or(json!({}));
@@ -405,7 +441,9 @@ fn schedule(store: &mut ClusterStore) {
         .list(POD, None)
         .into_iter()
         .filter(|p| {
-            p.pointer("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty)
+            p.pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
                 && !deleting(p)
                 && p.pointer("/status/phase").and_then(Value::as_str) == Some("Pending")
         })
@@ -469,8 +507,13 @@ fn start_container(container: &Value, pod: &Value, dir: &Path) -> Result<Contain
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     for var in container["env"].as_array().into_iter().flatten() {
-        let Some(key) = var["name"].as_str() else { continue };
-        let value = match var.pointer("/valueFrom/fieldRef/fieldPath").and_then(Value::as_str) {
+        let Some(key) = var["name"].as_str() else {
+            continue;
+        };
+        let value = match var
+            .pointer("/valueFrom/fieldRef/fieldPath")
+            .and_then(Value::as_str)
+        {
             Some("metadata.name") => meta(pod, "name").to_string(),
             Some("metadata.namespace") => meta(pod, "namespace").to_string(),
             Some("metadata.uid") => meta(pod, "uid").to_string(),
@@ -532,7 +575,12 @@ fn start_container(container: &Value, pod: &Value, dir: &Path) -> Result<Contain
     })
 }
 
-fn container_status(name: &str, image: &str, output: Option<&ContainerOutput>, waiting: Option<&str>) -> Value {
+fn container_status(
+    name: &str,
+    image: &str,
+    output: Option<&ContainerOutput>,
+    waiting: Option<&str>,
+) -> Value {
     let state = match (output, waiting) {
         (_, Some(reason)) => json!({"waiting": {"reason": reason}}),
         (Some(o), _) if o.exit_code.is_some() || o.error.is_some() => {
@@ -566,17 +614,29 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
     let pods: Vec<Value> = store
         .list(POD, None)
         .into_iter()
-        .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty()))
+        .filter(|p| {
+            p.pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty())
+        })
         .cloned()
         .collect();
     for mut pod in pods {
         let uid = meta(&pod, "uid").to_string();
-        let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
+        let phase = pod
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("Pending")
+            .to_string();
         if matches!(phase.as_str(), "Succeeded" | "Failed") || deleting(&pod) {
             continue;
         }
         let node = field_value(&pod, "spec.nodeName");
-        let containers: Vec<Value> = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+        let containers: Vec<Value> = pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if store.get(NODE, "", &node).is_none() {
             pod["status"]["phase"] = json!("Failed");
             pod["status"]["reason"] = json!("NodeLost");
@@ -608,8 +668,17 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
                 pod["status"]["phase"] = json!("Failed");
                 pod["status"]["reason"] = json!("ContainerCannotRun");
                 pod["status"]["message"] = json!(message);
-                pod["status"]["containerStatuses"] = json!(containers.iter().map(|c| container_status(
-                    c["name"].as_str().unwrap_or_default(), c["image"].as_str().unwrap_or_default(), None, Some("ContainerCannotRun"))).collect::<Vec<_>>());
+                pod["status"]["containerStatuses"] = json!(
+                    containers
+                        .iter()
+                        .map(|c| container_status(
+                            c["name"].as_str().unwrap_or_default(),
+                            c["image"].as_str().unwrap_or_default(),
+                            None,
+                            Some("ContainerCannotRun")
+                        ))
+                        .collect::<Vec<_>>()
+                );
                 store.put(POD, pod);
                 continue;
             }
@@ -619,7 +688,11 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
                 .cloned()
                 .unwrap_or(json!(""));
             pod["status"]["hostIP"] = host_ip;
-            pod["status"]["podIP"] = json!(format!("10.100.{}.{}", live.len() / 250, live.len() % 250 + 2));
+            pod["status"]["podIP"] = json!(format!(
+                "10.100.{}.{}",
+                live.len() / 250,
+                live.len() % 250 + 2
+            ));
             pod["status"]["startTime"] = json!(now_rfc3339());
             kubelet.runs.insert(
                 uid.clone(),
@@ -644,11 +717,20 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
                 }
             })
             .collect();
-        let finished = outputs.iter().all(|o| o.exit_code.is_some() || o.error.is_some());
+        let finished = outputs
+            .iter()
+            .all(|o| o.exit_code.is_some() || o.error.is_some());
         let statuses: Vec<Value> = containers
             .iter()
             .zip(&outputs)
-            .map(|(c, o)| container_status(c["name"].as_str().unwrap_or_default(), c["image"].as_str().unwrap_or_default(), Some(o), None))
+            .map(|(c, o)| {
+                container_status(
+                    c["name"].as_str().unwrap_or_default(),
+                    c["image"].as_str().unwrap_or_default(),
+                    Some(o),
+                    None,
+                )
+            })
             .collect();
         pod["status"]["containerStatuses"] = json!(statuses);
         if finished {
@@ -675,7 +757,11 @@ pub fn reconcile(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str)
 }
 
 /// Pods a label selector picks in a namespace (the log endpoint's `job/NAME` needs none).
-pub fn select_pods<'a>(store: &'a ClusterStore, namespace: &str, selector: &LabelSelector) -> Vec<&'a Value> {
+pub fn select_pods<'a>(
+    store: &'a ClusterStore,
+    namespace: &str,
+    selector: &LabelSelector,
+) -> Vec<&'a Value> {
     store
         .list(POD, Some(namespace))
         .into_iter()
