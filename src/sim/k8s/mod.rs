@@ -63,23 +63,14 @@ impl ApiShared {
         self.clusters.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The control plane's version when the cluster is running (after a fresh look at the
-    /// cloud, so a cluster that just became ready answers at once).
+    /// The control plane's version when the cluster is running, after a fresh look at the
+    /// cloud: a request right after a deploy sees the nodes the deploy made.
     pub fn cluster_version(&self, id: &str) -> Option<String> {
-        let known = self
-            .clusters()
+        self.sync(Some(id));
+        self.clusters()
             .get(id)
-            .map(|c| (c.running, c.version.clone()));
-        match known {
-            Some((true, version)) => Some(version),
-            _ => {
-                self.sync();
-                self.clusters()
-                    .get(id)
-                    .filter(|c| c.running)
-                    .map(|c| c.version.clone())
-            }
-        }
+            .filter(|c| c.running)
+            .map(|c| c.version.clone())
     }
 
     /// Runs `f` on a cluster's objects.
@@ -107,11 +98,17 @@ impl ApiShared {
             .logs(pod_uid, container)
     }
 
-    /// Brings every cluster's nodes in line with its node groups.
-    fn sync(&self) {
-        let views = nodes::views(&self.service.lock());
+    /// Brings every cluster's nodes (or only `only`'s) in line with its node groups.
+    fn sync(&self, only: Option<&str>) {
+        let views = nodes::views(&self.service.lock(), only);
         let mut clusters = self.clusters();
-        clusters.retain(|id, _| views.iter().any(|v| v.id == *id));
+        match only {
+            None => clusters.retain(|id, _| views.iter().any(|v| v.id == *id)),
+            Some(id) if views.is_empty() => {
+                clusters.remove(id);
+            }
+            Some(_) => {}
+        }
         for view in views {
             let entry = clusters
                 .entry(view.id.clone())
@@ -308,7 +305,7 @@ impl KubeApi {
         let ticking = shared.clone();
         let tick = tokio::spawn(async move {
             loop {
-                ticking.sync();
+                ticking.sync(None);
                 ticking.reconcile();
                 let _ = tokio::time::timeout(TICK, ticking.wake.notified()).await;
             }

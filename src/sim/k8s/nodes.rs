@@ -168,12 +168,13 @@ fn node(
     })
 }
 
-/// Every cluster and the nodes its node groups have now.
-pub fn views(core: &Core) -> Vec<ClusterView> {
+/// Every cluster (or only `only`) and the nodes its node groups have now.
+pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
     let running = mk8s::cluster_status::State::Running as i32;
     core.state
         .clusters
         .iter()
+        .filter(|c| only.is_none_or(|id| c.id() == id))
         .map(|cluster| {
             let region = core
                 .region_of_parent(cluster.parent_id())
