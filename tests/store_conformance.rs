@@ -72,6 +72,10 @@ conformance!(
     a_stale_token_neither_renews_nor_releases,
     racing_takers_on_two_handles_get_one_lease,
     a_closed_store_fails_closed_on_deploy_state,
+    a_newer_head_supersedes_the_queued_preflight_but_never_a_command,
+    a_delivery_that_needs_no_work_is_known_and_queues_nothing,
+    a_deep_queue_behind_one_backoff_does_not_hold_other_work,
+    the_next_due_time_is_the_earliest_retry_or_lease_end,
 );
 
 const T0: i64 = 1_700_000_000_000;
@@ -85,6 +89,8 @@ fn job(id: &str, pr: Option<u64>) -> NewJob {
         payload: Bytes::from(format!("{{\"id\":\"{id}\"}}")),
         pr_key: pr.map(|n| pr_key("Octo-Org/Fleet", n)).unwrap_or_default(),
         fleet_key: String::new(),
+        coalesce_key: String::new(),
+        record_only: false,
     }
 }
 
@@ -1196,4 +1202,181 @@ async fn a_closed_store_fails_closed_on_deploy_state<B: Backend>(b: B) {
             .map(|p| p.digest),
         Some("d1".into())
     );
+}
+
+fn preflight(id: &str, pr: u64) -> NewJob {
+    let j = job(id, Some(pr));
+    NewJob {
+        coalesce_key: format!("preflight:{}", j.pr_key),
+        ..j
+    }
+}
+
+async fn a_newer_head_supersedes_the_queued_preflight_but_never_a_command<B: Backend>(b: B) {
+    let store = b.open().await;
+    // p1 is started and backs off: it ran, so a newer head does not drop it.
+    store
+        .enqueue_delivery(&preflight("p1", 5), T0)
+        .await
+        .unwrap();
+    let started = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    let retry = JobOutcome::Retry {
+        at: T0 + 1_000,
+        error: "502".into(),
+    };
+    assert!(store.finish(&started, &retry, T0 + 1).await.unwrap());
+    store
+        .enqueue_delivery(&preflight("p2", 5), T0 + 2)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&job("command", Some(5)), T0 + 3)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&preflight("p3", 5), T0 + 4)
+        .await
+        .unwrap();
+    // Another pull request's preflight is not this one's to drop.
+    store
+        .enqueue_delivery(&preflight("other", 6), T0 + 5)
+        .await
+        .unwrap();
+    let p2 = store.job("p2").await.unwrap().unwrap();
+    assert_eq!(p2.state, "done");
+    assert!(p2.last_error.contains("superseded"), "{}", p2.last_error);
+    assert_eq!(store.job("p1").await.unwrap().unwrap().state, "queued");
+    assert_eq!(store.job("command").await.unwrap().unwrap().state, "queued");
+    assert_eq!(store.job("other").await.unwrap().unwrap().state, "queued");
+
+    // In order: the retried p1 when due, the command, then the newest head.
+    let mut order = Vec::new();
+    let mut now = T0 + 1_000;
+    while let Some(j) = store.claim("w", now, LEASE).await.unwrap() {
+        assert!(store.finish(&j, &JobOutcome::Done, now).await.unwrap());
+        order.push(j.id);
+        now += 1;
+    }
+    order.retain(|id| id != "other");
+    assert_eq!(order, ["p1", "command", "p3"]);
+}
+
+async fn a_delivery_that_needs_no_work_is_known_and_queues_nothing<B: Backend>(b: B) {
+    let store = b.open().await;
+    let quiet = NewJob {
+        record_only: true,
+        ..job("chatter", Some(2))
+    };
+    assert_eq!(
+        store.enqueue_delivery(&quiet, T0).await.unwrap(),
+        Enqueued::New
+    );
+    assert!(store.delivery_known("chatter").await.unwrap());
+    assert_eq!(store.job("chatter").await.unwrap(), None);
+    assert_eq!(
+        store.enqueue_delivery(&quiet, T0 + 1).await.unwrap(),
+        Enqueued::Duplicate
+    );
+    assert_eq!(claim_id(&store, T0 + 2).await, None);
+    // It holds nothing back either.
+    store
+        .enqueue_delivery(&job("work", Some(2)), T0 + 3)
+        .await
+        .unwrap();
+    assert_eq!(claim_id(&store, T0 + 4).await.as_deref(), Some("work"));
+}
+
+async fn a_deep_queue_behind_one_backoff_does_not_hold_other_work<B: Backend>(b: B) {
+    let store = b.open().await;
+    store
+        .enqueue_delivery(&job("head", Some(1)), T0)
+        .await
+        .unwrap();
+    let head = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    let retry = JobOutcome::Retry {
+        at: T0 + 3_600_000,
+        error: "GitHub is down".into(),
+    };
+    assert!(store.finish(&head, &retry, T0 + 1).await.unwrap());
+    let behind: Vec<NewJob> = (0..2_000)
+        .map(|i| job(&format!("behind-{i}"), Some(1)))
+        .collect();
+    for chunk in behind.chunks(64) {
+        store.enqueue_deliveries(chunk, T0 + 2).await.unwrap();
+    }
+    assert_eq!(
+        claim_id(&store, T0 + 3).await,
+        None,
+        "all of pull request 1 waits for its head"
+    );
+    store
+        .enqueue_delivery(&job("elsewhere", Some(2)), T0 + 4)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&job("keyless", None), T0 + 5)
+        .await
+        .unwrap();
+    for (want, now) in [("elsewhere", T0 + 6), ("keyless", T0 + 7)] {
+        let other = store.claim("w", now, LEASE).await.unwrap().unwrap();
+        assert_eq!(other.id, want);
+        assert!(store.finish(&other, &JobOutcome::Done, now).await.unwrap());
+    }
+    // When the head finally succeeds, its successors follow in arrival order.
+    let head = store
+        .claim("w", T0 + 3_600_000, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.id, "head");
+    assert!(
+        store
+            .finish(&head, &JobOutcome::Done, T0 + 3_600_001)
+            .await
+            .unwrap()
+    );
+    for i in 0..3 {
+        let next = store
+            .claim("w", T0 + 3_600_002, LEASE)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.id, format!("behind-{i}"));
+        assert!(
+            store
+                .finish(&next, &JobOutcome::Done, T0 + 3_600_003)
+                .await
+                .unwrap()
+        );
+    }
+}
+
+async fn the_next_due_time_is_the_earliest_retry_or_lease_end<B: Backend>(b: B) {
+    let store = b.open().await;
+    assert_eq!(store.next_due().await.unwrap(), None);
+    store
+        .enqueue_delivery(&job("a", Some(1)), T0)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&job("b", Some(2)), T0)
+        .await
+        .unwrap();
+    assert_eq!(store.next_due().await.unwrap(), Some(T0));
+    let a = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    let b_job = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    let retry = JobOutcome::Retry {
+        at: T0 + 90_000,
+        error: "502".into(),
+    };
+    assert!(store.finish(&a, &retry, T0 + 1).await.unwrap());
+    // b runs on a lease that ends at T0 + LEASE, before a's retry.
+    assert_eq!(store.next_due().await.unwrap(), Some(T0 + LEASE));
+    assert!(
+        store
+            .finish(&b_job, &JobOutcome::Done, T0 + 2)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.next_due().await.unwrap(), Some(T0 + 90_000));
 }

@@ -18,6 +18,7 @@ pub mod pr;
 pub mod render;
 pub mod report;
 pub mod settings;
+pub mod triage;
 
 pub use commands::{Command, CommandError, CommandKind, ParsedComment, parse_comment};
 pub use config::{ConfigError, LoadedConfig, RepoConfig};

@@ -15,6 +15,7 @@ use super::sink::{Acceptance, CountsFuture, Delivery, DeliverySink, SinkError, S
 use super::worker::{WorkerSettings, run_queue_worker};
 use super::{AppState, JobReport, Metrics, router, serve_with_limits};
 use crate::bot::Bot;
+use crate::bot::triage::{Triage, triage};
 use crate::github::WebhookSecrets;
 use crate::store::queue::{MAX_ENQUEUE_BATCH, MIN_RETENTION, WEBHOOK_JOB, ms, now_ms, pr_key};
 use crate::store::{Enqueued, JobQueue, NewJob};
@@ -73,8 +74,8 @@ async fn write_batches<Q: JobQueue>(
         let (jobs, answers): (Vec<NewJob>, Vec<_>) = batch.drain(..).unzip();
         match queue.enqueue_deliveries(&jobs, now_ms()).await {
             Ok(outcomes) => {
-                for (outcome, answer) in outcomes.into_iter().zip(answers) {
-                    if outcome == Enqueued::New {
+                for ((outcome, answer), job) in outcomes.into_iter().zip(answers).zip(&jobs) {
+                    if outcome == Enqueued::New && !job.record_only {
                         wake.notify_one();
                     }
                     let _ = answer.send(Ok(outcome));
@@ -91,15 +92,27 @@ async fn write_batches<Q: JobQueue>(
     }
 }
 
-/// The job a delivery becomes.
+/// The job a delivery becomes: recorded only when it needs no work; a new head's preflight
+/// supersedes the queued preflight of an older head of the same pull request.
 pub fn job_for(delivery: &Delivery) -> NewJob {
+    let pr_key = pull_request_key(&delivery.event, &delivery.payload).unwrap_or_default();
+    let (record_only, preflight) = match triage(&delivery.event, &delivery.payload) {
+        Triage::Nothing(_) => (true, false),
+        Triage::Work { preflight } => (false, preflight),
+    };
     NewJob {
         id: delivery.id.clone(),
         kind: WEBHOOK_JOB.to_string(),
         event: delivery.event.clone(),
         payload: delivery.payload.clone(),
-        pr_key: pull_request_key(&delivery.event, &delivery.payload).unwrap_or_default(),
+        coalesce_key: if preflight && !pr_key.is_empty() {
+            format!("preflight:{pr_key}")
+        } else {
+            String::new()
+        },
+        pr_key,
         fleet_key: String::new(),
+        record_only,
     }
 }
 

@@ -88,15 +88,32 @@ pub async fn run_queue_worker<Q: JobQueue + Clone>(
             Ok(None) => {}
             Err(e) => tracing::warn!(worker = %settings.id, "cannot claim a job: {e}"),
         }
+        // Nothing runnable: sleep until the next job comes due (a retry, an expiring lease),
+        // a wake-up from intake, or the poll for other replicas' work, whichever is first.
+        let pause = idle_pause(
+            queue.next_due().await.ok().flatten(),
+            now_ms(),
+            settings.idle_poll,
+        );
         tokio::select! {
             () = wake.notified() => {}
-            () = tokio::time::sleep(settings.idle_poll) => {}
+            () = tokio::time::sleep(pause) => {}
             changed = stop.changed() => {
                 if changed.is_err() {
                     break;
                 }
             }
         }
+    }
+}
+
+/// How long an idle worker sleeps: until `next_due` when that is sooner than the poll. A due
+/// time already past means the job is held back behind another; the poll (or a wake-up) will
+/// find it, and sleeping zero would spin.
+fn idle_pause(next_due: Option<i64>, now: i64, poll: Duration) -> Duration {
+    match next_due {
+        Some(at) if at > now => Duration::from_millis((at - now) as u64).min(poll),
+        _ => poll,
     }
 }
 
@@ -346,6 +363,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn idle_workers_sleep_until_the_next_due_job_but_never_spin() {
+        let poll = Duration::from_secs(1);
+        assert_eq!(
+            idle_pause(Some(1_250), 1_000, poll),
+            Duration::from_millis(250)
+        );
+        assert_eq!(idle_pause(Some(9_000), 1_000, poll), poll);
+        assert_eq!(idle_pause(Some(900), 1_000, poll), poll);
+        assert_eq!(idle_pause(None, 1_000, poll), poll);
+    }
+
+    #[test]
     fn retries_back_off_with_a_spread_and_a_ceiling() {
         let first = Duration::from_secs(30);
         for attempt in 1..=5 {
@@ -376,6 +405,8 @@ mod tests {
             payload: bytes::Bytes::from_static(b"{}"),
             pr_key: "o/r#1".into(),
             fleet_key: String::new(),
+            coalesce_key: String::new(),
+            record_only: false,
         };
         store.enqueue(&job, now_ms()).await.unwrap();
         let lease = Duration::from_millis(300);

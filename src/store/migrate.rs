@@ -10,6 +10,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("migrations/0003_queue_claim_indexes.sql")),
     (4, include_str!("migrations/0004_lifecycles.sql")),
     (5, include_str!("migrations/0005_deploys.sql")),
+    (6, include_str!("migrations/0006_queue_heads.sql")),
 ];
 
 /// The PostgreSQL advisory-lock key that serializes migrations when several replicas start at
@@ -46,6 +47,7 @@ mod tests {
         assert_eq!(super::statements(super::MIGRATIONS[2].1).count(), 4);
         assert_eq!(super::statements(super::MIGRATIONS[3].1).count(), 1);
         assert_eq!(super::statements(super::MIGRATIONS[4].1).count(), 7);
+        assert_eq!(super::statements(super::MIGRATIONS[5].1).count(), 6);
     }
 
     #[test]

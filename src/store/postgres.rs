@@ -270,6 +270,60 @@ impl InventoryStore for PostgresStore {
     }
 }
 
+/// Serializes the upkeep of the queue's heads (enqueue, and finishes that end a job) across
+/// replicas, so two concurrent changes cannot both miss the job that should become a head.
+/// Claims never take it.
+async fn lock_heads(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(advisory_key("queue", "heads"))
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
+}
+
+/// After a job row is inserted: the older work it supersedes, then whether it heads its keys.
+async fn after_insert(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    job: &NewJob,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    if !job.coalesce_key.is_empty() {
+        let behind = sqlx::query(sql::SUPERSEDE)
+            .bind(&job.coalesce_key)
+            .bind(&job.id)
+            .bind(now)
+            .bind(Vec::<u8>::new())
+            .fetch_all(&mut **tx)
+            .await?;
+        for row in behind {
+            let (pr_key, fleet_key): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+            promote(tx, &pr_key, &fleet_key).await?;
+        }
+    }
+    sqlx::query(sqlx::AssertSqlSafe(sql::MARK_HEAD.as_str()))
+        .bind(&job.id)
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
+}
+
+/// The next job of each key becomes a candidate when it now heads both of its keys.
+async fn promote(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    pr_key: &str,
+    fleet_key: &str,
+) -> Result<(), sqlx::Error> {
+    if pr_key.is_empty() && fleet_key.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(sqlx::AssertSqlSafe(sql::PROMOTE.as_str()))
+        .bind(pr_key)
+        .bind(fleet_key)
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
+}
+
 impl JobQueue for PostgresStore {
     async fn enqueue_deliveries(
         &self,
@@ -281,6 +335,7 @@ impl JobQueue for PostgresStore {
             return Ok(decide(jobs, answers, &HashSet::new()));
         }
         let mut tx = self.pool.begin().await.map_err(|e| self.queue_error(e))?;
+        lock_heads(&mut tx).await.map_err(|e| self.queue_error(e))?;
         // Generated placeholders only; every value is bound.
         let mut deliveries = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
             sql::insert_deliveries_sql(firsts.len()),
@@ -295,12 +350,17 @@ impl JobQueue for PostgresStore {
             .into_iter()
             .collect();
         let fresh: Vec<&NewJob> = firsts.into_iter().filter(|j| new.contains(&j.id)).collect();
-        let mut queued = HashSet::new();
-        if !fresh.is_empty() {
+        let mut queued: HashSet<String> = fresh
+            .iter()
+            .filter(|j| j.record_only)
+            .map(|j| j.id.clone())
+            .collect();
+        let work: Vec<&NewJob> = fresh.into_iter().filter(|j| !j.record_only).collect();
+        if !work.is_empty() {
             let mut insert = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(
-                sql::insert_jobs_sql(fresh.len()),
+                sql::insert_jobs_sql(work.len()),
             ));
-            for job in &fresh {
+            for job in &work {
                 insert = insert
                     .bind(&job.id)
                     .bind(&job.kind)
@@ -308,21 +368,30 @@ impl JobQueue for PostgresStore {
                     .bind(job.payload.as_ref())
                     .bind(&job.pr_key)
                     .bind(&job.fleet_key)
-                    .bind(now);
+                    .bind(now)
+                    .bind(&job.coalesce_key);
             }
             // A job row outliving its pruned delivery row means the delivery already ran.
-            queued = insert
+            let inserted: HashSet<String> = insert
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(|e| self.queue_error(e))?
                 .into_iter()
                 .collect();
+            for job in work.iter().filter(|j| inserted.contains(&j.id)) {
+                after_insert(&mut tx, job, now)
+                    .await
+                    .map_err(|e| self.queue_error(e))?;
+            }
+            queued.extend(inserted);
         }
         tx.commit().await.map_err(|e| self.queue_error(e))?;
         Ok(decide(jobs, answers, &queued))
     }
 
     async fn enqueue(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.queue_error(e))?;
+        lock_heads(&mut tx).await.map_err(|e| self.queue_error(e))?;
         let queued = sqlx::query(sql::INSERT_JOB)
             .bind(&job.id)
             .bind(&job.kind)
@@ -331,15 +400,29 @@ impl JobQueue for PostgresStore {
             .bind(&job.pr_key)
             .bind(&job.fleet_key)
             .bind(now)
-            .execute(&self.pool)
+            .bind(&job.coalesce_key)
+            .execute(&mut *tx)
             .await
             .map_err(|e| self.queue_error(e))?
             .rows_affected();
+        if queued == 1 {
+            after_insert(&mut tx, job, now)
+                .await
+                .map_err(|e| self.queue_error(e))?;
+        }
+        tx.commit().await.map_err(|e| self.queue_error(e))?;
         Ok(if queued == 1 {
             Enqueued::New
         } else {
             Enqueued::Duplicate
         })
+    }
+
+    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar::<_, Option<i64>>(sql::NEXT_DUE)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.queue_error(e))
     }
 
     async fn claim(
@@ -386,6 +469,11 @@ impl JobQueue for PostgresStore {
         now: i64,
     ) -> Result<bool, StoreError> {
         let (statement, at, message) = sql::finish_sql(outcome, now);
+        let leaves = matches!(outcome, JobOutcome::Done | JobOutcome::Failed { .. });
+        let mut tx = self.pool.begin().await.map_err(|e| self.queue_error(e))?;
+        if leaves {
+            lock_heads(&mut tx).await.map_err(|e| self.queue_error(e))?;
+        }
         let mut query = sqlx::query(statement)
             .bind(at)
             .bind(&job.id)
@@ -394,7 +482,19 @@ impl JobQueue for PostgresStore {
         if matches!(outcome, JobOutcome::Done) {
             query = query.bind(Vec::<u8>::new());
         }
-        Ok(self.write(query).await.map_err(StoreError::into_queue)? == 1)
+        let changed = query
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.queue_error(e))?
+            .rows_affected()
+            == 1;
+        if changed && leaves {
+            promote(&mut tx, &job.pr_key, &job.fleet_key)
+                .await
+                .map_err(|e| self.queue_error(e))?;
+        }
+        tx.commit().await.map_err(|e| self.queue_error(e))?;
+        Ok(changed)
     }
 
     async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {

@@ -51,6 +51,13 @@ pub struct NewJob {
     pub pr_key: String,
     /// The fleet the job changes; empty when it changes none.
     pub fleet_key: String,
+    /// Work a newer job of the same key makes pointless: queuing this job ends the older
+    /// queued ones of the key that never started (a preflight of an older head). Empty for
+    /// work that must never be dropped (commands, applies).
+    pub coalesce_key: String,
+    /// A delivery that needs no work (an event fleetbot does not act on, a comment with no
+    /// command): recorded, so a redelivery is known, and no job is queued.
+    pub record_only: bool,
 }
 
 /// The outcome of [`JobQueue::enqueue_delivery`].
@@ -129,7 +136,7 @@ pub struct Pruned {
     pub jobs: u64,
 }
 
-/// The most deliveries stored in one [`JobQueue::enqueue_deliveries`] call (7 bound values a
+/// The most deliveries stored in one [`JobQueue::enqueue_deliveries`] call (8 bound values a
 /// row stays far below every engine's limit on bound parameters).
 pub const MAX_ENQUEUE_BATCH: usize = 64;
 
@@ -174,13 +181,19 @@ pub trait JobQueue: Send + Sync + 'static {
         now: i64,
     ) -> impl Future<Output = Result<Enqueued, StoreError>> + Send;
 
-    /// Hands the oldest runnable job to `worker` with a lease until `now + lease_ms`.
+    /// Hands a runnable job to `worker` with a lease until `now + lease_ms`: a job whose
+    /// worker died first, else the one due longest (arrival order within a key). Only the head
+    /// of each key is a candidate, so the cost does not grow with the jobs queued behind.
     fn claim(
         &self,
         worker: &str,
         now: i64,
         lease_ms: i64,
     ) -> impl Future<Output = Result<Option<ClaimedJob>, StoreError>> + Send;
+
+    /// The earliest time (unix ms) a job may become claimable without anything new arriving:
+    /// a queued head coming due or a lease running out. `None` when nothing is open.
+    fn next_due(&self) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
 
     /// Extends the lease to `until`; `false` when the lease was lost (expired and taken).
     fn renew(

@@ -144,16 +144,16 @@ pub(crate) fn insert_deliveries_sql(rows: usize) -> String {
     )
 }
 
-/// Queues `rows` jobs (`$7k+1` id, kind, event, payload, pr_key, fleet_key, `$7k+7` time) and
-/// returns the ids that were new. Row `k` gets `seq` = the largest so far + `k` + 1, so a batch
-/// keeps its order (whether or not the engine's subquery sees the batch's earlier rows, the
-/// values only grow).
+/// Queues `rows` jobs (`$8k+1` id, kind, event, payload, pr_key, fleet_key, time,
+/// `$8k+8` coalesce_key) and returns the ids that were new. Row `k` gets `seq` = the largest
+/// so far + `k` + 1, so a batch keeps its order (whether or not the engine's subquery sees the
+/// batch's earlier rows, the values only grow).
 pub(crate) fn insert_jobs_sql(rows: usize) -> String {
     let values: Vec<String> = (0..rows)
         .map(|k| {
-            let b = 7 * k;
+            let b = 8 * k;
             format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) FROM jobs) + {}, ${}, ${})",
+                "(${}, ${}, ${}, ${}, ${}, ${}, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) FROM jobs) + {}, ${}, ${}, ${})",
                 b + 1,
                 b + 2,
                 b + 3,
@@ -162,12 +162,13 @@ pub(crate) fn insert_jobs_sql(rows: usize) -> String {
                 b + 6,
                 k + 1,
                 b + 7,
-                b + 7
+                b + 7,
+                b + 8
             )
         })
         .collect();
     format!(
-        "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after) \
+        "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after, coalesce_key) \
          VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
         values.join(", ")
     )
@@ -175,25 +176,16 @@ pub(crate) fn insert_jobs_sql(rows: usize) -> String {
 
 /// `seq` is one more than the largest so far: strictly increasing on SQLite (writes are
 /// serialized); on PostgreSQL two concurrent arrivals may share a value, and ties are broken
-/// by id, which is as good an order as two simultaneous deliveries have.
-pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after) \
-     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), $7, $7) \
+/// by id, which is as good an order as two simultaneous deliveries have. `$8` is the
+/// coalescing key.
+pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after, coalesce_key) \
+     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), $7, $7, $8) \
      ON CONFLICT (id) DO NOTHING";
 
-/// The runnable job to claim: queued (or running on an expired lease), due, and not held back
-/// by a job with the same pull-request or fleet key that is older and unfinished, or running
-/// on a live lease (so jobs of one key run one at a time, in order). `$1` is now.
-///
-/// Shaped for the indexes of migration 3: the walk follows `jobs_open_seq` and stops at the
-/// first runnable job; each check is one index lookup (`k.seq <= j.seq` bounds the range, so
-/// a key's later jobs are never scanned). The running check is separate from the older-job
-/// check because two PostgreSQL arrivals may share a `seq`, and then the id decides which is
-/// "older" only after both are visible.
-pub(crate) const PICK_JOB: &str = "SELECT j.id FROM jobs j \
-     WHERE j.state IN ('queued', 'running') \
-       AND (j.state = 'queued' OR j.lease_until < $1) \
-       AND j.run_after <= $1 \
-       AND (j.pr_key = '' OR ( \
+/// What keeps a job behind another of its pull request or fleet: an older unfinished job of the
+/// same key, or a running one on a live lease. `$1` is now. Checked at claim time even for
+/// heads, because on PostgreSQL two concurrent arrivals can both look like heads.
+const HELD_BACK: &str = "(j.pr_key = '' OR ( \
             NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.state IN ('queued', 'running') \
                 AND k.seq <= j.seq AND (k.seq < j.seq OR k.id < j.id)) \
             AND NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.state = 'running' \
@@ -202,18 +194,79 @@ pub(crate) const PICK_JOB: &str = "SELECT j.id FROM jobs j \
             NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.state IN ('queued', 'running') \
                 AND k.seq <= j.seq AND (k.seq < j.seq OR k.id < j.id)) \
             AND NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.state = 'running' \
-                AND k.lease_until >= $1 AND k.id <> j.id))) \
-     ORDER BY j.seq, j.id LIMIT 1";
+                AND k.lease_until >= $1 AND k.id <> j.id)))";
 
-/// Takes the picked job: `$1` now, `$2` lease token, `$3` worker, `$4` lease end; the pick
-/// (with any backend suffix) is spliced in by [`claim_sql`].
+/// The queued head due longest (`$1` now): a range scan of `jobs_ready_due` that stops at the
+/// first row, whatever the depth of the queue behind the heads.
+fn pick_due(suffix: &str) -> String {
+    format!(
+        "SELECT j.id FROM jobs j WHERE j.ready = 1 AND j.state = 'queued' AND j.run_after <= $1 \
+         AND {HELD_BACK} ORDER BY j.run_after, j.seq, j.id LIMIT 1{suffix}"
+    )
+}
+
+/// A running job whose lease ran out (its worker died), taken again first.
+fn pick_expired(suffix: &str) -> String {
+    format!(
+        "SELECT j.id FROM jobs j WHERE j.state = 'running' AND j.lease_until < $1 \
+         AND {HELD_BACK} ORDER BY j.lease_until, j.seq, j.id LIMIT 1{suffix}"
+    )
+}
+
+/// Takes the picked job: `$1` now, `$2` lease token, `$3` worker, `$4` lease end; each pick
+/// carries the backend's suffix (PostgreSQL's `FOR UPDATE SKIP LOCKED`).
 pub(crate) fn claim_sql(pick_suffix: &str) -> String {
     format!(
         "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_token = $2, lease_owner = $3, lease_until = $4 \
-         WHERE id = ({PICK_JOB}{pick_suffix}) \
-         RETURNING id, kind, event, payload, pr_key, fleet_key, attempts, lease_token"
+         WHERE id = COALESCE(({}), ({})) \
+         RETURNING id, kind, event, payload, pr_key, fleet_key, attempts, lease_token",
+        pick_expired(pick_suffix),
+        pick_due(pick_suffix)
     )
 }
+
+/// Whether a job is the head of both its keys (no older unfinished job of either), as SQL on
+/// the row `jobs`.
+const IS_HEAD: &str = "state IN ('queued', 'running') \
+     AND (pr_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = jobs.pr_key \
+         AND k.state IN ('queued', 'running') AND k.id <> jobs.id \
+         AND (k.seq < jobs.seq OR (k.seq = jobs.seq AND k.id < jobs.id)))) \
+     AND (fleet_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = jobs.fleet_key \
+         AND k.state IN ('queued', 'running') AND k.id <> jobs.id \
+         AND (k.seq < jobs.seq OR (k.seq = jobs.seq AND k.id < jobs.id))))";
+
+/// Marks a new job (`$1`) a claim candidate when it heads both its keys.
+pub(crate) static MARK_HEAD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("UPDATE jobs SET ready = 1 WHERE id = $1 AND ready = 0 AND {IS_HEAD}")
+});
+
+/// After a job of pull-request key `$1` and fleet key `$2` finished (or was superseded): the
+/// next unfinished job of each key becomes a candidate if it now heads both of its keys.
+pub(crate) static PROMOTE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "UPDATE jobs SET ready = 1 WHERE ready = 0 AND id IN ( \
+           SELECT id FROM (SELECT id FROM jobs WHERE $1 <> '' AND pr_key = $1 AND state IN ('queued', 'running') \
+               ORDER BY seq, id LIMIT 1) AS next_pr \
+           UNION SELECT id FROM (SELECT id FROM jobs WHERE $2 <> '' AND fleet_key = $2 AND state IN ('queued', 'running') \
+               ORDER BY seq, id LIMIT 1) AS next_fleet) \
+         AND {IS_HEAD}"
+    )
+});
+
+/// A newer job (`$2`, coalescing key `$1`) supersedes the older queued jobs of its key that
+/// never started: they end `done` at `$3` with their payload (`$4`, empty) dropped. Returns
+/// the keys to promote behind each.
+pub(crate) const SUPERSEDE: &str = "UPDATE jobs SET state = 'done', ready = 0, finished_at = $3, payload = $4, \
+     last_error = 'superseded by a newer delivery for the same pull request' \
+     WHERE coalesce_key = $1 AND state = 'queued' AND attempts = 0 AND id <> $2 \
+       AND seq < (SELECT seq FROM jobs WHERE id = $2) \
+     RETURNING pr_key, fleet_key";
+
+/// The earliest moment a job may become claimable: a queued head coming due, or a running
+/// job's lease running out. `NULL` when nothing is open.
+pub(crate) const NEXT_DUE: &str = "SELECT MIN(t) FROM ( \
+     SELECT MIN(run_after) AS t FROM jobs WHERE ready = 1 AND state = 'queued' \
+     UNION ALL SELECT MIN(lease_until) AS t FROM jobs WHERE state = 'running') AS due";
 
 pub(crate) const RENEW: &str =
     "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND state = 'running'";

@@ -311,24 +311,27 @@ impl JobQueue for SqliteStore {
     }
 
     async fn enqueue(&self, job: &NewJob, now: i64) -> Result<Enqueued, StoreError> {
-        let _gate = self.write_gate.lock().await;
-        let queued = sqlx::query(sql::INSERT_JOB)
-            .bind(&job.id)
-            .bind(&job.kind)
-            .bind(&job.event)
-            .bind(job.payload.as_ref())
-            .bind(&job.pr_key)
-            .bind(&job.fleet_key)
-            .bind(now)
-            .execute(&self.pool)
+        let job = job.clone();
+        let gate = self.write_gate.clone().lock_owned().await;
+        let new = self
+            .writer
+            .run(gate, move |c| {
+                sqlite_writer::enqueue(&mut c.full, &job, now)
+            })
             .await
-            .map_err(|e| queue_error(&self.path, e))?
-            .rows_affected();
-        Ok(if queued == 1 {
+            .map_err(|e| queue_error(&self.path, e))?;
+        Ok(if new {
             Enqueued::New
         } else {
             Enqueued::Duplicate
         })
+    }
+
+    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar::<_, Option<i64>>(sql::NEXT_DUE)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn claim(
@@ -366,11 +369,11 @@ impl JobQueue for SqliteStore {
         outcome: &JobOutcome,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let (id, token, outcome) = (job.id.clone(), job.lease_token.clone(), outcome.clone());
+        let (job, outcome) = (job.clone(), outcome.clone());
         let gate = self.write_gate.clone().lock_owned().await;
         self.writer
             .run(gate, move |c| {
-                sqlite_writer::finish(&mut c.relaxed, &id, &token, &outcome, now)
+                sqlite_writer::finish(&mut c.relaxed, &job, &outcome, now)
             })
             .await
             .map_err(|e| queue_error(&self.path, e))

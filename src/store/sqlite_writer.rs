@@ -115,8 +115,52 @@ impl Writer {
     }
 }
 
+/// Queues one job inside `tx`: its row, then the older queued work it supersedes, then whether
+/// it heads its keys. Whether it was new.
+pub(crate) fn queue_job(
+    tx: &rusqlite::Transaction<'_>,
+    j: &NewJob,
+    now: i64,
+) -> rusqlite::Result<bool> {
+    let mut insert = tx.prepare_cached(sql::INSERT_JOB)?;
+    let inserted = insert.execute(named_params! {
+        "$1": j.id, "$2": j.kind, "$3": j.event, "$4": j.payload.as_ref(),
+        "$5": j.pr_key, "$6": j.fleet_key, "$7": now, "$8": j.coalesce_key,
+    })? == 1;
+    if !inserted {
+        return Ok(false);
+    }
+    if !j.coalesce_key.is_empty() {
+        let behind: Vec<(String, String)> = {
+            let mut supersede = tx.prepare_cached(sql::SUPERSEDE)?;
+            let rows = supersede.query_map(
+                named_params! {"$1": j.coalesce_key, "$2": j.id, "$3": now, "$4": Vec::<u8>::new()},
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for (pr_key, fleet_key) in behind {
+            promote(tx, &pr_key, &fleet_key)?;
+        }
+    }
+    let mut head = tx.prepare_cached(&sql::MARK_HEAD)?;
+    head.execute(named_params! {"$1": j.id})?;
+    Ok(true)
+}
+
+/// Makes the next job of each key a claim candidate when it now heads both of its keys.
+fn promote(conn: &Connection, pr_key: &str, fleet_key: &str) -> rusqlite::Result<()> {
+    if pr_key.is_empty() && fleet_key.is_empty() {
+        return Ok(());
+    }
+    let mut promote = conn.prepare_cached(&sql::PROMOTE)?;
+    promote.execute(named_params! {"$1": pr_key, "$2": fleet_key})?;
+    Ok(())
+}
+
 /// Records the deliveries and queues their jobs in one `synchronous=FULL` transaction; returns
-/// the ids whose jobs were queued (new deliveries whose job did not exist yet).
+/// the ids answered as new (new deliveries whose job did not exist yet, and new deliveries that
+/// need no job).
 pub(crate) fn enqueue_deliveries(
     conn: &mut Connection,
     jobs: &[NewJob],
@@ -124,24 +168,26 @@ pub(crate) fn enqueue_deliveries(
 ) -> rusqlite::Result<Vec<String>> {
     let tx = conn.transaction()?;
     let mut queued = Vec::with_capacity(jobs.len());
-    {
-        let mut delivery = tx.prepare_cached(sql::INSERT_DELIVERY)?;
-        let mut job = tx.prepare_cached(sql::INSERT_JOB)?;
-        for j in jobs {
-            let new = delivery.execute(named_params! {"$1": j.id, "$2": j.event, "$3": now})? == 1;
-            // A job row outliving its pruned delivery row means the delivery already ran.
-            if new
-                && job.execute(named_params! {
-                    "$1": j.id, "$2": j.kind, "$3": j.event, "$4": j.payload.as_ref(),
-                    "$5": j.pr_key, "$6": j.fleet_key, "$7": now,
-                })? == 1
-            {
-                queued.push(j.id.clone());
-            }
+    for j in jobs {
+        let new = {
+            let mut delivery = tx.prepare_cached(sql::INSERT_DELIVERY)?;
+            delivery.execute(named_params! {"$1": j.id, "$2": j.event, "$3": now})? == 1
+        };
+        // A job row outliving its pruned delivery row means the delivery already ran.
+        if new && (j.record_only || queue_job(&tx, j, now)?) {
+            queued.push(j.id.clone());
         }
     }
     tx.commit()?;
     Ok(queued)
+}
+
+/// Queues a job no delivery brought (a follow-up), durably.
+pub(crate) fn enqueue(conn: &mut Connection, job: &NewJob, now: i64) -> rusqlite::Result<bool> {
+    let tx = conn.transaction()?;
+    let new = queue_job(&tx, job, now)?;
+    tx.commit()?;
+    Ok(new)
 }
 
 /// Claims the next runnable job (one statement: SQLite takes its write lock before reading).
@@ -185,24 +231,32 @@ pub(crate) fn renew(
     Ok(renew.execute(named_params! {"$1": until, "$2": id, "$3": token})? == 1)
 }
 
-/// Records how the job ended; whether this lease still held the job.
+/// Records how the job ended; whether this lease still held the job. A job that left the
+/// queue hands the head of its keys to the next job of each.
 pub(crate) fn finish(
     conn: &mut Connection,
-    id: &str,
-    token: &str,
+    job: &ClaimedJob,
     outcome: &JobOutcome,
     now: i64,
 ) -> rusqlite::Result<bool> {
     let (statement, at, message) = sql::finish_sql(outcome, now);
-    let mut finish = conn.prepare_cached(statement)?;
-    let changed = if matches!(outcome, JobOutcome::Done) {
-        finish.execute(named_params! {
-            "$1": at, "$2": id, "$3": token, "$4": message, "$5": Vec::<u8>::new(),
-        })?
-    } else {
-        finish.execute(named_params! {"$1": at, "$2": id, "$3": token, "$4": message})?
-    };
-    Ok(changed == 1)
+    let tx = conn.transaction()?;
+    let changed = {
+        let mut finish = tx.prepare_cached(statement)?;
+        let (id, token) = (&job.id, &job.lease_token);
+        if matches!(outcome, JobOutcome::Done) {
+            finish.execute(named_params! {
+                "$1": at, "$2": id, "$3": token, "$4": message, "$5": Vec::<u8>::new(),
+            })?
+        } else {
+            finish.execute(named_params! {"$1": at, "$2": id, "$3": token, "$4": message})?
+        }
+    } == 1;
+    if changed && matches!(outcome, JobOutcome::Done | JobOutcome::Failed { .. }) {
+        promote(&tx, &job.pr_key, &job.fleet_key)?;
+    }
+    tx.commit()?;
+    Ok(changed)
 }
 
 // Merge-to-deploy's writes commit on the `synchronous=FULL` connection: an approval or an

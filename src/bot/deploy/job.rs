@@ -79,6 +79,8 @@ impl ApplyJob {
             pr_key: String::new(),
             // One lane per repository: applies run one at a time, in the order queued.
             fleet_key: format!("{APPLY_JOB}:{repo}"),
+            coalesce_key: String::new(),
+            record_only: false,
         }
     }
 

@@ -9,22 +9,11 @@ use crate::bot::config::LoadedConfig;
 use crate::bot::jobs::load_config;
 use crate::bot::render::{render_command_reply, reply_marker};
 use crate::bot::report::{CommandHelp, ReplyNote};
-use crate::github::events::{CommentAction, IssueCommentEvent};
+use crate::bot::triage::not_for_commands;
+use crate::github::events::IssueCommentEvent;
 use crate::github::{ClientError, Permission, PullState, RepoClient};
 
 /// Why a comment runs no command, before its body is even read.
-fn not_for_commands(e: &IssueCommentEvent) -> Option<&'static str> {
-    if e.action != CommentAction::Created {
-        // An edit must never re-run a command (TOCTOU).
-        return Some("only created comments run commands");
-    }
-    if !e.is_pull_request {
-        return Some("comment on an issue, not a pull request");
-    }
-    // Ours or another bot's: never answer a bot, so two bots cannot loop.
-    e.author_is_bot.then_some("comment by a bot")
-}
-
 /// What running a comment's commands produced, for the reply.
 struct Answers {
     errors: Vec<String>,
