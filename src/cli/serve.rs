@@ -145,6 +145,15 @@ pub struct ServeArgs {
         value_name = "SECS"
     )]
     pub job_lease_secs: u64,
+    /// Connections the kernel may hold waiting to be accepted (the listen backlog), for
+    /// bursts of deliveries; the kernel caps it at net.core.somaxconn.
+    #[arg(
+        long,
+        env = "FLEETBOT_LISTEN_BACKLOG",
+        default_value_t = 1024,
+        value_name = "N"
+    )]
+    pub listen_backlog: u32,
     /// Open connections at most; more are closed at once.
     #[arg(
         long,
@@ -344,8 +353,7 @@ async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static
             "FLEETBOT_WORKERS=0: deliveries are stored but handled by other replicas only"
         );
     }
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
+    let listener = listen(args.listen, args.listen_backlog)
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let settings = DurableSettings {
         workers: args.workers,
@@ -450,6 +458,20 @@ async fn shutdown_signal() {
     }
 }
 
+/// Binds the webhook listener with an explicit backlog (a burst of GitHub's deliveries must
+/// queue in the kernel, not be refused) and address reuse, so a restart can bind at once.
+fn listen(addr: std::net::SocketAddr, backlog: u32) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_nodelay(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,6 +503,7 @@ mod tests {
             tenant_id: None,
             apply_lease_secs: 120,
             job_lease_secs: 300,
+            listen_backlog: 1024,
             max_connections: 4096,
             header_timeout_secs: 10,
             body_timeout_secs: 30,

@@ -153,6 +153,11 @@ impl App {
         App::start(options).await
     }
 
+    /// The server's process id (for CPU and memory readings).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server as a crash would (SIGKILL): running jobs keep their leases until they
     /// expire.
     pub fn kill(&mut self) {
