@@ -17,7 +17,7 @@
 //! Started here, `fleetbot serve` gets a free loopback port, a throwaway App key, a temporary
 //! SQLite store and a stand-in GitHub that mints tokens and answers everything else 404, so
 //! each job makes its first call and ends (`target::GitHub`); the measurement is intake and
-//! queue, not GitHub. `--prefill-backoff N` first queues N `pull_request` deliveries for the
+//! queue, not GitHub. `--prefill-backoff N` first queues N deliveries (one `pull_request`, then `/plan` comments) for the
 //! busy pull request with GitHub refusing connections, so the first job backs off and the rest
 //! wait behind it; the measured deliveries then join that queue. Nothing leaves the machine,
 //! and the run stops by itself.
@@ -183,8 +183,12 @@ async fn prefill(http: &reqwest::Client, url: &str, endpoint: &str, args: &Args)
         spread: 1,
         offset: 0,
     };
+    // Comments with a command, not pushes: a newer head supersedes a queued preflight, so
+    // pushes alone would leave one job queued, while every command is kept, in order.
     let pushes = Shape {
-        pr_action: "synchronize".into(),
+        scenario: Scenario::IssueCommentPlan,
+        size: payloads::default_size("issue_comment"),
+        spread: 1,
         ..opened.clone()
     };
     let deliveries = send::prepare(&pushes, args.prefill_backoff, &args.secret, Some(&opened));

@@ -47,7 +47,7 @@ mod tests {
         assert_eq!(super::statements(super::MIGRATIONS[2].1).count(), 4);
         assert_eq!(super::statements(super::MIGRATIONS[3].1).count(), 1);
         assert_eq!(super::statements(super::MIGRATIONS[4].1).count(), 7);
-        assert_eq!(super::statements(super::MIGRATIONS[5].1).count(), 6);
+        assert_eq!(super::statements(super::MIGRATIONS[5].1).count(), 8);
     }
 
     #[test]

@@ -258,7 +258,7 @@ pub(crate) static PROMOTE: std::sync::LazyLock<String> = std::sync::LazyLock::ne
 /// the keys to promote behind each.
 pub(crate) const SUPERSEDE: &str = "UPDATE jobs SET state = 'done', ready = 0, finished_at = $3, payload = $4, \
      last_error = 'superseded by a newer delivery for the same pull request' \
-     WHERE coalesce_key = $1 AND state = 'queued' AND attempts = 0 AND id <> $2 \
+     WHERE coalesce_key = $1 AND coalesce_key <> '' AND state = 'queued' AND attempts = 0 AND id <> $2 \
        AND seq < (SELECT seq FROM jobs WHERE id = $2) \
      RETURNING pr_key, fleet_key";
 

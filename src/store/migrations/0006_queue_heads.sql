@@ -14,6 +14,13 @@ UPDATE jobs SET ready = 1 WHERE state IN ('queued', 'running')
         AND k.state IN ('queued', 'running') AND k.id <> jobs.id
         AND (k.seq < jobs.seq OR (k.seq = jobs.seq AND k.id < jobs.id))));
 
+-- The head checks look up older open jobs of a key in seq order: the partial (key, seq)
+-- indexes of migration 3 answer that in one step, while these (key, state) ones would make a
+-- planner walk every open job of the key.
+DROP INDEX IF EXISTS jobs_pr_key;
+
+DROP INDEX IF EXISTS jobs_fleet_key;
+
 CREATE INDEX IF NOT EXISTS jobs_ready_due ON jobs (run_after, seq, id) WHERE ready = 1 AND state = 'queued';
 
 CREATE INDEX IF NOT EXISTS jobs_running_lease ON jobs (lease_until) WHERE state = 'running';
