@@ -17,9 +17,9 @@
 //! Started here, `fleetbot serve` gets a free loopback port, a throwaway App key, a temporary
 //! SQLite store and a stand-in GitHub that mints tokens and answers everything else 404, so
 //! each job makes its first call and ends (`target::GitHub`); the measurement is intake and
-//! queue, not GitHub. `--prefill-backoff N` first queues N deliveries (one `pull_request`, then `/plan` comments) for the
-//! busy pull request with GitHub refusing connections, so the first job backs off and the rest
-//! wait behind it; the measured deliveries then join that queue. Nothing leaves the machine,
+//! queue, not GitHub. `--prefill-backoff N` first queues N deliveries (one `pull_request`,
+//! then `/plan` comments) for the busy pull request with GitHub refusing connections, so the
+//! first job backs off and the rest wait behind it; the measured deliveries then join that queue. Nothing leaves the machine,
 //! and the run stops by itself.
 //!
 //! Latency is measured from the moment each request was due, not from when it was sent, so a
