@@ -237,6 +237,27 @@ fn manager(query: &HashMap<String, String>, headers: &HeaderMap) -> String {
     })
 }
 
+/// A write to one object (`PUT` or `PATCH`): what the write handlers read.
+#[derive(Clone, Copy)]
+struct ObjectWrite<'a> {
+    kind: usize,
+    namespace: &'a str,
+    name: &'a str,
+    sub: Option<&'a str>,
+    q: &'a HashMap<String, String>,
+    headers: &'a HeaderMap,
+    body: &'a Bytes,
+}
+
+/// The `labelSelector` and `fieldSelector` of a list, watch or collection delete.
+fn selectors(q: &HashMap<String, String>) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let text = |key: &str| q.get(key).map_or("", String::as_str);
+    Ok((
+        LabelSelector::parse(text("labelSelector")).map_err(ApiError::bad_request)?,
+        FieldSelector::parse(text("fieldSelector")).map_err(ApiError::bad_request)?,
+    ))
+}
+
 /// Handles one request for `/mk8s/...`.
 pub async fn handle(
     shared: Arc<ApiShared>,
@@ -373,43 +394,29 @@ pub async fn handle(
                 }
             }),
         (
-            &Method::PUT,
+            &Method::PUT | &Method::PATCH,
             Target::Object {
                 kind,
                 namespace,
                 name,
                 sub,
             },
-        ) => replace(
-            &shared,
-            cluster,
-            kind,
-            &namespace,
-            &name,
-            sub.as_deref(),
-            &q,
-            &headers,
-            &body,
-        ),
-        (
-            &Method::PATCH,
-            Target::Object {
+        ) => {
+            let write = ObjectWrite {
                 kind,
-                namespace,
-                name,
-                sub,
-            },
-        ) => patch_object(
-            &shared,
-            cluster,
-            kind,
-            &namespace,
-            &name,
-            sub.as_deref(),
-            &q,
-            &headers,
-            &body,
-        ),
+                namespace: &namespace,
+                name: &name,
+                sub: sub.as_deref(),
+                q: &q,
+                headers: &headers,
+                body: &body,
+            };
+            if method == Method::PUT {
+                replace(&shared, cluster, write)
+            } else {
+                patch_object(&shared, cluster, write)
+            }
+        }
         (
             &Method::DELETE,
             Target::Object {

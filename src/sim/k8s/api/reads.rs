@@ -9,10 +9,7 @@ pub(super) fn list(
     q: &HashMap<String, String>,
     as_table: bool,
 ) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))
-        .map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))
-        .map_err(ApiError::bad_request)?;
+    let (labels, fields) = selectors(q)?;
     let limit: usize = q
         .get("limit")
         .and_then(|l| l.parse().ok())
@@ -92,10 +89,7 @@ pub(super) fn watch(
     namespace: Option<String>,
     q: &HashMap<String, String>,
 ) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))
-        .map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))
-        .map_err(ApiError::bad_request)?;
+    let (labels, fields) = selectors(q)?;
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse().ok())

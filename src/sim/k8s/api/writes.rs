@@ -79,18 +79,20 @@ pub(super) fn finish_update(
     Ok(next)
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(super) fn replace(
     shared: &ApiShared,
     cluster: &str,
-    kind: usize,
-    namespace: &str,
-    name: &str,
-    sub: Option<&str>,
-    q: &HashMap<String, String>,
-    headers: &HeaderMap,
-    body: &Bytes,
+    write: ObjectWrite<'_>,
 ) -> Result<Response, ApiError> {
+    let ObjectWrite {
+        kind,
+        namespace,
+        name,
+        sub,
+        q,
+        headers,
+        body,
+    } = write;
     let object = parse_body(headers, body)?;
     check_type(kind, &object)?;
     check_namespace(kind, &object, namespace)?;
@@ -114,18 +116,20 @@ pub(super) fn replace(
     Ok(json_response(200, &replaced))
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(super) fn patch_object(
     shared: &ApiShared,
     cluster: &str,
-    kind: usize,
-    namespace: &str,
-    name: &str,
-    sub: Option<&str>,
-    q: &HashMap<String, String>,
-    headers: &HeaderMap,
-    body: &Bytes,
+    write: ObjectWrite<'_>,
 ) -> Result<Response, ApiError> {
+    let ObjectWrite {
+        kind,
+        namespace,
+        name,
+        sub,
+        q,
+        headers,
+        body,
+    } = write;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -258,10 +262,7 @@ pub(super) fn delete_collection(
     namespace: Option<&str>,
     q: &HashMap<String, String>,
 ) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))
-        .map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))
-        .map_err(ApiError::bad_request)?;
+    let (labels, fields) = selectors(q)?;
     let options = delete_options(q, &Bytes::new())?;
     let k = &KINDS[kind];
     let items = shared.with_store(cluster, |store| {
