@@ -29,6 +29,7 @@ pub enum Host {
     Mk8s,
     Compute,
     Storage,
+    Applications,
 }
 
 impl Host {
@@ -42,6 +43,7 @@ impl Host {
             Host::Mk8s => "mk8s",
             Host::Compute => "compute",
             Host::Storage => "cpl.storage",
+            Host::Applications => "deployment-manager.mkt",
         }
     }
 }

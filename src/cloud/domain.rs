@@ -208,6 +208,74 @@ pub struct CapacityBlockGroup {
     pub usage_state: String,
 }
 
+/// What a marketplace application release installs. `values` and `set` are write-only upstream
+/// (never read back, sensitive): a [`Release`] read from the cloud carries neither.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReleaseSpec {
+    pub cluster_id: String,
+    /// The marketplace product, e.g. `nebius/nvidia-gpu-operator`.
+    pub product_slug: String,
+    pub namespace: String,
+    pub application_name: String,
+    /// Helm values, YAML.
+    pub values: String,
+    pub set: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ReleaseSpec {
+    /// Values may hold secrets (upstream marks them sensitive): never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReleaseSpec")
+            .field("cluster_id", &self.cluster_id)
+            .field("product_slug", &self.product_slug)
+            .field("namespace", &self.namespace)
+            .field("application_name", &self.application_name)
+            .field("values", &"<redacted>")
+            .field("set", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Where a release is in its life, as the marketplace reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseState {
+    Unspecified,
+    Created,
+    Running,
+    Installing,
+    Deployed,
+    Failed,
+}
+
+impl ReleaseState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseState::Unspecified => "unspecified",
+            ReleaseState::Created => "created",
+            ReleaseState::Running => "running",
+            ReleaseState::Installing => "installing",
+            ReleaseState::Deployed => "deployed",
+            ReleaseState::Failed => "failed",
+        }
+    }
+}
+
+/// A marketplace application release (`nebius.applications.v1alpha1.K8sRelease`) as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub id: String,
+    pub project_id: String,
+    pub cluster_id: String,
+    pub product_slug: String,
+    pub namespace: String,
+    pub application_name: String,
+    pub state: ReleaseState,
+    /// The marketplace's own words on a failure; may name private values, so callers sanitize.
+    pub error_message: String,
+    pub labels: Labels,
+}
+
 /// Everything the engine does to a cloud. Every mutation takes an idempotency key, so a
 /// restarted apply replays instead of creating twice; creations wait for their operation and
 /// return the resource as the service reports it.
@@ -380,4 +448,25 @@ pub trait Cloud: Send + Sync {
         &self,
         tenant_id: &str,
     ) -> impl Future<Output = CloudResult<Vec<CapacityBlockGroup>>> + Send;
+
+    /// The marketplace releases of one cluster (upstream requires both IDs).
+    fn list_releases(
+        &self,
+        project_id: &str,
+        cluster_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Release>>> + Send;
+    fn get_release(&self, id: &str) -> impl Future<Output = CloudResult<Release>> + Send;
+    /// Starts an install; returns the release as accepted (it is usually still installing).
+    fn create_release(
+        &self,
+        project_id: &str,
+        spec: &ReleaseSpec,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<Release>> + Send;
+    fn delete_release(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+
+    /// A bearer token for the clusters' Kubernetes APIs (Managed Kubernetes accepts the IAM
+    /// token), fresh enough to use now.
+    fn bearer_token(&self) -> impl Future<Output = CloudResult<String>> + Send;
 }

@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
+use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::capacity::v1 as capacity;
 use crate::cloud::proto::nebius::common::v1 as common;
 use crate::cloud::proto::nebius::compute::v1 as compute;
@@ -85,7 +86,8 @@ impl Simulator {
                 .add_service(mk8s::node_group_service_server::NodeGroupServiceServer::new(svc.clone()))
                 .add_service(compute::filesystem_service_server::FilesystemServiceServer::new(svc.clone()))
                 .add_service(compute::gpu_cluster_service_server::GpuClusterServiceServer::new(svc.clone()))
-                .add_service(storage::bucket_service_server::BucketServiceServer::new(svc))
+                .add_service(storage::bucket_service_server::BucketServiceServer::new(svc.clone()))
+                .add_service(apps::k8s_release_service_server::K8sReleaseServiceServer::new(svc))
                 // Without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms to every small reply.
                 .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), async {
                     let _ = rx.await;

@@ -4,6 +4,7 @@
 use prost::{Message, Name};
 
 use crate::cloud::proto::fleetbot::sim::v1::SimState;
+use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::common::v1::ResourceMetadata;
 use crate::cloud::proto::nebius::compute::v1 as compute;
 use crate::cloud::proto::nebius::iam::v1 as iam;
@@ -449,6 +450,29 @@ pub fn storage_class_quota(class: i32) -> &'static str {
         Ok(storage::StorageClass::EnhancedThroughput) => "enhanced-throughput",
         Ok(storage::StorageClass::Intelligent) => "intelligent",
         _ => "standard",
+    }
+}
+
+impl Resource for apps::K8sRelease {
+    resource_basics!(
+        apps::K8sRelease,
+        apps::K8sReleaseSpec,
+        "applicationrelease",
+        "applications",
+        releases
+    );
+
+    /// Installing until the operation completes, then deployed; a world may script another
+    /// ending per product ([`crate::sim::core::Core::settle_release`]).
+    fn set_phase(&mut self, phase: Phase, _region: &str) {
+        use apps::k8s_release_status::State as S;
+        let status = self.status.get_or_insert_with(Default::default);
+        status.state = match phase {
+            Phase::Creating | Phase::Updating => S::Installing,
+            Phase::Ready => S::Deployed,
+            Phase::Deleting => return,
+        } as i32;
+        status.error_message.clear();
     }
 }
 

@@ -134,6 +134,15 @@ pub struct FaultSpec {
     pub after_effect: bool,
 }
 
+/// How a marketplace release of one product ends (tests): it fails with a message, or it
+/// never leaves INSTALLING. Without one, every release is DEPLOYED when its operation ends.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum ReleaseOutcome {
+    Failed(String),
+    Installing,
+}
+
 fn default_fault_code() -> String {
     "unavailable".to_string()
 }
@@ -164,6 +173,9 @@ pub struct World {
     pub projects: Vec<ProjectSeed>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
+    /// Product slug → how its releases end (absent: deployed).
+    #[serde(default)]
+    pub release_outcomes: BTreeMap<String, ReleaseOutcome>,
     /// Seed for the fault generator.
     #[serde(default)]
     pub seed: u64,

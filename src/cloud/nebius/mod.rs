@@ -2,6 +2,7 @@
 //! that serves it. Those modules await operations, read every page ([`rpc`]) and convert
 //! protobuf messages to domain types ([`convert`] holds what the conversions share).
 
+mod applications;
 mod capacity;
 mod compute;
 mod convert;
@@ -15,7 +16,8 @@ mod vpc;
 use super::client::NebiusClient;
 use super::domain::{
     Bucket, CapacityBlockGroup, Cloud, CloudResult, Cluster, ClusterSpec, Filesystem, GpuCluster,
-    Labels, Network, NodeGroup, NodeGroupSpec, Project, QuotaAllowance, Subnet, Tenant,
+    Labels, Network, NodeGroup, NodeGroupSpec, Project, QuotaAllowance, Release, ReleaseSpec, Subnet,
+    Tenant,
 };
 
 /// One entry per [`Cloud`] method: the service module whose function of the same name serves
@@ -96,5 +98,16 @@ impl Cloud for NebiusClient {
 
         capacity::list_quota_allowances(parent_id: &str) -> Vec<QuotaAllowance>;
         capacity::list_capacity_block_groups(tenant_id: &str) -> Vec<CapacityBlockGroup>;
+
+        applications::list_releases(project_id: &str, cluster_id: &str) -> Vec<Release>;
+        applications::get_release(id: &str) -> Release;
+        applications::create_release(
+            project_id: &str, spec: &ReleaseSpec, labels: &Labels, key: &str
+        ) -> Release;
+        applications::delete_release(id: &str, key: &str) -> ();
+    }
+
+    async fn bearer_token(&self) -> CloudResult<String> {
+        NebiusClient::bearer_token(self).await
     }
 }

@@ -33,7 +33,7 @@ pub fn not_found(service: &str, id: &str) -> Status {
     )
 }
 
-pub(super) fn invalid(service: &str, field: &str, message: &str) -> Status {
+pub fn invalid(service: &str, field: &str, message: &str) -> Status {
     status_with_service_error(
         Code::InvalidArgument,
         message,

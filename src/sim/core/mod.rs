@@ -11,6 +11,7 @@ mod mutate;
 mod operations;
 mod paging;
 mod persist;
+mod releases;
 mod seed;
 
 use std::collections::HashMap;
@@ -25,9 +26,10 @@ use crate::cloud::nid;
 use crate::cloud::proto::fleetbot::sim::v1::SimState;
 
 pub use charging::default_unit;
-pub use errors::not_found;
+pub use errors::{invalid as errors_invalid, not_found};
 pub use mutate::CallContext;
 pub use paging::{MAX_PAGE_SIZE, paginate};
+pub use releases::PRODUCTS;
 
 pub fn now_ms() -> i64 {
     SystemTime::now()

@@ -11,6 +11,7 @@ use crate::cloud::proto::fleetbot::sim::v1::PendingOperation;
 use crate::cloud::proto::nebius::common::v1::{
     self as common, Operation, ServiceError, service_error,
 };
+use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::compute::v1 as compute;
 use crate::cloud::proto::nebius::iam::v1 as iam;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
@@ -160,6 +161,10 @@ impl Core {
             "computefilesystem" => self.finish::<compute::Filesystem>(p),
             "computegpucluster" => self.finish::<compute::GpuCluster>(p),
             "storagebucket" => self.finish::<storage::Bucket>(p),
+            "applicationrelease" => {
+                self.finish::<apps::K8sRelease>(p);
+                self.settle_release(p);
+            }
             _ => {}
         }
     }
@@ -172,6 +177,10 @@ impl Core {
         if p.action == "delete" {
             if R::KIND == "mk8scluster" {
                 self.delete_node_groups_of(&region, &p.resource_id);
+                // A cluster's releases live inside it and go with it.
+                self.state
+                    .releases
+                    .retain(|r| r.spec.as_ref().is_none_or(|s| s.cluster_id != p.resource_id));
             }
             self.release(&region, &current.charges(), &p.resource_id);
             R::items_mut(&mut self.state).retain(|r| r.id() != p.resource_id);

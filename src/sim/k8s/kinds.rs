@@ -155,12 +155,35 @@ pub const KINDS: &[Kind] = &[
         &[],
         &["status"],
     ),
+    kind(
+        "storage.k8s.io",
+        "v1",
+        "CSIDriver",
+        "csidrivers",
+        false,
+        &[],
+        &[],
+    ),
+    kind(
+        "storage.k8s.io",
+        "v1",
+        "CSINode",
+        "csinodes",
+        false,
+        &[],
+        &[],
+    ),
 ];
 
 pub const NAMESPACE: usize = 0;
 pub const NODE: usize = 1;
 pub const POD: usize = 2;
 pub const JOB: usize = 13;
+pub const CONFIG_MAP: usize = 3;
+pub const DAEMON_SET: usize = 11;
+pub const STORAGE_CLASS: usize = 14;
+pub const RAY_CLUSTER: usize = 16;
+pub const CSI_NODE: usize = 18;
 
 /// The type served at `/api/v1/<plural>` or `/apis/<group>/<version>/<plural>`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<usize> {
@@ -190,6 +213,11 @@ mod tests {
         assert_eq!(KINDS[NODE].kind, "Node");
         assert_eq!(KINDS[POD].kind, "Pod");
         assert_eq!(KINDS[JOB].kind, "Job");
+        assert_eq!(KINDS[CONFIG_MAP].kind, "ConfigMap");
+        assert_eq!(KINDS[DAEMON_SET].kind, "DaemonSet");
+        assert_eq!(KINDS[STORAGE_CLASS].kind, "StorageClass");
+        assert_eq!(KINDS[RAY_CLUSTER].kind, "RayCluster");
+        assert_eq!(KINDS[CSI_NODE].kind, "CSINode");
         assert_eq!(find("batch", "v1", "jobs"), Some(JOB));
         assert_eq!(KINDS[JOB].qualified(), "jobs.batch");
         assert_eq!(groups()[0], ("", "v1"));

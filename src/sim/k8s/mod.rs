@@ -6,6 +6,7 @@
 //! inside (see [`workloads`]). Objects live in memory for the life of the simulator.
 //! Independent of the engine: nothing here imports engine or client code.
 
+pub mod addons;
 pub mod api;
 pub mod kinds;
 pub mod nodes;
@@ -144,6 +145,9 @@ impl ApiShared {
                         store.put(NODE, merge_node(&current, desired));
                     }
                 }
+            }
+            if view.running {
+                addons::play(store, &view.releases);
             }
         }
     }

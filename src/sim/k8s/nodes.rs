@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::addons::{GPU_PRESENT, GpuPlugin, deployed, gpu_plugin};
 use crate::cloud::nid;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::sim::core::Core;
@@ -24,6 +25,8 @@ pub struct ClusterView {
     /// `1.31`: the control plane's minor version.
     pub version: String,
     pub nodes: Vec<Value>,
+    /// The cluster's DEPLOYED marketplace releases, to play inside it.
+    pub releases: Vec<super::addons::Played>,
 }
 
 fn memory_gib(preset: &str) -> u64 {
@@ -58,6 +61,7 @@ fn node(
     region: &str,
     index: i64,
     version: &str,
+    plugin: Option<&GpuPlugin>,
 ) -> Value {
     let template = group
         .spec
@@ -80,7 +84,10 @@ fn node(
         .as_ref()
         .map(|m| m.labels.clone().into_iter().collect())
         .unwrap_or_default();
-    let mig = gpus > 0 && labels.contains_key(MIG_CONFIG_LABEL);
+    // GPUs are advertised by the device plugin (and labelled by GPU Feature Discovery): a node
+    // without one shows none, whatever its hardware.
+    let gpus = if plugin.is_some() { gpus } else { 0 };
+    let mig = gpus > 0 && labels.contains_key(MIG_CONFIG_LABEL) && plugin.is_some_and(|p| p.mig_mixed);
     labels.insert("kubernetes.io/hostname".into(), name.clone());
     labels.insert("kubernetes.io/os".into(), "linux".into());
     labels.insert("kubernetes.io/arch".into(), "amd64".into());
@@ -92,7 +99,11 @@ fn node(
     labels.insert(NODE_GROUP_LABEL.into(), group.id().to_string());
     labels.insert("mk8s.nebius.ai/cluster-id".into(), cluster.id().to_string());
     if gpus > 0 {
-        labels.insert("nvidia.com/gpu.present".into(), "true".into());
+        labels.insert(GPU_PRESENT.into(), "true".into());
+        if mig {
+            labels.insert("nvidia.com/mig.strategy".into(), "mixed".into());
+            labels.insert("nvidia.com/mig.config.state".into(), "success".into());
+        }
         labels.insert(
             "nvidia.com/gpu.product".into(),
             gpu_product(&resources.platform),
@@ -186,14 +197,20 @@ pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
                 .map(|c| c.version.clone())
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "1.31".into());
+            let releases = deployed(core, cluster.id());
+            let plugin = gpu_plugin(&releases);
             let nodes = core
                 .state
                 .node_groups
                 .iter()
                 .filter(|g| g.parent_id() == cluster.id())
-                .flat_map(|g| (0..node_count(g)).map(|i| node(cluster, g, &region, i, &version)))
+                .flat_map(|g| {
+                    (0..node_count(g))
+                        .map(|i| node(cluster, g, &region, i, &version, plugin.as_ref()))
+                })
                 .collect();
             ClusterView {
+                releases,
                 id: cluster.id().to_string(),
                 running: cluster.status.as_ref().is_some_and(|s| s.state == running),
                 version,
@@ -241,12 +258,25 @@ mod tests {
     #[test]
     fn gpu_nodes_carry_their_gpus_or_mig_slices_and_the_template() {
         let cluster = mk8s::Cluster::default();
+        const PLUGIN: Option<&GpuPlugin> = Some(&GpuPlugin { mig_mixed: true });
+        let bare = node(
+            &cluster,
+            &group(&[], "8gpu-128vcpu-1600gb", "gpu-h200-sxm"),
+            "eu-north1",
+            0,
+            "1.31",
+            None,
+        );
+        // No device plugin, no GPUs advertised.
+        assert!(bare["status"]["allocatable"].get("nvidia.com/gpu").is_none());
+        assert!(bare["metadata"]["labels"].get(GPU_PRESENT).is_none());
         let plain = node(
             &cluster,
             &group(&[("team", "render")], "8gpu-128vcpu-1600gb", "gpu-h200-sxm"),
             "eu-north1",
             0,
             "1.31",
+            PLUGIN,
         );
         assert_eq!(plain["status"]["allocatable"]["nvidia.com/gpu"], "8");
         assert_eq!(plain["status"]["allocatable"]["memory"], "1600Gi");
@@ -266,6 +296,7 @@ mod tests {
             "eu-north1",
             0,
             "1.31",
+            PLUGIN,
         );
         let allocatable = &mig["status"]["allocatable"];
         assert_eq!(allocatable["nvidia.com/gpu"], "0");
@@ -278,6 +309,7 @@ mod tests {
             "eu-north1",
             0,
             "1.31",
+            PLUGIN,
         );
         let next = node(
             &cluster,
@@ -285,6 +317,7 @@ mod tests {
             "eu-north1",
             1,
             "1.31",
+            PLUGIN,
         );
         assert_eq!(plain["metadata"]["name"], again["metadata"]["name"]);
         assert_ne!(plain["metadata"]["name"], next["metadata"]["name"]);

@@ -4,6 +4,7 @@
 //! Every call goes through [`SimService::enter`]: scripted faults, then authentication, then
 //! the completion of operations whose time has come.
 
+mod applications;
 mod capacity;
 mod compute;
 mod crud;
