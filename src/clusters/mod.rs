@@ -6,6 +6,7 @@
 //! [`ClusterClient`] and this module's own structs.
 
 mod bearer;
+pub mod objects;
 pub mod kubeconfig;
 
 use std::collections::BTreeMap;

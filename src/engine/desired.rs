@@ -146,6 +146,8 @@ pub struct DesiredTarget {
     /// `(name, fabric)` when a GPU cluster is needed.
     pub gpu_cluster: Option<(String, String)>,
     pub node_groups: Vec<DesiredNodeGroup>,
+    /// What is installed inside the cluster once it runs.
+    pub addons: Vec<crate::engine::addons::DesiredAddon>,
     pub labels: Labels,
     /// Hash of everything above: changes exactly when the desired state does.
     pub digest: String,
@@ -354,6 +356,7 @@ pub fn desired_target(
         filesystem: desired_filesystem(cluster),
         gpu_cluster: desired_gpu_cluster(cluster),
         node_groups,
+        addons: crate::engine::addons::desired_addons(cluster),
         digest: String::new(),
     };
     target.digest = digest_of(&target);

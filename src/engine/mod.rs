@@ -1,6 +1,7 @@
 //! The fleet engine: from a validated spec to plans (static and live), and to applied cloud
 //! state through deploy, destroy and status.
 
+pub mod addons;
 pub mod desired;
 pub mod live;
 pub mod ops;

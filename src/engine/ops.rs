@@ -6,6 +6,7 @@
 
 mod apply;
 mod apply_project;
+mod apply_addons;
 mod apply_target;
 mod deploy;
 mod deploy_result;

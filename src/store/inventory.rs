@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 
@@ -27,11 +27,22 @@ pub struct TargetRecord {
     pub filesystem_created: bool,
     pub gpu_cluster_id: String,
     pub subnet_id: String,
+    /// What fleetbot installed inside the cluster, in install order.
+    pub addons: Vec<AddonRecord>,
     /// Digest of the desired state last applied in full.
     pub applied_digest: String,
     pub error: String,
     /// Unix milliseconds.
     pub updated_at: i64,
+}
+
+/// One add-on fleetbot installed: its release (empty for applied manifests) and the digest of
+/// what it installed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AddonRecord {
+    pub name: String,
+    pub release_id: String,
+    pub digest: String,
 }
 
 /// Per-project facts shared by the project's targets.

@@ -11,6 +11,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("migrations/0004_lifecycles.sql")),
     (5, include_str!("migrations/0005_deploys.sql")),
     (6, include_str!("migrations/0006_queue_heads.sql")),
+    (7, include_str!("migrations/0007_addons.sql")),
 ];
 
 /// The PostgreSQL advisory-lock key that serializes migrations when several replicas start at

@@ -19,7 +19,7 @@ mod sqlite_writer;
 pub mod url;
 
 pub use deploy::{ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan};
-pub use inventory::{InventoryStore, ProjectRecord, TargetRecord};
+pub use inventory::{AddonRecord, InventoryStore, ProjectRecord, TargetRecord};
 pub use lock::FleetLock;
 pub use postgres::PostgresStore;
 pub use queue::{

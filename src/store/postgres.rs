@@ -192,8 +192,8 @@ impl InventoryStore for PostgresStore {
     }
 
     async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
-        let ids = serde_json::to_string(&r.node_group_ids).map_err(|e| self.write_error(e))?;
-        self.write(sql::upsert_target(r, ids)).await?;
+        let json = sql::target_json(r).map_err(|e| self.write_error(e))?;
+        self.write(sql::upsert_target(r, json)).await?;
         Ok(())
     }
 

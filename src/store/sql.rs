@@ -16,14 +16,14 @@ pub(crate) const SELECT_TARGETS: &str =
 
 pub(crate) const UPSERT_TARGET: &str = "INSERT INTO inventory_targets (fleet, project_key, cluster_name, backend, status, tenant_id, region, profile, \
      project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \
-     applied_digest, error, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+     applied_digest, error, updated_at, addons) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
      ON CONFLICT (fleet, project_key, cluster_name) DO UPDATE SET backend = excluded.backend, \
      status = excluded.status, tenant_id = excluded.tenant_id, region = excluded.region, \
      profile = excluded.profile, project_id = excluded.project_id, cluster_id = excluded.cluster_id, \
      node_group_ids = excluded.node_group_ids, filesystem_id = excluded.filesystem_id, \
      filesystem_created = excluded.filesystem_created, gpu_cluster_id = excluded.gpu_cluster_id, \
      subnet_id = excluded.subnet_id, applied_digest = excluded.applied_digest, error = excluded.error, \
-     updated_at = excluded.updated_at";
+     updated_at = excluded.updated_at, addons = excluded.addons";
 
 pub(crate) const SELECT_GENERATION: &str = "SELECT generation FROM inventory_lifecycles \
      WHERE fleet = $1 AND project_key = $2 AND cluster_name = $3";
@@ -61,11 +61,11 @@ where
     row.map_or(Ok(0), |r| r.try_get(0))
 }
 
-/// [`UPSERT_TARGET`] with `r` bound, for either backend. `node_group_ids` is the JSON of
-/// `r.node_group_ids` (made by the caller, which owns the error).
+/// [`UPSERT_TARGET`] with `r` bound, for either backend. `json` is the JSON of
+/// `r.node_group_ids` and of `r.addons` (made by the caller, which owns the error).
 pub(crate) fn upsert_target<'q, DB: sqlx::Database>(
     r: &'q TargetRecord,
-    node_group_ids: String,
+    json: (String, String),
 ) -> BoundQuery<'q, DB>
 where
     String: Encode<'q, DB> + Type<DB>,
@@ -82,7 +82,7 @@ where
         .bind(&r.profile)
         .bind(&r.project_id)
         .bind(&r.cluster_id)
-        .bind(node_group_ids)
+        .bind(json.0)
         .bind(&r.filesystem_id)
         .bind(i64::from(r.filesystem_created))
         .bind(&r.gpu_cluster_id)
@@ -90,6 +90,15 @@ where
         .bind(&r.applied_digest)
         .bind(&r.error)
         .bind(r.updated_at)
+        .bind(json.1)
+}
+
+/// The JSON columns of a target record.
+pub(crate) fn target_json(r: &TargetRecord) -> Result<(String, String), serde_json::Error> {
+    Ok((
+        serde_json::to_string(&r.node_group_ids)?,
+        serde_json::to_string(&r.addons)?,
+    ))
 }
 
 /// [`UPSERT_PROJECT`] with `r` bound, for either backend.
@@ -323,6 +332,8 @@ where
     let ids: String = row.try_get("node_group_ids")?;
     let node_group_ids =
         serde_json::from_str(&ids).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let addons: String = row.try_get("addons")?;
+    let addons = serde_json::from_str(&addons).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     Ok(TargetRecord {
         fleet: row.try_get("fleet")?,
         project_key: row.try_get("project_key")?,
@@ -339,6 +350,7 @@ where
         filesystem_created: row.try_get::<i64, _>("filesystem_created")? != 0,
         gpu_cluster_id: row.try_get("gpu_cluster_id")?,
         subnet_id: row.try_get("subnet_id")?,
+        addons,
         applied_digest: row.try_get("applied_digest")?,
         error: row.try_get("error")?,
         updated_at: row.try_get("updated_at")?,

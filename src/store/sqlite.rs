@@ -209,9 +209,8 @@ impl InventoryStore for SqliteStore {
     }
 
     async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
-        let ids =
-            serde_json::to_string(&r.node_group_ids).map_err(|e| write_error(&self.path, e))?;
-        self.write(sql::upsert_target(r, ids)).await?;
+        let json = sql::target_json(r).map_err(|e| write_error(&self.path, e))?;
+        self.write(sql::upsert_target(r, json)).await?;
         Ok(())
     }
 

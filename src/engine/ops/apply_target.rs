@@ -159,6 +159,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             gpu_cluster_id: &gpu_cluster_id,
         };
         steps.node_groups(&cluster, &attached, record).await?;
+        steps.addons(&cluster.id, record).await?;
         Ok(cluster.public_endpoint)
     }
 }
@@ -171,19 +172,19 @@ struct Attached<'a> {
 }
 
 /// One target's apply steps, with its idempotency keys in this lifecycle.
-struct Steps<'a, C, S> {
-    cloud: &'a C,
-    store: &'a S,
-    fleet: &'a str,
-    target: &'a DesiredTarget,
+pub(super) struct Steps<'a, C, S> {
+    pub(super) cloud: &'a C,
+    pub(super) store: &'a S,
+    pub(super) fleet: &'a str,
+    pub(super) target: &'a DesiredTarget,
     observed: &'a ObservedProject,
-    progress: &'a Progress,
-    project_id: &'a str,
-    keys: Keys,
+    pub(super) progress: &'a Progress,
+    pub(super) project_id: &'a str,
+    pub(super) keys: Keys,
 }
 
 impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
-    fn say(&self, what: &str) {
+    pub(super) fn say(&self, what: &str) {
         (self.progress)(&format!("{}: {what}", self.target.key));
     }
 
@@ -198,7 +199,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         Ok(())
     }
 
-    async fn save(&self, record: &TargetRecord) -> Result<(), ApplyError> {
+    pub(super) async fn save(&self, record: &TargetRecord) -> Result<(), ApplyError> {
         self.store
             .upsert_target(record)
             .await

@@ -65,6 +65,9 @@ pub enum ApplyError {
     Cloud(#[from] crate::cloud::CloudError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// An add-on did not install or did not become ready; the message is fleetbot's own.
+    #[error("{0}")]
+    Addon(String),
 }
 
 impl ApplyError {
