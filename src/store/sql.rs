@@ -11,8 +11,11 @@ use sqlx::{ColumnIndex, Decode, Encode, Row, Type};
 use super::inventory::{ProjectRecord, TargetRecord};
 use super::queue::{ClaimedJob, JobRecord};
 
-pub(crate) const SELECT_TARGETS: &str =
-    "SELECT * FROM inventory_targets WHERE fleet = $1 ORDER BY project_key, cluster_name";
+/// Columns named, not `*`: a prepared `*` keeps the column count it was prepared with, and a
+/// connection that prepared it before a migration added a column would misread the rows.
+pub(crate) const SELECT_TARGETS: &str = "SELECT fleet, project_key, cluster_name, backend, status, tenant_id, region, profile, \
+     project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \
+     applied_digest, error, updated_at, addons FROM inventory_targets WHERE fleet = $1 ORDER BY project_key, cluster_name";
 
 pub(crate) const UPSERT_TARGET: &str = "INSERT INTO inventory_targets (fleet, project_key, cluster_name, backend, status, tenant_id, region, profile, \
      project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \

@@ -1,4 +1,4 @@
-//! Tearing down one recorded target: node groups, cluster, GPU cluster and filesystem, each
+//! Tearing down one recorded target: add-on releases, node groups, cluster, GPU cluster and filesystem, each
 //! deleted by the exact ID the inventory records after its identity and labels prove it is this
 //! target's. Nothing is ever deleted by name.
 
@@ -112,7 +112,31 @@ impl<'a, C: Cloud> Teardown<'a, C> {
                 foreign.name
             )]);
         }
+        let releases = self
+            .cloud
+            .list_releases(&c.project_id, &c.id)
+            .await
+            .map_err(|e| vec![format!("cannot list the cluster's add-ons: {e}")])?;
+        let recorded = |id: &str| self.record.addons.iter().any(|a| a.release_id == id);
+        if let Some(foreign) = releases
+            .iter()
+            .find(|r| !(recorded(&r.id) || self.owned(&r.labels)))
+        {
+            return Err(vec![format!(
+                "add-on {:?} ({}) in the cluster was not installed by fleetbot; refusing to delete the cluster",
+                foreign.application_name, foreign.product_slug
+            )]);
+        }
         let mut errors = Vec::new();
+        for r in &releases {
+            self.say(&format!("removing add-on {}", r.application_name));
+            let k = self.keys.key(&["addon", &r.id]);
+            let deleted = self.cloud.delete_release(&r.id, &k).await;
+            errors.extend(left_behind(&format!("add-on {}", r.application_name), deleted));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
         for g in &groups {
             self.say(&format!("deleting node group {}", g.name));
             let k = self.keys.key(&["node-group", &g.id]);

@@ -27,8 +27,19 @@ pub struct StatusEntry {
     pub node_groups: usize,
     pub nodes_ready: i64,
     pub nodes_wanted: i64,
+    /// What fleetbot installed inside the cluster, with each add-on's live state.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub addons: Vec<AddonStatus>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub error: String,
+}
+
+/// One add-on of a target: `deployed`, `installing`, `failed`, … as the marketplace says,
+/// `applied` for manifests, `absent` when the recorded release is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AddonStatus {
+    pub name: String,
+    pub state: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -51,6 +62,11 @@ impl StatusResult {
                 "  {}/{}: {} {}",
                 c.project_key, c.cluster_name, c.status, c.cluster_id
             );
+            if !c.addons.is_empty() {
+                let addons: Vec<String> =
+                    c.addons.iter().map(|a| format!("{} {}", a.name, a.state)).collect();
+                let _ = writeln!(out, "    add-ons: {}", addons.join(", "));
+            }
         }
         out
     }
@@ -69,6 +85,7 @@ impl StatusEntry {
             node_groups: 0,
             nodes_ready: 0,
             nodes_wanted: 0,
+            addons: Vec::new(),
             error: String::new(),
         }
     }
@@ -80,7 +97,7 @@ impl StatusEntry {
 }
 
 /// Merges the live cluster and its node groups into a recorded target's entry.
-async fn read_live<C: Cloud>(cloud: &C, entry: &mut StatusEntry) {
+async fn read_live<C: Cloud>(cloud: &C, entry: &mut StatusEntry, record: &TargetRecord) {
     let c = match cloud.get_cluster(&entry.cluster_id).await {
         Ok(c) => c,
         Err(e) if e.is_not_found() => {
@@ -101,6 +118,30 @@ async fn read_live<C: Cloud>(cloud: &C, entry: &mut StatusEntry) {
             entry.node_groups = groups.len();
             entry.nodes_ready = groups.iter().map(|g| g.ready_node_count).sum();
             entry.nodes_wanted = groups.iter().map(|g| g.spec.node_count).sum();
+        }
+        Err(e) => entry.fail(e),
+    }
+    if record.addons.is_empty() {
+        return;
+    }
+    match cloud.list_releases(&c.project_id, &c.id).await {
+        Ok(releases) => {
+            entry.addons = record
+                .addons
+                .iter()
+                .map(|a| AddonStatus {
+                    name: a.name.clone(),
+                    state: if a.release_id.is_empty() {
+                        "applied".into()
+                    } else {
+                        releases
+                            .iter()
+                            .find(|r| r.id == a.release_id)
+                            .map_or("absent", |r| r.state.as_str())
+                            .into()
+                    },
+                })
+                .collect();
         }
         Err(e) => entry.fail(e),
     }
@@ -126,7 +167,7 @@ async fn status_entry<C: Cloud>(
     entry.cluster_id = r.cluster_id.clone();
     entry.error = r.error.clone();
     if !r.cluster_id.is_empty() {
-        read_live(cloud, &mut entry).await;
+        read_live(cloud, &mut entry, r).await;
     }
     Ok(entry)
 }
