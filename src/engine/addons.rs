@@ -253,8 +253,10 @@ pub fn csi_documents(cluster: &ClusterSpec) -> String {
 
 /// The ConfigMap of the RTX driver's package repositories.
 pub fn repositories_document(cluster: &ClusterSpec) -> String {
+    // The Operator's namespace comes first: the ConfigMap must exist before the release that
+    // mounts it is installed.
     let mut out = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {REPO_CONFIG_MAP}\n  namespace: gpu-operator\n  labels:\n    app.kubernetes.io/managed-by: fleetbot\ndata:\n"
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {REPO_CONFIG_MAP}\n  namespace: gpu-operator\n  labels:\n    app.kubernetes.io/managed-by: fleetbot\ndata:\n"
     );
     for (name, text) in &cluster.gpu_driver_package_repositories {
         out.push_str(&format!("  {name}: {}\n", quoted(text)));
@@ -469,7 +471,8 @@ mod tests {
         let Install::Manifests { documents } = &addons[0].install else {
             panic!("manifests");
         };
-        let cm: serde_yaml::Value = serde_yaml::from_str(documents).unwrap();
+        let cm: serde_yaml::Value =
+            serde_yaml::from_str(documents.split("---\n").nth(1).unwrap()).unwrap();
         assert_eq!(cm["data"]["ubuntu.sources"].as_str(), Some("Types: deb\n"));
     }
 

@@ -137,10 +137,14 @@ pub struct FaultSpec {
 /// How a marketplace release of one product ends (tests): it fails with a message, or it
 /// never leaves INSTALLING. Without one, every release is DEPLOYED when its operation ends.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub enum ReleaseOutcome {
-    Failed(String),
-    Installing,
+#[serde(deny_unknown_fields)]
+pub struct ReleaseOutcome {
+    /// FAILED, with this error message.
+    #[serde(default)]
+    pub failed: Option<String>,
+    /// Stays INSTALLING for ever.
+    #[serde(default)]
+    pub installing: bool,
 }
 
 fn default_fault_code() -> String {

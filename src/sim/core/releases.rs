@@ -112,12 +112,17 @@ impl Core {
             return;
         }
         match outcomes.get(&spec.product_slug) {
-            Some(ReleaseOutcome::Failed(message)) => {
+            Some(ReleaseOutcome {
+                failed: Some(message),
+                ..
+            }) => {
                 status.state = S::Failed as i32;
                 status.error_message = message.clone();
             }
-            Some(ReleaseOutcome::Installing) => status.state = S::Installing as i32,
-            None => {}
+            Some(ReleaseOutcome {
+                installing: true, ..
+            }) => status.state = S::Installing as i32,
+            _ => {}
         }
     }
 }
