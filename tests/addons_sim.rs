@@ -13,7 +13,10 @@ use serde_json::Value;
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::domain::{Labels, ReleaseSpec, ReleaseState};
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
-use fleetbot::engine::ops::{LifecycleOptions, Progress, deploy, deployed_clusters, destroy, status};
+use fleetbot::engine::live::Action;
+use fleetbot::engine::ops::{
+    LifecycleOptions, Progress, deploy, deployed_clusters, destroy, plan_is_quiet, prepare, status,
+};
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};
@@ -209,8 +212,33 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
     assert!(!said.contains("installing add-on") && !said.contains("replacing add-on"), "{said}");
     assert_eq!(cloud.list_releases(project_id, train_id).await.unwrap(), train_releases);
 
-    // A changed value replaces the release: a new one, the old one gone.
+    // The live plan of the deployed fleet is quiet; a changed value plans a replace of that
+    // add-on alone, which counts as destructive (it needs approval on merge).
+    let quiet = prepare(&cloud, &store, &fleet, &tenant, &options()).await.unwrap();
+    assert!(plan_is_quiet(&quiet.plan), "{}", quiet.plan.render_text());
     let grown = spec(3);
+    let planned = prepare(&cloud, &store, &grown, &tenant, &options()).await.unwrap();
+    let addon_actions: Vec<(String, Action)> = planned
+        .plan
+        .targets
+        .iter()
+        .flat_map(|t| t.actions.iter())
+        .filter(|a| a.resource == "add-on" && a.action != Action::NoChange)
+        .map(|a| (a.name.clone(), a.action))
+        .collect();
+    assert_eq!(addon_actions, [("kuberay".to_string(), Action::Replace)]);
+    assert!(
+        planned.plan.render_text().contains("kuberay"),
+        "{}",
+        planned.plan.render_text()
+    );
+    assert!(planned
+        .plan
+        .destructive()
+        .iter()
+        .any(|d| d.resource == "add-on" && d.why == "replaced: a release's values cannot change in place"));
+
+    // A changed value replaces the release: a new one, the old one gone.
     let (progress, changed) = recorded();
     let result = deploy(&cloud, &store, &grown, &tenant, &options(), progress).await.unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:#?}");

@@ -111,6 +111,7 @@ async fn every_resource_kind_round_trips() {
     assert!(cluster.public_endpoint.starts_with("https://"));
     let ng_spec = NodeGroupSpec {
         node_count: 2,
+        autoscale_min: None,
         platform: "gpu-h200-sxm".into(),
         preset: "8gpu-128vcpu-1600gb".into(),
         boot_disk_gibibytes: 1023,
@@ -376,6 +377,7 @@ async fn quota_exhaustion_names_the_quota() {
     assert_eq!(second.quota_names(), ["mk8s.cluster.count"]);
     let ng = NodeGroupSpec {
         node_count: 2,
+        autoscale_min: None,
         platform: "gpu-h200-sxm".into(),
         preset: "8gpu-128vcpu-1600gb".into(),
         boot_disk_gibibytes: 1023,
@@ -406,6 +408,7 @@ async fn quota_exhaustion_names_the_quota() {
     // One node fits exactly.
     let one = NodeGroupSpec {
         node_count: 1,
+        autoscale_min: None,
         ..ng
     };
     cloud
@@ -582,6 +585,7 @@ async fn reserved_capacity_is_accounted_per_block() {
         .unwrap();
     let reserved = |count: i64| NodeGroupSpec {
         node_count: count,
+        autoscale_min: None,
         platform: "gpu-rtx6000".into(),
         preset: "8gpu-192vcpu-1744gb".into(),
         boot_disk_gibibytes: 1023,

@@ -126,7 +126,10 @@ pub struct Reservation {
 /// A node group's template and size.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NodeGroupSpec {
+    /// The fixed node count, or an autoscaling group's maximum.
     pub node_count: i64,
+    /// `Some(min)` for an autoscaling group (`node_count` is its maximum).
+    pub autoscale_min: Option<i64>,
     pub platform: String,
     pub preset: String,
     pub boot_disk_gibibytes: i64,

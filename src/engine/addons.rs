@@ -29,6 +29,10 @@ pub const CSI_MANIFESTS: &str = include_str!("../../deploy/addons/csi-mounted-fs
 /// SHA-256 of [`CSI_MANIFESTS`]; a test holds the file to it.
 pub const CSI_MANIFESTS_SHA256: &str =
     "391f206457308d46b17c432f6f13906eeceb45c22633ea0e712ed7d06d88f08c";
+/// The Slurm operator's manifests (see deploy/addons/README.md); `__VERSION__` is the spec's
+/// `slurm_operator_version`.
+pub const SOPERATOR_MANIFESTS: &str = include_str!("../../deploy/addons/soperator.yaml");
+
 /// The default StorageClass the CSI chart makes, and the disk CSI's class it demotes.
 pub const CSI_STORAGE_CLASS: &str = "csi-mounted-fs-path-sc";
 pub const DISK_STORAGE_CLASS: &str = "compute-csi-default-sc";
@@ -70,6 +74,8 @@ pub enum Promise {
     },
     /// The StorageClass exists and is (or is not) the default.
     StorageClass { name: String, default: bool },
+    /// The SlurmCluster reports `Available`.
+    SlurmCluster { namespace: String, name: String },
     /// The RayCluster is ready with all its workers.
     RayCluster {
         namespace: String,
@@ -92,6 +98,11 @@ pub struct DesiredAddon {
 }
 
 impl DesiredAddon {
+    /// An add-on with its digest computed from what it installs.
+    pub fn from_parts(name: &str, install: Install, promises: Vec<Promise>) -> DesiredAddon {
+        DesiredAddon::new(name, install, promises)
+    }
+
     fn new(name: &str, install: Install, promises: Vec<Promise>) -> DesiredAddon {
         let mut h = Sha256::new();
         match &install {

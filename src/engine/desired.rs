@@ -48,7 +48,7 @@ pub fn owned_by(labels: &Labels, fleet: &str, project_key: &str, cluster: &str) 
         && get(LABEL_CLUSTER) == cluster
 }
 
-fn digest_of(value: &impl Serialize) -> String {
+pub(crate) fn digest_of(value: &impl Serialize) -> String {
     let bytes = serde_json::to_vec(value).expect("desired state serializes");
     hex::encode(Sha256::digest(bytes))
 }
@@ -123,6 +123,8 @@ pub struct DesiredNodeGroup {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeGroupShape {
     pub node_count: i64,
+    /// An autoscaling group's minimum (`node_count` is then its maximum).
+    pub autoscale_min: Option<i64>,
     pub platform: String,
     pub preset: String,
     pub boot_disk_gibibytes: i64,
@@ -138,6 +140,9 @@ pub struct NodeGroupShape {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DesiredTarget {
     pub key: TargetKey,
+    /// The adapter that owns the target (recorded in the inventory; ownership is checked).
+    #[serde(skip)]
+    pub backend: Backend,
     pub region: String,
     pub k8s_version: String,
     /// An explicit `subnet_id`, else empty (the shared project subnet).
@@ -211,9 +216,15 @@ fn desired_gpu_cluster(cluster: &ClusterSpec) -> Option<(String, String)> {
 }
 
 impl DesiredNodeGroup {
-    fn new(name: String, gpu: bool, shape: NodeGroupShape, cloud_init: &str) -> DesiredNodeGroup {
+    pub(crate) fn new(
+        name: String,
+        gpu: bool,
+        shape: NodeGroupShape,
+        cloud_init: &str,
+    ) -> DesiredNodeGroup {
         let spec = NodeGroupSpec {
             node_count: shape.node_count,
+            autoscale_min: shape.autoscale_min,
             platform: shape.platform.clone(),
             preset: shape.preset.clone(),
             boot_disk_gibibytes: shape.boot_disk_gibibytes,
@@ -249,6 +260,7 @@ struct NodeBoot {
 fn cpu_group(cluster: &ClusterSpec, cpu: &NodePoolSpec, boot: &NodeBoot) -> DesiredNodeGroup {
     let shape = NodeGroupShape {
         node_count: cpu.count,
+        autoscale_min: None,
         platform: cpu.platform.clone(),
         preset: cpu.preset.clone(),
         boot_disk_gibibytes: if cpu.disk_size_gib > 0 {
@@ -289,6 +301,7 @@ fn gpu_groups(cluster: &ClusterSpec, gpu: &NodePoolSpec, boot: &NodeBoot) -> Vec
         .map(|i| {
             let shape = NodeGroupShape {
                 node_count: per_group,
+                autoscale_min: None,
                 platform: gpu.platform.clone(),
                 preset: gpu.preset.clone(),
                 boot_disk_gibibytes: cluster.resolved_gpu_disk_size_gib(),
@@ -348,6 +361,7 @@ pub fn desired_target(
         node_groups.extend(gpu_groups(cluster, gpu, &boot));
     }
     let mut target = DesiredTarget {
+        backend: Backend::Mk8s,
         labels: target_labels(fleet, &key.project_key, &key.cluster),
         key,
         region: project.effective_region(fleet_region).to_string(),
@@ -420,7 +434,8 @@ pub fn desired_projects(
     for &(p, c) in selected {
         let project = &spec.projects[p];
         let cluster = &project.clusters[c];
-        let needs_subnet = cluster.backend == Backend::Mk8s && cluster.subnet_id.is_empty();
+        // Soperator targets carry no subnet of their own: identity is the envelope's.
+        let needs_subnet = cluster.backend == Backend::Soperator || cluster.subnet_id.is_empty();
         if let Some((_, existing)) = out.iter_mut().find(|(i, _)| *i == p) {
             existing.needs_subnet |= needs_subnet;
             continue;

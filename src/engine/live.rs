@@ -6,6 +6,7 @@
 //! the inventory records that the spec no longer declares are planned as deletions (`prune`),
 //! which only a deploy with prune applies.
 
+mod addon_diff;
 mod destructive;
 mod observe;
 mod plan;

@@ -3,6 +3,7 @@
 
 pub mod addons;
 pub mod desired;
+pub mod soperator;
 pub mod live;
 pub mod ops;
 pub mod preflight;

@@ -167,6 +167,18 @@ impl SoperatorSpec {
             .unwrap_or_else(|| self.system_min_size.max(24))
     }
 
+    /// A control-plane role's preset: the spec's, else the pinned sizing tier's minimum.
+    pub fn role_preset(&self, role: &str) -> String {
+        let explicit = match role {
+            "system" => self.system_preset.clone(),
+            "controller" => self.controller_preset.clone(),
+            "accounting" => self.accounting_preset.clone(),
+            "login" => Some(self.login_preset.clone()).filter(|p| !p.is_empty()),
+            _ => None,
+        };
+        explicit.unwrap_or_else(|| min_preset(role, self.sizing_tier()).to_string())
+    }
+
     pub fn reservation_preflight_required(&self) -> bool {
         self.workers.iter().any(|w| w.capacity_mode() == "reserved")
     }

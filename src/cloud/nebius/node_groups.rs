@@ -11,7 +11,13 @@ use mk8s::reservation_policy::Policy;
 pub(super) fn node_group_spec_to(spec: &NodeGroupSpec) -> mk8s::NodeGroupSpec {
     mk8s::NodeGroupSpec {
         version: String::new(),
-        size: Some(mk8s::node_group_spec::Size::FixedNodeCount(spec.node_count)),
+        size: Some(match spec.autoscale_min {
+            Some(min) => mk8s::node_group_spec::Size::Autoscaling(mk8s::NodeGroupAutoscalingSpec {
+                min_node_count: min,
+                max_node_count: spec.node_count,
+            }),
+            None => mk8s::node_group_spec::Size::FixedNodeCount(spec.node_count),
+        }),
         template: Some(node_template_to(spec)),
         strategy: None,
         auto_repair: None,
@@ -120,6 +126,10 @@ fn node_group_spec_from(spec: mk8s::NodeGroupSpec) -> NodeGroupSpec {
         .cloned()
         .unwrap_or_default();
     NodeGroupSpec {
+        autoscale_min: match spec.size {
+            Some(mk8s::node_group_spec::Size::Autoscaling(a)) => Some(a.min_node_count),
+            _ => None,
+        },
         node_count: match spec.size {
             Some(mk8s::node_group_spec::Size::FixedNodeCount(n)) => n,
             Some(mk8s::node_group_spec::Size::Autoscaling(a)) => a.max_node_count,

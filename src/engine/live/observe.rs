@@ -20,6 +20,8 @@ pub struct ObservedProject {
     pub buckets: Vec<Bucket>,
     /// Node groups by cluster ID.
     pub node_groups: BTreeMap<String, Vec<NodeGroup>>,
+    /// Cluster ID → its marketplace releases.
+    pub releases: BTreeMap<String, Vec<Release>>,
     /// Existing filesystems named by `existing_filestore`, by ID (`None`: not found).
     pub existing_filesystems: BTreeMap<String, Option<Filesystem>>,
     pub problems: Vec<Problem>,
@@ -153,6 +155,10 @@ async fn read_project<C: Cloud>(
         if let Some(cluster) = op.clusters.iter().find(|c| c.name == target.key.cluster) {
             let groups = cloud.list_node_groups(&cluster.id).await?;
             op.node_groups.insert(cluster.id.clone(), groups);
+            if cluster.state == State::Ready {
+                let releases = cloud.list_releases(&project.id, &cluster.id).await?;
+                op.releases.insert(cluster.id.clone(), releases);
+            }
         }
         if let Some(DesiredFilesystem::Existing { id }) = &target.filesystem {
             let fs = match cloud.get_filesystem(id).await {

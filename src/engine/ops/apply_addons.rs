@@ -131,6 +131,12 @@ async fn holds(kube: &ClusterClient, promise: &Promise) -> Result<bool, String> 
                         == Some(*workers)
             }
         },
+        Promise::SlurmCluster { namespace, name } => {
+            match get("slurm.nebius.ai/v1", "SlurmCluster", Some(namespace.clone()), name.clone()).await? {
+                None => false,
+                Some(sc) => sc.pointer("/status/phase").and_then(Value::as_str) == Some("Available"),
+            }
+        }
         Promise::GpuResource {
             resource,
             quantity,

@@ -44,7 +44,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let mut record = match self.store.targets(self.fleet).await {
             Ok(all) => find_target(&all, &key.project_key, &key.cluster)
                 .cloned()
-                .unwrap_or_else(|| new_target(self.fleet, key)),
+                .unwrap_or_else(|| new_target(self.fleet, key, target.backend)),
             Err(e) => {
                 let message = e.to_string();
                 (self.progress)(&format!("{key}: failed: {message}"));
@@ -107,7 +107,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let all = self.store.targets(self.fleet).await?;
         let mut record = find_target(&all, &key.project_key, &key.cluster)
             .cloned()
-            .unwrap_or_else(|| new_target(self.fleet, key));
+            .unwrap_or_else(|| new_target(self.fleet, key, target.backend));
         record.status = TargetStatus::Error.into();
         record.error = error.to_string();
         self.stamp(&mut record, target, project);

@@ -7,6 +7,7 @@ use super::options::{LifecycleOptions, select};
 use super::records::require_selected_backends;
 use crate::cloud::domain::Cloud;
 use crate::engine::desired::{self, DesiredProject, DesiredTarget};
+use crate::engine::soperator;
 use crate::engine::live::{self, LivePlan, Observed};
 use crate::spec::{Backend, FleetSpec};
 use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
@@ -22,45 +23,55 @@ pub struct Prepared {
     pub target_records: Vec<TargetRecord>,
 }
 
-/// The API engine applies mk8s only: a selected soperator target refuses the whole run.
-fn refuse_soperator(spec: &FleetSpec, selected: &[(usize, usize)]) -> Result<(), EngineError> {
-    let soperator: Vec<String> = selected
-        .iter()
-        .map(|&(p, c)| (&spec.projects[p], &spec.projects[p].clusters[c]))
-        .filter(|(_, c)| c.backend == Backend::Soperator)
-        .map(|(p, c)| format!("{}/{}", p.key(), c.name))
-        .collect();
-    if soperator.is_empty() {
-        return Ok(());
-    }
-    Err(EngineError::new(format!(
-        "soperator targets are not supported by fleetbot's API engine yet: {}; select mk8s targets with --only-projects/--only-clusters",
-        soperator.join(", ")
-    )))
-}
-
+/// The desired state of every selected target: mk8s targets from their cluster spec, soperator
+/// targets from their envelope (fleet-engine §2.9). A soperator piece fleetbot cannot map to
+/// the API refuses the whole run here, before any cloud call.
 fn desired_targets(
     spec: &FleetSpec,
     selected: &[(usize, usize)],
     ssh_public_key: &str,
-) -> Vec<DesiredTarget> {
-    selected
-        .iter()
-        .map(|&(p, c)| {
-            desired::desired_target(
+) -> Result<Vec<DesiredTarget>, EngineError> {
+    let mut out = Vec::new();
+    let mut refused = Vec::new();
+    for &(p, c) in selected {
+        let (project, cluster) = (&spec.projects[p], &spec.projects[p].clusters[c]);
+        match (&cluster.backend, &cluster.soperator) {
+            (Backend::Soperator, Some(s)) => {
+                match soperator::soperator_target(
+                    &spec.name,
+                    project,
+                    cluster,
+                    s,
+                    &spec.region,
+                    ssh_public_key,
+                ) {
+                    Ok(target) => out.push(target),
+                    Err(why) => refused.extend(
+                        why.into_iter()
+                            .map(|w| format!("{}/{}: {w}", project.key(), cluster.name)),
+                    ),
+                }
+            }
+            _ => out.push(desired::desired_target(
                 &spec.name,
-                &spec.projects[p],
-                &spec.projects[p].clusters[c],
+                project,
+                cluster,
                 &spec.region,
                 ssh_public_key,
-            )
-        })
-        .collect()
+            )),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(EngineError::new(format!(
+            "soperator pieces fleetbot cannot map to the Nebius API (nothing was changed): {}",
+            refused.join("; ")
+        )));
+    }
+    Ok(out)
 }
 
 /// The records of targets the spec no longer declares. Only when the whole spec is selected: a
-/// selection says nothing about what lies outside it. Only mk8s records: this engine tears
-/// down nothing else.
+/// selection says nothing about what lies outside it.
 fn undeclared(
     spec: &FleetSpec,
     options: &LifecycleOptions,
@@ -75,8 +86,7 @@ fn undeclared(
             let declared = spec.projects.iter().any(|p| {
                 p.key() == r.project_key && p.clusters.iter().any(|c| c.name == r.cluster_name)
             });
-            let mk8s = r.backend.is_empty() || r.backend == Backend::Mk8s.as_str();
-            !declared && mk8s
+            !declared
         })
         .cloned()
         .collect()
@@ -94,10 +104,9 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
     let selected = select(spec, &options.only_projects, &options.only_clusters, prefix);
     let target_records = store.targets(&spec.name).await?;
     let project_records = store.projects(&spec.name).await?;
-    refuse_soperator(spec, &selected)?;
     require_selected_backends(spec, &selected, &target_records)?;
     let projects = desired::desired_projects(spec, &selected, prefix);
-    let targets = desired_targets(spec, &selected, &options.ssh_public_key);
+    let targets = desired_targets(spec, &selected, &options.ssh_public_key)?;
     let project_list: Vec<DesiredProject> = projects.iter().map(|(_, p)| p.clone()).collect();
     let mut observed = live::observe(cloud, tenant_id, &project_list, &targets).await?;
     let orphans = undeclared(spec, options, &target_records);

@@ -5,7 +5,7 @@ use super::error::EngineError;
 use super::options::select;
 use super::records::{find_target, require_backend};
 use crate::cloud::domain::{Cloud, Cluster};
-use crate::spec::{Backend, FleetSpec};
+use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
 
 /// One selected target and its live cluster.
@@ -33,10 +33,6 @@ pub async fn deployed_clusters<C: Cloud, S: InventoryStore>(
         let key = project.key();
         let record = find_target(&records, &key, &cluster_spec.name);
         let cluster = match record {
-            _ if cluster_spec.backend != Backend::Mk8s => Err(format!(
-                "backend {} has no Managed Kubernetes cluster to reach",
-                cluster_spec.backend.as_str()
-            )),
             None => Err("not deployed: the inventory has no record of it".to_string()),
             Some(r) if r.cluster_id.is_empty() => Err(format!(
                 "not deployed: recorded as {}, with no cluster",

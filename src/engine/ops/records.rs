@@ -24,12 +24,12 @@ pub(super) fn find_target<'a>(
 }
 
 /// The record a target starts with before anything of it exists.
-pub(super) fn new_target(fleet: &str, key: &TargetKey) -> TargetRecord {
+pub(super) fn new_target(fleet: &str, key: &TargetKey, backend: Backend) -> TargetRecord {
     TargetRecord {
         fleet: fleet.to_string(),
         project_key: key.project_key.clone(),
         cluster_name: key.cluster.clone(),
-        backend: Backend::Mk8s.as_str().into(),
+        backend: backend.as_str().into(),
         ..Default::default()
     }
 }

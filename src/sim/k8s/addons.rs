@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::kinds::{CSI_NODE, DAEMON_SET, NAMESPACE, NODE, POD, RAY_CLUSTER, STORAGE_CLASS};
+use super::kinds::{
+    CSI_NODE, DAEMON_SET, DEPLOYMENT, NAMESPACE, NODE, POD, RAY_CLUSTER, SLURM_CLUSTER, STORAGE_CLASS,
+};
 use super::store::{ClusterStore, meta};
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::sim::core::Core;
@@ -373,6 +375,32 @@ pub fn play(store: &mut ClusterStore, releases: &[Played]) {
         store.remove(kind, &ns, &name);
     }
     run_daemon_sets(store);
+    run_slurm_clusters(store);
+}
+
+/// A SlurmCluster is `Available` once the operator's Deployment runs in its namespace (the
+/// operator would then reconcile it); `Pending` before.
+fn run_slurm_clusters(store: &mut ClusterStore) {
+    let clusters: Vec<Value> = store.list(SLURM_CLUSTER, None).into_iter().cloned().collect();
+    for sc in clusters {
+        let namespace = meta(&sc, "namespace").to_string();
+        let operator = store.list(DEPLOYMENT, Some(&namespace)).into_iter().any(|d| {
+            d.pointer("/metadata/labels/app.kubernetes.io~1name") == Some(&json!("soperator"))
+        });
+        let sets = sc
+            .pointer("/spec/nodeSets")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let status = json!({
+            "phase": if operator { "Available" } else { "Pending" },
+            "readyNodeSets": if operator { sets } else { 0 },
+        });
+        if sc.get("status") != Some(&status) {
+            let mut next = sc;
+            next["status"] = status;
+            store.put(SLURM_CLUSTER, next);
+        }
+    }
 }
 
 /// Every Managed Kubernetes cluster starts with the disk CSI's default class.

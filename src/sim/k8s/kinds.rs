@@ -173,6 +173,15 @@ pub const KINDS: &[Kind] = &[
         &[],
         &[],
     ),
+    kind(
+        "slurm.nebius.ai",
+        "v1",
+        "SlurmCluster",
+        "slurmclusters",
+        true,
+        &[],
+        &["status"],
+    ),
 ];
 
 pub const NAMESPACE: usize = 0;
@@ -184,6 +193,8 @@ pub const DAEMON_SET: usize = 11;
 pub const STORAGE_CLASS: usize = 14;
 pub const RAY_CLUSTER: usize = 16;
 pub const CSI_NODE: usize = 18;
+pub const SLURM_CLUSTER: usize = 19;
+pub const DEPLOYMENT: usize = 10;
 
 /// The type served at `/api/v1/<plural>` or `/apis/<group>/<version>/<plural>`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<usize> {
@@ -218,6 +229,8 @@ mod tests {
         assert_eq!(KINDS[STORAGE_CLASS].kind, "StorageClass");
         assert_eq!(KINDS[RAY_CLUSTER].kind, "RayCluster");
         assert_eq!(KINDS[CSI_NODE].kind, "CSINode");
+        assert_eq!(KINDS[SLURM_CLUSTER].kind, "SlurmCluster");
+        assert_eq!(KINDS[DEPLOYMENT].kind, "Deployment");
         assert_eq!(find("batch", "v1", "jobs"), Some(JOB));
         assert_eq!(KINDS[JOB].qualified(), "jobs.batch");
         assert_eq!(groups()[0], ("", "v1"));
