@@ -13,6 +13,7 @@ use crate::cloud::proto::nebius::common::v1::{
 };
 use crate::cloud::proto::nebius::compute::v1 as compute;
 use crate::cloud::proto::nebius::iam::v1 as iam;
+use crate::cloud::proto::nebius::iam::v2 as iam2;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::cloud::proto::nebius::storage::v1 as storage;
 use crate::cloud::proto::nebius::vpc::v1 as vpc;
@@ -160,6 +161,8 @@ impl Core {
             "computefilesystem" => self.finish::<compute::Filesystem>(p),
             "computegpucluster" => self.finish::<compute::GpuCluster>(p),
             "storagebucket" => self.finish::<storage::Bucket>(p),
+            "serviceaccount" => self.finish::<iam::ServiceAccount>(p),
+            "accesskey" => self.finish::<iam2::AccessKey>(p),
             _ => {}
         }
     }
@@ -174,6 +177,8 @@ impl Core {
                 self.delete_node_groups_of(&region, &p.resource_id);
             }
             self.release(&region, &current.charges(), &p.resource_id);
+            // A bucket's objects go with it.
+            self.state.objects.retain(|o| o.bucket_id != p.resource_id);
             R::items_mut(&mut self.state).retain(|r| r.id() != p.resource_id);
         } else if let Some(slot) = R::items_mut(&mut self.state)
             .iter_mut()
