@@ -13,6 +13,7 @@ mod destroy;
 mod destroy_target;
 mod error;
 mod keys;
+mod object_storage;
 mod options;
 mod prepare;
 mod prune;
@@ -24,6 +25,9 @@ pub use deploy::deploy;
 pub use deploy_result::{BackendCounts, DeployResult, TargetResult};
 pub use destroy::{DestroyEntry, DestroyResult, destroy};
 pub use error::{EngineError, ErrorSource};
+pub use object_storage::{
+    ObjectStorageResult, PROBE_KEY_DESCRIPTION, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
+};
 pub use options::{LifecycleOptions, Progress, csv, select};
 pub use prepare::{Prepared, prepare};
 pub use reach::{DeployedCluster, deployed_clusters};

@@ -65,6 +65,9 @@ pub enum ApplyError {
     Cloud(#[from] crate::cloud::CloudError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// A resource exists but is not ready for use (object storage's read-back or probe).
+    #[error("{0}")]
+    Readiness(String),
 }
 
 impl ApplyError {
