@@ -4,10 +4,13 @@
 //! and its absence verified.
 //!
 //! The credentials are a project-scoped service account (`fleetbot-storage`, found by name or
-//! created) and an access key made for this probe alone and deleted after it: no secret
-//! outlives the deploy, so none is ever stored (the inventory keeps nothing of the key), and
-//! the secret lives only in an [`AccessKeySecret`] until the S3 client takes it. There is no
-//! fallback to a broader identity (the tenant's editors): without the account, no probe.
+//! created) and one access key of that account, found by listing the account's keys (it is
+//! the one whose description is [`KEY_DESCRIPTION`]) or created when there is none. Its
+//! secret is fetched with `GetSecret` on every deploy and lives only in an
+//! [`AccessKeySecret`] until the S3 client takes it: it is never stored, in the inventory or
+//! anywhere else, and never logged. Keeping the key (rather than one per probe) is what lets
+//! a deploy that changes nothing make no IAM mutation either. There is no fallback to a
+//! broader identity (the tenant's editors): without the account and its key, no probe.
 
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
@@ -17,14 +20,14 @@ use serde::Serialize;
 use super::apply::Apply;
 use super::error::ApplyError;
 use crate::cloud::client::idempotency_key;
-use crate::cloud::domain::{AccessKeySecret, Bucket, Cloud, State};
+use crate::cloud::domain::{AccessKey, AccessKeySecret, Bucket, Cloud, State};
 use crate::engine::desired::{DesiredBucket, DesiredProject};
 use crate::store::InventoryStore;
 
 /// The service account the probe signs as, in every project with object storage.
 pub const SERVICE_ACCOUNT: &str = "fleetbot-storage";
-/// What every probe key's description says, so a key a crashed run left can be told apart.
-pub const PROBE_KEY_DESCRIPTION: &str = "fleetbot object-storage probe (deleted after use)";
+/// The description of fleetbot's access key, by which it is found among the account's keys.
+pub const KEY_DESCRIPTION: &str = "fleetbot object-storage readiness probe";
 /// Where probe objects go; each is a fresh random key under it.
 pub const PROBE_PREFIX: &str = "fleetbot-probe/";
 
@@ -178,34 +181,13 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             return Err(not_ready(mismatch));
         }
         let account = self.storage_account(desired, expected.project_id).await?;
-        self.sweep_probe_keys(desired, &account).await?;
+        let key = self.storage_key(desired, expected.project_id, &account).await?;
         (self.progress)(&format!(
             "probing the bucket of project {} through S3",
             desired.key
         ));
-        // A new key per probe: its idempotency key names this attempt, as each probe is meant
-        // to make its own key (a lost reply leaves one, which the next sweep deletes).
-        let attempt = uuid::Uuid::new_v4().simple().to_string();
-        let create = idempotency_key(&[
-            self.fleet,
-            &desired.key,
-            "access-key",
-            "create",
-            &account,
-            &attempt,
-        ]);
-        let key = self
-            .cloud
-            .create_access_key(expected.project_id, &account, PROBE_KEY_DESCRIPTION, &create)
-            .await?;
-        let outcome = match self.cloud.get_access_key_secret(&key.id).await {
-            Ok(secret) => probe(&b, &key.aws_access_key_id, &secret).await,
-            Err(e) => Err(e.into()),
-        };
-        let delete = idempotency_key(&[self.fleet, &desired.key, "access-key", "delete", &key.id]);
-        let deleted = self.cloud.delete_access_key(&key.id, &delete).await;
-        outcome?;
-        deleted?;
+        let secret = self.cloud.get_access_key_secret(&key.id).await?;
+        probe(&b, &key.aws_access_key_id, &secret).await?;
         Ok(ObjectStorageResult {
             enabled: true,
             status: "ready".into(),
@@ -255,17 +237,50 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         Ok(account.id)
     }
 
-    /// Deletes probe keys an interrupted deploy left on the account.
-    async fn sweep_probe_keys(&self, desired: &DesiredProject, account: &str) -> Result<(), ApplyError> {
+    /// The account's fleetbot key: the first `ACTIVE` one, others of fleetbot's deleted (a
+    /// second one is left only by a create whose reply was lost), or a new one.
+    async fn storage_key(
+        &self,
+        desired: &DesiredProject,
+        project_id: &str,
+        account: &str,
+    ) -> Result<AccessKey, ApplyError> {
+        let mut keep = None;
         for key in self.cloud.list_access_keys(account).await? {
-            if key.description != PROBE_KEY_DESCRIPTION || key.state == "DELETING" {
+            if key.description != KEY_DESCRIPTION || key.state == "DELETING" {
+                continue;
+            }
+            if keep.is_none() && key.state == "ACTIVE" {
+                keep = Some(key);
                 continue;
             }
             let delete =
                 idempotency_key(&[self.fleet, &desired.key, "access-key", "delete", &key.id]);
             self.cloud.delete_access_key(&key.id, &delete).await?;
         }
-        Ok(())
+        if let Some(key) = keep {
+            return Ok(key);
+        }
+        (self.progress)(&format!(
+            "creating an access key for {SERVICE_ACCOUNT} in project {}",
+            desired.key
+        ));
+        // Keys are unnamed, so nothing in the request tells a new key from one made earlier and
+        // deleted since: the idempotency key names this attempt, and a retry of it (a lost
+        // reply) carries the same one. A key a crash left is found by the listing above.
+        let attempt = uuid::Uuid::new_v4().simple().to_string();
+        let create = idempotency_key(&[
+            self.fleet,
+            &desired.key,
+            "access-key",
+            "create",
+            account,
+            &attempt,
+        ]);
+        Ok(self
+            .cloud
+            .create_access_key(project_id, account, KEY_DESCRIPTION, &create)
+            .await?)
     }
 }
 

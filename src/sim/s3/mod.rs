@@ -3,7 +3,8 @@
 //! reports it as its `domain_name`. The region a request is for is the one its SigV4
 //! credential scope names, and it must be the bucket's.
 //!
-//! Implemented: PutObject, GetObject, HeadObject, DeleteObject, ListObjectsV2 and HeadBucket,
+//! Implemented: PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects (`?delete`),
+//! ListObjectsV2 and HeadBucket,
 //! each authenticated with SigV4 against the simulator's `ACTIVE` access keys, whose service
 //! account must belong to the bucket's project; the bucket's cap (`max_size_bytes`) on PUT.
 //! Not implemented (501 NotImplemented): multipart uploads, aws-chunked bodies, ranges,
@@ -307,20 +308,61 @@ fn route(
     }
     match (method.clone(), key.is_empty()) {
         (Method::HEAD, true) => Ok(empty(StatusCode::OK)),
+        (Method::POST, true) if query.split('&').any(|p| p == "delete" || p == "delete=") => {
+            delete_objects(core, &bucket, body)
+        }
         (Method::GET, true) => list_objects(core, &bucket, query),
         (Method::PUT, false) => put_object(core, &bucket, key, headers, body),
         (Method::GET, false) | (Method::HEAD, false) => get_object(core, &bucket, key, method == Method::HEAD),
         (Method::DELETE, false) => {
-            if !core.world.object_storage.ignore_deletes {
-                core.state
-                    .objects
-                    .retain(|o| !(o.bucket_id == bucket.id() && o.key == key));
-                let _ = core.persist();
-            }
+            delete_object(core, &bucket, key);
             Ok(empty(StatusCode::NO_CONTENT))
         }
         _ => Err(error(StatusCode::NOT_IMPLEMENTED, "NotImplemented", "this operation is not simulated")),
     }
+}
+
+/// Deletes one object (absent is fine, as in S3), unless the world scripts deletes to no-op.
+fn delete_object(core: &mut Core, bucket: &storage::Bucket, key: &str) {
+    if core.world.object_storage.ignore_deletes {
+        return;
+    }
+    core.state
+        .objects
+        .retain(|o| !(o.bucket_id == bucket.id() && o.key == key));
+    let _ = core.persist();
+}
+
+fn xml_unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// DeleteObjects (`POST /<bucket>?delete`): each `<Key>` of the body, reported deleted.
+fn delete_objects(core: &mut Core, bucket: &storage::Bucket, body: &[u8]) -> Result<Reply, S3Error> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| error(StatusCode::BAD_REQUEST, "MalformedXML", "the body is not UTF-8"))?;
+    let mut deleted = String::new();
+    for chunk in text.split("<Key>").skip(1) {
+        let Some((key, _)) = chunk.split_once("</Key>") else {
+            return Err(error(StatusCode::BAD_REQUEST, "MalformedXML", "an unclosed <Key>"));
+        };
+        let key = xml_unescape(key);
+        delete_object(core, bucket, &key);
+        deleted.push_str(&format!("<Deleted><Key>{}</Key></Deleted>", xml_escape(&key)));
+    }
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{deleted}</DeleteResult>"
+    );
+    Ok(http::Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/xml")
+        .header("x-amz-request-id", "sim")
+        .body(Full::new(Bytes::from(body)))
+        .expect("static response parts"))
 }
 
 fn empty(status: StatusCode) -> Reply {
