@@ -72,9 +72,16 @@ async fn deploy_into(
         .unwrap();
     let fleet = load_str(SPEC, "fleet.yaml").unwrap();
     let (progress, lines) = recording();
-    let result = deploy(&cloud, &store, &fleet, &sim.tenant_id(), &options(), progress)
-        .await
-        .unwrap();
+    let result = deploy(
+        &cloud,
+        &store,
+        &fleet,
+        &sim.tenant_id(),
+        &options(),
+        progress,
+    )
+    .await
+    .unwrap();
     let lines = lines.lock().unwrap().clone();
     (sim, result, lines, dir)
 }
@@ -145,9 +152,16 @@ async fn a_deployed_bucket_is_ready_probed_and_leaves_no_secret_behind() {
         .await
         .unwrap();
     let fleet = load_str(SPEC, "fleet.yaml").unwrap();
-    let again = deploy(&cloud, &store, &fleet, &sim.tenant_id(), &options(), Arc::new(|_: &str| {}))
-        .await
-        .unwrap();
+    let again = deploy(
+        &cloud,
+        &store,
+        &fleet,
+        &sim.tenant_id(),
+        &options(),
+        Arc::new(|_: &str| {}),
+    )
+    .await
+    .unwrap();
     assert_eq!(again.deployed, 1, "{}", again.render_text());
     assert_eq!(cloud.list_access_keys(&account.id).await.unwrap(), keys);
 }
@@ -162,8 +176,12 @@ fn failed_with(result: &fleetbot::engine::ops::DeployResult, needle: &str) {
 
 #[tokio::test]
 async fn a_suspended_bucket_fails_the_deploy_naming_the_suspension() {
-    let (_sim, result, _, _dir) = deploy_into(&world("object_storage: {suspend_buckets: true}\n")).await;
-    failed_with(&result, "object-storage bucket read-back: the bucket is suspended");
+    let (_sim, result, _, _dir) =
+        deploy_into(&world("object_storage: {suspend_buckets: true}\n")).await;
+    failed_with(
+        &result,
+        "object-storage bucket read-back: the bucket is suspended",
+    );
 }
 
 #[tokio::test]
@@ -178,7 +196,8 @@ async fn a_bucket_of_another_class_fails_the_deploy_naming_the_field() {
 
 #[tokio::test]
 async fn reads_that_return_other_bytes_fail_the_probe() {
-    let (sim, result, _, _dir) = deploy_into(&world("object_storage: {corrupt_reads: true}\n")).await;
+    let (sim, result, _, _dir) =
+        deploy_into(&world("object_storage: {corrupt_reads: true}\n")).await;
     failed_with(
         &result,
         "object-storage write/read/delete probe did not pass: read:",
@@ -189,7 +208,8 @@ async fn reads_that_return_other_bytes_fail_the_probe() {
 
 #[tokio::test]
 async fn deletes_that_keep_the_object_fail_the_probe() {
-    let (_sim, result, _, _dir) = deploy_into(&world("object_storage: {ignore_deletes: true}\n")).await;
+    let (_sim, result, _, _dir) =
+        deploy_into(&world("object_storage: {ignore_deletes: true}\n")).await;
     failed_with(
         &result,
         "object-storage write/read/delete probe did not pass: delete: the probe object is still there",

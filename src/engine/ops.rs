@@ -26,7 +26,7 @@ pub use deploy_result::{BackendCounts, DeployResult, TargetResult};
 pub use destroy::{DestroyEntry, DestroyResult, destroy};
 pub use error::{EngineError, ErrorSource};
 pub use object_storage::{
-    ObjectStorageResult, KEY_DESCRIPTION, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
+    KEY_DESCRIPTION, ObjectStorageResult, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
 };
 pub use options::{LifecycleOptions, Progress, csv, select};
 pub use prepare::{Prepared, prepare};

@@ -26,7 +26,9 @@ pub(super) async fn find_service_account(
     };
     let found = client
         .call(Host::Iam, None, req, |channel, request| async move {
-            ServiceAccountService::new(channel).get_by_name(request).await
+            ServiceAccountService::new(channel)
+                .get_by_name(request)
+                .await
         })
         .await;
     match found {
@@ -107,7 +109,9 @@ pub(super) async fn list_access_keys(
             async move {
                 let response = this
                     .call(Host::Iam, None, req, |channel, request| async move {
-                        AccessKeyService::new(channel).list_by_account(request).await
+                        AccessKeyService::new(channel)
+                            .list_by_account(request)
+                            .await
                     })
                     .await?;
                 Ok((

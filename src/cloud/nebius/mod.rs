@@ -15,8 +15,9 @@ mod vpc;
 
 use super::client::NebiusClient;
 use super::domain::{
-    AccessKey, AccessKeySecret, Bucket, CapacityBlockGroup, Cloud, CloudResult, Cluster, ClusterSpec, Filesystem, GpuCluster,
-    Labels, Network, NodeGroup, NodeGroupSpec, Project, QuotaAllowance, ServiceAccount, Subnet, Tenant,
+    AccessKey, AccessKeySecret, Bucket, CapacityBlockGroup, Cloud, CloudResult, Cluster,
+    ClusterSpec, Filesystem, GpuCluster, Labels, Network, NodeGroup, NodeGroupSpec, Project,
+    QuotaAllowance, ServiceAccount, Subnet, Tenant,
 };
 
 /// One entry per [`Cloud`] method: the service module whose function of the same name serves

@@ -84,10 +84,16 @@ pub fn read_back_mismatch(b: &Bucket, want: &Expected<'_>) -> Option<String> {
         ));
     }
     if b.scheduled_for_deletion {
-        return Some("object-storage bucket read-back: the bucket is scheduled for deletion".into());
+        return Some(
+            "object-storage bucket read-back: the bucket is scheduled for deletion".into(),
+        );
     }
     if b.storage_class != want.bucket.storage_class {
-        return differs("storage class", &b.storage_class, &want.bucket.storage_class);
+        return differs(
+            "storage class",
+            &b.storage_class,
+            &want.bucket.storage_class,
+        );
     }
     if b.max_size_bytes != want.bucket.max_size_bytes {
         return differs(
@@ -97,7 +103,9 @@ pub fn read_back_mismatch(b: &Bucket, want: &Expected<'_>) -> Option<String> {
         );
     }
     if b.domain_name.is_empty() {
-        return Some("object-storage bucket read-back: the bucket reports no S3 domain name".into());
+        return Some(
+            "object-storage bucket read-back: the bucket reports no S3 domain name".into(),
+        );
     }
     None
 }
@@ -113,7 +121,11 @@ fn probe_failed(step: &str) -> ApplyError {
 }
 
 /// Put, get back byte-exact, delete, and see it gone, through S3 at the bucket's endpoint.
-async fn probe(bucket: &Bucket, aws_access_key_id: &str, secret: &AccessKeySecret) -> Result<(), ApplyError> {
+async fn probe(
+    bucket: &Bucket,
+    aws_access_key_id: &str,
+    secret: &AccessKeySecret,
+) -> Result<(), ApplyError> {
     // reqwest is built without a default TLS provider; fleetbot's is ring everywhere.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let store = AmazonS3Builder::new()
@@ -139,9 +151,7 @@ async fn probe(bucket: &Bucket, aws_access_key_id: &str, secret: &AccessKeySecre
         .await
         .map_err(|e| probe_failed(&format!("write: {e}")))?;
     let read = async { store.get(&path).await?.bytes().await };
-    let got = read
-        .await
-        .map_err(|e| probe_failed(&format!("read: {e}")));
+    let got = read.await.map_err(|e| probe_failed(&format!("read: {e}")));
     let read_ok = match got {
         Ok(bytes) if bytes.as_ref() == payload.as_slice() => Ok(()),
         Ok(bytes) => Err(probe_failed(&format!(
@@ -181,7 +191,9 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             return Err(not_ready(mismatch));
         }
         let account = self.storage_account(desired, expected.project_id).await?;
-        let key = self.storage_key(desired, expected.project_id, &account).await?;
+        let key = self
+            .storage_key(desired, expected.project_id, &account)
+            .await?;
         (self.progress)(&format!(
             "probing the bucket of project {} through S3",
             desired.key
@@ -204,7 +216,11 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         desired: &DesiredProject,
         project_id: &str,
     ) -> Result<String, ApplyError> {
-        let account = match self.cloud.find_service_account(project_id, SERVICE_ACCOUNT).await? {
+        let account = match self
+            .cloud
+            .find_service_account(project_id, SERVICE_ACCOUNT)
+            .await?
+        {
             Some(account) => account,
             None => {
                 (self.progress)(&format!(
@@ -335,7 +351,11 @@ mod tests {
         assert!(check(&b, "standard").unwrap().contains("suspended"));
         let mut b = bucket();
         b.region = "us-central1".into();
-        assert!(check(&b, "standard").unwrap().contains("region is us-central1"));
+        assert!(
+            check(&b, "standard")
+                .unwrap()
+                .contains("region is us-central1")
+        );
         let mut b = bucket();
         b.max_size_bytes = GIB;
         assert!(check(&b, "standard").unwrap().contains("size cap"));
@@ -344,7 +364,11 @@ mod tests {
         assert!(check(&b, "standard").unwrap().contains("project is"));
         let mut b = bucket();
         b.scheduled_for_deletion = true;
-        assert!(check(&b, "standard").unwrap().contains("scheduled for deletion"));
+        assert!(
+            check(&b, "standard")
+                .unwrap()
+                .contains("scheduled for deletion")
+        );
     }
 
     #[test]

@@ -238,7 +238,13 @@ fn bucket_for(
     caller: &Caller,
     region: &str,
 ) -> Result<storage::Bucket, S3Error> {
-    let no_such = || error(StatusCode::NOT_FOUND, "NoSuchBucket", "the specified bucket does not exist");
+    let no_such = || {
+        error(
+            StatusCode::NOT_FOUND,
+            "NoSuchBucket",
+            "the specified bucket does not exist",
+        )
+    };
     let bucket = core
         .state
         .buckets
@@ -260,7 +266,11 @@ fn bucket_for(
         ));
     }
     if bucket.parent_id() != caller.project_id {
-        return Err(error(StatusCode::FORBIDDEN, "AccessDenied", "access denied"));
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "AccessDenied",
+            "access denied",
+        ));
     }
     if status.state != storage::bucket_status::State::Active as i32
         || status.suspension_state == storage::bucket_status::SuspensionState::Suspended as i32
@@ -275,7 +285,13 @@ fn bucket_for(
 }
 
 /// Answers one request.
-fn handle(service: &SimService, method: &Method, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Reply {
+fn handle(
+    service: &SimService,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Reply {
     let head = method == Method::HEAD;
     let path = uri.path().to_string();
     let mut core = service.lock();
@@ -296,15 +312,26 @@ fn route(
     let path = sigv4::percent_decode(uri.path().trim_start_matches('/'));
     let (bucket_name, key) = path.split_once('/').unwrap_or((&path, ""));
     if bucket_name.is_empty() {
-        return Err(error(StatusCode::NOT_IMPLEMENTED, "NotImplemented", "ListBuckets is not simulated"));
+        return Err(error(
+            StatusCode::NOT_IMPLEMENTED,
+            "NotImplemented",
+            "ListBuckets is not simulated",
+        ));
     }
     let bucket = bucket_for(core, bucket_name, &caller, &region)?;
     let query = uri.query().unwrap_or("");
     if query.split('&').any(|p| {
         let name = p.split('=').next().unwrap_or("");
-        matches!(name, "uploads" | "uploadId" | "partNumber" | "versionId" | "acl" | "tagging")
+        matches!(
+            name,
+            "uploads" | "uploadId" | "partNumber" | "versionId" | "acl" | "tagging"
+        )
     }) {
-        return Err(error(StatusCode::NOT_IMPLEMENTED, "NotImplemented", "this operation is not simulated"));
+        return Err(error(
+            StatusCode::NOT_IMPLEMENTED,
+            "NotImplemented",
+            "this operation is not simulated",
+        ));
     }
     match (method.clone(), key.is_empty()) {
         (Method::HEAD, true) => Ok(empty(StatusCode::OK)),
@@ -313,12 +340,18 @@ fn route(
         }
         (Method::GET, true) => list_objects(core, &bucket, query),
         (Method::PUT, false) => put_object(core, &bucket, key, headers, body),
-        (Method::GET, false) | (Method::HEAD, false) => get_object(core, &bucket, key, method == Method::HEAD),
+        (Method::GET, false) | (Method::HEAD, false) => {
+            get_object(core, &bucket, key, method == Method::HEAD)
+        }
         (Method::DELETE, false) => {
             delete_object(core, &bucket, key);
             Ok(empty(StatusCode::NO_CONTENT))
         }
-        _ => Err(error(StatusCode::NOT_IMPLEMENTED, "NotImplemented", "this operation is not simulated")),
+        _ => Err(error(
+            StatusCode::NOT_IMPLEMENTED,
+            "NotImplemented",
+            "this operation is not simulated",
+        )),
     }
 }
 
@@ -342,17 +375,33 @@ fn xml_unescape(text: &str) -> String {
 }
 
 /// DeleteObjects (`POST /<bucket>?delete`): each `<Key>` of the body, reported deleted.
-fn delete_objects(core: &mut Core, bucket: &storage::Bucket, body: &[u8]) -> Result<Reply, S3Error> {
-    let text = std::str::from_utf8(body)
-        .map_err(|_| error(StatusCode::BAD_REQUEST, "MalformedXML", "the body is not UTF-8"))?;
+fn delete_objects(
+    core: &mut Core,
+    bucket: &storage::Bucket,
+    body: &[u8],
+) -> Result<Reply, S3Error> {
+    let text = std::str::from_utf8(body).map_err(|_| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "MalformedXML",
+            "the body is not UTF-8",
+        )
+    })?;
     let mut deleted = String::new();
     for chunk in text.split("<Key>").skip(1) {
         let Some((key, _)) = chunk.split_once("</Key>") else {
-            return Err(error(StatusCode::BAD_REQUEST, "MalformedXML", "an unclosed <Key>"));
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "MalformedXML",
+                "an unclosed <Key>",
+            ));
         };
         let key = xml_unescape(key);
         delete_object(core, bucket, &key);
-        deleted.push_str(&format!("<Deleted><Key>{}</Key></Deleted>", xml_escape(&key)));
+        deleted.push_str(&format!(
+            "<Deleted><Key>{}</Key></Deleted>",
+            xml_escape(&key)
+        ));
     }
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{deleted}</DeleteResult>"
@@ -436,8 +485,13 @@ fn put_object(
         content_type,
         last_modified_unix_ms: now_ms(),
     });
-    core.persist()
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", e.message()))?;
+    core.persist().map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            e.message(),
+        )
+    })?;
     Ok(http::Response::builder()
         .status(StatusCode::OK)
         .header("etag", etag(body))
@@ -446,13 +500,24 @@ fn put_object(
         .expect("static response parts"))
 }
 
-fn get_object(core: &Core, bucket: &storage::Bucket, key: &str, head: bool) -> Result<Reply, S3Error> {
+fn get_object(
+    core: &Core,
+    bucket: &storage::Bucket,
+    key: &str,
+    head: bool,
+) -> Result<Reply, S3Error> {
     let object = core
         .state
         .objects
         .iter()
         .find(|o| o.bucket_id == bucket.id() && o.key == key)
-        .ok_or_else(|| error(StatusCode::NOT_FOUND, "NoSuchKey", "the specified key does not exist"))?;
+        .ok_or_else(|| {
+            error(
+                StatusCode::NOT_FOUND,
+                "NoSuchKey",
+                "the specified key does not exist",
+            )
+        })?;
     let mut data = object.data.clone();
     if core.world.object_storage.corrupt_reads {
         for b in &mut data {
@@ -468,8 +533,14 @@ fn get_object(core: &Core, bucket: &storage::Bucket, key: &str, head: bool) -> R
         .header("content-length", data.len())
         .header("accept-ranges", "bytes")
         .header("x-amz-request-id", "sim");
-    let body = if head { Bytes::new() } else { Bytes::from(data) };
-    Ok(builder.body(Full::new(body)).expect("static response parts"))
+    let body = if head {
+        Bytes::new()
+    } else {
+        Bytes::from(data)
+    };
+    Ok(builder
+        .body(Full::new(body))
+        .expect("static response parts"))
 }
 
 /// ListObjectsV2 (`list-type=2`): prefix, start-after, continuation-token, max-keys and a
@@ -490,7 +561,10 @@ fn list_objects(core: &Core, bucket: &storage::Bucket, query: &str) -> Result<Re
     }
     let prefix = param("prefix").unwrap_or_default();
     let delimiter = param("delimiter").unwrap_or_default();
-    let max_keys: usize = param("max-keys").and_then(|m| m.parse().ok()).unwrap_or(1000).min(1000);
+    let max_keys: usize = param("max-keys")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1000)
+        .min(1000);
     let after = param("continuation-token")
         .or_else(|| param("start-after"))
         .unwrap_or_default();
@@ -535,10 +609,18 @@ fn list_objects(core: &Core, bucket: &storage::Bucket, query: &str) -> Result<Re
     }
     let common: String = prefixes
         .iter()
-        .map(|p| format!("<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>", xml_escape(p)))
+        .map(|p| {
+            format!(
+                "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
+                xml_escape(p)
+            )
+        })
         .collect();
     let next = if truncated {
-        format!("<NextContinuationToken>{}</NextContinuationToken>", xml_escape(&last))
+        format!(
+            "<NextContinuationToken>{}</NextContinuationToken>",
+            xml_escape(&last)
+        )
     } else {
         String::new()
     };

@@ -46,9 +46,9 @@ pub fn parse_authorization(headers: &HeaderMap) -> Result<Authorization, Refusal
         .ok_or(Refusal::Missing)?
         .to_str()
         .map_err(|_| Refusal::Malformed("the Authorization header is not ASCII".into()))?;
-    let rest = value.strip_prefix(ALGORITHM).ok_or_else(|| {
-        Refusal::Malformed(format!("only {ALGORITHM} is supported"))
-    })?;
+    let rest = value
+        .strip_prefix(ALGORITHM)
+        .ok_or_else(|| Refusal::Malformed(format!("only {ALGORITHM} is supported")))?;
     let mut credential = None;
     let mut signed = None;
     let mut signature = None;
@@ -256,9 +256,7 @@ pub fn verify(
             "{payload_hash} (aws-chunked uploads) is not simulated; send the body whole"
         )));
     }
-    if payload_hash != UNSIGNED_PAYLOAD
-        && payload_hash != hex::encode(Sha256::digest(body))
-    {
+    if payload_hash != UNSIGNED_PAYLOAD && payload_hash != hex::encode(Sha256::digest(body)) {
         return Err(Refusal::ContentMismatch);
     }
     let amz_date = header(headers, "x-amz-date");
@@ -402,7 +400,10 @@ mod tests {
             parse_authorization(&h),
             Err(Refusal::Malformed(_))
         ));
-        assert_eq!(parse_authorization(&HeaderMap::new()), Err(Refusal::Missing));
+        assert_eq!(
+            parse_authorization(&HeaderMap::new()),
+            Err(Refusal::Missing)
+        );
     }
 
     #[test]

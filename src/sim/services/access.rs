@@ -57,7 +57,11 @@ fn by_aws_id(core: &Core, aws_id: &str) -> Result<iam2::AccessKey, Status> {
     core.state
         .access_keys
         .iter()
-        .find(|k| k.status.as_ref().is_some_and(|s| s.aws_access_key_id == aws_id))
+        .find(|k| {
+            k.status
+                .as_ref()
+                .is_some_and(|s| s.aws_access_key_id == aws_id)
+        })
         .cloned()
         .ok_or_else(|| not_found("iam", aws_id))
 }
@@ -233,8 +237,11 @@ impl iam2::access_key_service_server::AccessKeyService for SimService {
         &self,
         request: Request<iam2::DeactivateAccessKeyByAwsIdRequest>,
     ) -> Result<Response<common::Operation>, Status> {
-        self.enter(&request, "/nebius.iam.v2.AccessKeyService/DeactivateByAwsId")
-            .await?;
+        self.enter(
+            &request,
+            "/nebius.iam.v2.AccessKeyService/DeactivateByAwsId",
+        )
+        .await?;
         Err(unsimulated("DeactivateByAwsId"))
     }
 }
