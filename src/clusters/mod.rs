@@ -6,8 +6,8 @@
 //! [`ClusterClient`] and this module's own structs.
 
 mod bearer;
-pub mod objects;
 pub mod kubeconfig;
+pub mod objects;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -27,14 +27,20 @@ fn resource_of(object: &Value) -> Result<ApiResource, AccessError> {
     Ok(ApiResource::from_gvk_with_plural(&gvk, &plural))
 }
 
-fn api(client: &ClusterClient, object: &Value) -> Result<(Api<DynamicObject>, String), AccessError> {
+fn api(
+    client: &ClusterClient,
+    object: &Value,
+) -> Result<(Api<DynamicObject>, String), AccessError> {
     let resource = resource_of(object)?;
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let api = match object.pointer("/metadata/namespace").and_then(Value::as_str) {
+    let api = match object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+    {
         Some(ns) => Api::namespaced_with(client.kube().clone(), ns, &resource),
         None => Api::all_with(client.kube().clone(), &resource),
     };
@@ -94,7 +100,9 @@ impl ClusterClient {
         }
         let (api, name) = api(self, &probe)?;
         match api.get_opt(&name).await? {
-            Some(object) => Ok(Some(serde_json::to_value(object).map_err(|e| AccessError::Api(e.to_string()))?)),
+            Some(object) => Ok(Some(
+                serde_json::to_value(object).map_err(|e| AccessError::Api(e.to_string()))?,
+            )),
             None => Ok(None),
         }
     }
@@ -108,7 +116,10 @@ mod tests {
     fn plurals_and_groups_come_from_the_manifest() {
         let sc = serde_json::json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass"});
         let r = resource_of(&sc).unwrap();
-        assert_eq!((r.group.as_str(), r.plural.as_str()), ("storage.k8s.io", "storageclasses"));
+        assert_eq!(
+            (r.group.as_str(), r.plural.as_str()),
+            ("storage.k8s.io", "storageclasses")
+        );
         let ds = serde_json::json!({"apiVersion": "apps/v1", "kind": "DaemonSet"});
         assert_eq!(resource_of(&ds).unwrap().plural, "daemonsets");
         let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap"});

@@ -393,10 +393,7 @@ pub fn removal_documents(name: &str) -> (String, String) {
             let (last, rest) = docs.split_last().unwrap_or((&"", &[]));
             (
                 rest.join("\n---\n"),
-                last.replace(
-                    "is-default-class: \"false\"",
-                    "is-default-class: \"true\"",
-                ),
+                last.replace("is-default-class: \"false\"", "is-default-class: \"true\""),
             )
         }
         "driver-repositories" => (
@@ -430,13 +427,22 @@ mod tests {
 
     #[test]
     fn managed_image_gets_the_device_plugin_and_operator_mode_the_pinned_operator() {
-        let auto = cluster("        gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}\n");
+        let auto = cluster(
+            "        gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}\n",
+        );
         let names: Vec<String> = desired_addons(&auto).into_iter().map(|a| a.name).collect();
         assert_eq!(names, ["device-plugin"]);
-        let op = cluster("        gpu_driver_mode: operator\n        gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}\n");
+        let op = cluster(
+            "        gpu_driver_mode: operator\n        gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}\n",
+        );
         let addons = desired_addons(&op);
         assert_eq!(addons[0].name, "gpu-operator");
-        let Install::Release { values, product_slug, .. } = &addons[0].install else {
+        let Install::Release {
+            values,
+            product_slug,
+            ..
+        } = &addons[0].install
+        else {
             panic!("a release");
         };
         assert_eq!(product_slug, "nebius/nvidia-gpu-operator");
@@ -451,7 +457,12 @@ mod tests {
             count: 2
         }));
         // No GPUs, no GPU add-ons; the digest follows the values.
-        assert!(desired_addons(&cluster("        cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}\n")).is_empty());
+        assert!(
+            desired_addons(&cluster(
+                "        cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}\n"
+            ))
+            .is_empty()
+        );
         assert_ne!(desired_addons(&auto)[0].digest, addons[0].digest);
     }
 
@@ -507,7 +518,10 @@ mod tests {
         assert_eq!(v["worker"]["replicas"].as_i64(), Some(2));
         assert_eq!(v["securityContext"]["runAsNonRoot"].as_bool(), Some(true));
         let (delete, restore) = removal_documents("filesystem-csi");
-        assert!(delete.contains("csi-mounted-fs-path-node") && !delete.contains("compute-csi-default-sc"));
+        assert!(
+            delete.contains("csi-mounted-fs-path-node")
+                && !delete.contains("compute-csi-default-sc")
+        );
         assert!(restore.contains("compute-csi-default-sc") && restore.contains("\"true\""));
     }
 }

@@ -3,10 +3,10 @@
 
 pub mod addons;
 pub mod desired;
-pub mod soperator;
 pub mod live;
 pub mod ops;
 pub mod preflight;
+pub mod soperator;
 pub mod static_plan;
 pub mod target_status;
 

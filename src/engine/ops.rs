@@ -5,8 +5,8 @@
 //! This module is the facade; each command and each shared piece lives in its own file below.
 
 mod apply;
-mod apply_project;
 mod apply_addons;
+mod apply_project;
 mod apply_target;
 mod deploy;
 mod deploy_result;
@@ -14,6 +14,7 @@ mod destroy;
 mod destroy_target;
 mod error;
 mod keys;
+mod object_storage;
 mod options;
 mod prepare;
 mod prune;
@@ -25,6 +26,9 @@ pub use deploy::deploy;
 pub use deploy_result::{BackendCounts, DeployResult, TargetResult};
 pub use destroy::{DestroyEntry, DestroyResult, destroy};
 pub use error::{EngineError, ErrorSource};
+pub use object_storage::{
+    KEY_DESCRIPTION, ObjectStorageResult, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
+};
 pub use options::{LifecycleOptions, Progress, csv, select};
 pub use prepare::{Prepared, prepare};
 pub use reach::{DeployedCluster, deployed_clusters};

@@ -12,13 +12,13 @@
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::cloud::domain::Labels;
 use crate::engine::addons::{self, DesiredAddon, Install, Promise};
 use crate::engine::desired::{
     DesiredFilesystem, DesiredNodeGroup, DesiredTarget, NodeGroupShape, TargetKey, cloud_init,
     digest_of, target_labels,
 };
 use crate::spec::soperator::{SoperatorSpec, WorkerPoolSpec};
-use crate::cloud::domain::Labels;
 use crate::spec::{ClusterSpec, NodePoolSpec, ProjectSpec};
 
 /// Where the jail is mounted on every node, and its mount tag.
@@ -42,7 +42,10 @@ pub fn unmapped(s: &SoperatorSpec) -> Vec<String> {
         out.push("telemetry: the recipe's telemetry stack (VictoriaMetrics, OpenTelemetry) is installed through Flux, not the Nebius API; fleetbot does not install it".into());
     }
     if s.slurm_rest_enabled == Some(true) {
-        out.push("slurm_rest_enabled: Slurm REST needs accounting, which fleetbot does not install".into());
+        out.push(
+            "slurm_rest_enabled: Slurm REST needs accounting, which fleetbot does not install"
+                .into(),
+        );
     }
     for w in &s.workers {
         if !w.capacity_block_group_name.is_empty() {
@@ -61,12 +64,7 @@ pub fn unmapped(s: &SoperatorSpec) -> Vec<String> {
     out
 }
 
-fn group(
-    name: String,
-    gpu: bool,
-    shape: NodeGroupShape,
-    cloud_init: &str,
-) -> DesiredNodeGroup {
+fn group(name: String, gpu: bool, shape: NodeGroupShape, cloud_init: &str) -> DesiredNodeGroup {
     DesiredNodeGroup::new(name, gpu, shape, cloud_init)
 }
 
@@ -167,7 +165,9 @@ pub fn soperator_target(
         cluster: cluster.name.clone(),
     };
     let ssh = if s.root_login_ssh_public_key.is_empty() {
-        s.ssh_public_keys.first().map_or(ssh_public_key, String::as_str)
+        s.ssh_public_keys
+            .first()
+            .map_or(ssh_public_key, String::as_str)
     } else {
         s.root_login_ssh_public_key.as_str()
     };
@@ -207,7 +207,12 @@ pub fn soperator_target(
         let as_mk8s = ClusterSpec {
             gpu_driver_mode: "operator".into(),
             gpu_nodes: Some(NodePoolSpec {
-                count: s.workers.iter().filter(|w| w.is_gpu()).map(|w| w.size).sum(),
+                count: s
+                    .workers
+                    .iter()
+                    .filter(|w| w.is_gpu())
+                    .map(|w| w.size)
+                    .sum(),
                 platform: pool.platform.clone(),
                 preset: pool.preset.clone(),
                 ..NodePoolSpec::default()

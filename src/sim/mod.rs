@@ -5,6 +5,7 @@ pub mod auth;
 pub mod core;
 pub mod k8s;
 pub mod resources;
+pub mod s3;
 pub mod services;
 pub mod world;
 
@@ -24,6 +25,7 @@ use crate::cloud::proto::nebius::capacity::v1 as capacity;
 use crate::cloud::proto::nebius::common::v1 as common;
 use crate::cloud::proto::nebius::compute::v1 as compute;
 use crate::cloud::proto::nebius::iam::v1 as iam;
+use crate::cloud::proto::nebius::iam::v2 as iam2;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::cloud::proto::nebius::quotas::v1 as quotas;
 use crate::cloud::proto::nebius::storage::v1 as storage;
@@ -37,6 +39,8 @@ pub struct Simulator {
     pub addr: SocketAddr,
     /// The simulated clusters' Kubernetes API.
     pub kube: k8s::KubeApi,
+    /// The simulated buckets' S3 endpoint.
+    pub s3: s3::S3Api,
     /// The nodes' host directories; removed at the end when the simulator keeps no state.
     node_root: PathBuf,
     node_root_is_temporary: bool,
@@ -67,6 +71,11 @@ impl Simulator {
                 .await
                 .map_err(|e| format!("cannot listen for the simulated Kubernetes API: {e}"))?;
         let kube = k8s::KubeApi::start(service.clone(), kube_listener, node_root.clone()).await?;
+        let s3_listener =
+            TcpListener::bind((listener.local_addr().map_err(|e| e.to_string())?.ip(), 0))
+                .await
+                .map_err(|e| format!("cannot listen for the simulated S3 endpoint: {e}"))?;
+        let s3 = s3::S3Api::start(service.clone(), s3_listener).await?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let (tx, rx) = oneshot::channel::<()>();
         let svc = service.clone();
@@ -75,6 +84,8 @@ impl Simulator {
                 .add_service(common::operation_service_server::OperationServiceServer::new(svc.clone()))
                 .add_service(iam::project_service_server::ProjectServiceServer::new(svc.clone()))
                 .add_service(iam::tenant_service_server::TenantServiceServer::new(svc.clone()))
+                .add_service(iam::service_account_service_server::ServiceAccountServiceServer::new(svc.clone()))
+                .add_service(iam2::access_key_service_server::AccessKeyServiceServer::new(svc.clone()))
                 .add_service(iam::token_exchange_service_server::TokenExchangeServiceServer::new(svc.clone()))
                 .add_service(quotas::quota_allowance_service_server::QuotaAllowanceServiceServer::new(svc.clone()))
                 .add_service(capacity::capacity_block_group_service_server::CapacityBlockGroupServiceServer::new(svc.clone()))
@@ -98,6 +109,7 @@ impl Simulator {
             service,
             addr,
             kube,
+            s3,
             node_root,
             node_root_is_temporary,
             shutdown: Some(tx),

@@ -2,12 +2,14 @@
 //! reserved capacity it consumes.
 
 use prost::{Message, Name};
+use sha2::Digest;
 
 use crate::cloud::proto::fleetbot::sim::v1::SimState;
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::common::v1::ResourceMetadata;
 use crate::cloud::proto::nebius::compute::v1 as compute;
 use crate::cloud::proto::nebius::iam::v1 as iam;
+use crate::cloud::proto::nebius::iam::v2 as iam2;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::cloud::proto::nebius::storage::v1 as storage;
 use crate::cloud::proto::nebius::vpc::v1 as vpc;
@@ -495,6 +497,10 @@ impl Resource for storage::Bucket {
         } as i32;
         status.suspension_state = storage::bucket_status::SuspensionState::NotSuspended as i32;
         status.region = region.to_string();
+        // Until the S3 endpoint listens (Core::present_s3_api), a name that resolves nowhere.
+        if status.domain_name.is_empty() {
+            status.domain_name = format!("storage.{region}.sim.fleetbot.invalid");
+        }
     }
 
     fn charges(&self) -> Charges {
@@ -512,6 +518,56 @@ impl Resource for storage::Bucket {
             ],
             reserved: None,
         }
+    }
+}
+
+impl Resource for iam::ServiceAccount {
+    resource_basics!(
+        iam::ServiceAccount,
+        iam::ServiceAccountSpec,
+        "serviceaccount",
+        "iam",
+        service_accounts
+    );
+
+    fn set_phase(&mut self, phase: Phase, _region: &str) {
+        let status = self.status.get_or_insert_with(Default::default);
+        status.active = phase != Phase::Deleting;
+    }
+}
+
+impl Resource for iam2::AccessKey {
+    resource_basics!(
+        iam2::AccessKey,
+        iam2::AccessKeySpec,
+        "accesskey",
+        "iam",
+        access_keys
+    );
+
+    /// The key pair is made once, at creation; S3 accepts it only while the key is ACTIVE.
+    fn set_phase(&mut self, phase: Phase, _region: &str) {
+        let status = self.status.get_or_insert_with(Default::default);
+        if status.aws_access_key_id.is_empty() {
+            let id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
+            status.aws_access_key_id = format!("NAKI{}", &id[..16]);
+            // 40 characters, as AWS secrets are; two v4 UUIDs are 244 random bits.
+            let secret = format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            );
+            status.secret = secret[..40].to_string();
+            status.algorithm = "HMAC-SHA256".into();
+            status.key_size = 40;
+            status.fingerprint = hex::encode(&sha2::Sha256::digest(status.secret.as_bytes())[..8]);
+        }
+        status.state = match phase {
+            Phase::Creating | Phase::Ready | Phase::Updating => {
+                iam2::access_key_status::State::Active
+            }
+            Phase::Deleting => iam2::access_key_status::State::Deleting,
+        } as i32;
     }
 }
 

@@ -151,6 +151,26 @@ fn default_fault_code() -> String {
     "unavailable".to_string()
 }
 
+/// How the simulated object storage misbehaves, for tests of fleetbot's readiness checks.
+/// Everything is off by default: buckets and the S3 endpoint behave as Nebius's do.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectStorageBehaviour {
+    /// Buckets report `suspension_state: SUSPENDED` (as for a tenant with unpaid bills).
+    #[serde(default)]
+    pub suspend_buckets: bool,
+    /// Buckets report this default storage class (`STANDARD`, `ENHANCED_THROUGHPUT`, …)
+    /// whatever was asked.
+    #[serde(default)]
+    pub report_storage_class: Option<String>,
+    /// GetObject answers with bytes other than those stored.
+    #[serde(default)]
+    pub corrupt_reads: bool,
+    /// DeleteObject answers 204 and keeps the object.
+    #[serde(default)]
+    pub ignore_deletes: bool,
+}
+
 /// The whole world.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,6 +210,8 @@ pub struct World {
     /// a day is the common choice of idempotent APIs, and a world may shorten it.
     #[serde(default = "default_idempotency_window")]
     pub idempotency_window_seconds: i64,
+    #[serde(default)]
+    pub object_storage: ObjectStorageBehaviour,
 }
 
 fn default_idempotency_window() -> i64 {

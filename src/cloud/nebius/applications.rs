@@ -29,9 +29,14 @@ pub(super) async fn list_releases(
             };
             async move {
                 let response = this
-                    .call(Host::Applications, None, req, |channel, request| async move {
-                        ReleaseService::new(channel).list(request).await
-                    })
+                    .call(
+                        Host::Applications,
+                        None,
+                        req,
+                        |channel, request| async move {
+                            ReleaseService::new(channel).list(request).await
+                        },
+                    )
                     .await?;
                 Ok((
                     response.items.into_iter().map(release_from).collect(),

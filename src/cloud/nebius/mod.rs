@@ -2,6 +2,7 @@
 //! that serves it. Those modules await operations, read every page ([`rpc`]) and convert
 //! protobuf messages to domain types ([`convert`] holds what the conversions share).
 
+mod access;
 mod applications;
 mod capacity;
 mod compute;
@@ -15,9 +16,9 @@ mod vpc;
 
 use super::client::NebiusClient;
 use super::domain::{
-    Bucket, CapacityBlockGroup, Cloud, CloudResult, Cluster, ClusterSpec, Filesystem, GpuCluster,
-    Labels, Network, NodeGroup, NodeGroupSpec, Project, QuotaAllowance, Release, ReleaseSpec, Subnet,
-    Tenant,
+    AccessKey, AccessKeySecret, Bucket, CapacityBlockGroup, Cloud, CloudResult, Cluster,
+    ClusterSpec, Filesystem, GpuCluster, Labels, Network, NodeGroup, NodeGroupSpec, Project,
+    QuotaAllowance, Release, ReleaseSpec, ServiceAccount, Subnet, Tenant,
 };
 
 /// One entry per [`Cloud`] method: the service module whose function of the same name serves
@@ -95,6 +96,18 @@ impl Cloud for NebiusClient {
             id: &str, storage_class: &str, max_size_bytes: i64, labels: &Labels, key: &str
         ) -> Bucket;
         storage::delete_bucket(id: &str, key: &str) -> ();
+        storage::get_bucket(id: &str) -> Bucket;
+
+        access::find_service_account(project_id: &str, name: &str) -> Option<ServiceAccount>;
+        access::create_service_account(
+            project_id: &str, name: &str, description: &str, labels: &Labels, key: &str
+        ) -> ServiceAccount;
+        access::create_access_key(
+            project_id: &str, service_account_id: &str, description: &str, key: &str
+        ) -> AccessKey;
+        access::get_access_key_secret(id: &str) -> AccessKeySecret;
+        access::list_access_keys(service_account_id: &str) -> Vec<AccessKey>;
+        access::delete_access_key(id: &str, key: &str) -> ();
 
         capacity::list_quota_allowances(parent_id: &str) -> Vec<QuotaAllowance>;
         capacity::list_capacity_block_groups(tenant_id: &str) -> Vec<CapacityBlockGroup>;

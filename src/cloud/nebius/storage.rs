@@ -42,7 +42,7 @@ pub(super) async fn create_bucket(
         }),
     };
     let id = mutate!(client, Host::Storage, key, req, BucketService, create);
-    client.get_bucket(&id).await
+    get_bucket(client, &id).await
 }
 
 pub(super) async fn update_bucket(
@@ -63,7 +63,7 @@ pub(super) async fn update_bucket(
         spec: Some(spec),
     };
     mutate!(client, Host::Storage, key, req, BucketService, update);
-    client.get_bucket(id).await
+    get_bucket(client, id).await
 }
 
 pub(super) async fn delete_bucket(client: &NebiusClient, id: &str, key: &str) -> CloudResult<()> {
@@ -80,10 +80,8 @@ async fn raw_bucket(client: &NebiusClient, id: &str) -> CloudResult<storage::Buc
     get!(client, Host::Storage, req, BucketService)
 }
 
-impl NebiusClient {
-    pub async fn get_bucket(&self, id: &str) -> CloudResult<Bucket> {
-        raw_bucket(self, id).await.map(bucket_from)
-    }
+pub(super) async fn get_bucket(client: &NebiusClient, id: &str) -> CloudResult<Bucket> {
+    raw_bucket(client, id).await.map(bucket_from)
 }
 
 fn storage_class_to(name: &str) -> storage::StorageClass {
@@ -115,6 +113,7 @@ fn bucket_from(b: storage::Bucket) -> Bucket {
         region: status.region.clone(),
         state: bucket_state(&status),
         scheduled_for_deletion: status.deleted_at.is_some() || status.purge_at.is_some(),
+        domain_name: status.domain_name.clone(),
         labels: labels(&b.metadata),
     }
 }

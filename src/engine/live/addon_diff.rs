@@ -73,7 +73,11 @@ pub(super) fn addon_actions(
     }
     let wanted = |name: &str| target.addons.iter().any(|d| d.name == name);
     for r in releases.iter().filter(|r| ours(r)) {
-        let name = r.labels.get(ADDON_LABEL).cloned().unwrap_or_else(|| r.application_name.clone());
+        let name = r
+            .labels
+            .get(ADDON_LABEL)
+            .cloned()
+            .unwrap_or_else(|| r.application_name.clone());
         if !wanted(&name) {
             let mut a = ResourceAction::new(RESOURCE, &name, Action::Delete);
             a.reason = "no longer in the spec".into();

@@ -363,10 +363,19 @@ pub(super) fn plan_target(
         diff.node_group(group, &observed_groups, &filesystem_id, &gpu_cluster_id);
     }
     diff.stale_node_groups(&observed_groups);
-    match cluster.filter(|c| owned_by(&c.labels, fleet, &target.key.project_key, &target.key.cluster)) {
+    match cluster.filter(|c| {
+        owned_by(
+            &c.labels,
+            fleet,
+            &target.key.project_key,
+            &target.key.cluster,
+        )
+    }) {
         Some(c) => {
             let releases = obs.releases.get(&c.id).map(Vec::as_slice).unwrap_or(&[]);
-            diff.actions.extend(super::addon_diff::addon_actions(fleet, target, releases, record));
+            diff.actions.extend(super::addon_diff::addon_actions(
+                fleet, target, releases, record,
+            ));
         }
         None if cluster.is_none() => diff.actions.extend(
             target

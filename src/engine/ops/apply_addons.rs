@@ -30,8 +30,10 @@ fn addon_error(name: &str, why: impl std::fmt::Display) -> ApplyError {
 /// cloud ID, URL or address replaced (the marketplace may quote values back).
 pub fn sanitized(message: &str) -> String {
     static PRIVATE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"https?://\S+|\b[a-z][a-z0-9]*-[a-z0-9]{3}[a-z0-9-]{8,60}\b|\b\d{1,3}(\.\d{1,3}){3}\b")
-            .expect("static regex")
+        Regex::new(
+            r"https?://\S+|\b[a-z][a-z0-9]*-[a-z0-9]{3}[a-z0-9-]{8,60}\b|\b\d{1,3}(\.\d{1,3}){3}\b",
+        )
+        .expect("static regex")
     });
     let line = message.lines().next().unwrap_or("").trim();
     let line: String = line.chars().take(300).collect();
@@ -98,7 +100,14 @@ async fn holds(kube: &ClusterClient, promise: &Promise) -> Result<bool, String> 
     };
     Ok(match promise {
         Promise::DaemonSet { namespace, name } => {
-            match get("apps/v1", "DaemonSet", Some(namespace.clone()), name.clone()).await? {
+            match get(
+                "apps/v1",
+                "DaemonSet",
+                Some(namespace.clone()),
+                name.clone(),
+            )
+            .await?
+            {
                 None => false,
                 Some(ds) => {
                     let n = |f: &str| ds.pointer(&format!("/status/{f}")).and_then(Value::as_i64);
@@ -112,7 +121,9 @@ async fn holds(kube: &ClusterClient, promise: &Promise) -> Result<bool, String> 
                 None => false,
                 Some(sc) => {
                     let is_default = sc
-                        .pointer("/metadata/annotations/storageclass.kubernetes.io~1is-default-class")
+                        .pointer(
+                            "/metadata/annotations/storageclass.kubernetes.io~1is-default-class",
+                        )
                         .and_then(Value::as_str)
                         == Some("true");
                     is_default == *default
@@ -123,18 +134,36 @@ async fn holds(kube: &ClusterClient, promise: &Promise) -> Result<bool, String> 
             namespace,
             name,
             workers,
-        } => match get("ray.io/v1", "RayCluster", Some(namespace.clone()), name.clone()).await? {
+        } => match get(
+            "ray.io/v1",
+            "RayCluster",
+            Some(namespace.clone()),
+            name.clone(),
+        )
+        .await?
+        {
             None => false,
             Some(rc) => {
                 rc.pointer("/status/state").and_then(Value::as_str) == Some("ready")
-                    && rc.pointer("/status/readyWorkerReplicas").and_then(Value::as_i64)
+                    && rc
+                        .pointer("/status/readyWorkerReplicas")
+                        .and_then(Value::as_i64)
                         == Some(*workers)
             }
         },
         Promise::SlurmCluster { namespace, name } => {
-            match get("slurm.nebius.ai/v1", "SlurmCluster", Some(namespace.clone()), name.clone()).await? {
+            match get(
+                "slurm.nebius.ai/v1",
+                "SlurmCluster",
+                Some(namespace.clone()),
+                name.clone(),
+            )
+            .await?
+            {
                 None => false,
-                Some(sc) => sc.pointer("/status/phase").and_then(Value::as_str) == Some("Available"),
+                Some(sc) => {
+                    sc.pointer("/status/phase").and_then(Value::as_str) == Some("Available")
+                }
             }
         }
         Promise::GpuResource {
@@ -170,7 +199,10 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
         }
         let cluster = self.cloud.get_cluster(cluster_id).await?;
         let kube = connect(self.cloud, &cluster).await?;
-        let releases = self.cloud.list_releases(self.project_id, cluster_id).await?;
+        let releases = self
+            .cloud
+            .list_releases(self.project_id, cluster_id)
+            .await?;
         let dropped: Vec<AddonRecord> = record
             .addons
             .iter()
@@ -265,7 +297,10 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
             }
             found => {
                 if let Some(old) = found {
-                    self.say(&format!("replacing add-on {} (its values changed)", addon.name));
+                    self.say(&format!(
+                        "replacing add-on {} (its values changed)",
+                        addon.name
+                    ));
                     let key = self.keys.key(&["addon", &addon.name, "delete", &old.id]);
                     self.cloud.delete_release(&old.id, &key).await?;
                 } else {
@@ -279,7 +314,9 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
                     values: values.clone(),
                     set: set.clone(),
                 };
-                let key = self.keys.key(&["addon", &addon.name, "create", &addon.digest]);
+                let key = self
+                    .keys
+                    .key(&["addon", &addon.name, "create", &addon.digest]);
                 let labels = labels_of(&self.target.labels, addon);
                 let created = self
                     .cloud
@@ -331,7 +368,9 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
     ) -> Result<(), ApplyError> {
         if !old.release_id.is_empty() {
             if releases.iter().any(|r| r.id == old.release_id) {
-                let key = self.keys.key(&["addon", &old.name, "delete", &old.release_id]);
+                let key = self
+                    .keys
+                    .key(&["addon", &old.name, "delete", &old.release_id]);
                 self.cloud.delete_release(&old.release_id, &key).await?;
             }
             return Ok(());
@@ -357,7 +396,10 @@ mod tests {
     fn marketplace_messages_lose_ids_urls_and_addresses() {
         let text = "install of mk8scluster-u00abcdefghijklmn failed: pull https://cr.example/x from 10.0.0.12\nstack…";
         let clean = sanitized(text);
-        assert_eq!(clean, "install of [redacted] failed: pull [redacted] from [redacted]");
+        assert_eq!(
+            clean,
+            "install of [redacted] failed: pull [redacted] from [redacted]"
+        );
         assert_eq!(sanitized(""), "no reason given");
         assert!(sanitized(&"x".repeat(1000)).len() <= 300);
     }

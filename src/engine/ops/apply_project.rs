@@ -4,6 +4,7 @@
 use super::apply::Apply;
 use super::error::ApplyError;
 use super::keys::{Keys, lifecycle_part};
+use super::object_storage::{Expected, ObjectStorageResult};
 use super::records::now_ms;
 use crate::cloud::client::idempotency_key;
 use crate::cloud::domain::{Bucket, Cloud, Project};
@@ -35,13 +36,14 @@ fn bucket_key(
 }
 
 impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
-    /// Creates (or verifies) the project, then its bucket and shared subnet.
+    /// Creates (or verifies) the project, then its bucket (made ready: read back and probed)
+    /// and shared subnet.
     pub(super) async fn project(
         &self,
         desired: &DesiredProject,
         existing: Option<&Project>,
         record: Option<ProjectRecord>,
-    ) -> Result<ProjectRecord, ApplyError> {
+    ) -> Result<(ProjectRecord, Option<ObjectStorageResult>), ApplyError> {
         let mut record = record.unwrap_or_else(|| ProjectRecord {
             fleet: self.fleet.to_string(),
             project_key: desired.key.clone(),
@@ -60,14 +62,25 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         record.project_id = project.id.clone();
         record.updated_at = now_ms();
         self.save(&record).await?;
+        let mut storage = None;
         if let Some(bucket) = &desired.bucket {
             self.bucket(desired, bucket, &project.id, &mut record)
                 .await?;
+            let expected = Expected {
+                project_id: &project.id,
+                name: &record.bucket_name,
+                region: &project.region,
+                bucket,
+            };
+            storage = Some(
+                self.bucket_ready(desired, bucket, &record.bucket_id, expected)
+                    .await?,
+            );
         }
         if desired.needs_subnet {
             self.subnet(desired, &project.id, &mut record).await?;
         }
-        Ok(record)
+        Ok((record, storage))
     }
 
     async fn save(&self, record: &ProjectRecord) -> Result<(), ApplyError> {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::apply::Apply;
 use super::deploy_result::{BackendCounts, DeployResult, TargetResult};
 use super::error::{ApplyError, EngineError};
+use super::object_storage::ObjectStorageResult;
 use super::options::{LifecycleOptions, Progress};
 use super::prepare::{Prepared, prepare};
 use super::prune::prune;
@@ -89,14 +90,22 @@ async fn preflight<C: Cloud>(
     }
 }
 
+/// What phase 1 leaves: each reached project's record (or why it failed), and the object
+/// storage each ready project has, for its clusters' results.
+type ProjectsApplied = (
+    BTreeMap<String, Result<ProjectRecord, ApplyError>>,
+    BTreeMap<String, ObjectStorageResult>,
+);
+
 /// Phase 1, sequential: projects, their storage and their shared subnet. A project missing
 /// from the map was not reached (fail-fast).
 async fn apply_projects<C: Cloud, S: InventoryStore>(
     apply: &Apply<'_, C, S>,
     prepared: &Prepared,
     continue_on_error: bool,
-) -> BTreeMap<String, Result<ProjectRecord, ApplyError>> {
+) -> ProjectsApplied {
     let mut state = BTreeMap::new();
+    let mut storage = BTreeMap::new();
     for (_, desired) in &prepared.projects {
         let record = prepared
             .project_records
@@ -108,7 +117,15 @@ async fn apply_projects<C: Cloud, S: InventoryStore>(
             .projects
             .get(&desired.key)
             .and_then(|o| o.project.as_ref());
-        let outcome = apply.project(desired, existing, record).await;
+        let outcome = match apply.project(desired, existing, record).await {
+            Ok((record, ready)) => {
+                if let Some(ready) = ready {
+                    storage.insert(desired.key.clone(), ready);
+                }
+                Ok(record)
+            }
+            Err(e) => Err(e),
+        };
         let stop = outcome.is_err() && !continue_on_error;
         if let Err(e) = &outcome {
             (apply.progress)(&format!("project {}: {e}", desired.key));
@@ -118,7 +135,7 @@ async fn apply_projects<C: Cloud, S: InventoryStore>(
             break;
         }
     }
-    state
+    (state, storage)
 }
 
 /// A target that was not applied, and why.
@@ -259,7 +276,7 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
         profile: &options.profile,
         progress: &progress,
     };
-    let projects = apply_projects(&apply, &prepared, options.continue_on_error).await;
+    let (projects, storage) = apply_projects(&apply, &prepared, options.continue_on_error).await;
     let runner = TargetRunner {
         cloud: cloud.clone(),
         store: store.clone(),
@@ -269,7 +286,10 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
         progress: progress.clone(),
         timeout: options.timeout,
     };
-    let clusters = apply_targets(runner, &prepared, &projects, options).await?;
+    let mut clusters = apply_targets(runner, &prepared, &projects, options).await?;
+    for cluster in &mut clusters {
+        cluster.object_storage = storage.get(&cluster.project_key).cloned();
+    }
     let stopped = !options.continue_on_error
         && (clusters.iter().any(|c| c.status.is_failure())
             || projects.values().any(Result::is_err));

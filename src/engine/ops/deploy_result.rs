@@ -3,6 +3,7 @@
 use serde::{Serialize, Serializer};
 
 use super::destroy::DestroyEntry;
+use super::object_storage::ObjectStorageResult;
 use crate::engine::desired::TargetKey;
 use crate::engine::target_status::TargetStatus;
 use crate::spec::Backend;
@@ -32,6 +33,9 @@ pub struct TargetResult {
     pub status: TargetStatus,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub error: String,
+    /// The project's object storage, once its bucket is ready (§6.9); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_storage: Option<ObjectStorageResult>,
 }
 
 impl TargetResult {
@@ -49,6 +53,7 @@ impl TargetResult {
             node_group_ids: Vec::new(),
             status: TargetStatus::Error,
             error: String::new(),
+            object_storage: None,
         }
     }
 

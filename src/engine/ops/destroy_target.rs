@@ -132,7 +132,10 @@ impl<'a, C: Cloud> Teardown<'a, C> {
             self.say(&format!("removing add-on {}", r.application_name));
             let k = self.keys.key(&["addon", &r.id]);
             let deleted = self.cloud.delete_release(&r.id, &k).await;
-            errors.extend(left_behind(&format!("add-on {}", r.application_name), deleted));
+            errors.extend(left_behind(
+                &format!("add-on {}", r.application_name),
+                deleted,
+            ));
         }
         if !errors.is_empty() {
             return Err(errors);

@@ -68,6 +68,9 @@ pub enum ApplyError {
     /// An add-on did not install or did not become ready; the message is fleetbot's own.
     #[error("{0}")]
     Addon(String),
+    /// A resource exists but is not ready for use (object storage's read-back or probe).
+    #[error("{0}")]
+    Readiness(String),
 }
 
 impl ApplyError {

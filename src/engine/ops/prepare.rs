@@ -7,8 +7,8 @@ use super::options::{LifecycleOptions, select};
 use super::records::require_selected_backends;
 use crate::cloud::domain::Cloud;
 use crate::engine::desired::{self, DesiredProject, DesiredTarget};
-use crate::engine::soperator;
 use crate::engine::live::{self, LivePlan, Observed};
+use crate::engine::soperator;
 use crate::spec::{Backend, FleetSpec};
 use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
 

@@ -63,8 +63,11 @@ impl StatusResult {
                 c.project_key, c.cluster_name, c.status, c.cluster_id
             );
             if !c.addons.is_empty() {
-                let addons: Vec<String> =
-                    c.addons.iter().map(|a| format!("{} {}", a.name, a.state)).collect();
+                let addons: Vec<String> = c
+                    .addons
+                    .iter()
+                    .map(|a| format!("{} {}", a.name, a.state))
+                    .collect();
                 let _ = writeln!(out, "    add-ons: {}", addons.join(", "));
             }
         }

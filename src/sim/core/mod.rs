@@ -54,6 +54,8 @@ pub struct Core {
     pub issued_tokens: HashMap<String, i64>,
     /// The Kubernetes API's base URL and CA (PEM), once it listens.
     pub kube_api: Option<(String, String)>,
+    /// The S3 endpoint's `host:port`, once it listens.
+    pub s3_api: Option<String>,
 }
 
 impl Core {
@@ -87,6 +89,33 @@ impl Core {
                 && auth.cluster_ca_certificate != ca
             {
                 auth.cluster_ca_certificate = ca.clone();
+            }
+        }
+    }
+
+    /// Points every bucket's domain name at the S3 endpoint as it listens now, and applies
+    /// the world's scripted bucket misbehaviour.
+    pub fn present_s3_api(&mut self) {
+        use crate::cloud::proto::nebius::storage::v1 as storage;
+        let behaviour = self.world.object_storage.clone();
+        let class = behaviour
+            .report_storage_class
+            .as_deref()
+            .and_then(storage::StorageClass::from_str_name);
+        for bucket in &mut self.state.buckets {
+            if let (Some(class), Some(spec)) = (class, bucket.spec.as_mut()) {
+                spec.default_storage_class = class as i32;
+            }
+            let Some(status) = bucket.status.as_mut() else {
+                continue;
+            };
+            if behaviour.suspend_buckets {
+                status.suspension_state = storage::bucket_status::SuspensionState::Suspended as i32;
+            }
+            if let Some(address) = &self.s3_api
+                && &status.domain_name != address
+            {
+                status.domain_name = address.clone();
             }
         }
     }

@@ -8,12 +8,13 @@ use super::{CallContext, Core, now_ms, timestamp};
 use crate::cloud::error::{operation_status, status_with_service_error};
 use crate::cloud::nid;
 use crate::cloud::proto::fleetbot::sim::v1::PendingOperation;
+use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::common::v1::{
     self as common, Operation, ServiceError, service_error,
 };
-use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::compute::v1 as compute;
 use crate::cloud::proto::nebius::iam::v1 as iam;
+use crate::cloud::proto::nebius::iam::v2 as iam2;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::cloud::proto::nebius::storage::v1 as storage;
 use crate::cloud::proto::nebius::vpc::v1 as vpc;
@@ -165,6 +166,8 @@ impl Core {
                 self.finish::<apps::K8sRelease>(p);
                 self.settle_release(p);
             }
+            "serviceaccount" => self.finish::<iam::ServiceAccount>(p),
+            "accesskey" => self.finish::<iam2::AccessKey>(p),
             _ => {}
         }
     }
@@ -178,11 +181,15 @@ impl Core {
             if R::KIND == "mk8scluster" {
                 self.delete_node_groups_of(&region, &p.resource_id);
                 // A cluster's releases live inside it and go with it.
-                self.state
-                    .releases
-                    .retain(|r| r.spec.as_ref().is_none_or(|s| s.cluster_id != p.resource_id));
+                self.state.releases.retain(|r| {
+                    r.spec
+                        .as_ref()
+                        .is_none_or(|s| s.cluster_id != p.resource_id)
+                });
             }
             self.release(&region, &current.charges(), &p.resource_id);
+            // A bucket's objects go with it.
+            self.state.objects.retain(|o| o.bucket_id != p.resource_id);
             R::items_mut(&mut self.state).retain(|r| r.id() != p.resource_id);
         } else if let Some(slot) = R::items_mut(&mut self.state)
             .iter_mut()

@@ -28,6 +28,7 @@ impl Core {
             state_file,
             issued_tokens: HashMap::new(),
             kube_api: None,
+            s3_api: None,
         };
         match core.state_file.clone() {
             Some(path) if path.exists() => {

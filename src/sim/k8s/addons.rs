@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::kinds::{
-    CSI_NODE, DAEMON_SET, DEPLOYMENT, NAMESPACE, NODE, POD, RAY_CLUSTER, SLURM_CLUSTER, STORAGE_CLASS,
+    CSI_NODE, DAEMON_SET, DEPLOYMENT, NAMESPACE, NODE, POD, RAY_CLUSTER, SLURM_CLUSTER,
+    STORAGE_CLASS,
 };
 use super::store::{ClusterStore, meta};
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
@@ -184,7 +185,10 @@ fn gpu_operator(release: &Played) -> Vec<(usize, Value)> {
         daemon_set(
             release,
             "gpu-feature-discovery",
-            format!("nvcr.io/nvidia/k8s-device-plugin:{}", version("gfd.version")),
+            format!(
+                "nvcr.io/nvidia/k8s-device-plugin:{}",
+                version("gfd.version")
+            ),
             true,
         ),
     ];
@@ -193,8 +197,7 @@ fn gpu_operator(release: &Played) -> Vec<(usize, Value)> {
         let ds = &mut out[0];
         ds["spec"]["template"]["spec"]["volumes"] =
             json!([{"name": "repo-config", "configMap": {"name": config_map}}]);
-        ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
-            json!([{"name": "repo-config", "mountPath": "/etc/apt/sources.list.d", "readOnly": true}]);
+        ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "repo-config", "mountPath": "/etc/apt/sources.list.d", "readOnly": true}]);
     }
     if release.str_value("migManager.enabled").as_deref() == Some("true") {
         out.push(daemon_set(
@@ -284,10 +287,16 @@ fn ray_cluster(release: &Played) -> Vec<(usize, Value)> {
             },
         }),
     )];
-    out.push((POD, ray_pod(release, &head, "head", &head_cpus, &head_memory)));
+    out.push((
+        POD,
+        ray_pod(release, &head, "head", &head_cpus, &head_memory),
+    ));
     for i in 0..replicas {
         let name = format!("{}-worker-{i}-{}", release.name, &short(&release.id)[..5]);
-        out.push((POD, ray_pod(release, &name, "worker", &worker_cpus, &worker_memory)));
+        out.push((
+            POD,
+            ray_pod(release, &name, "worker", &worker_cpus, &worker_memory),
+        ));
     }
     out
 }
@@ -326,7 +335,13 @@ pub fn objects(release: &Played) -> Vec<(usize, Value)> {
 fn comparable(object: &Value) -> Value {
     let mut c = object.clone();
     if let Some(m) = c.get_mut("metadata").and_then(Value::as_object_mut) {
-        for field in ["uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"] {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "generation",
+            "managedFields",
+        ] {
             m.remove(field);
         }
     }
@@ -366,8 +381,11 @@ pub fn play(store: &mut ClusterStore, releases: &[Played]) {
         .into_iter()
         .filter(|(kind, ns, name)| {
             store.get(*kind, ns, name).is_some_and(|o| {
-                o.pointer(&format!("/metadata/labels/{}", RELEASE_LABEL.replace('/', "~1")))
-                    .is_some()
+                o.pointer(&format!(
+                    "/metadata/labels/{}",
+                    RELEASE_LABEL.replace('/', "~1")
+                ))
+                .is_some()
             }) && !wanted.contains(&(*kind, ns.clone(), name.clone()))
         })
         .collect();
@@ -381,12 +399,19 @@ pub fn play(store: &mut ClusterStore, releases: &[Played]) {
 /// A SlurmCluster is `Available` once the operator's Deployment runs in its namespace (the
 /// operator would then reconcile it); `Pending` before.
 fn run_slurm_clusters(store: &mut ClusterStore) {
-    let clusters: Vec<Value> = store.list(SLURM_CLUSTER, None).into_iter().cloned().collect();
+    let clusters: Vec<Value> = store
+        .list(SLURM_CLUSTER, None)
+        .into_iter()
+        .cloned()
+        .collect();
     for sc in clusters {
         let namespace = meta(&sc, "namespace").to_string();
-        let operator = store.list(DEPLOYMENT, Some(&namespace)).into_iter().any(|d| {
-            d.pointer("/metadata/labels/app.kubernetes.io~1name") == Some(&json!("soperator"))
-        });
+        let operator = store
+            .list(DEPLOYMENT, Some(&namespace))
+            .into_iter()
+            .any(|d| {
+                d.pointer("/metadata/labels/app.kubernetes.io~1name") == Some(&json!("soperator"))
+            });
         let sets = sc
             .pointer("/spec/nodeSets")
             .and_then(Value::as_array)
@@ -405,7 +430,10 @@ fn run_slurm_clusters(store: &mut ClusterStore) {
 
 /// Every Managed Kubernetes cluster starts with the disk CSI's default class.
 fn ensure_default_storage_class(store: &mut ClusterStore) {
-    if store.get(STORAGE_CLASS, "", "compute-csi-default-sc").is_some() {
+    if store
+        .get(STORAGE_CLASS, "", "compute-csi-default-sc")
+        .is_some()
+    {
         return;
     }
     let _ = store.create(
@@ -436,8 +464,10 @@ fn node_ready(node: &Value) -> bool {
 
 fn selects(selector: &Value, node: &Value) -> bool {
     selector.as_object().into_iter().flatten().all(|(k, v)| {
-        node.pointer(&format!("/metadata/labels/{}", k.replace('~', "~0").replace('/', "~1")))
-            == Some(v)
+        node.pointer(&format!(
+            "/metadata/labels/{}",
+            k.replace('~', "~0").replace('/', "~1")
+        )) == Some(v)
     })
 }
 
@@ -483,7 +513,10 @@ fn run_daemon_sets(store: &mut ClusterStore) {
             if up {
                 ready += 1;
                 if let Some(d) = &driver {
-                    registered.entry(node_name.to_string()).or_default().insert(d.clone());
+                    registered
+                        .entry(node_name.to_string())
+                        .or_default()
+                        .insert(d.clone());
                 }
             }
             let mut pod = json!({
@@ -523,7 +556,8 @@ fn run_daemon_sets(store: &mut ClusterStore) {
             .list(POD, Some(&namespace))
             .into_iter()
             .filter(|p| {
-                p.pointer("/metadata/ownerReferences/0/uid").and_then(Value::as_str)
+                p.pointer("/metadata/ownerReferences/0/uid")
+                    .and_then(Value::as_str)
                     == Some(meta(&ds, "uid"))
             })
             .map(|p| meta(p, "name").to_string())
@@ -619,16 +653,29 @@ mod tests {
                 labels[GPU_PRESENT] = json!("true");
             }
             store
-                .create(NODE, "", json!({"metadata": {"name": name, "labels": labels},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
+                .create(
+                    NODE,
+                    "",
+                    json!({"metadata": {"name": name, "labels": labels},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+                )
                 .unwrap();
         }
-        let op = release("nebius/nvidia-gpu-operator", "driver: {version: '580.173.02'}");
+        let op = release(
+            "nebius/nvidia-gpu-operator",
+            "driver: {version: '580.173.02'}",
+        );
         play(&mut store, std::slice::from_ref(&op));
-        let ds = store.get(DAEMON_SET, "ns", "nvidia-driver-daemonset").unwrap();
+        let ds = store
+            .get(DAEMON_SET, "ns", "nvidia-driver-daemonset")
+            .unwrap();
         assert_eq!(ds["status"]["numberReady"], 1);
         assert!(ds.to_string().contains("driver:580.173.02"));
-        assert!(store.get(STORAGE_CLASS, "", "compute-csi-default-sc").is_some());
+        assert!(
+            store
+                .get(STORAGE_CLASS, "", "compute-csi-default-sc")
+                .is_some()
+        );
         store
             .create(DAEMON_SET, "kube-system", json!({"metadata": {"name": "csi"},
                 "spec": {"template": {"spec": {"containers": [{"name": "r",
@@ -638,7 +685,11 @@ mod tests {
         let csi = store.get(CSI_NODE, "", "n2").unwrap();
         assert_eq!(csi["spec"]["drivers"][0]["name"], "d.example");
         play(&mut store, &[]);
-        assert!(store.get(DAEMON_SET, "ns", "nvidia-driver-daemonset").is_none());
+        assert!(
+            store
+                .get(DAEMON_SET, "ns", "nvidia-driver-daemonset")
+                .is_none()
+        );
         assert!(store.get(NAMESPACE, "", "ns").is_none());
         assert!(store.get(DAEMON_SET, "kube-system", "csi").is_some());
     }

@@ -87,7 +87,8 @@ fn node(
     // GPUs are advertised by the device plugin (and labelled by GPU Feature Discovery): a node
     // without one shows none, whatever its hardware.
     let gpus = if plugin.is_some() { gpus } else { 0 };
-    let mig = gpus > 0 && labels.contains_key(MIG_CONFIG_LABEL) && plugin.is_some_and(|p| p.mig_mixed);
+    let mig =
+        gpus > 0 && labels.contains_key(MIG_CONFIG_LABEL) && plugin.is_some_and(|p| p.mig_mixed);
     labels.insert("kubernetes.io/hostname".into(), name.clone());
     labels.insert("kubernetes.io/os".into(), "linux".into());
     labels.insert("kubernetes.io/arch".into(), "amd64".into());
@@ -268,7 +269,11 @@ mod tests {
             None,
         );
         // No device plugin, no GPUs advertised.
-        assert!(bare["status"]["allocatable"].get("nvidia.com/gpu").is_none());
+        assert!(
+            bare["status"]["allocatable"]
+                .get("nvidia.com/gpu")
+                .is_none()
+        );
         assert!(bare["metadata"]["labels"].get(GPU_PRESENT).is_none());
         let plain = node(
             &cluster,

@@ -633,11 +633,14 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
         }
         // A played pod (an add-on's image the simulator cannot run) is up once it is placed.
         if pod
-            .pointer(&format!("/metadata/annotations/{}", super::addons::PLAYED.replace('/', "~1")))
+            .pointer(&format!(
+                "/metadata/annotations/{}",
+                super::addons::PLAYED.replace('/', "~1")
+            ))
             .is_some()
         {
-            let by_daemon_set = pod.pointer("/metadata/ownerReferences/0/kind")
-                == Some(&json!("DaemonSet"));
+            let by_daemon_set =
+                pod.pointer("/metadata/ownerReferences/0/kind") == Some(&json!("DaemonSet"));
             if phase == "Pending" && !by_daemon_set {
                 pod["status"]["phase"] = json!("Running");
                 pod["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);

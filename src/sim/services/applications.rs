@@ -27,9 +27,7 @@ impl apps::k8s_release_service_server::K8sReleaseService for SimService {
         request: Request<apps::GetK8sReleaseRequest>,
     ) -> Result<Response<apps::K8sRelease>, Status> {
         self.enter(&request, &format!("{SERVICE}/Get")).await?;
-        let release = self
-            .lock()
-            .get::<apps::K8sRelease>(&request.get_ref().id)?;
+        let release = self.lock().get::<apps::K8sRelease>(&request.get_ref().id)?;
         Ok(Response::new(redacted(release)))
     }
 
@@ -52,7 +50,9 @@ impl apps::k8s_release_service_server::K8sReleaseService for SimService {
             self.lock()
                 .list::<apps::K8sRelease>(r.page_size, &r.page_token, |x| {
                     x.parent_id() == r.parent_id
-                        && x.spec.as_ref().is_some_and(|s| s.cluster_id == r.cluster_id)
+                        && x.spec
+                            .as_ref()
+                            .is_some_and(|s| s.cluster_id == r.cluster_id)
                 })?;
         Ok(Response::new(apps::ListK8sReleasesResponse {
             items: items.into_iter().map(redacted).collect(),

@@ -4,6 +4,7 @@
 //! Every call goes through [`SimService::enter`]: scripted faults, then authentication, then
 //! the completion of operations whose time has come.
 
+mod access;
 mod applications;
 mod capacity;
 mod compute;
@@ -53,6 +54,7 @@ impl SimService {
         let mut core = self.core();
         core.advance();
         core.present_kube_api();
+        core.present_s3_api();
         core
     }
 
@@ -119,6 +121,12 @@ impl SimService {
     /// statuses report from now on.
     pub fn set_kube_api(&self, base_url: String, ca_pem: String) {
         self.core().kube_api = Some((base_url, ca_pem));
+    }
+
+    /// Where the simulated S3 endpoint listens (`127.0.0.1:<port>`): what bucket statuses
+    /// report as their domain name from now on.
+    pub fn set_s3_api(&self, address: String) {
+        self.core().s3_api = Some(address);
     }
 
     /// The token exchange's access to the world.
