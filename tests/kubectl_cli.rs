@@ -151,6 +151,8 @@ projects:
   - name: a
     clusters:
       - name: train
+        enable_filestore: true
+        filestore_disk_size_gibibytes: 128
       - name: serve
         cpu_nodes: {{count: 1}}
 "#,
@@ -227,6 +229,35 @@ projects:
             &["--context", context, "get", "nodes"],
         );
         assert_eq!(table.lines().count(), cpu + 2, "{table}");
+    }
+
+    // The filestore's RWX class is the default exactly where the filestore is on.
+    for (context, filestore) in [("fleet-kc-a-train", true), ("fleet-kc-a-serve", false)] {
+        let classes = kube(
+            &kubectl,
+            home,
+            &sim,
+            &["--context", context, "get", "storageclass", "-o", "json"],
+        );
+        let classes: serde_json::Value = serde_json::from_str(&classes).unwrap();
+        let default_of = |name: &str| {
+            classes["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["metadata"]["name"] == name)
+                .map(|c| {
+                    c["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"]
+                        == "true"
+                })
+        };
+        if filestore {
+            assert_eq!(default_of("csi-mounted-fs-path-sc"), Some(true), "{context}");
+            assert_eq!(default_of("compute-csi-default-sc"), Some(false), "{context}");
+        } else {
+            assert_eq!(default_of("csi-mounted-fs-path-sc"), None, "{context}");
+            assert_eq!(default_of("compute-csi-default-sc"), Some(true), "{context}");
+        }
     }
 
     let job = r#"apiVersion: batch/v1
