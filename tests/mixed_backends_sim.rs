@@ -46,20 +46,25 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
         .find(|p| p.name == "platform-existing")
         .unwrap();
     // The operator's private runtime values, in place of the public placeholders.
-    let text = FIXTURE
-        .replace("<your-project-id>", &existing.id)
-        .replace(
-            "capacityblockgroup-REPLACE_AT_RUNTIME",
-            &sim.capacity_block_id("mig-block"),
-        );
+    let text = FIXTURE.replace("<your-project-id>", &existing.id).replace(
+        "capacityblockgroup-REPLACE_AT_RUNTIME",
+        &sim.capacity_block_id("mig-block"),
+    );
     let fleet = load_str(&text, "mixed-backends.yaml").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("inventory.sqlite"))
         .await
         .unwrap();
-    let result = deploy(&cloud, &store, &fleet, &tenant, &options(), Arc::new(|_: &str| {}))
-        .await
-        .unwrap();
+    let result = deploy(
+        &cloud,
+        &store,
+        &fleet,
+        &tenant,
+        &options(),
+        Arc::new(|_: &str| {}),
+    )
+    .await
+    .unwrap();
     assert_eq!((result.deployed, result.failed), (5, 0), "{result:#?}");
 
     // The inventory records each target under its own backend.
@@ -76,7 +81,10 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
     assert_eq!(backend("kube"), "mk8s");
 
     // A soperator target is an mk8s cluster with the recipe's node groups and the jail.
-    let slurm_gpu = records.iter().find(|r| r.cluster_name == "slurm-gpu").unwrap();
+    let slurm_gpu = records
+        .iter()
+        .find(|r| r.cluster_name == "slurm-gpu")
+        .unwrap();
     let mut groups: Vec<(String, i64)> = cloud
         .list_node_groups(&slurm_gpu.cluster_id)
         .await
@@ -95,14 +103,20 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
             ("slurm-gpu-worker-gpu".to_string(), 1),
         ]
     );
-    let jail = cloud.get_filesystem(&slurm_gpu.filesystem_id).await.unwrap();
+    let jail = cloud
+        .get_filesystem(&slurm_gpu.filesystem_id)
+        .await
+        .unwrap();
     assert_eq!(jail.name, "slurm-gpu-jail");
     assert!(!slurm_gpu.gpu_cluster_id.is_empty());
 
     // Inside: the Slurm layer is up, the GPU pool's GPUs are advertised, MIG slices on the
     // MIG cluster.
     let mut reached = std::collections::BTreeMap::new();
-    for t in deployed_clusters(&cloud, &store, &fleet, &[], &[]).await.unwrap() {
+    for t in deployed_clusters(&cloud, &store, &fleet, &[], &[])
+        .await
+        .unwrap()
+    {
         let cluster = t.cluster.clone().unwrap();
         let access = Access::Cloud {
             endpoint: ClusterEndpoint::of(&cluster).unwrap(),
@@ -115,7 +129,12 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
     }
     assert_eq!(reached.len(), 5);
     let slurm: Value = reached["slurm-gpu"]
-        .get_object("slurm.nebius.ai/v1", "SlurmCluster", Some("soperator"), "slurm-gpu")
+        .get_object(
+            "slurm.nebius.ai/v1",
+            "SlurmCluster",
+            Some("soperator"),
+            "slurm-gpu",
+        )
         .await
         .unwrap()
         .unwrap();
@@ -141,8 +160,17 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
     // Status shows all five, each deployed, the soperator ones with their add-ons.
     let st = status(&cloud, &store, &fleet).await.unwrap();
     assert_eq!(st.clusters.len(), 5);
-    assert!(st.clusters.iter().all(|c| c.status == TargetStatus::Deployed), "{st:#?}");
-    let slurm_status = st.clusters.iter().find(|c| c.cluster_name == "slurm").unwrap();
+    assert!(
+        st.clusters
+            .iter()
+            .all(|c| c.status == TargetStatus::Deployed),
+        "{st:#?}"
+    );
+    let slurm_status = st
+        .clusters
+        .iter()
+        .find(|c| c.cluster_name == "slurm")
+        .unwrap();
     assert_eq!(slurm_status.addons[0].name, "soperator");
     assert_eq!(slurm_status.addons[0].state, "applied");
 
@@ -152,7 +180,11 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
         .unwrap();
     assert_eq!(destroyed.failed, 0, "{destroyed:#?}");
     for r in &records {
-        assert!(cloud.get_cluster(&r.cluster_id).await.is_err(), "{}", r.cluster_name);
+        assert!(
+            cloud.get_cluster(&r.cluster_id).await.is_err(),
+            "{}",
+            r.cluster_name
+        );
     }
     assert!(cloud.get_project(&existing.id).await.is_ok());
 }
@@ -168,13 +200,23 @@ async fn a_soperator_piece_without_an_api_mapping_refuses_before_any_mutation() 
         .await
         .unwrap();
     let before = cloud.list_projects(&sim.tenant_id()).await.unwrap().len();
-    let err = deploy(&cloud, &store, &fleet, &sim.tenant_id(), &options(), Arc::new(|_: &str| {}))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = deploy(
+        &cloud,
+        &store,
+        &fleet,
+        &sim.tenant_id(),
+        &options(),
+        Arc::new(|_: &str| {}),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(
         err.starts_with("soperator pieces fleetbot cannot map to the Nebius API (nothing was changed): hpc/s: accounting: the Slurm accounting database runs on the MariaDB operator"),
         "{err}"
     );
-    assert_eq!(cloud.list_projects(&sim.tenant_id()).await.unwrap().len(), before);
+    assert_eq!(
+        cloud.list_projects(&sim.tenant_id()).await.unwrap().len(),
+        before
+    );
 }
