@@ -20,6 +20,7 @@ const RANKS: &[(&str, u8)] = &[
     ("privacy", 2),
     ("store", 2),
     ("spec", 1),
+    ("probe", 1),
 ];
 
 /// Same-rank arrows that are allowed, to the named submodules only: the simulator serves the

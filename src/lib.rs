@@ -15,6 +15,7 @@ pub mod clusters;
 pub mod engine;
 pub mod github;
 pub mod privacy;
+pub mod probe;
 pub mod quota;
 pub mod server;
 pub mod sim;

@@ -9,6 +9,7 @@ pub mod output;
 pub mod plan;
 pub mod preflight;
 pub mod preflight_run;
+pub mod probe;
 pub mod scan;
 pub mod serve;
 pub mod sim;
@@ -48,6 +49,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Run the Nebius simulator as a standalone gRPC server.
     Sim(sim::SimArgs),
+    /// The verification probe a pod runs on a worker (prints one evidence document).
+    Probe(probe::ProbeArgs),
 }
 
 /// Logs go to stderr (level from `RUST_LOG`; by default `info` for the server, `warn` for
@@ -84,5 +87,6 @@ pub fn main() -> ExitCode {
         Command::KubeToken(args) => kubeconfig::run_token(args),
         Command::Serve(args) => serve::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Probe(args) => probe::run(args),
     }
 }

@@ -192,6 +192,11 @@ pub fn gpu_operator_values(cluster: &ClusterSpec) -> String {
         "driver:\n  enabled: true\n  version: {}\n  rdma:\n    enabled: false\n",
         quoted(mig_pins::GPU_DRIVER_VERSION)
     ));
+    if rtx {
+        // Mounted-driver mode: the Operator's driver pods build and load the driver and mount
+        // it on the host, per NVIDIADriver custom resource (which the profile below patches).
+        out.push_str("  nvidiaDriverCRD:\n    enabled: true\n    deployDefaultCR: false\n");
+    }
     if rtx && !cluster.gpu_driver_package_repositories.is_empty() {
         out.push_str(&format!(
             "  repoConfig:\n    configMapName: {}\n",
@@ -207,6 +212,9 @@ pub fn gpu_operator_values(cluster: &ClusterSpec) -> String {
         "toolkit:\n  version: {}\n",
         quoted(mig_pins::GPU_CONTAINER_TOOLKIT_VERSION)
     ));
+    if rtx {
+        out.push_str("hostPaths:\n  driverInstallDir: \"/run/nvidia/driver\"\n");
+    }
     if rtx {
         // Reading the containerd file keeps the host's config schema (see docs/addons.md).
         out.push_str("  env:\n    - name: RUNTIME_CONFIG_SOURCE\n      value: \"file\"\n");
@@ -486,6 +494,14 @@ mod tests {
         );
         assert_eq!(profiles[0]["rdma"].as_bool(), Some(false));
         assert_eq!(profiles[0]["revision"].as_str().unwrap().len(), 10);
+        assert_eq!(
+            v["driver"]["nvidiaDriverCRD"]["enabled"].as_bool(),
+            Some(true)
+        );
+        assert_eq!(
+            v["hostPaths"]["driverInstallDir"].as_str(),
+            Some("/run/nvidia/driver")
+        );
         assert_eq!(
             v["driver"]["repoConfig"]["configMapName"].as_str(),
             Some(REPO_CONFIG_MAP)

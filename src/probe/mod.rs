@@ -1,0 +1,12 @@
+//! fleetbot's own probe: the program that runs inside a verification pod on each worker and
+//! prints one typed evidence document on stdout, which the verifier parses strictly. It has
+//! no simulation mode: in the simulator it runs as a local process against each simulated
+//! node's own host directory and the cluster's shared filestore directory.
+//!
+//! Run as `fleetbot probe storage host …` and `fleetbot probe storage shared …`.
+
+pub mod evidence;
+pub mod mounts;
+pub mod storage;
+
+pub use evidence::{EvidenceError, HostEvidence, SharedEvidence, parse_host, parse_shared};
