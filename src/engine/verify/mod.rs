@@ -1,0 +1,12 @@
+//! Verification of deployed targets (fleet-engine §7): which targets a run covers, the typed
+//! public reports and how their verdicts follow from typed evidence, the JSON and text they
+//! are printed as, and the owner-private evidence directory. A report has no field for a node
+//! name, an address, a cloud ID or a path, so nothing private can reach its text.
+
+pub mod evidence_dir;
+pub mod json;
+pub mod select;
+pub mod storage_report;
+
+pub use select::{Selection, select_targets};
+pub use storage_report::{Category, ClusterReport, NodeReport, StorageReport};
