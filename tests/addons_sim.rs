@@ -180,7 +180,7 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
     assert_eq!(profiles.len(), 1);
     assert_eq!(
         profiles[0]["nodeSelector"]["node.kubernetes.io/instance-type"].as_str(),
-        Some("gpu-rtx6000-a.1gpu-24vcpu-218gb")
+        Some("gpu-rtx6000-a")
     );
     let ray = train_releases
         .iter()

@@ -231,10 +231,11 @@ pub fn gpu_operator_values(cluster: &ClusterSpec) -> String {
         ));
     }
     if rtx {
-        let selector = format!("{}.{}", gpu.platform, gpu.preset);
+        let selector = format!("{}/{}", gpu.platform, gpu.preset);
         out.push_str(&format!(
-            "nebius:\n  nvidiaDriverCRDPatch:\n    profiles:\n      - name: \"rtx-rendering\"\n        nodeSelector:\n          node.kubernetes.io/instance-type: {}\n        rdma: false\n        revision: {}\n",
-            quoted(&selector),
+            "nebius:\n  nvidiaDriverCRDPatch:\n    profiles:\n      - name: \"rtx-rendering\"\n        nodeSelector:\n          node.kubernetes.io/instance-type: {}\n          nebius.com/resource-preset: {}\n        rdma: false\n        revision: {}\n",
+            quoted(&gpu.platform),
+            quoted(&gpu.preset),
             quoted(&profile_revision(&selector, &cluster.gpu_driver_package_repositories))
         ));
     }
@@ -490,7 +491,11 @@ mod tests {
         assert_eq!(profiles.as_sequence().unwrap().len(), 1);
         assert_eq!(
             profiles[0]["nodeSelector"]["node.kubernetes.io/instance-type"].as_str(),
-            Some("gpu-rtx6000-a.1gpu-24vcpu-218gb")
+            Some("gpu-rtx6000-a")
+        );
+        assert_eq!(
+            profiles[0]["nodeSelector"]["nebius.com/resource-preset"].as_str(),
+            Some("1gpu-24vcpu-218gb")
         );
         assert_eq!(profiles[0]["rdma"].as_bool(), Some(false));
         assert_eq!(profiles[0]["revision"].as_str().unwrap().len(), 10);

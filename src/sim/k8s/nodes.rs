@@ -94,8 +94,9 @@ fn node(
     labels.insert("kubernetes.io/arch".into(), "amd64".into());
     labels.insert(
         "node.kubernetes.io/instance-type".into(),
-        format!("{}.{preset}", resources.platform),
+        resources.platform.clone(),
     );
+    labels.insert("nebius.com/resource-preset".into(), preset.clone());
     labels.insert("topology.kubernetes.io/region".into(), region.into());
     labels.insert(NODE_GROUP_LABEL.into(), group.id().to_string());
     labels.insert("mk8s.nebius.ai/cluster-id".into(), cluster.id().to_string());
