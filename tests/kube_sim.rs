@@ -117,10 +117,7 @@ async fn nodes_follow_the_node_groups_and_watch_sees_a_scale_up() {
     for n in &cpu {
         assert_eq!(n.allocatable["cpu"], "16");
         assert_eq!(n.allocatable["memory"], "64Gi");
-        assert_eq!(
-            n.labels["node.kubernetes.io/instance-type"],
-            "cpu-d3"
-        );
+        assert_eq!(n.labels["node.kubernetes.io/instance-type"], "cpu-d3");
         assert_eq!(n.labels["nebius.com/resource-preset"], "16vcpu-64gb");
     }
     assert_eq!(cpu[0].node_group_id(), cpu[1].node_group_id());

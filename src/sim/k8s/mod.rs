@@ -8,6 +8,7 @@
 
 pub mod addons;
 pub mod api;
+pub mod hosts;
 pub mod kinds;
 pub mod nodes;
 pub mod patch;
@@ -92,6 +93,16 @@ impl ApiShared {
         self.wake.notify_one();
     }
 
+    /// Runs `binary` for containers of `image` (the simulator pulls no images; this is how a
+    /// pod runs fleetbot's own probe).
+    pub fn set_image(&self, image: &str, binary: PathBuf) {
+        self.kubelet
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .images
+            .insert(image.to_string(), binary);
+    }
+
     pub fn kubelet_logs(&self, pod_uid: &str, container: &str) -> Option<LogSource> {
         self.kubelet
             .lock()
@@ -149,6 +160,10 @@ impl ApiShared {
             if view.running {
                 addons::play(store, &view.releases);
             }
+            self.kubelet
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .set_hosts(&view.id, view.hosts);
         }
     }
 

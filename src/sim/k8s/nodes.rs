@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::addons::{GPU_PRESENT, GpuPlugin, deployed, gpu_plugin};
+use super::hosts::{HostFacts, HostMount, cloud_init_mounts};
 use crate::cloud::nid;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::sim::core::Core;
@@ -27,6 +28,47 @@ pub struct ClusterView {
     pub nodes: Vec<Value>,
     /// The cluster's DEPLOYED marketplace releases, to play inside it.
     pub releases: Vec<super::addons::Played>,
+    /// Each node's host: its boot ID and the shared filesystems it mounts.
+    pub hosts: Vec<(String, HostFacts)>,
+}
+
+/// What a node of `group` has on its host: the filesystems its template attaches, at the
+/// paths and with the options its cloud-init mounts them.
+fn host_facts(group: &mk8s::NodeGroup, node: &Value) -> HostFacts {
+    let template = group
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.clone())
+        .unwrap_or_default();
+    let mounts = cloud_init_mounts(&template.cloud_init_user_data);
+    let read_write = mk8s::attached_filesystem_spec::AttachMode::ReadWrite as i32;
+    HostFacts {
+        boot_id: node
+            .pointer("/status/nodeInfo/bootID")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        mounts: template
+            .filesystems
+            .iter()
+            .filter_map(|f| {
+                let id = match &f.r#type {
+                    Some(mk8s::attached_filesystem_spec::Type::ExistingFilesystem(e)) => {
+                        e.id.clone()
+                    }
+                    None => return None,
+                };
+                let (_, path, options) = mounts.iter().find(|(tag, _, _)| *tag == f.mount_tag)?;
+                Some(HostMount {
+                    filesystem_id: id,
+                    tag: f.mount_tag.clone(),
+                    path: path.clone(),
+                    options: options.clone(),
+                    read_write: f.attach_mode == read_write,
+                })
+            })
+            .collect(),
+    }
 }
 
 fn memory_gib(preset: &str) -> u64 {
@@ -201,18 +243,29 @@ pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
                 .unwrap_or_else(|| "1.31".into());
             let releases = deployed(core, cluster.id());
             let plugin = gpu_plugin(&releases);
-            let nodes = core
+            let mut hosts = Vec::new();
+            let mut nodes = Vec::new();
+            for g in core
                 .state
                 .node_groups
                 .iter()
                 .filter(|g| g.parent_id() == cluster.id())
-                .flat_map(|g| {
-                    (0..node_count(g))
-                        .map(|i| node(cluster, g, &region, i, &version, plugin.as_ref()))
-                })
-                .collect();
+            {
+                for i in 0..node_count(g) {
+                    let n = node(cluster, g, &region, i, &version, plugin.as_ref());
+                    hosts.push((
+                        n["metadata"]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        host_facts(g, &n),
+                    ));
+                    nodes.push(n);
+                }
+            }
             ClusterView {
                 releases,
+                hosts,
                 id: cluster.id().to_string(),
                 running: cluster.status.as_ref().is_some_and(|s| s.state == running),
                 version,

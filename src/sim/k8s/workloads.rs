@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
+use super::hosts::HostFacts;
 use super::kinds::{JOB, NODE, POD};
 use super::select::LabelSelector;
 use super::store::{ClusterStore, meta, now_rfc3339};
@@ -59,6 +60,10 @@ impl Drop for PodRun {
 pub struct Kubelet {
     root: PathBuf,
     runs: HashMap<String, PodRun>,
+    /// `cluster/node` → what its host has.
+    hosts: HashMap<String, HostFacts>,
+    /// Image → the local program that is its entrypoint.
+    pub images: HashMap<String, PathBuf>,
 }
 
 /// A container's output, for the log endpoint.
@@ -72,6 +77,17 @@ impl Kubelet {
         Kubelet {
             root,
             runs: HashMap::new(),
+            hosts: HashMap::new(),
+            images: HashMap::new(),
+        }
+    }
+
+    /// What each node of `cluster` has on its host now.
+    pub fn set_hosts(&mut self, cluster: &str, hosts: Vec<(String, HostFacts)>) {
+        self.hosts
+            .retain(|k, _| !k.starts_with(&format!("{cluster}/")));
+        for (node, facts) in hosts {
+            self.hosts.insert(format!("{cluster}/{node}"), facts);
         }
     }
 
@@ -482,13 +498,27 @@ fn field_value(pod: &Value, path: &str) -> String {
         .to_string()
 }
 
-fn start_container(container: &Value, pod: &Value, dir: &Path) -> Result<ContainerRun, String> {
+fn start_container(
+    container: &Value,
+    pod: &Value,
+    dir: &Path,
+    images: &HashMap<String, PathBuf>,
+) -> Result<ContainerRun, String> {
     let name = container["name"].as_str().unwrap_or_default().to_string();
-    let argv: Vec<String> = ["command", "args"]
+    // hostPath volumes are where they are in the node's directory; arguments naming them
+    // follow, and an image the simulator knows runs its local entrypoint.
+    let mounts = super::hosts::host_mounts(container, pod, dir);
+    let mut argv: Vec<String> = ["command", "args"]
         .iter()
         .flat_map(|f| container[*f].as_array().cloned().unwrap_or_default())
-        .filter_map(|v| v.as_str().map(str::to_string))
+        .filter_map(|v| v.as_str().map(|a| super::hosts::rewrite(a, &mounts)))
         .collect();
+    if let (Some(binary), Some(first)) = (
+        container["image"].as_str().and_then(|i| images.get(i)),
+        argv.first_mut(),
+    ) {
+        *first = binary.display().to_string();
+    }
     if container["command"].as_array().is_none_or(Vec::is_empty) {
         return Err(format!(
             "container {name:?} has no command: the simulated kubelet runs commands locally and cannot read an image's entrypoint"
@@ -669,10 +699,18 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
                 store.put(POD, pod);
                 continue;
             }
+            if let Some(facts) = kubelet.hosts.get(&format!("{cluster}/{node}"))
+                && let Err(e) = super::hosts::prepare(&kubelet.root, cluster, &dir, facts)
+            {
+                pod["status"]["phase"] = json!("Failed");
+                pod["status"]["message"] = json!(format!("cannot prepare the node's host: {e}"));
+                store.put(POD, pod);
+                continue;
+            }
             let mut started = Vec::new();
             let mut failure = None;
             for c in &containers {
-                match start_container(c, &pod, &dir) {
+                match start_container(c, &pod, &dir, &kubelet.images) {
                     Ok(run) => started.push(run),
                     Err(e) => {
                         failure = Some(e);

@@ -1,0 +1,217 @@
+//! Each simulated node's host, as a pod with host access sees it: a directory per node holding
+//! the files a real worker has (`/proc/1/mountinfo` listing its virtiofs mounts,
+//! `/proc/sys/kernel/random/boot_id`, `/etc/fstab` as the node group's cloud-init wrote it),
+//! and at each filesystem's mount path one directory shared by every node of the cluster that
+//! attaches it. The kubelet maps a pod's `hostPath` volumes into this directory and rewrites
+//! the container's arguments to match, so a probe reads and writes real files.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// One shared filesystem as a node mounts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostMount {
+    pub filesystem_id: String,
+    /// The virtiofs mount tag.
+    pub tag: String,
+    /// Where cloud-init mounts it (`filestore_mount_path`).
+    pub path: String,
+    /// The fstab options cloud-init wrote (`defaults,nofail`).
+    pub options: String,
+    pub read_write: bool,
+}
+
+/// What the cloud says of one node's host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostFacts {
+    pub boot_id: String,
+    pub mounts: Vec<HostMount>,
+}
+
+/// The `mounts:` entries of a cloud-config: `["tag", "/path", virtiofs, "opts", …]`.
+pub fn cloud_init_mounts(cloud_init: &str) -> Vec<(String, String, String)> {
+    let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(cloud_init) else {
+        return Vec::new();
+    };
+    doc.get("mounts")
+        .and_then(|m| m.as_sequence())
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let e = entry.as_sequence()?;
+            let s = |i: usize| e.get(i).and_then(|v| v.as_str()).map(str::to_string);
+            (s(2).as_deref() == Some("virtiofs"))
+                .then(|| Some((s(0)?, s(1)?, s(3).unwrap_or_else(|| "defaults".into()))))
+                .flatten()
+        })
+        .collect()
+}
+
+/// The directory every node of `cluster` sees a filesystem at.
+pub fn filesystem_dir(root: &Path, cluster: &str, filesystem_id: &str) -> PathBuf {
+    root.join(cluster).join("filesystems").join(filesystem_id)
+}
+
+/// Writes a node's host files and links its mount paths to the shared filesystems.
+pub fn prepare(
+    root: &Path,
+    cluster: &str,
+    node_dir: &Path,
+    facts: &HostFacts,
+) -> std::io::Result<()> {
+    let proc1 = node_dir.join("proc/1");
+    std::fs::create_dir_all(&proc1)?;
+    std::fs::create_dir_all(node_dir.join("proc/sys/kernel/random"))?;
+    std::fs::create_dir_all(node_dir.join("etc"))?;
+    std::fs::write(
+        node_dir.join("proc/sys/kernel/random/boot_id"),
+        format!("{}\n", facts.boot_id),
+    )?;
+    let mut mountinfo = String::from("22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n");
+    let mut fstab = String::from("LABEL=cloudimg-rootfs / ext4 discard,errors=remount-ro 0 1\n");
+    for (i, m) in facts.mounts.iter().enumerate() {
+        let mode = if m.read_write { "rw" } else { "ro" };
+        mountinfo.push_str(&format!(
+            "{} 22 0:{} / {} {mode},relatime shared:{} - virtiofs {} rw\n",
+            96 + i,
+            48 + i,
+            m.path,
+            50 + i,
+            m.tag
+        ));
+        fstab.push_str(&format!(
+            "{} {} virtiofs {} 0 2\n",
+            m.tag, m.path, m.options
+        ));
+        let shared = filesystem_dir(root, cluster, &m.filesystem_id);
+        std::fs::create_dir_all(&shared)?;
+        let at = node_dir.join(m.path.trim_start_matches('/'));
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        if std::fs::symlink_metadata(&at).is_err() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&shared, &at)?;
+        }
+    }
+    std::fs::write(proc1.join("mountinfo"), mountinfo)?;
+    std::fs::write(node_dir.join("etc/fstab"), fstab)?;
+    Ok(())
+}
+
+/// The pod's `hostPath` volumes mounted by a container: container path → host path under the
+/// node's directory, longest container path first (so `/host/proc` wins over `/host`).
+pub fn host_mounts(container: &Value, pod: &Value, node_dir: &Path) -> Vec<(String, PathBuf)> {
+    let volumes: HashMap<&str, &str> = pod
+        .pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| Some((v["name"].as_str()?, v.pointer("/hostPath/path")?.as_str()?)))
+        .collect();
+    let mut out: Vec<(String, PathBuf)> = container["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let host = volumes.get(m["name"].as_str()?)?;
+            let within = m["subPath"].as_str().unwrap_or("");
+            let mut path = node_dir.join(host.trim_start_matches('/'));
+            if !within.is_empty() {
+                path = path.join(within);
+            }
+            Some((
+                m["mountPath"].as_str()?.trim_end_matches('/').to_string(),
+                path,
+            ))
+        })
+        .collect();
+    out.sort_by_key(|(c, _)| std::cmp::Reverse(c.len()));
+    out
+}
+
+/// An argument with a container path replaced by where it is on this machine.
+pub fn rewrite(arg: &str, mounts: &[(String, PathBuf)]) -> String {
+    for (container, host) in mounts {
+        if let Some(rest) = arg.strip_prefix(container.as_str())
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return format!("{}{rest}", host.display());
+        }
+        // `--flag=/path` forms.
+        if let Some((flag, value)) = arg.split_once('=')
+            && let Some(rest) = value.strip_prefix(container.as_str())
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return format!("{flag}={}{rest}", host.display());
+        }
+    }
+    arg.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cloud_init_mounts_are_read_and_host_files_written() {
+        let ci = "#cloud-config\nbootcmd:\n  - [mkdir, -p, \"/mnt/data\"]\nmounts:\n  - [\"data\", \"/mnt/data\", virtiofs, \"defaults,nofail\", \"0\", \"2\"]\n";
+        assert_eq!(
+            cloud_init_mounts(ci),
+            [("data".into(), "/mnt/data".into(), "defaults,nofail".into())]
+        );
+        let root = tempfile::tempdir().unwrap();
+        let node = root.path().join("c/nodes/n1");
+        let facts = HostFacts {
+            boot_id: "b-1".into(),
+            mounts: vec![HostMount {
+                filesystem_id: "fs1".into(),
+                tag: "data".into(),
+                path: "/mnt/data".into(),
+                options: "defaults,nofail".into(),
+                read_write: true,
+            }],
+        };
+        prepare(root.path(), "c", &node, &facts).unwrap();
+        let info = std::fs::read_to_string(node.join("proc/1/mountinfo")).unwrap();
+        let m = crate::probe::mounts::find_mount(&info, "/mnt/data").unwrap();
+        assert_eq!(
+            (m.filesystem_type.as_str(), m.source.as_str()),
+            ("virtiofs", "data")
+        );
+        std::fs::write(node.join("mnt/data/x"), "shared").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(filesystem_dir(root.path(), "c", "fs1").join("x")).unwrap(),
+            "shared"
+        );
+        // Preparing again keeps what is there.
+        prepare(root.path(), "c", &node, &facts).unwrap();
+        assert!(node.join("mnt/data/x").exists());
+    }
+
+    #[test]
+    fn host_paths_map_into_the_node_and_arguments_follow() {
+        let pod = json!({"spec": {"volumes": [
+            {"name": "proc", "hostPath": {"path": "/proc"}},
+            {"name": "storage", "hostPath": {"path": "/mnt/data"}},
+        ]}});
+        let container = json!({"volumeMounts": [
+            {"name": "proc", "mountPath": "/host/proc"},
+            {"name": "storage", "mountPath": "/host-storage"},
+        ]});
+        let mounts = host_mounts(&container, &pod, Path::new("/n"));
+        assert_eq!(
+            rewrite("/host/proc/1/mountinfo", &mounts),
+            "/n/proc/1/mountinfo"
+        );
+        assert_eq!(
+            rewrite("--mount-dir=/host-storage", &mounts),
+            "--mount-dir=/n/mnt/data"
+        );
+        assert_eq!(rewrite("/host-storagex", &mounts), "/host-storagex");
+        assert_eq!(rewrite("/mnt/data", &mounts), "/mnt/data");
+    }
+}
