@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Api, LogParams, PostParams};
 use serde_json::json;
 
@@ -173,4 +173,77 @@ async fn the_probe_runs_on_each_simulated_worker_against_its_host_and_the_shared
     );
     assert_eq!(evidence[0].read_count, 2);
     assert_ne!(evidence[0].payload_sha256, evidence[1].payload_sha256);
+
+    // The same through one RWX claim of the default class: it binds to its own volume of the
+    // filestore's driver, and both workers see each other's payload on it.
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(kube.kube().clone(), "default");
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "shared"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+    }))
+    .unwrap();
+    let claim = claims.create(&PostParams::default(), &claim).await.unwrap();
+    let mut names = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let mut pod = probe_pod(
+            &format!("claim-{i}"),
+            &node.name,
+            vec![
+                "shared".to_string(),
+                "--dir=/shared".into(),
+                format!("--node-index={i}"),
+                "--nodes=2".into(),
+                "--run-id=c1".into(),
+                "--wait-seconds=20".into(),
+            ],
+        );
+        let spec = pod.spec.as_mut().unwrap();
+        spec.volumes.get_or_insert_default().push(
+            serde_json::from_value(
+                json!({"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}}),
+            )
+            .unwrap(),
+        );
+        spec.containers[0]
+            .volume_mounts
+            .get_or_insert_default()
+            .push(
+                serde_json::from_value(json!({"name": "shared", "mountPath": "/shared"})).unwrap(),
+            );
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        names.push(format!("claim-{i}"));
+    }
+    let mut on_claim = Vec::new();
+    for name in &names {
+        on_claim.push(parse_shared(&finished_logs(&pods, name).await).unwrap());
+    }
+    assert_eq!(on_claim[0].read_count, 2);
+    assert_eq!(
+        on_claim[0].verified_checksums,
+        on_claim[1].verified_checksums
+    );
+    let bound = claims.get("shared").await.unwrap();
+    let volume_name = bound.spec.unwrap().volume_name.unwrap();
+    let volumes: Api<PersistentVolume> = Api::all(kube.kube().clone());
+    let volume = volumes.get(&volume_name).await.unwrap();
+    let spec = volume.spec.unwrap();
+    assert_eq!(spec.csi.unwrap().driver, "mounted-fs-path.csi.nebius.ai");
+    assert_eq!(
+        spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Delete")
+    );
+    assert_eq!(spec.claim_ref.unwrap().uid, claim.metadata.uid);
+    // Deleting the claim reclaims its volume.
+    for name in &names {
+        pods.delete(name, &Default::default()).await.unwrap();
+    }
+    claims.delete("shared", &Default::default()).await.unwrap();
+    for _ in 0..100 {
+        if volumes.get_opt(&volume_name).await.unwrap().is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the volume outlived its claim");
 }

@@ -75,9 +75,9 @@ pub fn parse_mountinfo_line(line: &str) -> Option<MountInfo> {
 pub fn find_mount(mountinfo: &str, mount_point: &str) -> Option<MountInfo> {
     mountinfo
         .lines()
+        .rev()
         .filter_map(parse_mountinfo_line)
-        .filter(|m| m.mount_point == mount_point)
-        .last()
+        .find(|m| m.mount_point == mount_point)
 }
 
 /// One fstab entry: spec, file, type, options.
@@ -93,6 +93,7 @@ pub struct FstabEntry {
 pub fn find_fstab(fstab: &str, mount_point: &str) -> Option<FstabEntry> {
     fstab
         .lines()
+        .rev()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter_map(|l| {
@@ -104,8 +105,7 @@ pub fn find_fstab(fstab: &str, mount_point: &str) -> Option<FstabEntry> {
                 options: f[3].split(',').map(str::to_string).collect(),
             })
         })
-        .filter(|e| e.mount_point.trim_end_matches('/') == mount_point.trim_end_matches('/'))
-        .last()
+        .find(|e| e.mount_point.trim_end_matches('/') == mount_point.trim_end_matches('/'))
 }
 
 #[cfg(test)]

@@ -429,7 +429,8 @@ mod tests {
     #[test]
     fn each_host_fault_earns_its_category() {
         assert!(judge_host(&expected("n"), &Ok(host("n"))).is_empty());
-        let cases: Vec<(Box<dyn Fn(&mut HostEvidence)>, Category)> = vec![
+        type Fault = Box<dyn Fn(&mut HostEvidence)>;
+        let cases: Vec<(Fault, Category)> = vec![
             (
                 Box::new(|e| e.filesystem_type = "ext4".into()),
                 Category::HostMountMismatch,

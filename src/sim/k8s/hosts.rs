@@ -101,24 +101,36 @@ pub fn prepare(
     Ok(())
 }
 
-/// The pod's `hostPath` volumes mounted by a container: container path → host path under the
-/// node's directory, longest container path first (so `/host/proc` wins over `/host`).
-pub fn host_mounts(container: &Value, pod: &Value, node_dir: &Path) -> Vec<(String, PathBuf)> {
-    let volumes: HashMap<&str, &str> = pod
+/// The pod's `hostPath` volumes, and the claim volumes resolved in `claims` (volume name →
+/// where it is), mounted by a container: container path → path on this machine, longest
+/// container path first (so `/host/proc` wins over `/host`).
+pub fn host_mounts(
+    container: &Value,
+    pod: &Value,
+    node_dir: &Path,
+    claims: &HashMap<String, PathBuf>,
+) -> Vec<(String, PathBuf)> {
+    let volumes: HashMap<&str, PathBuf> = pod
         .pointer("/spec/volumes")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|v| Some((v["name"].as_str()?, v.pointer("/hostPath/path")?.as_str()?)))
+        .filter_map(|v| {
+            let name = v["name"].as_str()?;
+            match v.pointer("/hostPath/path").and_then(Value::as_str) {
+                Some(host) => Some((name, node_dir.join(host.trim_start_matches('/')))),
+                None => claims.get(name).map(|p| (name, p.clone())),
+            }
+        })
         .collect();
     let mut out: Vec<(String, PathBuf)> = container["volumeMounts"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|m| {
-            let host = volumes.get(m["name"].as_str()?)?;
+            let base = volumes.get(m["name"].as_str()?)?;
             let within = m["subPath"].as_str().unwrap_or("");
-            let mut path = node_dir.join(host.trim_start_matches('/'));
+            let mut path = base.clone();
             if !within.is_empty() {
                 path = path.join(within);
             }
@@ -202,7 +214,7 @@ mod tests {
             {"name": "proc", "mountPath": "/host/proc"},
             {"name": "storage", "mountPath": "/host-storage"},
         ]});
-        let mounts = host_mounts(&container, &pod, Path::new("/n"));
+        let mounts = host_mounts(&container, &pod, Path::new("/n"), &HashMap::new());
         assert_eq!(
             rewrite("/host/proc/1/mountinfo", &mounts),
             "/n/proc/1/mountinfo"

@@ -16,6 +16,7 @@ pub mod select;
 pub mod store;
 pub mod tls;
 pub mod validate;
+pub mod volumes;
 pub mod workloads;
 
 use std::collections::HashMap;

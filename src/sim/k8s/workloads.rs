@@ -82,6 +82,21 @@ impl Kubelet {
         }
     }
 
+    /// Removes the data of volumes that are gone (the driver's reclaim); every node sees the
+    /// same filestore, so one node's view is enough.
+    fn reclaim(&self, store: &ClusterStore, cluster: &str) {
+        let Some(node) = self
+            .hosts
+            .keys()
+            .find_map(|k| k.strip_prefix(&format!("{cluster}/")))
+        else {
+            return;
+        };
+        for path in super::volumes::orphaned_data(store, &self.node_dir(cluster, node)) {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+
     /// What each node of `cluster` has on its host now.
     pub fn set_hosts(&mut self, cluster: &str, hosts: Vec<(String, HostFacts)>) {
         self.hosts
@@ -503,11 +518,13 @@ fn start_container(
     pod: &Value,
     dir: &Path,
     images: &HashMap<String, PathBuf>,
+    claims: &HashMap<String, PathBuf>,
 ) -> Result<ContainerRun, String> {
     let name = container["name"].as_str().unwrap_or_default().to_string();
-    // hostPath volumes are where they are in the node's directory; arguments naming them
-    // follow, and an image the simulator knows runs its local entrypoint.
-    let mounts = super::hosts::host_mounts(container, pod, dir);
+    // hostPath volumes are where they are in the node's directory, claim volumes where their
+    // volume's data is; arguments naming them follow, and an image the simulator knows runs
+    // its local entrypoint.
+    let mounts = super::hosts::host_mounts(container, pod, dir, claims);
     let mut argv: Vec<String> = ["command", "args"]
         .iter()
         .flat_map(|f| container[*f].as_array().cloned().unwrap_or_default())
@@ -707,10 +724,35 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
                 store.put(POD, pod);
                 continue;
             }
+            // A claim volume waits for its claim to bind (the pod stays Pending meanwhile).
+            let mut claims = HashMap::new();
+            let mut unbound = false;
+            for v in pod
+                .pointer("/spec/volumes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(claim) = v
+                    .pointer("/persistentVolumeClaim/claimName")
+                    .and_then(Value::as_str)
+                else {
+                    continue;
+                };
+                match super::volumes::claim_path(store, meta(&pod, "namespace"), claim, &dir) {
+                    Some(path) if std::fs::create_dir_all(&path).is_ok() => {
+                        claims.insert(v["name"].as_str().unwrap_or_default().to_string(), path);
+                    }
+                    _ => unbound = true,
+                }
+            }
+            if unbound {
+                continue;
+            }
             let mut started = Vec::new();
             let mut failure = None;
             for c in &containers {
-                match start_container(c, &pod, &dir, &kubelet.images) {
+                match start_container(c, &pod, &dir, &kubelet.images, &claims) {
                     Ok(run) => started.push(run),
                     Err(e) => {
                         failure = Some(e);
@@ -806,9 +848,11 @@ fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
 /// One pass of every controller over one cluster.
 pub fn reconcile(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
     collect_garbage(store);
+    super::volumes::provision(store);
     run_jobs(store);
     schedule(store);
     run_pods(store, kubelet, cluster);
+    kubelet.reclaim(store, cluster);
 }
 
 /// Pods a label selector picks in a namespace (the log endpoint's `job/NAME` needs none).
