@@ -3,6 +3,7 @@
 //! are printed as, and the owner-private evidence directory. A report has no field for a node
 //! name, an address, a cloud ID or a path, so nothing private can reach its text.
 
+pub mod cluster_checks;
 pub mod evidence_dir;
 pub mod json;
 pub mod select;
