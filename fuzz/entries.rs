@@ -90,7 +90,11 @@ pub fn commands(data: &[u8]) {
             assert!(c.kind.allowed_args().contains(&key.as_str()), "{key}");
         }
     }
-    assert_eq!(parse_comment(&body), parsed, "the parser is a pure function");
+    assert_eq!(
+        parse_comment(&body),
+        parsed,
+        "the parser is a pure function"
+    );
 }
 
 /// The paths a privacy input is scanned under, chosen by its first byte: a spec (the
@@ -147,7 +151,10 @@ pub fn privacy(data: &[u8]) {
 pub fn repo_config(data: &[u8]) {
     let loaded = LoadedConfig::from_default_branch("main", Some(data));
     let Ok(text) = std::str::from_utf8(data) else {
-        assert!(loaded.error.is_some(), "bytes that are not UTF-8 are an error");
+        assert!(
+            loaded.error.is_some(),
+            "bytes that are not UTF-8 are an error"
+        );
         return;
     };
     match RepoConfig::parse(text) {
@@ -235,7 +242,8 @@ fn live_markup(text: &str) -> Vec<String> {
             NodeValue::HtmlInline(h) if h == "<!-- -->" => {}
             NodeValue::HtmlInline(h) => found.push(format!("inline HTML {h:?}")),
             NodeValue::HtmlBlock(b)
-                if summary.is_match(b.literal.trim_end()) || b.literal.trim_end() == "</details>" => {}
+                if summary.is_match(b.literal.trim_end())
+                    || b.literal.trim_end() == "</details>" => {}
             NodeValue::HtmlBlock(b) => found.push(format!("HTML block {:?}", b.literal)),
             _ => {}
         }
