@@ -8,8 +8,11 @@ mod entries;
 
 use std::path::Path;
 
+/// A fuzz target's body.
+type Body = fn(&[u8]);
+
 /// Each target and its body; `fuzz/fuzz_targets/<name>.rs` calls the same function.
-const TARGETS: [(&str, fn(&[u8])); 6] = [
+const TARGETS: [(&str, Body); 6] = [
     ("spec", entries::spec),
     ("webhook", entries::webhook),
     ("commands", entries::commands),
