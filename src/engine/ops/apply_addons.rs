@@ -396,7 +396,8 @@ mod tests {
     fn marketplace_messages_lose_ids_urls_and_addresses() {
         // The ID is built here so the repository's own privacy scan does not see one.
         let id = ["mk8scluster", "u00abcdefghijklmn"].join("-");
-        let text = format!("install of {id} failed: pull https://cr.example/x from 10.0.0.12\nstack…");
+        let text =
+            format!("install of {id} failed: pull https://cr.example/x from 10.0.0.12\nstack…");
         let clean = sanitized(&text);
         assert_eq!(
             clean,
