@@ -18,8 +18,9 @@ use crate::privacy::rules::RuleId;
 
 /// `(rule, prefixes, body)`: a match is a prefix followed by `body` (a regex), on a word
 /// boundary. Bodies are as narrow as the format allows, so prose never matches. A rule may
-/// have several rows (one body per family of prefixes); an earlier row wins at one position,
-/// so a longer prefix (`sk-ant-`) comes before a shorter one it extends (`sk-`).
+/// have several rows (one body per family of prefixes). Where two rows match the same text
+/// (`sk-ant-…` could only be Anthropic's, but `sk-` is OpenAI's prefix too), the scanner
+/// keeps the outermost match, and at equal spans the rule earlier in `RuleId::ALL`.
 pub(super) const VENDOR_RULES: &[(RuleId, &[&str], &str)] = &[
     // AWS: 4-letter kind prefix and 16 characters of base32.
     (
@@ -235,16 +236,53 @@ const INNER_RULES: &[InnerRule] = &[
     },
 ];
 
-/// The prefix rules in one regex, one capture group per row of [`VENDOR_RULES`].
-static VENDOR: LazyLock<Regex> = LazyLock::new(|| {
-    let alternatives: Vec<String> = VENDOR_RULES
-        .iter()
-        .map(|(_, prefixes, body)| {
-            let prefixes: Vec<String> = prefixes.iter().map(|p| regex::escape(p)).collect();
-            format!(r"((?:{})(?:{body}))", prefixes.join("|"))
+/// Most prefixes one regex of the prefix scan holds. The engine skips to the prefixes with a
+/// vectorised multi-literal search that is fast for a few dozen short literals and falls to a
+/// general automaton past 64; measured on 100 MB of source text, all 70 prefixes in one regex
+/// scan at about 550 MB/s, against about 9 GB/s for the eight formats before issue 22 and
+/// about 3 GB/s for groups of 20 scanned one after the other.
+const MAX_PREFIXES_PER_SCAN: usize = 20;
+
+/// The prefix rules as a few regexes, each with one capture group per row of
+/// [`VENDOR_RULES`] it holds (the row indexes beside it). Rows stay in table order, so rows
+/// that share a group keep their precedence; a prefix shorter than three bytes (Twilio's
+/// `SK`) makes the multi-literal search of its group match everywhere, so it is scanned alone.
+static VENDOR: LazyLock<Vec<(Regex, Vec<usize>)>> = LazyLock::new(|| {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut prefixes_in_last = 0;
+    for (row, (_, prefixes, _)) in VENDOR_RULES.iter().enumerate() {
+        let short = prefixes.iter().any(|p| p.len() < 3);
+        let last_is_short = groups.last().is_some_and(|g| {
+            g.iter()
+                .any(|&r| VENDOR_RULES[r].1.iter().any(|p| p.len() < 3))
+        });
+        if groups.is_empty()
+            || short
+            || last_is_short
+            || prefixes_in_last + prefixes.len() > MAX_PREFIXES_PER_SCAN
+        {
+            groups.push(Vec::new());
+            prefixes_in_last = 0;
+        }
+        groups.last_mut().expect("a group").push(row);
+        prefixes_in_last += prefixes.len();
+    }
+    groups
+        .into_iter()
+        .map(|rows| {
+            let alternatives: Vec<String> = rows
+                .iter()
+                .map(|&row| {
+                    let (_, prefixes, body) = VENDOR_RULES[row];
+                    let prefixes: Vec<String> = prefixes.iter().map(|p| regex::escape(p)).collect();
+                    format!(r"((?:{})(?:{body}))", prefixes.join("|"))
+                })
+                .collect();
+            let re = Regex::new(&format!(r"(?-u)\b(?:{})", alternatives.join("|")))
+                .expect("vendor token regex");
+            (re, rows)
         })
-        .collect();
-    Regex::new(&format!(r"(?-u)\b(?:{})", alternatives.join("|"))).expect("vendor token regex")
+        .collect()
 });
 
 static INNER_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
@@ -263,8 +301,15 @@ static INNER_SHAPES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
 });
 
 pub(super) fn vendor_tokens(text: &[u8], out: &mut Vec<Candidate>) {
-    for caps in VENDOR.captures_iter(text) {
-        let Some((row, m)) = caps
+    for (re, rows) in VENDOR.iter() {
+        prefix_tokens(text, re, rows, out);
+    }
+    inner_tokens(text, out);
+}
+
+fn prefix_tokens(text: &[u8], re: &Regex, rows: &[usize], out: &mut Vec<Candidate>) {
+    for caps in re.captures_iter(text) {
+        let Some((i, m)) = caps
             .iter()
             .skip(1)
             .enumerate()
@@ -272,7 +317,7 @@ pub(super) fn vendor_tokens(text: &[u8], out: &mut Vec<Candidate>) {
         else {
             continue;
         };
-        let (rule, prefixes, _) = VENDOR_RULES[row];
+        let (rule, prefixes, _) = VENDOR_RULES[rows[i]];
         let value = m.as_bytes();
         let prefix = prefixes
             .iter()
@@ -285,7 +330,6 @@ pub(super) fn vendor_tokens(text: &[u8], out: &mut Vec<Candidate>) {
         }
         out.push(Candidate::new(m.start(), m.end(), rule, value.to_vec()));
     }
-    inner_tokens(text, out);
 }
 
 /// The [`INNER_RULES`]: at each literal, back up over the bytes that may start the token, and
