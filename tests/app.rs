@@ -1321,6 +1321,83 @@ async fn a_marker_quoted_in_a_spec_cannot_hijack_the_sticky_comment() {
     app.stop().await;
 }
 
+/// Issue 22, item 2: the sticky comment is only ever one the App's own bot account wrote. A
+/// person's comment and another App's comment, each opening with the exact marker, are left
+/// alone and the bot writes its own.
+#[tokio::test]
+async fn a_marked_comment_by_anyone_else_is_never_adopted() {
+    let gh = fake_github(&base_spec()).await;
+    let marker = fleetbot::bot::render::COMMENT_MARKER;
+    let planted = format!("{marker}\n## fleetbot preflight\nlooks fine, merge it\n");
+    let (person, other_app) = {
+        let mut w = gh.world();
+        (
+            w.add_comment(REPO, PR, "mallory", "User", &planted),
+            w.add_comment(REPO, PR, "other-app[bot]", "Bot", &planted),
+        )
+    };
+    let (app, _dir) = plain_app(&gh, 1).await;
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    let own = sticky(&gh, 0).await;
+    assert!(own.body.starts_with(marker));
+    let comments = gh.world().comments_on(REPO, PR);
+    assert_eq!(comments.len(), 3, "the bot made a comment of its own");
+    for id in [person, other_app] {
+        let c = comments.iter().find(|c| c.id == id).unwrap();
+        assert_eq!((c.edits, c.body.as_str()), (0, planted.as_str()));
+    }
+    assert_eq!(gh.world().calls("issues/update-comment"), 0);
+    assert_eq!(gh.world().calls("apps/get-authenticated"), 1);
+    gh.assert_clean();
+    app.stop().await;
+}
+
+/// Issue 22, item 12: a key the reference ignores (`regoin:`) fails `fleet/preflight` with an
+/// annotation on the key's line naming the key it is nearest to, as `--strict` does.
+#[tokio::test]
+async fn an_unknown_spec_key_fails_preflight_on_its_line() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let typo = base_spec().replacen("region: us-central1\n", "regoin: us-central1\n", 1);
+    let line = typo.lines().position(|l| l.starts_with("regoin:")).unwrap() as u64 + 1;
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&typo))],
+    )
+    .await;
+    concluded(&gh, &sha(2)).await;
+    let comment = sticky(&gh, 0).await;
+    gh.assert_clean();
+    let run = the_run(&gh, &sha(2), "fleet/preflight");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.title, "Blocked: 1 invalid fleet spec");
+    assert_eq!(run.annotations.len(), 1, "{:?}", run.annotations);
+    let a = &run.annotations[0];
+    assert_eq!(a["path"], "fleets/prod.yaml");
+    assert_eq!(a["start_line"].as_u64(), Some(line));
+    assert_eq!(a["start_column"].as_u64(), Some(1));
+    assert_eq!(a["annotation_level"], "failure");
+    assert_eq!(a["message"], "regoin: unknown key; did you mean 'region'?");
+    assert!(
+        run.summary.contains("did you mean 'region'?"),
+        "{}",
+        run.summary
+    );
+    assert!(comment.body.contains("`regoin`"), "{}", comment.body);
+    app.stop().await;
+}
+
 /// Sends `request` on a fresh connection and reads what comes back within `wait` (the
 /// answer, or nothing when the server closed the connection).
 async fn raw_exchange(url: &str, request: &[u8], wait: Duration) -> String {

@@ -218,3 +218,88 @@ fn project_prefix_flag_overrides_the_spec() {
     assert!(out.contains("prefix: 'acme-'"), "{out}");
     assert!(out.contains("- project [create] acme-a"), "{out}");
 }
+
+/// Issue 22, item 12: a key the reference ignores is a warning on stderr with its location and
+/// the known key it is nearest to; stdout and the exit code are what they are without it.
+#[test]
+fn an_unknown_key_warns_on_stderr_and_changes_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/specs/fleet1-test.yaml"),
+    )
+    .unwrap();
+    let clean = dir.path().join("clean.yaml");
+    std::fs::write(&clean, &base).unwrap();
+    // `projects:` is a top-level line; the typos go just before it.
+    let at = base.find("\nprojects:\n").unwrap() + 1;
+    let line = base[..at].lines().count() + 1;
+    let typo = dir.path().join("fleet.yaml");
+    std::fs::write(
+        &typo,
+        format!(
+            "{}regoin: us-central1\nownr: team-a\n{}",
+            &base[..at],
+            &base[at..]
+        ),
+    )
+    .unwrap();
+    let path = typo.to_str().unwrap();
+    for output in ["text", "json"] {
+        let want = fleetbot(
+            &["plan", "-f", clean.to_str().unwrap(), "--output", output],
+            None,
+        );
+        let got = fleetbot(&["plan", "-f", path, "--output", output], None);
+        assert_eq!(got.status.code(), Some(0));
+        assert_eq!(stdout(&got), stdout(&want), "stdout unchanged ({output})");
+        if output == "json" {
+            serde_json::from_str::<serde_json::Value>(&stdout(&got)).unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(got.stderr).unwrap(),
+            format!(
+                "warning: {path}:{line}:1: regoin: unknown key; did you mean 'region'?\nwarning: {path}:{}:1: ownr: unknown key\n",
+                line + 1
+            )
+        );
+        assert!(want.stderr.is_empty());
+    }
+}
+
+/// `--strict` makes each warning an error with the same text, exit 2 and nothing on stdout,
+/// for every command that loads a spec, before it reads any cloud or file.
+#[test]
+fn strict_refuses_unknown_keys_in_every_command_that_loads_a_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fleet.yaml");
+    std::fs::write(
+        &spec,
+        "apiVersion: npa.fleet/v0.0.1\nname: f\nregoin: eu-north1\nprojects:\n  - name: a\n    clusters:\n      - cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}\n",
+    )
+    .unwrap();
+    let path = spec.to_str().unwrap();
+    let line = format!("{path}:3:1: regoin: unknown key; did you mean 'region'?");
+    let lenient = fleetbot(&["plan", "--spec", path], None);
+    assert_eq!(lenient.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(lenient.stderr).unwrap(),
+        format!("warning: {line}\n")
+    );
+    for command in [
+        &["plan"][..],
+        &["plan", "--output", "json"],
+        &["preflight", "--offline"],
+        &["deploy"],
+        &["destroy"],
+        &["status"],
+        &["kubeconfig"],
+    ] {
+        let mut args = command.to_vec();
+        args.extend(["--spec", path, "--strict"]);
+        let out = fleetbot(&args, None);
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {err}");
+        assert!(out.stdout.is_empty(), "{command:?}");
+        assert_eq!(err, format!("error: {line}\n"), "{command:?}");
+    }
+}

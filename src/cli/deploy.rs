@@ -19,6 +19,9 @@ pub struct DeployArgs {
     /// Path to an npa.fleet/v0.0.1 spec YAML.
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
+    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
+    #[arg(long)]
+    pub strict: bool,
     /// Override the spec's project_prefix for created projects.
     #[arg(long, default_value = "", value_name = "P")]
     pub project_prefix: String,
@@ -75,7 +78,7 @@ pub struct DeployArgs {
 }
 
 pub fn run(args: DeployArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec) {
+    let spec = match load_spec(&args.spec, args.strict) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -17,6 +17,9 @@ pub struct DestroyArgs {
     /// Path to an npa.fleet/v0.0.1 spec YAML.
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
+    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
+    #[arg(long)]
+    pub strict: bool,
     /// Only these projects (keys or display names, comma-separated).
     #[arg(long, default_value = "", value_name = "CSV")]
     pub only_projects: String,
@@ -47,7 +50,7 @@ pub struct DestroyArgs {
 }
 
 pub fn run(args: DestroyArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec) {
+    let spec = match load_spec(&args.spec, args.strict) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

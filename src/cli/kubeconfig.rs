@@ -19,6 +19,9 @@ pub struct KubeconfigArgs {
     /// Path to an npa.fleet/v0.0.1 spec YAML.
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
+    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
+    #[arg(long)]
+    pub strict: bool,
     /// Only these projects (CSV of keys or display names).
     #[arg(long, default_value = "", value_name = "CSV")]
     pub only_projects: String,
@@ -66,7 +69,7 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 pub fn run(args: KubeconfigArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec) {
+    let spec = match load_spec(&args.spec, args.strict) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

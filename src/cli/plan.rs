@@ -14,6 +14,9 @@ pub struct PlanArgs {
     /// Path to an npa.fleet/v0.0.1 spec YAML.
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
+    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
+    #[arg(long)]
+    pub strict: bool,
     /// Override the spec's project_prefix for created projects.
     #[arg(long, default_value = "", value_name = "P")]
     pub project_prefix: String,
@@ -37,12 +40,38 @@ pub struct PlanArgs {
     pub nebius_config: Option<PathBuf>,
 }
 
-/// Loads the spec or reports `Invalid fleet spec: …` with exit code 2.
-pub(crate) fn load_spec(path: &std::path::Path) -> Result<crate::spec::FleetSpec, ExitCode> {
-    crate::spec::load(path).map_err(|e| {
-        eprintln!("Invalid fleet spec: {e}");
-        ExitCode::from(2)
-    })
+/// Exit code of a spec that does not load (or, under `--strict`, has unknown keys).
+pub const EXIT_INVALID_SPEC: u8 = 2;
+
+/// Loads the spec or reports `Invalid fleet spec: …` with exit code 2; its unknown keys go to
+/// stderr as warnings, or under `strict` as errors with the same exit code.
+pub(crate) fn load_spec(
+    path: &std::path::Path,
+    strict: bool,
+) -> Result<crate::spec::FleetSpec, ExitCode> {
+    load_spec_to(path, strict, &mut std::io::stderr().lock()).map_err(ExitCode::from)
+}
+
+/// [`load_spec`] writing to `stderr`, for commands that are given their streams. Stdout is
+/// never written, so JSON output stays one document whatever the spec's warnings.
+pub(crate) fn load_spec_to(
+    path: &std::path::Path,
+    strict: bool,
+    stderr: &mut dyn std::io::Write,
+) -> Result<crate::spec::FleetSpec, u8> {
+    let spec = crate::spec::load(path).map_err(|e| {
+        let _ = writeln!(stderr, "Invalid fleet spec: {e}");
+        EXIT_INVALID_SPEC
+    })?;
+    // The reference ignores these keys, so by default they change nothing but stderr.
+    let level = if strict { "error" } else { "warning" };
+    for line in spec.warnings.lines() {
+        let _ = writeln!(stderr, "{level}: {line}");
+    }
+    if strict && !spec.warnings.is_empty() {
+        return Err(EXIT_INVALID_SPEC);
+    }
+    Ok(spec)
 }
 
 /// The tenant recorded for `profile` (or the active profile), read from the config file only.
@@ -59,7 +88,7 @@ pub(crate) fn profile_tenant(config: Option<PathBuf>, profile: &str) -> Option<S
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec) {
+    let spec = match load_spec(&args.spec, args.strict) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

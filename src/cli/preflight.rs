@@ -20,6 +20,9 @@ pub struct PreflightArgs {
     /// Path to an npa.fleet/v0.0.1 spec YAML.
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
+    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
+    #[arg(long)]
+    pub strict: bool,
     /// Output of `nebius quotas quota-allowance list --parent-id <tenant> --all --format json`.
     #[arg(long, value_name = "FILE")]
     pub quotas: Option<PathBuf>,
@@ -58,6 +61,7 @@ impl From<PreflightArgs> for PreflightCommand {
         let _ = args.offline;
         PreflightCommand {
             spec: args.spec,
+            strict: args.strict,
             quotas: args.quotas,
             capacity: args.capacity,
             tenant_id: args.tenant_id,
@@ -89,12 +93,9 @@ fn run_live(args: PreflightArgs) -> ExitCode {
     use crate::engine::ops::{LifecycleOptions, csv, prepare};
     use crate::engine::preflight::{live_evidence, proven_state};
 
-    let spec = match crate::spec::load(&args.spec) {
+    let spec = match super::plan::load_spec(&args.spec, args.strict) {
         Ok(spec) => spec,
-        Err(e) => {
-            eprintln!("Invalid fleet spec: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let runtime = match runtime() {

@@ -18,12 +18,14 @@ use crate::quota::scope::{FleetDemand, ProvenState, ScopeOptions, Selection, fle
 use crate::spec::FleetSpec;
 
 /// Exit code of a spec that does not load.
-pub const EXIT_INVALID_SPEC: u8 = 2;
+pub use super::plan::EXIT_INVALID_SPEC;
 
 /// What `fleetbot preflight` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct PreflightCommand {
     pub spec: PathBuf,
+    /// `--strict`: unknown spec keys are errors (exit 2), not warnings.
+    pub strict: bool,
     /// Saved `nebius quotas quota-allowance list … --format json`.
     pub quotas: Option<PathBuf>,
     /// Saved `nebius capacity capacity-block-group list … --format json`.
@@ -58,12 +60,9 @@ pub fn run_with(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let spec = match crate::spec::load(&command.spec) {
+    let spec = match super::plan::load_spec_to(&command.spec, command.strict, stderr) {
         Ok(spec) => spec,
-        Err(e) => {
-            let _ = writeln!(stderr, "Invalid fleet spec: {e}");
-            return EXIT_INVALID_SPEC;
-        }
+        Err(code) => return code,
     };
     let report = evaluate(&spec, command, evidence, proven, &mut |line| {
         let _ = writeln!(stderr, "  - {line}");

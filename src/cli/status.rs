@@ -15,13 +15,16 @@ pub struct StatusArgs {
     /// Path to an npa.fleet/v0.0.1 spec YAML.
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
+    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
+    #[arg(long)]
+    pub strict: bool,
     /// Output format: text or json.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
     pub output: OutputFormat,
 }
 
 pub fn run(args: StatusArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec) {
+    let spec = match load_spec(&args.spec, args.strict) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

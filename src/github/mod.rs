@@ -16,9 +16,9 @@ use std::fmt;
 
 pub use app::{AppAuthError, AppCredentials, InstallationToken, TokenCache};
 pub use client::{
-    Annotation, AnnotationLevel, CheckAction, CheckConclusion, CheckOutput, CheckRunPayload,
-    ClientConfig, ClientError, FileStatus, GitHubClient, Permission, PrFile, PullRequestInfo,
-    PullState, RepoClient, RetryPolicy, RunningCheck,
+    Annotation, AnnotationLevel, AppIdentity, CheckAction, CheckConclusion, CheckOutput,
+    CheckRunPayload, ClientConfig, ClientError, FileStatus, GitHubClient, Permission, PrFile,
+    PullRequestInfo, PullState, RepoClient, RetryPolicy, RunningCheck,
 };
 pub use events::{Event, EventError, parse_event};
 pub use webhook::{SignatureError, WebhookSecrets, sign};

@@ -58,6 +58,81 @@ pub enum RuleId {
     /// SendGrid API key.
     #[serde(rename = "sendgrid-api-key")]
     SendgridApiKey,
+    /// Anthropic API key.
+    #[serde(rename = "anthropic-api-key")]
+    AnthropicApiKey,
+    /// OpenAI API key (project, service-account, admin or legacy user key).
+    #[serde(rename = "openai-api-key")]
+    OpenaiApiKey,
+    /// Hugging Face user access token or organisation API token.
+    #[serde(rename = "huggingface-token")]
+    HuggingfaceToken,
+    /// Twilio API key SID.
+    #[serde(rename = "twilio-api-key")]
+    TwilioApiKey,
+    /// Shopify access token or shared secret.
+    #[serde(rename = "shopify-token")]
+    ShopifyToken,
+    /// DigitalOcean personal access, OAuth or refresh token.
+    #[serde(rename = "digitalocean-token")]
+    DigitaloceanToken,
+    /// HashiCorp Vault service, batch or recovery token.
+    #[serde(rename = "vault-token")]
+    VaultToken,
+    /// Terraform Cloud or Enterprise API token.
+    #[serde(rename = "terraform-cloud-token")]
+    TerraformCloudToken,
+    /// PyPI API token.
+    #[serde(rename = "pypi-token")]
+    PypiToken,
+    /// Databricks personal access token.
+    #[serde(rename = "databricks-token")]
+    DatabricksToken,
+    /// Doppler token (personal, CLI, service, service-account, SCIM or audit).
+    #[serde(rename = "doppler-token")]
+    DopplerToken,
+    /// Linear personal API key.
+    #[serde(rename = "linear-api-key")]
+    LinearApiKey,
+    /// Postman API key.
+    #[serde(rename = "postman-api-key")]
+    PostmanApiKey,
+    /// Grafana Cloud access policy token or service-account token.
+    #[serde(rename = "grafana-token")]
+    GrafanaToken,
+    /// New Relic user API key.
+    #[serde(rename = "newrelic-api-key")]
+    NewrelicApiKey,
+    /// Sentry organisation or user auth token.
+    #[serde(rename = "sentry-token")]
+    SentryToken,
+    /// age secret key (X25519 identity).
+    #[serde(rename = "age-secret-key")]
+    AgeSecretKey,
+    /// Square access token or OAuth application secret.
+    #[serde(rename = "square-token")]
+    SquareToken,
+    /// Telegram bot token.
+    #[serde(rename = "telegram-bot-token")]
+    TelegramBotToken,
+    /// Atlassian API token.
+    #[serde(rename = "atlassian-api-token")]
+    AtlassianApiToken,
+    /// Azure storage account key in a connection string.
+    #[serde(rename = "azure-storage-account-key")]
+    AzureStorageAccountKey,
+    /// Alibaba Cloud AccessKey ID.
+    #[serde(rename = "alibaba-access-key-id")]
+    AlibabaAccessKeyId,
+    /// Pulumi access token.
+    #[serde(rename = "pulumi-token")]
+    PulumiToken,
+    /// Dynatrace API token.
+    #[serde(rename = "dynatrace-token")]
+    DynatraceToken,
+    /// PlanetScale service token, password or OAuth token.
+    #[serde(rename = "planetscale-token")]
+    PlanetscaleToken,
     /// A private Nebius container registry location (`cr.<region>.nebius.cloud/<name>`).
     #[serde(rename = "private-registry-location")]
     PrivateRegistryLocation,
@@ -92,7 +167,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every rule, in reporting priority order (earlier wins when two rules cover the same text).
-    pub const ALL: [RuleId; 26] = [
+    pub const ALL: [RuleId; 51] = [
         RuleId::PrivateKey,
         RuleId::ServiceAccountCredentials,
         RuleId::GithubToken,
@@ -104,6 +179,31 @@ impl RuleId {
         RuleId::GitlabToken,
         RuleId::NpmToken,
         RuleId::SendgridApiKey,
+        RuleId::AnthropicApiKey,
+        RuleId::OpenaiApiKey,
+        RuleId::HuggingfaceToken,
+        RuleId::TwilioApiKey,
+        RuleId::ShopifyToken,
+        RuleId::DigitaloceanToken,
+        RuleId::VaultToken,
+        RuleId::TerraformCloudToken,
+        RuleId::PypiToken,
+        RuleId::DatabricksToken,
+        RuleId::DopplerToken,
+        RuleId::LinearApiKey,
+        RuleId::PostmanApiKey,
+        RuleId::GrafanaToken,
+        RuleId::NewrelicApiKey,
+        RuleId::SentryToken,
+        RuleId::AgeSecretKey,
+        RuleId::SquareToken,
+        RuleId::TelegramBotToken,
+        RuleId::AtlassianApiToken,
+        RuleId::AzureStorageAccountKey,
+        RuleId::AlibabaAccessKeyId,
+        RuleId::PulumiToken,
+        RuleId::DynatraceToken,
+        RuleId::PlanetscaleToken,
         RuleId::NebiusIamToken,
         RuleId::Jwt,
         RuleId::SshPublicKey,
@@ -140,6 +240,31 @@ impl RuleId {
             RuleId::GitlabToken => "gitlab-token",
             RuleId::NpmToken => "npm-token",
             RuleId::SendgridApiKey => "sendgrid-api-key",
+            RuleId::AnthropicApiKey => "anthropic-api-key",
+            RuleId::OpenaiApiKey => "openai-api-key",
+            RuleId::HuggingfaceToken => "huggingface-token",
+            RuleId::TwilioApiKey => "twilio-api-key",
+            RuleId::ShopifyToken => "shopify-token",
+            RuleId::DigitaloceanToken => "digitalocean-token",
+            RuleId::VaultToken => "vault-token",
+            RuleId::TerraformCloudToken => "terraform-cloud-token",
+            RuleId::PypiToken => "pypi-token",
+            RuleId::DatabricksToken => "databricks-token",
+            RuleId::DopplerToken => "doppler-token",
+            RuleId::LinearApiKey => "linear-api-key",
+            RuleId::PostmanApiKey => "postman-api-key",
+            RuleId::GrafanaToken => "grafana-token",
+            RuleId::NewrelicApiKey => "newrelic-api-key",
+            RuleId::SentryToken => "sentry-token",
+            RuleId::AgeSecretKey => "age-secret-key",
+            RuleId::SquareToken => "square-token",
+            RuleId::TelegramBotToken => "telegram-bot-token",
+            RuleId::AtlassianApiToken => "atlassian-api-token",
+            RuleId::AzureStorageAccountKey => "azure-storage-account-key",
+            RuleId::AlibabaAccessKeyId => "alibaba-access-key-id",
+            RuleId::PulumiToken => "pulumi-token",
+            RuleId::DynatraceToken => "dynatrace-token",
+            RuleId::PlanetscaleToken => "planetscale-token",
             RuleId::PrivateRegistryLocation => "private-registry-location",
             RuleId::PrivateBucketLocation => "private-bucket-location",
             RuleId::SpecTenantId => "spec-tenant-id",
@@ -199,6 +324,81 @@ impl RuleId {
             RuleId::SendgridApiKey => {
                 "SendGrid API key; delete it and load keys at runtime instead"
             }
+            RuleId::AnthropicApiKey => {
+                "Anthropic API key; disable it in the Anthropic Console and load keys at runtime instead"
+            }
+            RuleId::OpenaiApiKey => {
+                "OpenAI API key; revoke it in the OpenAI dashboard and load keys at runtime instead"
+            }
+            RuleId::HuggingfaceToken => {
+                "Hugging Face access token; invalidate it in the settings and load tokens at runtime instead"
+            }
+            RuleId::TwilioApiKey => {
+                "Twilio API key; delete it in the Twilio Console and load keys at runtime instead"
+            }
+            RuleId::ShopifyToken => {
+                "Shopify access token or shared secret; rotate it and load secrets at runtime instead"
+            }
+            RuleId::DigitaloceanToken => {
+                "DigitalOcean token; revoke it in the control panel and load tokens at runtime instead"
+            }
+            RuleId::VaultToken => {
+                "HashiCorp Vault token; revoke it (vault token revoke) and load tokens at runtime instead"
+            }
+            RuleId::TerraformCloudToken => {
+                "Terraform Cloud API token; delete it in the user or team settings and load tokens at runtime instead"
+            }
+            RuleId::PypiToken => {
+                "PyPI API token; remove it in the PyPI account settings and use trusted publishing or a runtime secret"
+            }
+            RuleId::DatabricksToken => {
+                "Databricks personal access token; revoke it in the workspace settings and load tokens at runtime instead"
+            }
+            RuleId::DopplerToken => {
+                "Doppler token; revoke it in the Doppler dashboard and load tokens at runtime instead"
+            }
+            RuleId::LinearApiKey => {
+                "Linear API key; revoke it in the Linear settings and load keys at runtime instead"
+            }
+            RuleId::PostmanApiKey => {
+                "Postman API key; regenerate or delete it and load keys at runtime instead"
+            }
+            RuleId::GrafanaToken => {
+                "Grafana token; delete it in Grafana and load tokens at runtime instead"
+            }
+            RuleId::NewrelicApiKey => {
+                "New Relic user API key; delete it in the API keys UI and load keys at runtime instead"
+            }
+            RuleId::SentryToken => {
+                "Sentry auth token; revoke it in the Sentry settings and load tokens at runtime instead"
+            }
+            RuleId::AgeSecretKey => {
+                "age secret key; everything encrypted to it must be re-encrypted to a new key kept outside Git"
+            }
+            RuleId::SquareToken => {
+                "Square access token or application secret; replace it in the Developer Dashboard and load it at runtime instead"
+            }
+            RuleId::TelegramBotToken => {
+                "Telegram bot token; revoke it with BotFather and load it at runtime instead"
+            }
+            RuleId::AtlassianApiToken => {
+                "Atlassian API token; revoke it in the Atlassian account settings and load it at runtime instead"
+            }
+            RuleId::AzureStorageAccountKey => {
+                "Azure storage account key; rotate the account key and load the connection string at runtime instead"
+            }
+            RuleId::AlibabaAccessKeyId => {
+                "Alibaba Cloud AccessKey ID; disable the AccessKey pair in RAM and load credentials at runtime instead"
+            }
+            RuleId::PulumiToken => {
+                "Pulumi access token; delete it in the Pulumi Cloud console and load it at runtime instead"
+            }
+            RuleId::DynatraceToken => {
+                "Dynatrace API token; revoke it in the Dynatrace access tokens page and load it at runtime instead"
+            }
+            RuleId::PlanetscaleToken => {
+                "PlanetScale token or password; revoke it and load it at runtime instead"
+            }
             RuleId::PrivateRegistryLocation => {
                 "private Nebius container registry location; supply it in private runtime config"
             }
@@ -249,6 +449,31 @@ impl RuleId {
             RuleId::GitlabToken => "GitlabToken",
             RuleId::NpmToken => "NpmToken",
             RuleId::SendgridApiKey => "SendgridApiKey",
+            RuleId::AnthropicApiKey => "AnthropicApiKey",
+            RuleId::OpenaiApiKey => "OpenaiApiKey",
+            RuleId::HuggingfaceToken => "HuggingfaceToken",
+            RuleId::TwilioApiKey => "TwilioApiKey",
+            RuleId::ShopifyToken => "ShopifyToken",
+            RuleId::DigitaloceanToken => "DigitaloceanToken",
+            RuleId::VaultToken => "VaultToken",
+            RuleId::TerraformCloudToken => "TerraformCloudToken",
+            RuleId::PypiToken => "PypiToken",
+            RuleId::DatabricksToken => "DatabricksToken",
+            RuleId::DopplerToken => "DopplerToken",
+            RuleId::LinearApiKey => "LinearApiKey",
+            RuleId::PostmanApiKey => "PostmanApiKey",
+            RuleId::GrafanaToken => "GrafanaToken",
+            RuleId::NewrelicApiKey => "NewrelicApiKey",
+            RuleId::SentryToken => "SentryToken",
+            RuleId::AgeSecretKey => "AgeSecretKey",
+            RuleId::SquareToken => "SquareToken",
+            RuleId::TelegramBotToken => "TelegramBotToken",
+            RuleId::AtlassianApiToken => "AtlassianApiToken",
+            RuleId::AzureStorageAccountKey => "AzureStorageAccountKey",
+            RuleId::AlibabaAccessKeyId => "AlibabaAccessKeyId",
+            RuleId::PulumiToken => "PulumiToken",
+            RuleId::DynatraceToken => "DynatraceToken",
+            RuleId::PlanetscaleToken => "PlanetscaleToken",
             RuleId::PrivateRegistryLocation => "PrivateRegistryLocation",
             RuleId::PrivateBucketLocation => "PrivateBucketLocation",
             RuleId::SpecTenantId => "SpecTenantId",
@@ -279,6 +504,31 @@ impl RuleId {
                 | RuleId::GitlabToken
                 | RuleId::NpmToken
                 | RuleId::SendgridApiKey
+                | RuleId::AnthropicApiKey
+                | RuleId::OpenaiApiKey
+                | RuleId::HuggingfaceToken
+                | RuleId::TwilioApiKey
+                | RuleId::ShopifyToken
+                | RuleId::DigitaloceanToken
+                | RuleId::VaultToken
+                | RuleId::TerraformCloudToken
+                | RuleId::PypiToken
+                | RuleId::DatabricksToken
+                | RuleId::DopplerToken
+                | RuleId::LinearApiKey
+                | RuleId::PostmanApiKey
+                | RuleId::GrafanaToken
+                | RuleId::NewrelicApiKey
+                | RuleId::SentryToken
+                | RuleId::AgeSecretKey
+                | RuleId::SquareToken
+                | RuleId::TelegramBotToken
+                | RuleId::AtlassianApiToken
+                | RuleId::AzureStorageAccountKey
+                | RuleId::AlibabaAccessKeyId
+                | RuleId::PulumiToken
+                | RuleId::DynatraceToken
+                | RuleId::PlanetscaleToken
         )
     }
 

@@ -11,12 +11,14 @@ pub mod parse;
 pub mod profile;
 pub mod soperator;
 pub mod validate;
+pub mod warning;
 pub mod yaml;
 
 use std::path::Path;
 
 pub use error::SpecError;
 pub use model::*;
+pub use warning::{SpecWarning, SpecWarnings};
 
 /// Reads and type-checks a spec without validating it (the reference's `spec_from_mapping`).
 pub fn spec_from_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {

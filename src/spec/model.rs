@@ -97,6 +97,8 @@ pub struct FleetSpec {
     /// The file the spec was read from, for error messages.
     pub source: String,
     pub positions: Positions,
+    /// Keys the reference ignores (typos, mostly), for the caller to show or refuse.
+    pub warnings: super::warning::SpecWarnings,
 }
 
 /// A deployment target: an existing `project_id` or a name created on demand.

@@ -114,6 +114,16 @@ fn evaluate_head(
         }
     };
     report.name = Some(spec.name.clone());
+    if !spec.warnings.is_empty() {
+        // The reference ignores unknown keys, but in review a typo (`regoin:`) that silently
+        // changes nothing is what the check exists to catch: the App holds the spec to
+        // `--strict`, each key located like any spec error.
+        report.status = FleetStatus::Invalid;
+        report
+            .problems
+            .extend(unknown_key_problems(&spec, head.private));
+        return;
+    }
     let head_plan = plan(&spec, &PlanOptions::default());
     let mut summary = static_summary::summarize(Some(&head_plan), head.base.map(|(_, p)| p));
     report.budget = Some(match live {
@@ -124,6 +134,33 @@ fn evaluate_head(
         None => budget::budget(&spec, quota),
     });
     report.plan = Some(summary);
+}
+
+/// The spec's unknown keys as problems. On a line holding a private value the key itself is
+/// left out (it may be the value), and so is the suggestion, which would hint at it.
+fn unknown_key_problems(spec: &FleetSpec, private: &BTreeSet<u32>) -> Vec<SpecProblem> {
+    let mut problems: Vec<SpecProblem> = spec
+        .warnings
+        .items
+        .iter()
+        .map(|w| {
+            let mut problem = located_problem(&w.to_error(), private);
+            if private.contains(&w.pos.line) {
+                problem.field = w.parent.clone();
+                problem.message = "unknown key".to_string();
+            }
+            problem
+        })
+        .collect();
+    if spec.warnings.omitted > 0 {
+        problems.push(SpecProblem {
+            line: None,
+            column: None,
+            field: String::new(),
+            message: format!("{} more unknown keys not shown", spec.warnings.omitted),
+        });
+    }
+    problems
 }
 
 fn located_problem(e: &SpecError, private: &BTreeSet<u32>) -> SpecProblem {

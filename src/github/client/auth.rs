@@ -1,5 +1,6 @@
 //! The tokens the transport sends: the App JWT for the token exchange, and installation
-//! tokens, minted once per installation and reused from the cache until they near expiry.
+//! tokens, minted once per installation and reused from the cache until they near expiry;
+//! and the App's own identity (`GET /app`), read once, by which its comments are told apart.
 
 use std::time::SystemTime;
 
@@ -7,7 +8,7 @@ use reqwest::Method;
 use serde::Deserialize;
 
 use super::transport::{Auth, Call, JSON_ACCEPT, Repeat, decode};
-use super::{ClientError, GitHubClient};
+use super::{AppIdentity, ClientError, GitHubClient};
 use crate::github::SecretString;
 use crate::github::app::{InstallationToken, parse_github_time};
 
@@ -87,5 +88,45 @@ impl GitHubClient {
             token: SecretString::new(t.token),
             expires_at,
         })
+    }
+
+    /// The App's ID and slug (`GET /app` with the App JWT), read once per process: the App
+    /// cannot change its slug under a running server without its comments changing author.
+    pub async fn app_identity(&self) -> Result<AppIdentity, ClientError> {
+        #[derive(Deserialize)]
+        struct AppAnswer {
+            id: u64,
+            slug: String,
+        }
+        let op = "apps/get-authenticated";
+        self.inner
+            .identity
+            .get_or_try_init(|| async {
+                let answer = self
+                    .send(Call {
+                        op,
+                        method: Method::GET,
+                        url: self.url("/app"),
+                        query: vec![],
+                        body: None,
+                        accept: JSON_ACCEPT,
+                        auth: Auth::App,
+                        repeat: Repeat::Safe,
+                    })
+                    .await?;
+                let a: AppAnswer = decode(op, &answer.body)?;
+                if a.slug.is_empty() {
+                    return Err(ClientError::Decode {
+                        op,
+                        message: "the App has an empty slug".into(),
+                    });
+                }
+                Ok(AppIdentity {
+                    id: a.id,
+                    slug: a.slug,
+                })
+            })
+            .await
+            .cloned()
     }
 }

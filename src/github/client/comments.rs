@@ -66,19 +66,22 @@ impl RepoClient {
         Ok(comments.into_iter().map(IssueComment::from).collect())
     }
 
-    /// The bot's own comment carrying `marker`: the first by a bot account whose first line is
-    /// exactly the marker. A marker anywhere else (inside a quoted spec diff, say) is content,
-    /// and can never make the bot overwrite another comment.
+    /// The App's own comment carrying `marker`: the first authored by the App's bot account
+    /// (`<slug>[bot]`, of type `Bot`) whose first line is exactly the marker. A marker anywhere
+    /// else (inside a quoted spec diff, say) is content, and a comment by anyone else (a
+    /// person, another App) is never adopted however perfect its marker: the bot would
+    /// otherwise overwrite it, or publish its verdict in a comment someone else can edit.
     pub async fn find_marked_comment(
         &self,
         number: u64,
         marker: &str,
     ) -> Result<Option<IssueComment>, ClientError> {
+        let login = self.client.app_identity().await?.bot_login();
         Ok(self
             .issue_comments(number)
             .await?
             .into_iter()
-            .find(|c| c.author_is_bot && opens_with_marker(&c.body, marker)))
+            .find(|c| is_own(c, &login) && opens_with_marker(&c.body, marker)))
     }
 
     /// `POST /issues/{n}/comments`. Not repeated on an unknown outcome.
@@ -168,6 +171,11 @@ impl RepoClient {
     }
 }
 
+/// Whether the App's bot account wrote `c`. GitHub logins are case-insensitive.
+fn is_own(c: &IssueComment, bot_login: &str) -> bool {
+    c.author_is_bot && c.author.eq_ignore_ascii_case(bot_login)
+}
+
 /// Whether `body`'s first line is exactly `marker` (trailing white space aside).
 fn opens_with_marker(body: &str, marker: &str) -> bool {
     body.lines()
@@ -177,7 +185,23 @@ fn opens_with_marker(body: &str, marker: &str) -> bool {
 
 #[cfg(test)]
 mod marker_tests {
-    use super::opens_with_marker;
+    use super::{IssueComment, is_own, opens_with_marker};
+
+    #[test]
+    fn only_the_apps_bot_account_owns_a_comment() {
+        let by = |author: &str, bot: bool| IssueComment {
+            id: 1,
+            body: String::new(),
+            author: author.to_string(),
+            author_is_bot: bot,
+        };
+        assert!(is_own(&by("fleetbot[bot]", true), "fleetbot[bot]"));
+        assert!(is_own(&by("FleetBot[bot]", true), "fleetbot[bot]"));
+        // Another App's bot, and a person whose login looks like the bot's.
+        assert!(!is_own(&by("other-app[bot]", true), "fleetbot[bot]"));
+        assert!(!is_own(&by("fleetbot[bot]", false), "fleetbot[bot]"));
+        assert!(!is_own(&by("fleetbot", false), "fleetbot[bot]"));
+    }
 
     #[test]
     fn only_a_first_line_marker_marks_a_comment() {

@@ -85,6 +85,22 @@ struct Inner {
     refresh: tokio::sync::Mutex<()>,
     retry: RetryPolicy,
     metrics: ApiMetrics,
+    /// `GET /app`, once read.
+    identity: tokio::sync::OnceCell<AppIdentity>,
+}
+
+/// Who the App is on GitHub: its ID and slug, and so the login of its bot account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppIdentity {
+    pub id: u64,
+    pub slug: String,
+}
+
+impl AppIdentity {
+    /// The account the App's comments are authored by: `<slug>[bot]`.
+    pub fn bot_login(&self) -> String {
+        format!("{}[bot]", self.slug)
+    }
 }
 
 impl std::fmt::Debug for GitHubClient {
@@ -127,6 +143,7 @@ impl GitHubClient {
                 refresh: tokio::sync::Mutex::new(()),
                 retry: config.retry,
                 metrics: ApiMetrics::default(),
+                identity: tokio::sync::OnceCell::new(),
             }),
         })
     }

@@ -265,7 +265,7 @@ fn vendor_samples() -> Vec<(String, RuleId)> {
     const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let mut s = testdata::Synth::new(7);
-    vec![
+    let mut samples = vec![
         (
             format!("AKIA{}", s.string(BASE32, 16)),
             RuleId::AwsAccessKeyId,
@@ -309,7 +309,140 @@ fn vendor_samples() -> Vec<(String, RuleId)> {
             format!("SG.{}.{}", s.string(ALNUM, 22), s.string(ALNUM, 43)),
             RuleId::SendgridApiKey,
         ),
+    ];
+    samples.extend(more_vendor_samples(&mut s));
+    samples
+}
+
+/// The formats of issue 22, item 14, each built from its published shape.
+fn more_vendor_samples(s: &mut testdata::Synth) -> Vec<(String, RuleId)> {
+    const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    const URLSAFE: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+    const HEX: &[u8] = b"0123456789abcdef";
+    const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    const BECH32: &[u8] = b"QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L";
+    const B64: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/";
+    // Fixed parts the formats publish, split so this file holds none of them whole.
+    let openai_marker = ["T3Bl", "bkFJ"].concat();
+    let mut v = |alphabet: &[u8], n: usize| s.string(alphabet, n);
+    vec![
+        (
+            format!("sk-ant-api03-{}AA", v(URLSAFE, 93)),
+            RuleId::AnthropicApiKey,
+        ),
+        (
+            format!(
+                "sk-proj-{}{openai_marker}{}",
+                v(URLSAFE, 74),
+                v(URLSAFE, 74)
+            ),
+            RuleId::OpenaiApiKey,
+        ),
+        (
+            format!("sk-{}{openai_marker}{}", v(ALNUM, 20), v(ALNUM, 20)),
+            RuleId::OpenaiApiKey,
+        ),
+        (format!("hf_{}", v(ALNUM, 34)), RuleId::HuggingfaceToken),
+        (format!("SK{}", v(HEX, 32)), RuleId::TwilioApiKey),
+        (format!("shpat_{}", v(HEX, 32)), RuleId::ShopifyToken),
+        (format!("shpss_{}", v(HEX, 32)), RuleId::ShopifyToken),
+        (format!("dop_v1_{}", v(HEX, 64)), RuleId::DigitaloceanToken),
+        (format!("dor_v1_{}", v(HEX, 64)), RuleId::DigitaloceanToken),
+        (format!("hvs.{}", v(URLSAFE, 91)), RuleId::VaultToken),
+        (format!("hvb.{}", v(URLSAFE, 140)), RuleId::VaultToken),
+        (
+            format!(
+                "{}.{}.{}",
+                v(ALNUM, 14),
+                ["atlas", "v1"].concat(),
+                v(ALNUM, 67)
+            ),
+            RuleId::TerraformCloudToken,
+        ),
+        (
+            format!(
+                "{}{}",
+                ["pypi-AgEI", "cHlwaS5vcmc"].concat(),
+                v(URLSAFE, 150)
+            ),
+            RuleId::PypiToken,
+        ),
+        (format!("dapi{}", v(HEX, 32)), RuleId::DatabricksToken),
+        (format!("dapi{}-2", v(HEX, 32)), RuleId::DatabricksToken),
+        (format!("dp.pt.{}", v(ALNUM, 43)), RuleId::DopplerToken),
+        (format!("dp.st.dev.{}", v(ALNUM, 40)), RuleId::DopplerToken),
+        (format!("lin_api_{}", v(ALNUM, 40)), RuleId::LinearApiKey),
+        (
+            format!("PMAK-{}-{}", v(HEX, 24), v(HEX, 34)),
+            RuleId::PostmanApiKey,
+        ),
+        (format!("glc_eyJ{}", v(B64, 120)), RuleId::GrafanaToken),
+        (
+            format!("glsa_{}_{}", v(ALNUM, 32), v(HEX, 8)),
+            RuleId::GrafanaToken,
+        ),
+        (format!("NRAK-{}", v(UPPER, 27)), RuleId::NewrelicApiKey),
+        (
+            format!("sntrys_eyJ{}_{}", v(B64, 150), v(ALNUM, 43)),
+            RuleId::SentryToken,
+        ),
+        (format!("sntryu_{}", v(HEX, 64)), RuleId::SentryToken),
+        (
+            format!("{}{}", ["AGE-SECRET", "-KEY-1"].concat(), v(BECH32, 58)),
+            RuleId::AgeSecretKey,
+        ),
+        (format!("sq0atp-{}", v(URLSAFE, 22)), RuleId::SquareToken),
+        (format!("sq0csp-{}", v(URLSAFE, 43)), RuleId::SquareToken),
+        (
+            format!("{}:AA{}", v(b"0123456789", 10), v(URLSAFE, 33)),
+            RuleId::TelegramBotToken,
+        ),
+        (
+            format!("ATATT3{}={}", v(URLSAFE, 177), v(b"0123456789ABCDEF", 8)),
+            RuleId::AtlassianApiToken,
+        ),
+        (
+            format!("AccountKey={}==", v(B64, 86)),
+            RuleId::AzureStorageAccountKey,
+        ),
+        (format!("LTAI{}", v(ALNUM, 20)), RuleId::AlibabaAccessKeyId),
+        (format!("pul-{}", v(HEX, 40)), RuleId::PulumiToken),
+        (
+            format!("dt0c01.{}.{}", v(UPPER, 24), v(UPPER, 64)),
+            RuleId::DynatraceToken,
+        ),
+        (
+            format!("pscale_tkn_{}", v(URLSAFE, 43)),
+            RuleId::PlanetscaleToken,
+        ),
+        (format!("glrt-{}", v(URLSAFE, 20)), RuleId::GitlabToken),
     ]
+}
+
+#[test]
+fn every_vendor_rule_has_a_sample() {
+    let sampled: std::collections::BTreeSet<RuleId> =
+        vendor_samples().into_iter().map(|(_, r)| r).collect();
+    for (rule, _, _) in super::vendor::VENDOR_RULES {
+        assert!(sampled.contains(rule), "{rule} has no sample");
+    }
+    assert!(sampled.contains(&RuleId::TerraformCloudToken));
+    assert!(sampled.contains(&RuleId::TelegramBotToken));
+}
+
+#[test]
+fn an_azure_connection_string_reports_its_account_key() {
+    let key = testdata::Synth::new(3).string(
+        b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/",
+        86,
+    );
+    let text = format!(
+        "AZURE_STORAGE=DefaultEndpointsProtocol=https;AccountName=fleetlogs;AccountKey={key}==;EndpointSuffix=core.windows.net\n"
+    );
+    let found = rules(&text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].1, RuleId::AzureStorageAccountKey);
+    assert_eq!(found[0].0, text.find("AccountKey=").unwrap());
 }
 
 #[test]
@@ -346,6 +479,40 @@ fn vendor_look_alikes_and_stand_ins_are_ignored() {
         // Inside a longer identifier, a prefix is not a token.
         format!("XAKIA{}", "ABCD2345ABCD2345"),
         "the glpat- prefix marks GitLab tokens".to_string(),
+        // Issue 22, item 14: the new formats' prefixes in prose and code, wrong lengths and
+        // alphabets, and bodies that only stand in for a secret.
+        "sk-proj-placeholder and sk-your-key-here".to_string(),
+        format!("sk-{}", "a1B2c3D4".repeat(6)),
+        "hf_hub_download(repo_id, filename) and hf_token = None".to_string(),
+        format!("hf_{}", "x".repeat(34)),
+        format!("SK{}", "0123456789ABCDEF".repeat(2)),
+        format!("TASK{}", "0123456789abcdef".repeat(2)),
+        format!("SK{}", "0123456789abcdef".repeat(3)),
+        format!("shpat_{}", "0".repeat(32)),
+        format!("dop_v1_{}", "0123456789abcdef".repeat(3)),
+        "hvs.example and hvs.CAES".to_string(),
+        "app.terraform.io/app/org.atlasv1.settings".to_string(),
+        format!("{}.atlasv1.{}", "a".repeat(20), "b1".repeat(33)),
+        "pypi-AgEIcHlwaS5vcmc".to_string(),
+        format!("dapi{}", "0123456789abcdef".repeat(2).to_uppercase()),
+        format!("dapi{}", "x".repeat(32)),
+        "dp.pt.<your-token> dp.st.dev".to_string(),
+        "lin_api_key: \"\"".to_string(),
+        "PMAK-xxxxxxxxxxxxxxxxxxxxxxxx-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx".to_string(),
+        "glc_config and glsa_token".to_string(),
+        "NRAK-XXXXXXXXXXXXXXXXXXXXXXXXXXX".to_string(),
+        "sntrys_ and sntryu_ prefixes".to_string(),
+        "AGE-SECRET-KEY-1 and age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
+            .to_string(),
+        "sq0atp-REPLACE_AT_RUNTIME".to_string(),
+        "12345678:AA and 1234567:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx".to_string(),
+        format!("v{}:AA{}", "1".repeat(9), "b2".repeat(17)),
+        "ATATT3xFfGF0 is how Atlassian tokens begin".to_string(),
+        format!("AccountKey={}==", "x".repeat(86)),
+        "AccountKey=<storage-account-key>".to_string(),
+        "LTAI_ACCESS_KEY and pul-request".to_string(),
+        "dt0c01.ABC".to_string(),
+        "pscale_tkn_ pscale_pw_".to_string(),
     ]
     .join("\n");
     assert_eq!(rules(&text), vec![]);

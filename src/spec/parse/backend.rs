@@ -3,12 +3,13 @@
 //! mk8s merges either its `mk8s:` envelope or its flat fields over the defaults.
 
 use super::merge::{Defaults, deep_merge};
-use super::mk8s::{check_envelope, mk8s_cluster_from};
+use super::mk8s::{MK8S_ENVELOPE_FIELDS, check_envelope, mk8s_cluster_from, warn_unknown_pools};
 use super::reader::{Reader, entries_get, join, positions_of, set_entry, slug_or_cluster};
 use super::soperator;
 use crate::spec::error::SpecError;
 use crate::spec::model::{Backend, ClusterSpec};
 use crate::spec::names::py_repr;
+use crate::spec::warning::BACKEND_FIELDS;
 use crate::spec::yaml::{Entry, Node, Pos, Value};
 
 /// One cluster entry as written, with where it is.
@@ -116,7 +117,14 @@ fn mk8s_target(
 ) -> Result<ClusterSpec, SpecError> {
     let (mut merged, name_override) = match entries_get(c.raw, "mk8s") {
         Some(envelope) if !envelope.is_null() => merge_envelope(r, c, envelope, defaults)?,
-        _ => (deep_merge(&defaults.flat, c.raw), None),
+        _ => {
+            // Flat fields are not refused (the reference's "permissive forward fields"), so
+            // a typo there is only a warning, for this cluster's own keys; the defaults' are
+            // looked at once, where they are read.
+            r.warn_unknown(c.raw, c.path, &[MK8S_ENVELOPE_FIELDS, BACKEND_FIELDS]);
+            warn_unknown_pools(r, c.raw, c.path);
+            (deep_merge(&defaults.flat, c.raw), None)
+        }
     };
     defaults.charge(r, &merged, c.pos, c.path)?;
     if let Some(name) = name_override {

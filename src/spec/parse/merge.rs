@@ -157,7 +157,7 @@ mod tests {
         let defaults = entries("a: 1\nb: {x: 1}\n");
         // a, 1, b, {x}, x, 1: six nodes a cluster.
         let d = Defaults::with_budget(&defaults, 12);
-        let r = Reader { file: "f.yaml" };
+        let r = Reader::new("f.yaml");
         let at = Pos { line: 9, col: 5 };
         for _ in 0..2 {
             d.charge(&r, &deep_merge(&d.flat, &[]), at, "c").unwrap();

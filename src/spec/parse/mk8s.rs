@@ -2,7 +2,7 @@
 //! default, node pools, the feature blocks, and the GPU workload profile applied last.
 
 use super::blocks::{kuberay_from, mig_from};
-use super::reader::{Reader, positions_of, slug_or_cluster};
+use super::reader::{Reader, join, positions_of, slug_or_cluster};
 use crate::spec::error::SpecError;
 use crate::spec::model::*;
 use crate::spec::yaml::{Entry, Node, Pos, Value};
@@ -45,6 +45,18 @@ pub const POOL_FIELDS: &[&str] = &[
     "capacity_block_group",
     "preemptible",
 ];
+
+/// Records the unknown keys of the `cpu_nodes` and `gpu_nodes` mappings in `entries` (a
+/// flat cluster's or the defaults'), which nothing refuses outside an explicit envelope.
+pub(super) fn warn_unknown_pools(r: &Reader<'_>, entries: &[Entry], path: &str) {
+    for e in entries {
+        if matches!(e.key.as_str(), "cpu_nodes" | "gpu_nodes")
+            && let Some(pool) = e.value.as_map()
+        {
+            r.warn_unknown(pool, &join(path, &e.key), &[POOL_FIELDS]);
+        }
+    }
+}
 
 /// An explicit envelope is checked strictly, pools included; flat fields are not (the
 /// reference ignores what it does not read there).

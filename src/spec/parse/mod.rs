@@ -20,12 +20,13 @@ pub(crate) use reader::{Reader, join};
 use super::error::SpecError;
 use super::model::*;
 use super::names::slug;
+use super::warning::{BACKEND_FIELDS, TOP_LEVEL_FIELDS};
 use super::yaml::{Entry, Node, Pos, Value};
 use reader::{entries_get, positions_of};
 
 /// `spec_from_mapping`: builds the model without validating it.
 pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
-    let r = Reader { file };
+    let r = Reader::new(file);
     let empty: Vec<Entry> = Vec::new();
     let top: &[Entry] = match &root.value {
         Value::Null => &empty,
@@ -33,6 +34,7 @@ pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
         _ => return Err(r.error(root.pos, "", "spec must be a mapping")),
     };
     check_api_version(&r, top, root.pos)?;
+    r.warn_unknown(top, "", &[TOP_LEVEL_FIELDS]);
     let defaults = defaults_of(&r, top)?;
     let defaults = merge::Defaults::new(&defaults);
     let projects_node = entries_get(top, "projects");
@@ -64,6 +66,7 @@ pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
         profile: top_fields.string("profile", "", "")?,
         source: file.to_string(),
         positions: positions_of(top, root.pos, "", 0),
+        warnings: r.take_warnings(),
     })
 }
 
@@ -93,8 +96,24 @@ fn defaults_of(r: &Reader<'_>, top: &[Entry]) -> Result<Vec<Entry>, SpecError> {
     };
     match &n.value {
         Value::Null => Ok(Vec::new()),
-        Value::Map(entries) => Ok(entries.clone()),
+        Value::Map(entries) => {
+            warn_unknown_defaults(r, entries);
+            Ok(entries.clone())
+        }
         _ => Err(r.error(n.pos, "defaults", "defaults must be a mapping")),
+    }
+}
+
+/// `defaults` is read only through the clusters that merge it, and nothing there refuses a
+/// key it does not know, so its typos are looked for once, here: its flat fields and pools,
+/// and the `mk8s` defaults with theirs. `defaults.soperator` is left out: the Soperator reader
+/// refuses unknown keys in what it merges.
+fn warn_unknown_defaults(r: &Reader<'_>, entries: &[Entry]) {
+    r.warn_unknown(entries, "defaults", &[MK8S_ENVELOPE_FIELDS, BACKEND_FIELDS]);
+    mk8s::warn_unknown_pools(r, entries, "defaults");
+    if let Some(mk8s) = entries_get(entries, "mk8s").and_then(Node::as_map) {
+        r.warn_unknown(mk8s, "defaults.mk8s", &[MK8S_ENVELOPE_FIELDS]);
+        mk8s::warn_unknown_pools(r, mk8s, "defaults.mk8s");
     }
 }
 

@@ -7,6 +7,7 @@ use super::merge::Defaults;
 use super::reader::{Reader, entries_get, join, positions_of};
 use crate::spec::error::SpecError;
 use crate::spec::model::ProjectSpec;
+use crate::spec::warning::PROJECT_FIELDS;
 use crate::spec::yaml::{Entry, Node, Pos, Value};
 
 /// One cluster entry as written: its mapping, where it came from, and its own path.
@@ -26,6 +27,7 @@ pub(super) fn project_from(
     let Some(fields) = entry.as_map() else {
         return Err(r.error(entry.pos, &ppath, "each project must be a mapping"));
     };
+    r.warn_unknown(fields, &ppath, &[PROJECT_FIELDS]);
     let raw_clusters = raw_clusters(r, fields, entry.pos, &ppath)?;
     let multi = raw_clusters.len() > 1;
     let clusters = raw_clusters

@@ -1,16 +1,46 @@
 //! Typed reading of YAML values: strict scalars (a quoted `"2"` is not an integer, `"false"`
 //! is not a boolean), with errors that carry the file, the position and the field path.
 
+use std::cell::RefCell;
+
 use crate::spec::error::SpecError;
 use crate::spec::model::Positions;
+use crate::spec::warning::SpecWarnings;
 use crate::spec::yaml::{Entry, Node, Pos, Value};
 
-/// Typed access to YAML values with errors that carry the file, position and field path.
+/// Typed access to YAML values with errors that carry the file, position and field path, and
+/// the unknown keys met on the way (warnings, which the spec keeps beside its fields).
 pub(crate) struct Reader<'a> {
     pub file: &'a str,
+    warnings: RefCell<SpecWarnings>,
 }
 
 impl<'a> Reader<'a> {
+    pub fn new(file: &'a str) -> Reader<'a> {
+        Reader {
+            file,
+            warnings: RefCell::default(),
+        }
+    }
+
+    /// Records each key of the mapping at `path` that is in none of `known` (a key the
+    /// reference ignores there).
+    pub(super) fn warn_unknown(&self, entries: &[Entry], path: &str, known: &[&[&'static str]]) {
+        let mut warnings = self.warnings.borrow_mut();
+        for e in entries {
+            if !known.iter().any(|k| k.contains(&e.key.as_str())) {
+                warnings.push(self.file, path, &e.key, e.key_pos, known);
+            }
+        }
+    }
+
+    /// The warnings recorded so far in document order, leaving none behind.
+    pub(super) fn take_warnings(&self) -> SpecWarnings {
+        let mut warnings = self.warnings.take();
+        warnings.items.sort_by_key(|w| (w.pos.line, w.pos.col));
+        warnings
+    }
+
     pub fn error(&self, pos: Pos, path: &str, message: impl Into<String>) -> SpecError {
         SpecError::new(self.file, Some(pos), path, message)
     }

@@ -366,6 +366,31 @@ impl World {
         pr.head_sha = head_sha.to_string();
     }
 
+    /// A comment someone other than the bot wrote (`user_type` `User` or `Bot`).
+    pub fn add_comment(
+        &mut self,
+        full: &str,
+        issue: u64,
+        user: &str,
+        user_type: &str,
+        body: &str,
+    ) -> u64 {
+        let id = self.next_id();
+        self.comments.insert(
+            id,
+            Comment {
+                id,
+                repo: full.into(),
+                issue,
+                body: body.into(),
+                user: user.into(),
+                user_type: user_type.into(),
+                edits: 0,
+            },
+        );
+        id
+    }
+
     pub fn set_role(&mut self, full: &str, user: &str, role: &str) {
         self.roles
             .insert((full.to_string(), user.to_string()), role.to_string());
@@ -607,7 +632,10 @@ async fn handle(
         .strip_prefix("Bearer ")
         .unwrap_or_default()
         .to_string();
-    let auth = if operation == "apps/create-installation-access-token" {
+    let auth = if matches!(
+        operation.as_str(),
+        "apps/create-installation-access-token" | "apps/get-authenticated"
+    ) {
         verify_jwt(&bearer)
     } else if w.tokens.contains_key(&bearer) {
         Ok(())
@@ -835,6 +863,13 @@ fn respond(
             v["token"] = json!(token);
             v["expires_at"] = json!(iso(now_secs() + 3600));
             Answer::json(201, v)
+        }
+        "apps/get-authenticated" => {
+            // The App whose bot account writes the fake's comments (`BOT_LOGIN`).
+            let mut v = openapi().example(operation, 200);
+            v["id"] = json!(APP_ID.parse::<u64>().unwrap());
+            v["slug"] = json!(BOT_LOGIN.trim_end_matches("[bot]"));
+            Answer::json(200, v)
         }
         "repos/get" => {
             let Some(repo) = w.repos.get(&full) else {
