@@ -10,6 +10,7 @@ pub mod addons;
 pub mod api;
 pub mod hosts;
 pub mod kinds;
+pub mod kubelet;
 pub mod nodes;
 pub mod patch;
 pub mod select;
@@ -32,8 +33,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use self::kinds::NODE;
+use self::kubelet::{Kubelet, LogSource};
 use self::store::{ClusterStore, meta};
-use self::workloads::{Kubelet, LogSource};
 use super::services::SimService;
 
 /// Every cluster's API lives under this prefix, then its ID.
