@@ -173,9 +173,20 @@ impl ApiShared {
         let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
         let mut clusters = self.clusters();
         for (id, entry) in clusters.iter_mut() {
-            workloads::reconcile(&mut entry.store, &mut kubelet, id);
+            reconcile(&mut entry.store, &mut kubelet, id);
         }
     }
+}
+
+/// One pass of every controller over one cluster: owners collected, claims bound, Jobs run,
+/// pods scheduled and run, volumes' data reclaimed.
+fn reconcile(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
+    workloads::collect_garbage(store);
+    volumes::provision(store);
+    workloads::run_jobs(store);
+    workloads::schedule(store);
+    kubelet::run_pods(store, kubelet, cluster);
+    kubelet.reclaim(store, cluster);
 }
 
 /// A node as the cloud says it is now, keeping what others wrote on it: its identity, labels

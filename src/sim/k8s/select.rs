@@ -237,7 +237,8 @@ mod tests {
         ) {
             let selector = LabelSelector::parse(&format!("{key}={value}")).unwrap();
             let with = json!({"metadata": {"labels": {key.clone(): value.clone()}}});
-            let without = json!({"metadata": {"labels": {key.clone(): format!("{other}x")}}});
+            // Longer than `value`, so never equal to it (`{other}x` once was: "k" + "x" = "kx").
+            let without = json!({"metadata": {"labels": {key.clone(): format!("{value}{other}")}}});
             proptest::prop_assert!(selector.matches(&with));
             proptest::prop_assert!(!selector.matches(&without));
             let negated = LabelSelector::parse(&format!("{key}!={value}")).unwrap();

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::kinds::{JOB, NODE, POD};
-use super::kubelet::{Kubelet, run_pods};
 use super::select::LabelSelector;
 use super::store::{ClusterStore, meta, now_rfc3339};
 use super::validate::default_on_create;
@@ -215,7 +214,7 @@ pub(super) fn deleting(object: &Value) -> bool {
 }
 
 /// Background garbage collection and foreground deletion.
-fn collect_garbage(store: &mut ClusterStore) {
+pub(super) fn collect_garbage(store: &mut ClusterStore) {
     for (kind, ns, name) in store.keys() {
         let Some(object) = store.get(kind, &ns, &name).cloned() else {
             continue;
@@ -261,7 +260,7 @@ fn pods_of<'a>(store: &'a ClusterStore, job: &Value) -> Vec<&'a Value> {
         .collect()
 }
 
-fn run_jobs(store: &mut ClusterStore) {
+pub(super) fn run_jobs(store: &mut ClusterStore) {
     let jobs: Vec<Value> = store.list(JOB, None).into_iter().cloned().collect();
     for mut job in jobs {
         if deleting(&job) || condition_true(&job, "Complete") || condition_true(&job, "Failed") {
@@ -358,7 +357,7 @@ fn run_jobs(store: &mut ClusterStore) {
     }
 }
 
-fn schedule(store: &mut ClusterStore) {
+pub(super) fn schedule(store: &mut ClusterStore) {
     let pending: Vec<Value> = store
         .list(POD, None)
         .into_iter()
@@ -394,16 +393,6 @@ fn schedule(store: &mut ClusterStore) {
         }
         store.put(POD, pod);
     }
-}
-
-/// One pass of every controller over one cluster.
-pub fn reconcile(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
-    collect_garbage(store);
-    super::volumes::provision(store);
-    run_jobs(store);
-    schedule(store);
-    run_pods(store, kubelet, cluster);
-    kubelet.reclaim(store, cluster);
 }
 
 /// Pods a label selector picks in a namespace (the log endpoint's `job/NAME` needs none).
