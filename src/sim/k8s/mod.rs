@@ -115,6 +115,7 @@ impl ApiShared {
     /// Brings every cluster's nodes (or only `only`'s) in line with its node groups.
     fn sync(&self, only: Option<&str>) {
         let views = nodes::views(&self.service.lock(), only);
+        let mut hosts = Vec::new();
         let mut clusters = self.clusters();
         match only {
             None => clusters.retain(|id, _| views.iter().any(|v| v.id == *id)),
@@ -162,10 +163,14 @@ impl ApiShared {
             if view.running {
                 addons::play(store, &view.releases);
             }
-            self.kubelet
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .set_hosts(&view.id, view.hosts);
+            hosts.push((view.id.clone(), view.hosts));
+        }
+        // The kubelet's lock is taken after the clusters' is released: the controllers take
+        // them the other way round.
+        drop(clusters);
+        let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
+        for (id, facts) in hosts {
+            kubelet.set_hosts(&id, facts);
         }
     }
 
