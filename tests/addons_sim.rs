@@ -56,21 +56,11 @@ projects:
 }
 
 fn options() -> LifecycleOptions {
-    LifecycleOptions {
-        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test"
-            .into(),
-        ..LifecycleOptions::default()
-    }
+    support::test_options()
 }
 
-/// A progress sink that keeps every line.
 fn recorded() -> (Progress, Arc<Mutex<Vec<String>>>) {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = lines.clone();
-    (
-        Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string())),
-        lines,
-    )
+    support::recorded_progress()
 }
 
 /// (cluster name → (project ID, cluster ID, client)).

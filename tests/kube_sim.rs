@@ -49,11 +49,7 @@ fn quiet() -> Progress {
 }
 
 fn options() -> LifecycleOptions {
-    LifecycleOptions {
-        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test"
-            .into(),
-        ..LifecycleOptions::default()
-    }
+    support::test_options()
 }
 
 fn api_error(e: kube::Error) -> Box<Status> {

@@ -26,11 +26,7 @@ fn world() -> String {
 }
 
 fn options() -> LifecycleOptions {
-    LifecycleOptions {
-        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test"
-            .into(),
-        ..LifecycleOptions::default()
-    }
+    support::test_options()
 }
 
 #[tokio::test]

@@ -38,20 +38,11 @@ projects:
 "#;
 
 fn options() -> LifecycleOptions {
-    LifecycleOptions {
-        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test"
-            .into(),
-        ..LifecycleOptions::default()
-    }
+    support::test_options()
 }
 
 fn recording() -> (Progress, Arc<Mutex<Vec<String>>>) {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = lines.clone();
-    (
-        Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string())),
-        lines,
-    )
+    support::recorded_progress()
 }
 
 /// Deploys SPEC into a simulator of `world`; the result, the progress lines and the store's

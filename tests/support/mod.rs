@@ -184,3 +184,25 @@ pub fn spec_with_a_grown() -> String {
         1,
     )
 }
+
+/// Lifecycle options with a test SSH key (nodes get one, so deploy warns about nothing).
+pub fn test_options() -> fleetbot::engine::ops::LifecycleOptions {
+    fleetbot::engine::ops::LifecycleOptions {
+        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test"
+            .into(),
+        ..Default::default()
+    }
+}
+
+/// A progress sink that keeps every line, and the lines.
+pub fn recorded_progress() -> (
+    fleetbot::engine::ops::Progress,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    (
+        std::sync::Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string())),
+        lines,
+    )
+}
