@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::probe::storage::{HostProbe, SharedProbe};
+use crate::probe::storage::{HostProbe, PathsProbe, SharedProbe};
 
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
@@ -66,6 +66,19 @@ pub enum StorageProbe {
         #[arg(long, default_value_t = 120)]
         wait_seconds: u64,
     },
+    /// Named paths on the shared filesystem: one directory's files, and proven absences.
+    Paths {
+        #[arg(long, default_value = "/host-storage")]
+        root: PathBuf,
+        #[arg(long, env = "NODE_NAME")]
+        node_name: String,
+        /// A directory (relative to the root) whose files to list with their checksums.
+        #[arg(long)]
+        list: Option<String>,
+        /// A path (relative to the root) whose absence to prove; repeatable.
+        #[arg(long)]
+        absent: Vec<String>,
+    },
 }
 
 pub fn run(args: ProbeArgs) -> ExitCode {
@@ -110,6 +123,20 @@ pub fn run(args: ProbeArgs) -> ExitCode {
                 nodes,
                 run_id,
                 wait: Duration::from_secs(wait_seconds),
+            }
+            .run(),
+        ),
+        StorageProbe::Paths {
+            root,
+            node_name,
+            list,
+            absent,
+        } => serde_json::to_string(
+            &PathsProbe {
+                root,
+                node_name,
+                list,
+                absent,
             }
             .run(),
         ),

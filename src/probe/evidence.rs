@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 pub const HOST_SCHEMA: &str = "fleetbot.probe.storage.host/v1";
 pub const SHARED_SCHEMA: &str = "fleetbot.probe.storage.shared/v1";
+pub const PATHS_SCHEMA: &str = "fleetbot.probe.storage.paths/v1";
 
 /// What one worker proves about its own mount of the shared filesystem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +51,29 @@ pub struct SharedEvidence {
     /// Node index → SHA-256 of the payload read from it.
     pub verified_checksums: BTreeMap<usize, String>,
     pub read_count: usize,
+}
+
+/// What one worker sees of named paths on the shared filesystem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathsEvidence {
+    pub schema: String,
+    pub node_name: String,
+    /// The listed directory's files → SHA-256 of each; `None` when it could not be read.
+    pub listed: Option<BTreeMap<String, String>>,
+    /// Each asked path → what `statx(AT_STATX_FORCE_SYNC)` found.
+    pub absent: BTreeMap<String, PathState>,
+}
+
+/// A path as a forced `statx` finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathState {
+    /// ENOENT from the filesystem itself.
+    Absent,
+    Present,
+    /// Any other answer, or a path outside the filesystem: nothing proven.
+    Unverified,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -119,6 +143,24 @@ pub fn parse_shared(output: &str) -> Result<SharedEvidence, EvidenceError> {
     }
     if e.read_count != e.verified_checksums.len() {
         return Err(EvidenceError::Invalid("read_count"));
+    }
+    Ok(e)
+}
+
+pub fn parse_paths(output: &str) -> Result<PathsEvidence, EvidenceError> {
+    let e: PathsEvidence = serde_json::from_str(document(output)?)
+        .map_err(|e| EvidenceError::Malformed(e.to_string()))?;
+    if e.schema != PATHS_SCHEMA {
+        return Err(EvidenceError::Schema {
+            found: e.schema,
+            expected: PATHS_SCHEMA,
+        });
+    }
+    if e.listed.iter().flatten().any(|(_, c)| !is_sha256(c)) {
+        return Err(EvidenceError::Invalid("checksum"));
+    }
+    if e.node_name.is_empty() {
+        return Err(EvidenceError::Invalid("node_name"));
     }
     Ok(e)
 }
@@ -202,6 +244,7 @@ mod tests {
         fn any_output_is_parsed_or_refused_without_a_panic(text in "\\PC{0,600}") {
             let _ = parse_host(&text);
             let _ = parse_shared(&text);
+            let _ = parse_paths(&text);
         }
     }
 }

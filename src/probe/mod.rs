@@ -9,4 +9,7 @@ pub mod evidence;
 pub mod mounts;
 pub mod storage;
 
-pub use evidence::{EvidenceError, HostEvidence, SharedEvidence, parse_host, parse_shared};
+pub use evidence::{
+    EvidenceError, HostEvidence, PathState, PathsEvidence, SharedEvidence, parse_host, parse_paths,
+    parse_shared,
+};

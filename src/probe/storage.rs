@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::evidence::{HOST_SCHEMA, HostEvidence, SHARED_SCHEMA, SharedEvidence};
+use super::evidence::{
+    HOST_SCHEMA, HostEvidence, PATHS_SCHEMA, PathState, PathsEvidence, SHARED_SCHEMA,
+    SharedEvidence,
+};
 use super::mounts::{find_fstab, find_mount};
 
 /// Where the host phase looks.
@@ -205,6 +208,60 @@ impl SharedProbe {
     }
 }
 
+/// Paths on the shared filesystem the verifier asks about: one directory's files and their
+/// checksums (a volume's backing directory), and paths that must be gone after cleanup.
+#[derive(Debug, Clone)]
+pub struct PathsProbe {
+    /// The filesystem's root as the probe sees it (`/host-storage`).
+    pub root: PathBuf,
+    pub node_name: String,
+    /// A directory, relative to `root`, whose files to list.
+    pub list: Option<String>,
+    /// Paths, relative to `root`, whose absence to prove.
+    pub absent: Vec<String>,
+}
+
+impl PathsProbe {
+    pub fn run(&self) -> PathsEvidence {
+        // A relative path with `..` could look outside the filesystem: it proves nothing.
+        let inside = |rel: &str| {
+            let rel = Path::new(rel);
+            (rel.is_relative()
+                && rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_))))
+            .then(|| self.root.join(rel))
+        };
+        let listed = self.list.as_deref().and_then(inside).and_then(|dir| {
+            let mut files = std::collections::BTreeMap::new();
+            for entry in std::fs::read_dir(dir).ok()? {
+                let entry = entry.ok()?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                files.insert(name, sha256(&read_all(&entry.path()).ok()?));
+            }
+            Some(files)
+        });
+        let absent = self
+            .absent
+            .iter()
+            .map(|rel| {
+                let state = match inside(rel).map(|p| absent_forced(&p)) {
+                    Some(Ok(true)) => PathState::Absent,
+                    Some(Ok(false)) => PathState::Present,
+                    _ => PathState::Unverified,
+                };
+                (rel.clone(), state)
+            })
+            .collect();
+        PathsEvidence {
+            schema: PATHS_SCHEMA.into(),
+            node_name: self.node_name.clone(),
+            listed,
+            absent,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +284,39 @@ mod tests {
             node_name: "n1".into(),
             run_id: "r1".into(),
         }
+    }
+
+    #[test]
+    fn the_paths_probe_lists_a_directory_and_proves_absence_only_inside_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("data/v1")).unwrap();
+        std::fs::write(dir.path().join("data/v1/a.bin"), b"a").unwrap();
+        std::fs::write(dir.path().join("left"), b"x").unwrap();
+        let probe = PathsProbe {
+            root: dir.path().to_path_buf(),
+            node_name: "n1".into(),
+            list: Some("data/v1".into()),
+            absent: vec!["left".into(), "gone".into(), "../gone".into()],
+        };
+        let e = probe.run();
+        assert_eq!(
+            e.listed.unwrap(),
+            [("a.bin".to_string(), sha256(b"a"))].into()
+        );
+        assert_eq!(
+            e.absent,
+            [
+                ("left".to_string(), PathState::Present),
+                ("gone".to_string(), PathState::Absent),
+                ("../gone".to_string(), PathState::Unverified)
+            ]
+            .into()
+        );
+        let missing = PathsProbe {
+            list: Some("data/v2".into()),
+            ..probe
+        };
+        assert_eq!(missing.run().listed, None);
     }
 
     #[test]

@@ -5,9 +5,14 @@
 
 pub mod cluster_checks;
 pub mod evidence_dir;
+pub mod identity;
 pub mod json;
+pub mod manifests;
 pub mod select;
 pub mod storage_report;
+pub mod storage_run;
+pub mod workload;
 
 pub use select::{Selection, select_targets};
 pub use storage_report::{Category, ClusterReport, NodeReport, StorageReport};
+pub use storage_run::{StorageOptions, StorageRun, VerifyError, verify_storage};

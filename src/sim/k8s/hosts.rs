@@ -21,6 +21,8 @@ pub struct HostMount {
     /// The fstab options cloud-init wrote (`defaults,nofail`).
     pub options: String,
     pub read_write: bool,
+    /// The filesystem's size, which its simulated tmpfs has.
+    pub size_bytes: u64,
 }
 
 /// What the cloud says of one node's host.
@@ -54,12 +56,28 @@ pub fn filesystem_dir(root: &Path, cluster: &str, filesystem_id: &str) -> PathBu
     root.join(cluster).join("filesystems").join(filesystem_id)
 }
 
-/// Writes a node's host files and links its mount paths to the shared filesystems.
+/// What a test can break on one simulated node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostFault {
+    /// The shared filesystem is not mounted: its mount path is a plain directory of the
+    /// node's root disk, and mountinfo does not list it.
+    MountMissing,
+    /// It is mounted read-only.
+    MountReadOnly,
+    /// The node's view of shared volumes is a directory of its own, so it cannot see what
+    /// other nodes write there.
+    SplitView,
+    /// Its containers start and never finish.
+    Stall,
+}
+
+/// Writes a node's host files and links its mount paths to the shared filesystems, which
+/// `shared` gives (making each the first time).
 pub fn prepare(
-    root: &Path,
-    cluster: &str,
     node_dir: &Path,
     facts: &HostFacts,
+    fault: Option<HostFault>,
+    shared: &mut dyn FnMut(&HostMount) -> std::io::Result<PathBuf>,
 ) -> std::io::Result<()> {
     let proc1 = node_dir.join("proc/1");
     std::fs::create_dir_all(&proc1)?;
@@ -72,7 +90,23 @@ pub fn prepare(
     let mut mountinfo = String::from("22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n");
     let mut fstab = String::from("LABEL=cloudimg-rootfs / ext4 discard,errors=remount-ro 0 1\n");
     for (i, m) in facts.mounts.iter().enumerate() {
-        let mode = if m.read_write { "rw" } else { "ro" };
+        let at = node_dir.join(m.path.trim_start_matches('/'));
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let linked = std::fs::symlink_metadata(&at).is_ok_and(|md| md.file_type().is_symlink());
+        if fault == Some(HostFault::MountMissing) {
+            if linked {
+                std::fs::remove_file(&at)?;
+            }
+            std::fs::create_dir_all(&at)?;
+            continue;
+        }
+        let mode = if m.read_write && fault != Some(HostFault::MountReadOnly) {
+            "rw"
+        } else {
+            "ro"
+        };
         mountinfo.push_str(&format!(
             "{} 22 0:{} / {} {mode},relatime shared:{} - virtiofs {} rw\n",
             96 + i,
@@ -85,13 +119,11 @@ pub fn prepare(
             "{} {} virtiofs {} 0 2\n",
             m.tag, m.path, m.options
         ));
-        let shared = filesystem_dir(root, cluster, &m.filesystem_id);
-        std::fs::create_dir_all(&shared)?;
-        let at = node_dir.join(m.path.trim_start_matches('/'));
-        if let Some(parent) = at.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        if std::fs::symlink_metadata(&at).is_err() {
+        let shared = shared(m)?;
+        if !linked {
+            if at.is_dir() {
+                std::fs::remove_dir_all(&at)?;
+            }
             #[cfg(unix)]
             std::os::unix::fs::symlink(&shared, &at)?;
         }
@@ -185,9 +217,15 @@ mod tests {
                 path: "/mnt/data".into(),
                 options: "defaults,nofail".into(),
                 read_write: true,
+                size_bytes: 1 << 30,
             }],
         };
-        prepare(root.path(), "c", &node, &facts).unwrap();
+        let fs_dir = filesystem_dir(root.path(), "c", "fs1");
+        let mut shared = |_: &HostMount| {
+            std::fs::create_dir_all(&fs_dir)?;
+            Ok(fs_dir.clone())
+        };
+        prepare(&node, &facts, None, &mut shared).unwrap();
         let info = std::fs::read_to_string(node.join("proc/1/mountinfo")).unwrap();
         let m = crate::probe::mounts::find_mount(&info, "/mnt/data").unwrap();
         assert_eq!(
@@ -200,7 +238,21 @@ mod tests {
             "shared"
         );
         // Preparing again keeps what is there.
-        prepare(root.path(), "c", &node, &facts).unwrap();
+        prepare(&node, &facts, None, &mut shared).unwrap();
+        assert!(node.join("mnt/data/x").exists());
+        // A missing mount leaves the node's own empty directory and no mountinfo line; once
+        // mended, the node sees the filesystem again.
+        prepare(&node, &facts, Some(HostFault::MountMissing), &mut shared).unwrap();
+        let info = std::fs::read_to_string(node.join("proc/1/mountinfo")).unwrap();
+        assert!(crate::probe::mounts::find_mount(&info, "/mnt/data").is_none());
+        assert!(!node.join("mnt/data/x").exists());
+        prepare(&node, &facts, Some(HostFault::MountReadOnly), &mut shared).unwrap();
+        let info = std::fs::read_to_string(node.join("proc/1/mountinfo")).unwrap();
+        assert!(
+            !crate::probe::mounts::find_mount(&info, "/mnt/data")
+                .unwrap()
+                .read_write()
+        );
         assert!(node.join("mnt/data/x").exists());
     }
 

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
-use super::hosts::HostFacts;
+use super::filestore::Filestore;
+use super::hosts::{HostFacts, HostFault, HostMount};
 use super::kinds::{NODE, POD};
 use super::store::{ClusterStore, meta, now_rfc3339};
 use super::workloads::{deleting, set_condition};
@@ -64,6 +65,12 @@ pub struct Kubelet {
     hosts: HashMap<String, HostFacts>,
     /// Image → the local program that is its entrypoint.
     pub images: HashMap<String, PathBuf>,
+    /// `cluster/filesystem` → its data, made when a node first needs it.
+    filestores: HashMap<String, Filestore>,
+    /// Node → what a test broke on it.
+    pub faults: HashMap<String, HostFault>,
+    /// A leaky driver: volumes' data outlives them.
+    pub keep_volume_data: bool,
 }
 
 /// A container's output, for the log endpoint.
@@ -79,12 +86,18 @@ impl Kubelet {
             runs: HashMap::new(),
             hosts: HashMap::new(),
             images: HashMap::new(),
+            filestores: HashMap::new(),
+            faults: HashMap::new(),
+            keep_volume_data: false,
         }
     }
 
     /// Removes the data of volumes that are gone (the driver's reclaim); every node sees the
     /// same filestore, so one node's view is enough.
     pub(super) fn reclaim(&self, store: &ClusterStore, cluster: &str) {
+        if self.keep_volume_data {
+            return;
+        }
         let Some(node) = self
             .hosts
             .keys()
@@ -140,6 +153,7 @@ fn start_container(
     dir: &Path,
     images: &HashMap<String, PathBuf>,
     claims: &HashMap<String, PathBuf>,
+    fault: Option<HostFault>,
 ) -> Result<ContainerRun, String> {
     let name = container["name"].as_str().unwrap_or_default().to_string();
     // hostPath volumes are where they are in the node's directory, claim volumes where their
@@ -156,6 +170,9 @@ fn start_container(
         argv.first_mut(),
     ) {
         *first = binary.display().to_string();
+    }
+    if fault == Some(HostFault::Stall) {
+        argv = vec!["sleep".into(), "86400".into()];
     }
     if container["command"].as_array().is_none_or(Vec::is_empty) {
         return Err(format!(
@@ -263,8 +280,14 @@ fn container_status(
         (None, None) => json!({"waiting": {"reason": "ContainerCreating"}}),
     };
     let running = state.get("running").is_some();
+    // The runtime resolves an image to its repository digest; one named by digest is that.
+    let image_id = if image.contains("@sha256:") {
+        image
+    } else {
+        ""
+    };
     json!({
-        "name": name, "image": image, "imageID": "", "ready": running, "started": running,
+        "name": name, "image": image, "imageID": image_id, "ready": running, "started": running,
         "restartCount": 0, "state": state,
     })
 }
@@ -337,8 +360,19 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
                 store.put(POD, pod);
                 continue;
             }
+            let fault = kubelet.faults.get(&node).copied();
+            let root = kubelet.root.clone();
+            let filestores = &mut kubelet.filestores;
+            let mut shared = |m: &HostMount| -> std::io::Result<PathBuf> {
+                let key = format!("{cluster}/{}", m.filesystem_id);
+                if !filestores.contains_key(&key) {
+                    let at = super::hosts::filesystem_dir(&root, cluster, &m.filesystem_id);
+                    filestores.insert(key.clone(), Filestore::create(&at, m.size_bytes)?);
+                }
+                Ok(filestores[&key].path().to_path_buf())
+            };
             if let Some(facts) = kubelet.hosts.get(&format!("{cluster}/{node}"))
-                && let Err(e) = super::hosts::prepare(&kubelet.root, cluster, &dir, facts)
+                && let Err(e) = super::hosts::prepare(&dir, facts, fault, &mut shared)
             {
                 pod["status"]["phase"] = json!("Failed");
                 pod["status"]["message"] = json!(format!("cannot prepare the node's host: {e}"));
@@ -360,7 +394,12 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
                 else {
                     continue;
                 };
-                match super::volumes::claim_path(store, meta(&pod, "namespace"), claim, &dir) {
+                let path = super::volumes::claim_path(store, meta(&pod, "namespace"), claim, &dir)
+                    .map(|p| match fault {
+                        Some(HostFault::SplitView) => dir.join("split-view").join(claim),
+                        _ => p,
+                    });
+                match path {
                     Some(path) if std::fs::create_dir_all(&path).is_ok() => {
                         claims.insert(v["name"].as_str().unwrap_or_default().to_string(), path);
                     }
@@ -373,7 +412,7 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
             let mut started = Vec::new();
             let mut failure = None;
             for c in &containers {
-                match start_container(c, &pod, &dir, &kubelet.images, &claims) {
+                match start_container(c, &pod, &dir, &kubelet.images, &claims, fault) {
                     Ok(run) => started.push(run),
                     Err(e) => {
                         failure = Some(e);

@@ -8,6 +8,7 @@
 
 pub mod addons;
 pub mod api;
+pub mod filestore;
 pub mod hosts;
 pub mod kinds;
 pub mod kubelet;
@@ -103,6 +104,24 @@ impl ApiShared {
             .unwrap_or_else(|p| p.into_inner())
             .images
             .insert(image.to_string(), binary);
+    }
+
+    /// Breaks (or, with `None`, mends) one node's host, for a test of what the verifier
+    /// makes of it.
+    pub fn set_host_fault(&self, node: &str, fault: Option<hosts::HostFault>) {
+        let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
+        match fault {
+            Some(f) => kubelet.faults.insert(node.to_string(), f),
+            None => kubelet.faults.remove(node),
+        };
+    }
+
+    /// Makes the filestore's driver leak (`true`) or reclaim a deleted volume's data.
+    pub fn set_keep_volume_data(&self, keep: bool) {
+        self.kubelet
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keep_volume_data = keep;
     }
 
     pub fn kubelet_logs(&self, pod_uid: &str, container: &str) -> Option<LogSource> {

@@ -34,7 +34,7 @@ pub struct ClusterView {
 
 /// What a node of `group` has on its host: the filesystems its template attaches, at the
 /// paths and with the options its cloud-init mounts them.
-fn host_facts(group: &mk8s::NodeGroup, node: &Value) -> HostFacts {
+fn host_facts(group: &mk8s::NodeGroup, node: &Value, size_of: &dyn Fn(&str) -> u64) -> HostFacts {
     let template = group
         .spec
         .as_ref()
@@ -60,6 +60,7 @@ fn host_facts(group: &mk8s::NodeGroup, node: &Value) -> HostFacts {
                 };
                 let (_, path, options) = mounts.iter().find(|(tag, _, _)| *tag == f.mount_tag)?;
                 Some(HostMount {
+                    size_bytes: size_of(&id),
                     filesystem_id: id,
                     tag: f.mount_tag.clone(),
                     path: path.clone(),
@@ -223,6 +224,28 @@ fn node(
     })
 }
 
+/// A filesystem's size in bytes, as its status (else its spec) states it.
+fn filesystem_bytes(core: &Core, id: &str) -> u64 {
+    use crate::cloud::proto::nebius::compute::v1::filesystem_spec::Size;
+    let Some(fs) = core.state.filesystems.iter().find(|f| f.id() == id) else {
+        return 0;
+    };
+    let from_status = fs.status.as_ref().map_or(0, |s| s.size_bytes);
+    let from_spec = match fs.spec.as_ref().and_then(|s| s.size) {
+        Some(Size::SizeBytes(b)) => b,
+        Some(Size::SizeKibibytes(k)) => k << 10,
+        Some(Size::SizeMebibytes(m)) => m << 20,
+        Some(Size::SizeGibibytes(g)) => g << 30,
+        None => 0,
+    };
+    u64::try_from(if from_status > 0 {
+        from_status
+    } else {
+        from_spec
+    })
+    .unwrap_or(0)
+}
+
 /// Every cluster (or only `only`) and the nodes its node groups have now.
 pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
     let running = mk8s::cluster_status::State::Running as i32;
@@ -243,6 +266,7 @@ pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
                 .unwrap_or_else(|| "1.31".into());
             let releases = deployed(core, cluster.id());
             let plugin = gpu_plugin(&releases);
+            let size_of = |id: &str| filesystem_bytes(core, id);
             let mut hosts = Vec::new();
             let mut nodes = Vec::new();
             for g in core
@@ -258,7 +282,7 @@ pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
                             .as_str()
                             .unwrap_or_default()
                             .to_string(),
-                        host_facts(g, &n),
+                        host_facts(g, &n, &size_of),
                     ));
                     nodes.push(n);
                 }
