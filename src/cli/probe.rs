@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
+use crate::probe::graphics::GraphicsProbe;
 use crate::probe::storage::{HostProbe, PathsProbe, SharedProbe};
 
 #[derive(Debug, Args)]
@@ -21,6 +22,18 @@ pub enum Probe {
     /// Shared-filesystem evidence from one worker.
     #[command(subcommand)]
     Storage(StorageProbe),
+    /// One GPU worker's NVIDIA stack: CUDA vectorAdd on every device, GLX, EGL and Vulkan.
+    Graphics {
+        /// The node's name (the downward API's `spec.nodeName`).
+        #[arg(long, env = "NODE_NAME")]
+        node_name: String,
+        #[arg(long, default_value = "/host/proc/sys/kernel/random/boot_id")]
+        boot_id: PathBuf,
+        /// The NVIDIA kernel module's version file; the CUDA driver API's version is used
+        /// when it cannot be read.
+        #[arg(long, default_value = "/proc/driver/nvidia/version")]
+        driver_version_file: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,7 +95,23 @@ pub enum StorageProbe {
 }
 
 pub fn run(args: ProbeArgs) -> ExitCode {
-    let Probe::Storage(storage) = args.probe;
+    let storage = match args.probe {
+        Probe::Storage(storage) => storage,
+        Probe::Graphics {
+            node_name,
+            boot_id,
+            driver_version_file,
+        } => {
+            return print(serde_json::to_string(
+                &GraphicsProbe {
+                    node_name,
+                    boot_id,
+                    driver_version_file,
+                }
+                .run(),
+            ));
+        }
+    };
     let evidence = match storage {
         StorageProbe::Host {
             mount_dir,
@@ -141,6 +170,11 @@ pub fn run(args: ProbeArgs) -> ExitCode {
             .run(),
         ),
     };
+    print(evidence)
+}
+
+/// Prints the one evidence document; exit 0 whenever there was one to print.
+fn print(evidence: serde_json::Result<String>) -> ExitCode {
     match evidence {
         Ok(text) => {
             println!("{text}");

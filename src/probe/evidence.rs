@@ -100,7 +100,7 @@ fn is_sha256(text: &str) -> bool {
 
 /// The one document in the output: the last non-empty line (a container may print a warning
 /// before it), which must be the whole document.
-fn document(output: &str) -> Result<&str, EvidenceError> {
+pub(crate) fn document(output: &str) -> Result<&str, EvidenceError> {
     output
         .lines()
         .map(str::trim)

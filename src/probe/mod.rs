@@ -3,13 +3,22 @@
 //! no simulation mode: in the simulator it runs as a local process against each simulated
 //! node's own host directory and the cluster's shared filestore directory.
 //!
-//! Run as `fleetbot probe storage host …` and `fleetbot probe storage shared …`.
+//! Run as `fleetbot probe storage host …`, `fleetbot probe storage shared …` and
+//! `fleetbot probe graphics …` (on a GPU worker: CUDA, GLX, EGL and Vulkan, every library
+//! opened at run time).
 
+pub mod cuda;
+pub mod dynlib;
 pub mod evidence;
+pub mod graphics;
+pub mod graphics_evidence;
 pub mod mounts;
 pub mod storage;
 
 pub use evidence::{
     EvidenceError, HostEvidence, PathState, PathsEvidence, SharedEvidence, parse_host, parse_paths,
     parse_shared,
+};
+pub use graphics_evidence::{
+    GRAPHICS_SCHEMA, GraphicsEvidence, Library, VectorAdd, VulkanDevice, parse_graphics,
 };
