@@ -13,6 +13,7 @@ pub mod json;
 pub mod manifests;
 pub mod mig_report;
 pub mod select;
+pub mod storage_phases;
 pub mod storage_report;
 pub mod storage_run;
 pub mod workload;
