@@ -277,3 +277,80 @@ fn serve_help_documents_every_setting_and_never_shows_a_secret_value() {
     }
     assert!(!help.contains("hunter2"), "{help}");
 }
+
+#[test]
+fn verify_storage_after_deploy_passes_on_every_worker_and_prints_one_document() {
+    let env = Env::new();
+    let out = env.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], "");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A later command (a new simulator process) finds the clusters' add-ons where deploy put
+    // them, and the probe is this binary, named by its digest.
+    let out = env.run(&["verify-storage", "--spec", SPEC, "--output", "json"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc = json(&out);
+    assert_eq!(doc["passed"], true);
+    assert_eq!(
+        (
+            &doc["verified_clusters"],
+            &doc["cpu_workers"],
+            &doc["gpu_workers"]
+        ),
+        (
+            &serde_json::json!(2),
+            &serde_json::json!(2),
+            &serde_json::json!(2)
+        )
+    );
+    assert_eq!(doc["requested_gibibytes"], 2048);
+    let roles: Vec<&str> = doc["clusters"][0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["cpu", "gpu"]);
+    assert!(!stderr.contains("computeinstance-"), "{stderr}");
+
+    let text = env.run(
+        &["verify-storage", "--spec", SPEC, "--only-projects", "b"],
+        "",
+    );
+    assert_eq!(text.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&text.stdout).starts_with(
+            "Fleet storage verification passed: 1/1 clusters, 1 CPU and 1 GPU workers, 1024 GiB requested.\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+
+    // An unknown selector: nothing runs, and the one document says so.
+    let out = env.run(
+        &[
+            "verify-storage",
+            "--spec",
+            SPEC,
+            "--only-clusters",
+            "nope",
+            "--output",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"passed": false, "failures": ["storage_verification_unavailable"]})
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("cluster selector has no target in selected projects: nope")
+    );
+}

@@ -14,6 +14,7 @@ pub mod scan;
 pub mod serve;
 pub mod sim;
 pub mod status;
+pub mod verify;
 
 use std::process::ExitCode;
 
@@ -49,6 +50,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Run the Nebius simulator as a standalone gRPC server.
     Sim(sim::SimArgs),
+    /// Prove every selected target's shared filesystem on every worker (exit 1 unless all pass).
+    VerifyStorage(verify::VerifyStorageArgs),
     /// The verification probe a pod runs on a worker (prints one evidence document).
     Probe(probe::ProbeArgs),
 }
@@ -78,6 +81,7 @@ pub fn main() -> ExitCode {
     });
     match cli.command {
         Command::Plan(args) => plan::run(args),
+        Command::VerifyStorage(args) => verify::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Preflight(args) => preflight::run(args),
         Command::Deploy(args) => deploy::run(args),

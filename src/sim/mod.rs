@@ -64,13 +64,20 @@ impl Simulator {
                 true,
             ),
         };
+        let kube_state = state_file.as_ref().map(|p| p.with_extension("kube.json"));
         let core = core::Core::new(world, state_file)?;
         let service = SimService::new(core);
         let kube_listener =
             TcpListener::bind((listener.local_addr().map_err(|e| e.to_string())?.ip(), 0))
                 .await
                 .map_err(|e| format!("cannot listen for the simulated Kubernetes API: {e}"))?;
-        let kube = k8s::KubeApi::start(service.clone(), kube_listener, node_root.clone()).await?;
+        let kube = k8s::KubeApi::start(
+            service.clone(),
+            kube_listener,
+            node_root.clone(),
+            kube_state,
+        )
+        .await?;
         let s3_listener =
             TcpListener::bind((listener.local_addr().map_err(|e| e.to_string())?.ip(), 0))
                 .await

@@ -120,8 +120,12 @@ pub fn prepare(
             m.tag, m.path, m.options
         ));
         let shared = shared(m)?;
-        if !linked {
-            if at.is_dir() {
+        // A link left by an earlier simulator process points at a namespace that is gone.
+        let current = linked && std::fs::read_link(&at).is_ok_and(|to| to == shared);
+        if !current {
+            if linked {
+                std::fs::remove_file(&at)?;
+            } else if at.is_dir() {
                 std::fs::remove_dir_all(&at)?;
             }
             #[cfg(unix)]

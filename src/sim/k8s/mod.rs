@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod kubelet;
 pub mod nodes;
 pub mod patch;
+pub mod persist;
 pub mod select;
 pub mod store;
 pub mod tls;
@@ -61,6 +62,9 @@ pub struct ApiShared {
     clusters: Mutex<HashMap<String, ClusterEntry>>,
     kubelet: Mutex<Kubelet>,
     wake: Notify,
+    /// Where the clusters' objects persist, and the resource versions last written there.
+    state_file: Option<PathBuf>,
+    saved: Mutex<Vec<(String, u64)>>,
 }
 
 impl ApiShared {
@@ -193,6 +197,29 @@ impl ApiShared {
         }
     }
 
+    /// Writes the clusters' objects when any changed since the last write.
+    fn save(&self) {
+        let Some(path) = &self.state_file else {
+            return;
+        };
+        let clusters = self.clusters();
+        let mut versions: Vec<(String, u64)> = clusters
+            .iter()
+            .map(|(id, e)| (id.clone(), e.store.resource_version()))
+            .collect();
+        versions.sort();
+        let mut saved = self.saved.lock().unwrap_or_else(|p| p.into_inner());
+        if *saved == versions {
+            return;
+        }
+        let snapshot = persist::snapshot(clusters.iter().map(|(id, e)| (id, &e.store)));
+        drop(clusters);
+        match persist::save(path, &snapshot) {
+            Ok(()) => *saved = versions,
+            Err(e) => tracing::warn!("cannot save the simulated clusters: {e}"),
+        }
+    }
+
     fn reconcile(&self) {
         let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
         let mut clusters = self.clusters();
@@ -285,24 +312,44 @@ impl Drop for KubeApi {
         for task in &self.tasks {
             task.abort();
         }
+        self.shared.save();
     }
 }
 
 impl KubeApi {
-    /// Serves on `listener`; nodes' host directories go under `node_root`.
+    /// Serves on `listener`; nodes' host directories go under `node_root`; with
+    /// `state_file`, the clusters' objects persist there.
     pub async fn start(
         service: SimService,
         listener: TcpListener,
         node_root: PathBuf,
+        state_file: Option<PathBuf>,
     ) -> Result<KubeApi, String> {
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let tls = tls::generate(addr.ip())?;
+        let restored = match &state_file {
+            Some(path) => persist::load(path)?,
+            None => HashMap::new(),
+        };
+        let clusters = restored
+            .into_iter()
+            .map(|(id, store)| {
+                let entry = ClusterEntry {
+                    store,
+                    version: String::new(),
+                    running: false,
+                };
+                (id, entry)
+            })
+            .collect();
         let shared = Arc::new(ApiShared {
             service,
             address: addr.to_string(),
-            clusters: Mutex::new(HashMap::new()),
+            clusters: Mutex::new(clusters),
             kubelet: Mutex::new(Kubelet::new(node_root)),
             wake: Notify::new(),
+            state_file,
+            saved: Mutex::new(Vec::new()),
         });
         let base_url = format!("https://{addr}{PATH_PREFIX}");
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
@@ -363,6 +410,7 @@ impl KubeApi {
             loop {
                 ticking.sync(None);
                 ticking.reconcile();
+                ticking.save();
                 let _ = tokio::time::timeout(TICK, ticking.wake.notified()).await;
             }
         });

@@ -265,6 +265,32 @@ impl ClusterStore {
         self.rv
     }
 
+    /// Every object with its kind and namespace, for a snapshot.
+    pub fn all(&self) -> impl Iterator<Item = (usize, &str, &Value)> {
+        self.objects
+            .iter()
+            .map(|((kind, ns, _), v)| (*kind, ns.as_str(), v))
+    }
+
+    /// A store holding exactly `objects`, continuing from resource version `rv`.
+    pub fn restored(rv: u64, objects: Vec<(usize, String, Value)>) -> ClusterStore {
+        let (tx, _) = broadcast::channel(HISTORY);
+        let mut store = ClusterStore {
+            rv,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            tx,
+        };
+        for (kind, ns, object) in objects {
+            let name = meta(&object, "name").to_string();
+            store.rv = store
+                .rv
+                .max(meta(&object, "resourceVersion").parse().unwrap_or(0));
+            store.objects.insert((kind, ns, name), object);
+        }
+        store
+    }
+
     fn emit(&mut self, kind: usize, namespace: &str, action: &'static str, object: Value) {
         let event = Arc::new(Event {
             rv: self.rv,

@@ -1,0 +1,166 @@
+//! `fleetbot verify-storage`: the shared filesystem of every selected target proven on every
+//! worker (fleet-engine §7.1, §8.1). The public report goes to stdout (text, or one JSON
+//! document), progress to stderr, the exact receipts only to `--evidence-dir`; exit 1 unless
+//! every selected target passed. Ctrl-C stops the run and still cleans up.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use super::connect::Connection;
+use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime, stderr_progress};
+use super::output::OutputFormat;
+use super::plan::load_spec;
+use crate::clusters::load_kubeconfig_map;
+use crate::engine::ops::csv;
+use crate::engine::verify::{StorageOptions, StorageReport, verify_storage};
+use crate::spec::FleetSpec;
+
+#[derive(Debug, Args)]
+pub struct VerifyStorageArgs {
+    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    #[arg(long = "spec", short = 'f', value_name = "PATH")]
+    pub spec: PathBuf,
+    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
+    #[arg(long)]
+    pub strict: bool,
+    /// Only these projects (CSV of keys or display names); an unknown one is an error.
+    #[arg(long, default_value = "", value_name = "CSV")]
+    pub only_projects: String,
+    /// Only these clusters (CSV of names); an unknown one is an error.
+    #[arg(long, default_value = "", value_name = "CSV")]
+    pub only_clusters: String,
+    /// Prefix of project display names (default: the spec's).
+    #[arg(long)]
+    pub project_prefix: Option<String>,
+    /// Nebius profile (default: the spec's).
+    #[arg(long, default_value = "")]
+    pub profile: String,
+    /// Write each target's private receipt (node names, raw evidence) under a fresh
+    /// directory here, mode 0600; never inside a git checkout.
+    #[arg(long, value_name = "PATH")]
+    pub evidence_dir: Option<PathBuf>,
+    /// A YAML map `<project-key>/<cluster>: <kubeconfig path>`; a listed target is reached
+    /// through its kubeconfig, which must name the endpoint and CA the cloud reports.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfigs: Option<PathBuf>,
+    /// The probe image, by digest (`<name>@sha256:<64 hex>`). On the embedded simulator it
+    /// defaults to this very binary.
+    #[arg(long, env = "FLEETBOT_PROBE_IMAGE", value_name = "IMAGE")]
+    pub probe_image: Option<String>,
+    /// Output format: text or json.
+    #[arg(long, alias = "output-format", value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    pub output: OutputFormat,
+}
+
+/// The probe image on the embedded simulator: this binary, named by its own digest, which
+/// the simulated kubelet runs.
+fn simulated_probe_image(connection: &Connection) -> Result<Option<String>, String> {
+    let Some(sim) = &connection.simulator else {
+        return Ok(None);
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read this binary: {e}"))?;
+    let image = format!(
+        "fleetbot.local/fleetbot-probe@sha256:{}",
+        hex::encode(Sha256::digest(&bytes))
+    );
+    sim.kube.shared.set_image(&image, exe);
+    Ok(Some(image))
+}
+
+/// The profile's own tenant (not the spec's: identity compares the two).
+fn profile_tenant(spec: &FleetSpec, connection: &Connection, profile: &str) -> Option<String> {
+    let mut without = spec.clone();
+    without.tenant_id.clear();
+    super::lifecycle::resolve_tenant(&without, connection, profile).ok()
+}
+
+async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<StorageReport, String> {
+    let profile = profile_for(spec, &args.profile);
+    let connection = open_cloud(&profile).await?;
+    let store = open_inventory(&connection).await?;
+    let image = match (&args.probe_image, simulated_probe_image(&connection)?) {
+        (Some(image), _) => image.clone(),
+        (None, Some(image)) => image,
+        (None, None) => {
+            return Err(
+                "name the probe image by digest: --probe-image <name>@sha256:<digest> (or FLEETBOT_PROBE_IMAGE); deploy/probe/README.md says how it is built"
+                    .into(),
+            );
+        }
+    };
+    let mut options = StorageOptions::new(&image);
+    options.only_projects = csv(&args.only_projects);
+    options.only_clusters = csv(&args.only_clusters);
+    options.project_prefix = args
+        .project_prefix
+        .clone()
+        .unwrap_or_else(|| spec.project_prefix.clone());
+    options.tenant = profile_tenant(spec, &connection, &profile);
+    options.evidence_dir = args.evidence_dir.clone();
+    options.kubeconfigs = args
+        .kubeconfigs
+        .as_deref()
+        .map(load_kubeconfig_map)
+        .transpose()?;
+    let (stop, interrupt) = watch::channel(false);
+    let stop = Arc::new(stop);
+    let on_signal = stop.clone();
+    let signals = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("fleetbot: interrupted; cleaning up (the run still fails)");
+            let _ = on_signal.send(true);
+        }
+    });
+    let run = verify_storage(
+        &connection.client,
+        &store,
+        spec,
+        &options,
+        stderr_progress(),
+        interrupt,
+    )
+    .await;
+    signals.abort();
+    let run = run.map_err(|e| e.to_string())?;
+    if let Some(dir) = &run.receipts {
+        eprintln!("fleetbot: receipts in {}", dir.display());
+    }
+    Ok(run.report)
+}
+
+pub fn run(args: VerifyStorageArgs) -> ExitCode {
+    let spec = match load_spec(&args.spec, args.strict) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    let result = match runtime() {
+        Ok(rt) => rt.block_on(run_async(&args, &spec)),
+        Err(e) => Err(e.to_string()),
+    };
+    match result {
+        Ok(report) => {
+            match args.output {
+                OutputFormat::Json => println!("{}", report.render_json()),
+                OutputFormat::Text => print!("{}", report.render_text()),
+            }
+            if report.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            if args.output == OutputFormat::Json {
+                println!("{}", StorageReport::unavailable_json());
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
