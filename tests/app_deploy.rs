@@ -71,8 +71,19 @@ fn options(
         webhook_secrets: None,
         // Short, so a killed server's jobs are taken over within seconds.
         job_lease_secs: Some(2),
-        env: Vec::new(),
+        env: vec![
+            ("FLEETBOT_PROBE_IMAGE", probe_image()),
+            (
+                "FLEETBOT_EVIDENCE_DIR",
+                dir.path().join("evidence").display().to_string(),
+            ),
+        ],
     }
+}
+
+/// The probe image the server is told to run; the simulated kubelet runs this binary for it.
+fn probe_image() -> String {
+    format!("registry.example/fleetbot-probe@sha256:{}", "7".repeat(64))
 }
 
 async fn live() -> Live {
@@ -81,6 +92,9 @@ async fn live() -> Live {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("fleetbot.sqlite");
     support::deployed(&sim, &store, &base_spec(), "fleets/prod.yaml").await;
+    sim.kube
+        .shared
+        .set_image(&probe_image(), env!("CARGO_BIN_EXE_fleetbot").into());
     let gh = fake_github::with_fleet(&base_spec()).await;
     {
         let mut w = gh.world();
@@ -813,4 +827,86 @@ async fn a_merge_seen_only_as_a_push_is_applied_once_and_a_plain_push_is_not() {
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
     live.gh.assert_clean();
     live.app.stop().await;
+}
+
+#[tokio::test]
+async fn verify_storage_posts_a_sanitized_check_run_on_the_head() {
+    let live = live().await;
+    let head = sha(2);
+    let touched = format!("{}\n# verified on every worker\n", base_spec());
+    live.open(&head, &[("fleets/prod.yaml", Some(&touched))])
+        .await;
+
+    // Reading is not enough to touch real clusters.
+    live.gh.world().set_role(REPO, "reader-rex", "read");
+    live.comment(301, "reader-rex", "/verify-storage").await;
+    assert!(
+        live.reply_to(301).await.contains("needs write"),
+        "{}",
+        live.reply_to(301).await
+    );
+
+    live.comment(302, "writer-wes", "/verify-storage clusters=clus*")
+        .await;
+    let run = eventually("a concluded fleet/verify-storage run on the head", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &head)
+            .into_iter()
+            .find(|r| r.name == "fleet/verify-storage" && r.conclusion.is_some())
+    })
+    .await;
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        run.summary
+    );
+    assert_eq!(run.title, "Storage verified: 2/2 clusters");
+    assert!(
+        run.summary
+            .contains("| fleet1-test-a/cluster | ✅ passed | 1 | 1 | 1024 |"),
+        "{}",
+        run.summary
+    );
+    assert!(run.summary.contains("Evidence: `sha256:"));
+    let reply = live.reply_to(302).await;
+    assert!(
+        reply.contains("/verify-storage at") && reply.contains("fleet/verify-storage"),
+        "{reply}"
+    );
+
+    // A pattern that matches nothing fails the run, and says why.
+    live.comment(303, "writer-wes", "/verify-storage clusters=render-*")
+        .await;
+    let failed = eventually("a failed fleet/verify-storage run", || {
+        live.gh.world().runs_on(REPO, &head).into_iter().find(|r| {
+            r.name == "fleet/verify-storage" && r.conclusion.as_deref() == Some("failure")
+        })
+    })
+    .await;
+    assert!(
+        failed
+            .summary
+            .contains("no cluster of this fleet matches clusters=render-*"),
+        "{}",
+        failed.summary
+    );
+
+    // No request to GitHub carried a node name, a node address, a host path or the image;
+    // the receipts, which do, stayed in the server's evidence directory.
+    for needle in [
+        "computeinstance-",
+        "/mnt/data",
+        "10.0.0.",
+        "fleetbot-probe@",
+    ] {
+        live.gh.assert_never_sent(needle);
+    }
+    live.assert_ids_kept().await;
+    let receipts: Vec<_> = std::fs::read_dir(live.dir.path().join("evidence"))
+        .unwrap()
+        .flat_map(|run| std::fs::read_dir(run.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(receipts.len(), 2);
 }

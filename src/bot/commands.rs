@@ -85,7 +85,9 @@ impl CommandKind {
             | CommandKind::Apply
             | CommandKind::ApproveDestroy
             | CommandKind::Unlock => &["fleet"],
-            CommandKind::VerifyStorage | CommandKind::VerifyGraphics => &["fleet", "cluster"],
+            CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
+                &["fleet", "cluster", "clusters"]
+            }
             CommandKind::Help => &[],
         }
     }
@@ -104,7 +106,7 @@ impl CommandKind {
             }
             CommandKind::Unlock => "free a fleet's apply lock held by another apply (`fleet=PATH`)",
             CommandKind::VerifyStorage => {
-                "verify storage on the fleet's clusters (`fleet=NAME`, `cluster=NAME`)"
+                "verify storage on every worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`)"
             }
             CommandKind::VerifyGraphics => {
                 "verify graphics on the fleet's clusters (`fleet=NAME`, `cluster=NAME`)"
@@ -235,7 +237,8 @@ impl fmt::Display for CommandError {
             }
             CommandError::InvalidValue { line, command, key } => write!(
                 f,
-                "line {line}: {command}: the value of `{key}` must be at most {MAX_VALUE_CHARS} characters of A-Z a-z 0-9 . _ / -"
+                "line {line}: {command}: the value of `{key}` must be at most {MAX_VALUE_CHARS} characters of A-Z a-z 0-9 . _ / -{}",
+                if is_pattern(key) { " * ? ," } else { "" }
             ),
             CommandError::UnclosedQuote { line, command } => {
                 write!(f, "line {line}: {command}: a quoted value is not closed")
@@ -459,9 +462,11 @@ fn check_arg(kind: CommandKind, line: u32, key: &str, value: &str) -> Result<(),
         });
     }
     let valid = value.chars().count() <= MAX_VALUE_CHARS
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'));
+        && value.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | '_' | '/' | '-')
+                || (is_pattern(key) && matches!(c, '*' | '?' | ','))
+        });
     if !valid {
         return Err(CommandError::InvalidValue {
             line,
@@ -470,6 +475,11 @@ fn check_arg(kind: CommandKind, line: u32, key: &str, value: &str) -> Result<(),
         });
     }
     Ok(())
+}
+
+/// Arguments that take name patterns (`clusters=render-*,train-?`).
+fn is_pattern(key: &str) -> bool {
+    key == "clusters"
 }
 
 /// User text as it may be shown back: at most a few characters, no backticks.
@@ -574,6 +584,13 @@ mod tests {
     #[test]
     fn prose_with_slashes_is_not_a_command() {
         assert!(parse_comment("/tmp/x is full\n/plan.\n/ plan\n/Plan\nsee a/plan\n").is_empty());
+    }
+
+    #[test]
+    fn cluster_patterns_may_use_wildcards_and_lists_but_other_values_may_not() {
+        let p = parse_comment("/verify-graphics clusters=render-*,gpu-?\n/status fleet=a*\n");
+        assert_eq!(p.commands[0].args["clusters"], "render-*,gpu-?");
+        assert!(matches!(p.errors[0], CommandError::InvalidValue { .. }));
     }
 
     #[test]

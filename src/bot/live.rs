@@ -152,6 +152,16 @@ pub struct CloudPlanner<C, S> {
     inventory: S,
     public_name: String,
     default_tenant: Option<String>,
+    verification: VerifyConfig,
+}
+
+/// What verification on the App's clusters needs.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyConfig {
+    /// The probe image, by digest (`FLEETBOT_PROBE_IMAGE`); without it nothing is verified.
+    pub probe_image: Option<String>,
+    /// Where receipts are kept (the server's data directory).
+    pub evidence_root: Option<std::path::PathBuf>,
 }
 
 impl<C, S> CloudPlanner<C, S> {
@@ -168,7 +178,14 @@ impl<C, S> CloudPlanner<C, S> {
             inventory,
             public_name: public_name.into(),
             default_tenant: default_tenant.filter(|t| !t.trim().is_empty()),
+            verification: VerifyConfig::default(),
         }
+    }
+
+    /// Lets the planner verify clusters with this probe image and receipt directory.
+    pub fn with_verification(mut self, verification: VerifyConfig) -> Self {
+        self.verification = verification;
+        self
     }
 }
 
@@ -179,6 +196,10 @@ impl<C, S> CloudPlanner<C, S> {
 
     pub(crate) fn inventory(&self) -> &S {
         &self.inventory
+    }
+
+    pub(crate) fn verification(&self) -> &VerifyConfig {
+        &self.verification
     }
 }
 

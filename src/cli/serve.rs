@@ -15,7 +15,7 @@ use clap::Args;
 
 use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
 use crate::bot::backend::{DeployState, Deployer, FleetApplier};
-use crate::bot::live::{CloudPlanner, LiveCloud};
+use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
 use crate::bot::{Bot, BotSettings};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
@@ -187,6 +187,15 @@ pub struct ServeArgs {
         value_name = "N"
     )]
     pub max_body_readers: usize,
+    /// The verification probe image, by digest (`<name>@sha256:<64 hex>`); without it
+    /// `/verify-storage` says verification is not configured. On the embedded simulator it
+    /// defaults to this binary.
+    #[arg(long, env = "FLEETBOT_PROBE_IMAGE", value_name = "IMAGE")]
+    pub probe_image: Option<String>,
+    /// Where verification receipts are kept (mode 0700 directories, 0600 files; default
+    /// DATA_DIR/fleetbot/evidence). Never inside a git checkout.
+    #[arg(long, env = "FLEETBOT_EVIDENCE_DIR", value_name = "PATH")]
+    pub evidence_dir: Option<PathBuf>,
 }
 
 /// The checked configuration (its `Debug` redacts, like its parts).
@@ -304,12 +313,22 @@ async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static
             .as_ref()
             .map(|t| t.expose().to_string())
             .or_else(|| c.tenant_id.clone());
-        Arc::new(CloudPlanner::new(
-            c.client.clone(),
-            store.clone(),
-            name,
-            tenant,
-        )) as Arc<dyn FleetApplier>
+        let probe_image = args
+            .probe_image
+            .clone()
+            .or_else(|| super::verify::simulated_probe_image(c).ok().flatten());
+        let evidence_root = args
+            .evidence_dir
+            .clone()
+            .or_else(|| dirs::data_dir().map(|d| d.join("fleetbot").join("evidence")));
+        Arc::new(
+            CloudPlanner::new(c.client.clone(), store.clone(), name, tenant).with_verification(
+                VerifyConfig {
+                    probe_image,
+                    evidence_root,
+                },
+            ),
+        ) as Arc<dyn FleetApplier>
     });
     let cloud = applier.clone().map(|a| a as Arc<dyn LiveCloud>);
     match &cloud {
@@ -508,6 +527,8 @@ mod tests {
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             max_body_readers: 16,
+            probe_image: None,
+            evidence_dir: None,
         }
     }
 

@@ -59,7 +59,7 @@ pub struct VerifyStorageArgs {
 
 /// The probe image on the embedded simulator: this binary, named by its own digest, which
 /// the simulated kubelet runs.
-fn simulated_probe_image(connection: &Connection) -> Result<Option<String>, String> {
+pub(super) fn simulated_probe_image(connection: &Connection) -> Result<Option<String>, String> {
     let Some(sim) = &connection.simulator else {
         return Ok(None);
     };

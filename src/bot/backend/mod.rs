@@ -12,9 +12,12 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::live::{LiveCloud, LiveError, LiveFuture, PlannedFleet, mk8s_only, public_error};
+use super::live::{
+    LiveCloud, LiveError, LiveErrorKind, LiveFuture, PlannedFleet, mk8s_only, public_error,
+};
 use crate::cloud::domain::Cloud;
 use crate::engine::ops::{DeployResult, LifecycleOptions, Progress, StatusResult, deploy, status};
+use crate::engine::verify::{StorageOptions, StorageReport, VerifyError, verify_storage};
 use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
 
@@ -34,6 +37,15 @@ pub trait FleetApplier: LiveCloud {
 
     /// The live status of the spec's targets.
     fn fleet_status<'a>(&'a self, spec: &'a FleetSpec) -> LiveFuture<'a, StatusResult>;
+
+    /// Verifies the shared storage of the spec's clusters (only `clusters`, when given) on
+    /// every worker; the report is public, the receipts stay in the server's data directory.
+    fn verify_storage_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        clusters: Vec<String>,
+    ) -> LiveFuture<'a, StorageReport>;
 }
 
 /// What applying needs: the cloud and the store. Without it, merges are acknowledged and
@@ -114,6 +126,58 @@ where
             status(self.cloud(), self.inventory(), spec)
                 .await
                 .map_err(|e| public_error(&e))
+        })
+    }
+
+    fn verify_storage_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        clusters: Vec<String>,
+    ) -> LiveFuture<'a, StorageReport> {
+        Box::pin(async move {
+            let config = self.verification();
+            let Some(image) = &config.probe_image else {
+                return Err(LiveError::new(
+                    LiveErrorKind::Engine,
+                    "no probe image is configured (FLEETBOT_PROBE_IMAGE)",
+                ));
+            };
+            let mut options = StorageOptions::new(image);
+            options.only_clusters = clusters;
+            options.project_prefix = spec.project_prefix.clone();
+            options.tenant = Some(tenant_id.to_string());
+            options.evidence_dir = config.evidence_root.clone();
+            // The server is never interrupted mid-run; a stopped job is taken over, and the
+            // run's objects carry its label for the next run's cleanup to prove.
+            let (_keep, interrupt) = tokio::sync::watch::channel(false);
+            let progress: Progress =
+                Arc::new(|line: &str| tracing::info!("verify-storage: {line}"));
+            verify_storage(
+                self.cloud(),
+                self.inventory(),
+                spec,
+                &options,
+                progress,
+                interrupt,
+            )
+            .await
+            .map(|run| run.report)
+            .map_err(|e| match e {
+                // Selection errors name only the spec's own (public) names.
+                VerifyError::Select(e) => LiveError::new(LiveErrorKind::Engine, e.to_string()),
+                VerifyError::Image(_) => LiveError::new(
+                    LiveErrorKind::Engine,
+                    "the configured probe image is not named by digest",
+                ),
+                other => {
+                    tracing::warn!(error = %other, "verify-storage could not run");
+                    LiveError::new(
+                        LiveErrorKind::Store,
+                        "verification could not run (see the bot's log)",
+                    )
+                }
+            })
         })
     }
 }

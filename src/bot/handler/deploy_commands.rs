@@ -45,6 +45,9 @@ impl Bot {
             CommandKind::ApproveDestroy => approve(repo, deployer, e, only, said).await?,
             CommandKind::Unlock => unlock(repo, deployer, e, only, said).await?,
             CommandKind::Status => status(repo, deployer, e, only, said).await?,
+            CommandKind::VerifyStorage => {
+                self.verify_storage_command(repo, e, command, said).await?
+            }
             _ => return Ok(()),
         };
         let entry = AuditEntry {
@@ -107,9 +110,9 @@ impl Bot {
 }
 
 /// A changed spec of the pull request and the commit whose plan applies to it.
-struct Target {
-    path: String,
-    removed: bool,
+pub(super) struct Target {
+    pub path: String,
+    pub removed: bool,
 }
 
 /// The pull request's changed specs (filtered by `fleet=`) and the commit that matters: the
@@ -137,7 +140,7 @@ async fn targets(
 }
 
 /// [`targets`], or `None` (and the reason said) when no changed spec matches.
-async fn changed_fleets(
+pub(super) async fn changed_fleets(
     repo: &RepoClient,
     number: u64,
     only: Option<&str>,
@@ -153,6 +156,14 @@ async fn changed_fleets(
         None => format!("{command}: the pull request changed no fleet spec"),
     });
     Ok(None)
+}
+
+/// The commit a command acts on: the merge commit once merged, else the head.
+pub(super) fn commit_of(pr: &crate::github::PullRequestInfo) -> String {
+    match (&pr.merged, &pr.merge_commit_sha) {
+        (true, Some(sha)) => sha.clone(),
+        _ => pr.head_sha.clone(),
+    }
 }
 
 /// `/approve-destroy`: approves the plan each changed fleet was last reviewed with, bound to
@@ -298,10 +309,7 @@ async fn status(
     else {
         return Ok("refused: no fleet".into());
     };
-    let sha = match (&pr.merged, &pr.merge_commit_sha) {
-        (true, Some(sha)) => sha.clone(),
-        _ => pr.head_sha.clone(),
-    };
+    let sha = commit_of(&pr);
     for target in targets.iter().filter(|t| !t.removed) {
         let spec = match repo.file_content(&target.path, &sha).await? {
             Some(bytes) => std::str::from_utf8(&bytes)

@@ -197,6 +197,7 @@ async fn run_commands(
                 | CommandKind::ApproveDestroy
                 | CommandKind::Unlock
                 | CommandKind::Status
+                | CommandKind::VerifyStorage
         ) {
             answers.audited.push((command.kind, "ran".into()));
         }
@@ -207,8 +208,9 @@ async fn run_commands(
             CommandKind::Apply
             | CommandKind::ApproveDestroy
             | CommandKind::Unlock
-            | CommandKind::Status => answers.fleet_commands.push(command.clone()),
-            CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
+            | CommandKind::Status
+            | CommandKind::VerifyStorage => answers.fleet_commands.push(command.clone()),
+            CommandKind::VerifyGraphics => {
                 answers.notes.push(
                     format!(
                         "{} is not available in this deployment yet: it needs the engine's live cluster access",

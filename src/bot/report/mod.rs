@@ -15,6 +15,7 @@ mod budget;
 mod outcome;
 mod plan;
 mod privacy;
+pub mod verify;
 
 use serde::Serialize;
 

@@ -1,0 +1,194 @@
+//! `/verify-storage` on a pull request: the fleets it changed (or `fleet=`), their clusters
+//! (or those `clusters=` names, `*` and `?` allowed), verified on every worker through the
+//! engine; a `fleet/verify-storage` check run on the commit that matters is `in_progress` at
+//! once and then carries the sanitized summary. The reply points at it.
+
+use super::deploy_commands::{Said, changed_fleets, commit_of};
+use super::{Bot, BotError};
+use crate::bot::commands::Command;
+use crate::bot::deploy::job::short;
+use crate::bot::guard::PublicNames;
+use crate::bot::report::ReplyNote;
+use crate::bot::report::verify::{FleetVerification, STORAGE_CHECK, storage_check};
+use crate::engine::verify::select_targets;
+use crate::github::events::IssueCommentEvent;
+use crate::github::{CheckOutput, CheckRunPayload, RepoClient, RunningCheck};
+use crate::spec::FleetSpec;
+
+/// Whether `name` matches `pattern`, where `*` is any run of characters and `?` one.
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    fn go(p: &[char], n: &[char]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some('*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some('?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    go(&p, &n)
+}
+
+/// The spec's cluster names a `clusters=` pattern (comma-separated patterns) selects, in spec
+/// order and each once; all of them for none.
+fn clusters_matching(spec: &FleetSpec, pattern: Option<&str>) -> Vec<String> {
+    let Some(pattern) = pattern else {
+        return Vec::new();
+    };
+    let patterns: Vec<&str> = pattern
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for c in spec.projects.iter().flat_map(|p| &p.clusters) {
+        if patterns.iter().any(|p| glob_matches(p, &c.name)) && !out.contains(&c.name) {
+            out.push(c.name.clone());
+        }
+    }
+    out
+}
+
+impl Bot {
+    pub(super) async fn verify_storage_command(
+        &self,
+        repo: &RepoClient,
+        e: &IssueCommentEvent,
+        command: &Command,
+        said: &mut Said,
+    ) -> Result<String, BotError> {
+        let Some(deployer) = &self.settings.deploy else {
+            said.errors.push(
+                "/verify-storage is not available: fleetbot has no cloud configured to verify"
+                    .into(),
+            );
+            return Ok("refused: no cloud".into());
+        };
+        let only = command.args.get("fleet").map(String::as_str);
+        let pattern = command
+            .args
+            .get("clusters")
+            .or_else(|| command.args.get("cluster"))
+            .map(String::as_str);
+        let Some((pr, targets)) =
+            changed_fleets(repo, e.issue_number, only, "/verify-storage", said).await?
+        else {
+            return Ok("refused: no fleet".into());
+        };
+        let sha = commit_of(&pr);
+        let running = repo
+            .start_check_run(&RunningCheck {
+                name: STORAGE_CHECK.into(),
+                head_sha: sha.clone(),
+                external_id: Some(format!("verify-storage:c{}", e.comment_id)),
+                title: "Storage verification running".into(),
+                summary: format!(
+                    "Verifying the shared filesystem of {} fleet(s) on every worker.",
+                    targets.iter().filter(|t| !t.removed).count()
+                ),
+            })
+            .await?;
+        let mut fleets = Vec::new();
+        for target in targets.iter().filter(|t| !t.removed) {
+            let spec = match repo.file_content(&target.path, &sha).await? {
+                Some(bytes) => std::str::from_utf8(&bytes)
+                    .ok()
+                    .and_then(|t| crate::spec::load_str(t, &target.path).ok()),
+                None => None,
+            };
+            let mut fleet = FleetVerification {
+                path: target.path.clone(),
+                names: Vec::new(),
+                outcome: Err(format!(
+                    "the spec does not parse or validate at {}",
+                    short(&sha)
+                )),
+            };
+            let Some(spec) = spec else {
+                fleets.push(fleet);
+                continue;
+            };
+            let clusters = clusters_matching(&spec, pattern);
+            if pattern.is_some() && clusters.is_empty() {
+                fleet.outcome = Err(format!(
+                    "no cluster of this fleet matches clusters={}",
+                    pattern.unwrap_or_default()
+                ));
+                fleets.push(fleet);
+                continue;
+            }
+            let mut names = PublicNames::of(&spec);
+            if let Ok(selection) = select_targets(&spec, &[], &clusters, &spec.project_prefix) {
+                fleet.names = selection
+                    .targets
+                    .iter()
+                    .map(|&(p, c)| {
+                        format!(
+                            "{}/{}",
+                            names.project(&spec.projects[p].key()),
+                            spec.projects[p].clusters[c].name
+                        )
+                    })
+                    .collect();
+            }
+            fleet.outcome = match deployer.applier.tenant_for(&spec) {
+                Err(err) => Err(err.message),
+                Ok(tenant) => deployer
+                    .applier
+                    .verify_storage_fleet(&spec, &tenant, clusters)
+                    .await
+                    .map_err(|err| err.message),
+            };
+            fleets.push(fleet);
+        }
+        let check = storage_check(&fleets);
+        let scanner = crate::bot::pr::output_scanner(&self.alias_key(repo.installation_id()));
+        let run = CheckRunPayload {
+            name: STORAGE_CHECK.into(),
+            head_sha: sha.clone(),
+            external_id: Some(format!("verify-storage:c{}", e.comment_id)),
+            conclusion: check.conclusion,
+            output: CheckOutput {
+                title: check.title.clone(),
+                summary: crate::bot::render::redact_private(&scanner, &check.summary),
+                text: None,
+                annotations: Vec::new(),
+            },
+            actions: Vec::new(),
+        };
+        repo.complete_check_run(running.id, &run).await?;
+        let link = if running.html_url.is_empty() {
+            format!("the `{STORAGE_CHECK}` check run")
+        } else {
+            format!("[the `{STORAGE_CHECK}` check run]({})", running.html_url)
+        };
+        said.notes.push(ReplyNote {
+            line: format!(
+                "/verify-storage at {}: {}; details in {link}",
+                short(&sha),
+                check.title
+            ),
+            items: Vec::new(),
+        });
+        Ok(format!("{:?}", check.conclusion).to_lowercase())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_patterns_match_like_a_shell_glob() {
+        assert!(glob_matches("render-*", "render-a"));
+        assert!(glob_matches("render-*", "render-"));
+        assert!(!glob_matches("render-*", "train-a"));
+        assert!(glob_matches("gpu-?", "gpu-1"));
+        assert!(!glob_matches("gpu-?", "gpu-12"));
+        assert!(glob_matches("*", "anything"));
+        assert!(glob_matches("exact", "exact"));
+        assert!(!glob_matches("exact", "exactly"));
+    }
+}

@@ -1,0 +1,214 @@
+//! The `fleet/verify-storage` check run: one section per fleet, with a row per cluster by its
+//! public name, each failure category explained in plain words, and the evidence hashes. It is
+//! rendered from the typed [`StorageReport`]s alone, and its conclusion is computed from the
+//! same reports, so the text and the verdict cannot disagree. A report has no field for a node
+//! name, an address, a cloud ID or a path, so none can reach GitHub.
+
+use std::collections::BTreeSet;
+
+use crate::engine::verify::{Category, StorageReport};
+use crate::github::CheckConclusion;
+
+/// The check run's name.
+pub const STORAGE_CHECK: &str = "fleet/verify-storage";
+
+/// One fleet's verification.
+#[derive(Debug, Clone)]
+pub struct FleetVerification {
+    /// The spec's path in the repository.
+    pub path: String,
+    /// Each selected target's public name (`project-label/cluster`), by target index.
+    pub names: Vec<String>,
+    /// The report, or why it could not run (a public message).
+    pub outcome: Result<StorageReport, String>,
+}
+
+/// What the check run says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyCheck {
+    pub conclusion: CheckConclusion,
+    pub title: String,
+    pub summary: String,
+}
+
+fn passed(f: &FleetVerification) -> bool {
+    f.outcome.as_ref().is_ok_and(|r| r.passed)
+}
+
+/// The check run for `fleets` (in the order given).
+pub fn storage_check(fleets: &[FleetVerification]) -> VerifyCheck {
+    let all_passed = !fleets.is_empty() && fleets.iter().all(passed);
+    let reports: Vec<&StorageReport> = fleets
+        .iter()
+        .filter_map(|f| f.outcome.as_ref().ok())
+        .collect();
+    let verified: usize = reports.iter().map(|r| r.verified_clusters).sum();
+    let selected: usize = reports.iter().map(|r| r.selected_clusters).sum();
+    let skipped = match reports.iter().map(|r| r.skipped_clusters).sum::<usize>() {
+        0 => String::new(),
+        n => format!(" ({n} skipped)"),
+    };
+    let title = if all_passed {
+        format!("Storage verified: {verified}/{selected} clusters{skipped}")
+    } else if fleets.iter().any(|f| f.outcome.is_err()) {
+        "Storage verification could not run".to_string()
+    } else {
+        format!("Storage verification failed: {verified}/{selected} clusters verified{skipped}")
+    };
+    let mut summary = String::new();
+    let mut seen: BTreeSet<Category> = BTreeSet::new();
+    for fleet in fleets {
+        summary.push_str(&format!("### `{}`\n\n", fleet.path));
+        match &fleet.outcome {
+            Err(message) => {
+                summary.push_str(&format!(
+                    "**Not verified:** {message}. Nothing counts as verified until a run completes.\n\n"
+                ));
+            }
+            Ok(report) => {
+                summary.push_str(report.render_text().lines().next().unwrap_or_default());
+                summary.push_str("\n\n| Cluster | Result | CPU workers | GPU workers | GiB | Cleanup | Failures |\n");
+                summary.push_str("|---|---|---:|---:|---:|---|---|\n");
+                for c in &report.clusters {
+                    let name = fleet
+                        .names
+                        .get(c.target_index)
+                        .cloned()
+                        .unwrap_or_else(|| format!("target {}", c.target_index));
+                    let result = if c.skipped {
+                        "⏭️ skipped (filesystem off)"
+                    } else if c.passed {
+                        "✅ passed"
+                    } else {
+                        "❌ failed"
+                    };
+                    let cleanup = if c.skipped {
+                        "—".to_string()
+                    } else {
+                        format!(
+                            "{} pod(s), {} claim(s) removed; probe paths {}",
+                            c.cleanup.pods_removed,
+                            c.cleanup.claims_removed,
+                            if c.cleanup.probe_paths_absent {
+                                "gone"
+                            } else {
+                                "not proven gone"
+                            }
+                        )
+                    };
+                    let failures: Vec<String> = c
+                        .failures
+                        .iter()
+                        .map(|f| format!("`{}`", f.as_str()))
+                        .collect();
+                    seen.extend(c.failures.iter().copied());
+                    summary.push_str(&format!(
+                        "| {name} | {result} | {} | {} | {} | {cleanup} | {} |\n",
+                        c.cpu_workers,
+                        c.gpu_workers,
+                        if c.skipped { 0 } else { c.requested_gibibytes },
+                        if failures.is_empty() {
+                            if c.passed {
+                                "—".to_string()
+                            } else {
+                                "no worker evidence".to_string()
+                            }
+                        } else {
+                            failures.join(", ")
+                        }
+                    ));
+                }
+                summary.push_str(&format!(
+                    "\nEvidence: `sha256:{}`\n\n",
+                    report.evidence_sha256
+                ));
+            }
+        }
+    }
+    if !seen.is_empty() {
+        summary.push_str("#### What the failures mean\n\n");
+        for category in &seen {
+            summary.push_str(&format!(
+                "- `{}`: {}\n",
+                category.as_str(),
+                category.explain()
+            ));
+        }
+        summary.push('\n');
+    }
+    summary.push_str(
+        "Exact receipts (which worker, which evidence) are kept with fleetbot, not posted here.\n",
+    );
+    VerifyCheck {
+        conclusion: if all_passed {
+            CheckConclusion::Success
+        } else {
+            CheckConclusion::Failure
+        },
+        title,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::verify::storage_report::{CleanupReport, ClusterReport};
+
+    fn report(failures: Vec<Category>) -> StorageReport {
+        let cluster = ClusterReport {
+            target_index: 0,
+            passed: false,
+            skipped: false,
+            requested_gibibytes: 64,
+            cpu_workers: 2,
+            gpu_workers: 0,
+            nodes: vec![crate::engine::verify::NodeReport {
+                node_index: 0,
+                role: crate::engine::verify::storage_report::Role::Cpu,
+                host_mount: crate::engine::verify::storage_report::Check::Passed,
+                capacity: crate::engine::verify::storage_report::Check::Passed,
+                host_io: crate::engine::verify::storage_report::Check::Passed,
+                shared_visibility: crate::engine::verify::storage_report::Check::Passed,
+                cleanup: crate::engine::verify::storage_report::Check::Passed,
+            }],
+            failures,
+            evidence_sha256: "e".repeat(64),
+            cleanup: CleanupReport {
+                pods_removed: 5,
+                claims_removed: 1,
+                probe_paths_absent: true,
+            },
+        };
+        StorageReport::from_clusters(vec![cluster, ClusterReport::skipped(1)])
+    }
+
+    fn fleet(outcome: Result<StorageReport, String>) -> FleetVerification {
+        FleetVerification {
+            path: "fleets/prod.yaml".into(),
+            names: vec!["prod-a/c".into(), "prod-a/nofs".into()],
+            outcome,
+        }
+    }
+
+    #[test]
+    fn the_conclusion_and_the_text_come_from_the_same_reports() {
+        let ok = storage_check(&[fleet(Ok(report(Vec::new())))]);
+        assert_eq!(ok.conclusion, CheckConclusion::Success);
+        insta::assert_snapshot!(
+            "verify_storage_check_passed",
+            format!("{}\n\n{}", ok.title, ok.summary)
+        );
+        let bad = storage_check(&[fleet(Ok(report(vec![Category::HostMountMismatch])))]);
+        assert_eq!(bad.conclusion, CheckConclusion::Failure);
+        assert!(bad.summary.contains("`host_mount_mismatch`: "));
+        insta::assert_snapshot!(
+            "verify_storage_check_failed",
+            format!("{}\n\n{}", bad.title, bad.summary)
+        );
+        let unavailable = storage_check(&[fleet(Err("no probe image is configured".into()))]);
+        assert_eq!(unavailable.conclusion, CheckConclusion::Failure);
+        assert_eq!(unavailable.title, "Storage verification could not run");
+        assert_eq!(storage_check(&[]).conclusion, CheckConclusion::Failure);
+    }
+}
