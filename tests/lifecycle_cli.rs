@@ -331,6 +331,32 @@ fn verify_storage_after_deploy_passes_on_every_worker_and_prints_one_document() 
         String::from_utf8_lossy(&text.stdout)
     );
 
+    // Graphics: these targets are not RTX rendering ones; nothing is created, exit 1.
+    let out = env.run(
+        &[
+            "verify-graphics",
+            "--spec",
+            SPEC,
+            "--output",
+            "json",
+            "-j",
+            "2",
+        ],
+        "",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(
+        doc["failures"],
+        serde_json::json!(["invalid_graphics_target"])
+    );
+    assert_eq!(doc["selected_clusters"], 2);
+
     // An unknown selector: nothing runs, and the one document says so.
     let out = env.run(
         &[

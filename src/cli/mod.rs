@@ -52,6 +52,8 @@ pub enum Command {
     Sim(sim::SimArgs),
     /// Prove every selected target's shared filesystem on every worker (exit 1 unless all pass).
     VerifyStorage(verify::VerifyStorageArgs),
+    /// Prove CUDA, GLX, EGL and Vulkan on every GPU worker of RTX rendering targets.
+    VerifyGraphics(verify::VerifyGraphicsArgs),
     /// The verification probe a pod runs on a worker (prints one evidence document).
     Probe(probe::ProbeArgs),
 }
@@ -82,6 +84,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Plan(args) => plan::run(args),
         Command::VerifyStorage(args) => verify::run(args),
+        Command::VerifyGraphics(args) => verify::run_graphics(args),
         Command::Scan(args) => scan::run(args),
         Command::Preflight(args) => preflight::run(args),
         Command::Deploy(args) => deploy::run(args),

@@ -1,5 +1,6 @@
-//! `fleetbot verify-storage`: the shared filesystem of every selected target proven on every
-//! worker (fleet-engine §7.1, §8.1). The public report goes to stdout (text, or one JSON
+//! `fleetbot verify-storage` and `fleetbot verify-graphics`: the shared filesystem of every
+//! selected target proven on every worker, and the graphics stack on every GPU worker
+//! (fleet-engine §7.1, §7.2, §8.1). The public report goes to stdout (text, or one JSON
 //! document), progress to stderr, the exact receipts only to `--evidence-dir`; exit 1 unless
 //! every selected target passed. Ctrl-C stops the run and still cleans up.
 
@@ -17,7 +18,10 @@ use super::output::OutputFormat;
 use super::plan::load_spec;
 use crate::clusters::load_kubeconfig_map;
 use crate::engine::ops::csv;
-use crate::engine::verify::{StorageOptions, StorageReport, verify_storage};
+use crate::engine::verify::graphics_report::GraphicsReport;
+use crate::engine::verify::{
+    GraphicsOptions, StorageOptions, StorageReport, verify_graphics, verify_storage,
+};
 use crate::spec::FleetSpec;
 
 #[derive(Debug, Args)]
@@ -73,6 +77,18 @@ pub(super) fn simulated_probe_image(connection: &Connection) -> Result<Option<St
     Ok(Some(image))
 }
 
+/// The probe image: the flag's, else this binary on the embedded simulator.
+fn probe_image(args: &VerifyStorageArgs, connection: &Connection) -> Result<String, String> {
+    match (&args.probe_image, simulated_probe_image(connection)?) {
+        (Some(image), _) => Ok(image.clone()),
+        (None, Some(image)) => Ok(image),
+        (None, None) => Err(
+            "name the probe image by digest: --probe-image <name>@sha256:<digest> (or FLEETBOT_PROBE_IMAGE); deploy/probe/README.md says how it is built"
+                .into(),
+        ),
+    }
+}
+
 /// The profile's own tenant (not the spec's: identity compares the two).
 fn profile_tenant(spec: &FleetSpec, connection: &Connection, profile: &str) -> Option<String> {
     let mut without = spec.clone();
@@ -84,16 +100,7 @@ async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<Storage
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;
     let store = open_inventory(&connection).await?;
-    let image = match (&args.probe_image, simulated_probe_image(&connection)?) {
-        (Some(image), _) => image.clone(),
-        (None, Some(image)) => image,
-        (None, None) => {
-            return Err(
-                "name the probe image by digest: --probe-image <name>@sha256:<digest> (or FLEETBOT_PROBE_IMAGE); deploy/probe/README.md says how it is built"
-                    .into(),
-            );
-        }
-    };
+    let image = probe_image(args, &connection)?;
     let mut options = StorageOptions::new(&image);
     options.only_projects = csv(&args.only_projects);
     options.only_clusters = csv(&args.only_clusters);
@@ -159,6 +166,107 @@ pub fn run(args: VerifyStorageArgs) -> ExitCode {
             eprintln!("{e}");
             if args.output == OutputFormat::Json {
                 println!("{}", StorageReport::unavailable_json());
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyGraphicsArgs {
+    #[command(flatten)]
+    pub common: VerifyStorageArgs,
+    /// Targets verified at once (values below 1 become 1).
+    #[arg(long, short = 'j', default_value_t = 1)]
+    pub concurrency: usize,
+    /// Seconds the GPUs must be advertised unchanged before probing (default: each
+    /// cluster's gpu_health_stabilization_seconds).
+    #[arg(long)]
+    pub stabilization_seconds: Option<u64>,
+    /// Minutes each target may take (default: each cluster's gpu_health_timeout_minutes).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_minutes: Option<u64>,
+}
+
+async fn run_graphics_async(
+    args: &VerifyGraphicsArgs,
+    spec: &FleetSpec,
+) -> Result<GraphicsReport, String> {
+    let c = &args.common;
+    let profile = profile_for(spec, &c.profile);
+    let connection = open_cloud(&profile).await?;
+    let store = open_inventory(&connection).await?;
+    let image = probe_image(c, &connection)?;
+    let mut options = GraphicsOptions::new(&image);
+    options.only_projects = csv(&c.only_projects);
+    options.only_clusters = csv(&c.only_clusters);
+    options.project_prefix = c
+        .project_prefix
+        .clone()
+        .unwrap_or_else(|| spec.project_prefix.clone());
+    options.tenant = profile_tenant(spec, &connection, &profile);
+    options.evidence_dir = c.evidence_dir.clone();
+    options.kubeconfigs = c
+        .kubeconfigs
+        .as_deref()
+        .map(load_kubeconfig_map)
+        .transpose()?;
+    options.concurrency = args.concurrency.max(1);
+    options.stabilization = args
+        .stabilization_seconds
+        .map(std::time::Duration::from_secs);
+    options.timeout = args
+        .timeout_minutes
+        .map(|m| std::time::Duration::from_secs(m * 60));
+    let (stop, interrupt) = watch::channel(false);
+    let signals = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("fleetbot: interrupted; cleaning up (the run still fails)");
+            let _ = stop.send(true);
+        }
+    });
+    let run = verify_graphics(
+        &connection.client,
+        &store,
+        spec,
+        &options,
+        stderr_progress(),
+        interrupt,
+    )
+    .await;
+    signals.abort();
+    let run = run.map_err(|e| e.to_string())?;
+    if let Some(dir) = &run.receipts {
+        eprintln!("fleetbot: receipts in {}", dir.display());
+    }
+    Ok(run.report)
+}
+
+pub fn run_graphics(args: VerifyGraphicsArgs) -> ExitCode {
+    let spec = match load_spec(&args.common.spec, args.common.strict) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    let result = match runtime() {
+        Ok(rt) => rt.block_on(run_graphics_async(&args, &spec)),
+        Err(e) => Err(e.to_string()),
+    };
+    match result {
+        Ok(report) => {
+            match args.common.output {
+                OutputFormat::Json => println!("{}", report.render_json()),
+                OutputFormat::Text => print!("{}", report.render_text()),
+            }
+            if report.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            if args.common.output == OutputFormat::Json {
+                println!("{}", GraphicsReport::unavailable_json());
             }
             ExitCode::FAILURE
         }

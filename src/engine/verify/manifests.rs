@@ -26,6 +26,8 @@ pub const SHARED_DIR: &str = "/shared";
 /// What every object of one run shares.
 #[derive(Debug, Clone)]
 pub struct RunContext {
+    /// `storage` or `graphics`: names the run's objects and its kind label.
+    pub kind: &'static str,
     pub run_id: String,
     pub namespace: String,
     /// The probe image, by digest.
@@ -40,7 +42,7 @@ impl RunContext {
     pub fn labels(&self) -> BTreeMap<String, String> {
         [
             (RUN_LABEL, self.run_id.as_str()),
-            (KIND_LABEL, "storage"),
+            (KIND_LABEL, self.kind),
             (MANAGED_BY_LABEL, "fleetbot"),
         ]
         .into_iter()
@@ -54,11 +56,11 @@ impl RunContext {
     }
 
     pub fn pod_name(&self, phase: &str, index: usize) -> String {
-        format!("fleetbot-storage-{}-{phase}-{index}", self.run_id)
+        format!("fleetbot-{}-{}-{phase}-{index}", self.kind, self.run_id)
     }
 
     pub fn claim_name(&self) -> String {
-        format!("fleetbot-storage-{}", self.run_id)
+        format!("fleetbot-{}-{}", self.kind, self.run_id)
     }
 
     /// The host-phase probe's directory, relative to the filesystem's root.
@@ -193,6 +195,31 @@ impl RunContext {
         self.pod(&self.pod_name(phase, index), node, args, true, None)
     }
 
+    /// The graphics probe on GPU node `index`, holding all its `gpus` GPUs. It needs no
+    /// host volume and no host namespace: the boot ID is the kernel's own.
+    pub fn graphics_pod(&self, index: usize, node: &str, gpus: i64) -> Pod {
+        let mut pod = self.pod(
+            &self.pod_name("graphics", index),
+            node,
+            vec!["--boot-id=/proc/sys/kernel/random/boot_id".into()],
+            false,
+            None,
+        );
+        let mut v = serde_json::to_value(&pod).expect("a pod serialises");
+        let c = &mut v["spec"]["containers"][0];
+        c["command"] = json!([PROBE_ENTRYPOINT, "probe", "graphics"]);
+        c["resources"]["limits"]["nvidia.com/gpu"] = json!(gpus.to_string());
+        c["env"].as_array_mut().expect("env").push(
+            json!({"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility,graphics"}),
+        );
+        v["spec"]["tolerations"]
+            .as_array_mut()
+            .expect("tolerations")
+            .push(json!({"key": "nvidia.com/gpu", "operator": "Exists"}));
+        pod = serde_json::from_value(v).expect("a graphics probe pod is a valid Pod");
+        pod
+    }
+
     /// The one RWX claim of the default class.
     pub fn claim(&self) -> PersistentVolumeClaim {
         serde_json::from_value(json!({
@@ -229,6 +256,7 @@ mod tests {
 
     fn run() -> RunContext {
         RunContext {
+            kind: "storage",
             run_id: "0123abcd".into(),
             namespace: "default".into(),
             image: format!("registry.example/probe@sha256:{}", "a".repeat(64)),

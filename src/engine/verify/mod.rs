@@ -8,6 +8,7 @@
 pub mod cluster_checks;
 pub mod evidence_dir;
 pub mod graphics_report;
+pub mod graphics_run;
 pub mod identity;
 pub mod json;
 pub mod manifests;
@@ -22,6 +23,7 @@ pub use graphics_report::{
     GraphicsCategory, GraphicsClusterReport, GraphicsJudgement, GraphicsReport, judge_graphics,
     validate_target,
 };
+pub use graphics_run::{GraphicsOptions, GraphicsRun, verify_graphics};
 pub use mig_report::{MigExpectation, MigVerificationReport, judge_mig};
 pub use select::{Selection, select_targets};
 pub use storage_report::{Category, ClusterReport, NodeReport, StorageReport};

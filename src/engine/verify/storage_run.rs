@@ -325,12 +325,12 @@ fn value<T: Serialize>(object: &T) -> serde_json::Value {
     serde_json::to_value(object).unwrap_or_default()
 }
 
-fn new_run_id() -> String {
+pub(super) fn new_run_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
 }
 
 /// Waits for `interrupt` to turn true (never, if its sender is gone).
-async fn interrupted(mut interrupt: watch::Receiver<bool>) {
+pub(super) async fn interrupted(mut interrupt: watch::Receiver<bool>) {
     if interrupt.wait_for(|i| *i).await.is_err() {
         std::future::pending::<()>().await;
     }
@@ -346,6 +346,7 @@ impl<'a> TargetRun<'a> {
         let project = &spec.projects[pi];
         let cluster = &project.clusters[ci];
         let run = RunContext {
+            kind: "storage",
             run_id: new_run_id(),
             namespace: options.namespace.clone(),
             image: options.probe_image.clone(),

@@ -69,6 +69,8 @@ pub enum HostFault {
     SplitView,
     /// Its containers start and never finish.
     Stall,
+    /// Its GPUs' Vulkan driver fails (the graphics probe says so).
+    VulkanBroken,
 }
 
 /// Writes a node's host files and links its mount paths to the shared filesystems, which

@@ -411,7 +411,15 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
             }
             let mut started = Vec::new();
             let mut failure = None;
+            let node_object = store.get(NODE, "", &node).cloned().unwrap_or_default();
+            let boot_id = kubelet
+                .hosts
+                .get(&format!("{cluster}/{node}"))
+                .map(|f| f.boot_id.clone())
+                .unwrap_or_default();
             for c in &containers {
+                let played = super::gpu_hardware::played(c, &node_object, &boot_id, fault);
+                let c = played.as_ref().unwrap_or(c);
                 match start_container(c, &pod, &dir, &kubelet.images, &claims, fault) {
                     Ok(run) => started.push(run),
                     Err(e) => {

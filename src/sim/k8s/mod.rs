@@ -9,6 +9,7 @@
 pub mod addons;
 pub mod api;
 pub mod filestore;
+pub mod gpu_hardware;
 pub mod hosts;
 pub mod kinds;
 pub mod kubelet;
