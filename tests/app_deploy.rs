@@ -893,6 +893,23 @@ async fn verify_storage_posts_a_sanitized_check_run_on_the_head() {
         failed.summary
     );
 
+    // Graphics: these clusters are not RTX rendering targets; the run fails and says why.
+    live.comment(304, "writer-wes", "/verify-graphics").await;
+    let graphics = eventually("a concluded fleet/verify-graphics run", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &head)
+            .into_iter()
+            .find(|r| r.name == "fleet/verify-graphics" && r.conclusion.is_some())
+    })
+    .await;
+    assert_eq!(graphics.conclusion.as_deref(), Some("failure"));
+    assert!(
+        graphics.summary.contains("`invalid_graphics_target`: "),
+        "{}",
+        graphics.summary
+    );
+
     // No request to GitHub carried a node name, a node address, a host path or the image;
     // the receipts, which do, stayed in the server's evidence directory.
     for needle in [
@@ -908,5 +925,5 @@ async fn verify_storage_posts_a_sanitized_check_run_on_the_head() {
         .unwrap()
         .flat_map(|run| std::fs::read_dir(run.unwrap().path()).unwrap())
         .collect();
-    assert_eq!(receipts.len(), 2);
+    assert_eq!(receipts.len(), 4);
 }

@@ -109,7 +109,7 @@ impl CommandKind {
                 "verify storage on every worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`)"
             }
             CommandKind::VerifyGraphics => {
-                "verify graphics on the fleet's clusters (`fleet=NAME`, `cluster=NAME`)"
+                "verify graphics on every GPU worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`)"
             }
             CommandKind::Status => "show the fleet's current state (`fleet=NAME`)",
             CommandKind::Help => "list these commands",

@@ -17,7 +17,10 @@ use super::live::{
 };
 use crate::cloud::domain::Cloud;
 use crate::engine::ops::{DeployResult, LifecycleOptions, Progress, StatusResult, deploy, status};
-use crate::engine::verify::{StorageOptions, StorageReport, VerifyError, verify_storage};
+use crate::engine::verify::graphics_report::GraphicsReport;
+use crate::engine::verify::{
+    GraphicsOptions, StorageOptions, StorageReport, VerifyError, verify_graphics, verify_storage,
+};
 use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
 
@@ -46,6 +49,41 @@ pub trait FleetApplier: LiveCloud {
         tenant_id: &'a str,
         clusters: Vec<String>,
     ) -> LiveFuture<'a, StorageReport>;
+
+    /// Verifies CUDA, GLX, EGL and Vulkan on every GPU worker of the spec's clusters (only
+    /// `clusters`, when given).
+    fn verify_graphics_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        clusters: Vec<String>,
+    ) -> LiveFuture<'a, GraphicsReport>;
+}
+
+/// A verification error as the App may show it: selection errors name only the spec's own
+/// (public) names; anything else is logged and said in general words.
+fn verify_error(e: VerifyError) -> LiveError {
+    match e {
+        VerifyError::Select(e) => LiveError::new(LiveErrorKind::Engine, e.to_string()),
+        VerifyError::Image(_) => LiveError::new(
+            LiveErrorKind::Engine,
+            "the configured probe image is not named by digest",
+        ),
+        other => {
+            tracing::warn!(error = %other, "a verification could not run");
+            LiveError::new(
+                LiveErrorKind::Store,
+                "verification could not run (see the bot's log)",
+            )
+        }
+    }
+}
+
+fn no_probe_image() -> LiveError {
+    LiveError::new(
+        LiveErrorKind::Engine,
+        "no probe image is configured (FLEETBOT_PROBE_IMAGE)",
+    )
 }
 
 /// What applying needs: the cloud and the store. Without it, merges are acknowledged and
@@ -138,10 +176,7 @@ where
         Box::pin(async move {
             let config = self.verification();
             let Some(image) = &config.probe_image else {
-                return Err(LiveError::new(
-                    LiveErrorKind::Engine,
-                    "no probe image is configured (FLEETBOT_PROBE_IMAGE)",
-                ));
+                return Err(no_probe_image());
             };
             let mut options = StorageOptions::new(image);
             options.only_clusters = clusters;
@@ -163,21 +198,40 @@ where
             )
             .await
             .map(|run| run.report)
-            .map_err(|e| match e {
-                // Selection errors name only the spec's own (public) names.
-                VerifyError::Select(e) => LiveError::new(LiveErrorKind::Engine, e.to_string()),
-                VerifyError::Image(_) => LiveError::new(
-                    LiveErrorKind::Engine,
-                    "the configured probe image is not named by digest",
-                ),
-                other => {
-                    tracing::warn!(error = %other, "verify-storage could not run");
-                    LiveError::new(
-                        LiveErrorKind::Store,
-                        "verification could not run (see the bot's log)",
-                    )
-                }
-            })
+            .map_err(verify_error)
+        })
+    }
+
+    fn verify_graphics_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        clusters: Vec<String>,
+    ) -> LiveFuture<'a, GraphicsReport> {
+        Box::pin(async move {
+            let config = self.verification();
+            let Some(image) = &config.probe_image else {
+                return Err(no_probe_image());
+            };
+            let mut options = GraphicsOptions::new(image);
+            options.only_clusters = clusters;
+            options.project_prefix = spec.project_prefix.clone();
+            options.tenant = Some(tenant_id.to_string());
+            options.evidence_dir = config.evidence_root.clone();
+            let (_keep, interrupt) = tokio::sync::watch::channel(false);
+            let progress: Progress =
+                Arc::new(|line: &str| tracing::info!("verify-graphics: {line}"));
+            verify_graphics(
+                self.cloud(),
+                self.inventory(),
+                spec,
+                &options,
+                progress,
+                interrupt,
+            )
+            .await
+            .map(|run| run.report)
+            .map_err(verify_error)
         })
     }
 }

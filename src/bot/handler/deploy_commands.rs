@@ -45,10 +45,10 @@ impl Bot {
             CommandKind::ApproveDestroy => approve(repo, deployer, e, only, said).await?,
             CommandKind::Unlock => unlock(repo, deployer, e, only, said).await?,
             CommandKind::Status => status(repo, deployer, e, only, said).await?,
-            CommandKind::VerifyStorage => {
-                self.verify_storage_command(repo, e, command, said).await?
+            CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
+                self.verify_command(repo, e, command, said).await?
             }
-            _ => return Ok(()),
+            CommandKind::Plan | CommandKind::Help => return Ok(()),
         };
         let entry = AuditEntry {
             at: now_ms(),

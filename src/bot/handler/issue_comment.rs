@@ -198,6 +198,7 @@ async fn run_commands(
                 | CommandKind::Unlock
                 | CommandKind::Status
                 | CommandKind::VerifyStorage
+                | CommandKind::VerifyGraphics
         ) {
             answers.audited.push((command.kind, "ran".into()));
         }
@@ -209,16 +210,8 @@ async fn run_commands(
             | CommandKind::ApproveDestroy
             | CommandKind::Unlock
             | CommandKind::Status
-            | CommandKind::VerifyStorage => answers.fleet_commands.push(command.clone()),
-            CommandKind::VerifyGraphics => {
-                answers.notes.push(
-                    format!(
-                        "{} is not available in this deployment yet: it needs the engine's live cluster access",
-                        command.kind
-                    )
-                    .into(),
-                )
-            }
+            | CommandKind::VerifyStorage
+            | CommandKind::VerifyGraphics => answers.fleet_commands.push(command.clone()),
         }
     }
     Ok(answers)

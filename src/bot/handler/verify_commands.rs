@@ -1,15 +1,18 @@
-//! `/verify-storage` on a pull request: the fleets it changed (or `fleet=`), their clusters
-//! (or those `clusters=` names, `*` and `?` allowed), verified on every worker through the
-//! engine; a `fleet/verify-storage` check run on the commit that matters is `in_progress` at
-//! once and then carries the sanitized summary. The reply points at it.
+//! `/verify-storage` and `/verify-graphics` on a pull request: the fleets it changed (or
+//! `fleet=`), their clusters (or those `clusters=` names, `*` and `?` allowed), verified on
+//! every worker through the engine; a `fleet/verify-storage` or `fleet/verify-graphics` check
+//! run on the commit that matters is `in_progress` at once and then carries the sanitized
+//! summary. The reply points at it.
 
 use super::deploy_commands::{Said, changed_fleets, commit_of};
 use super::{Bot, BotError};
-use crate::bot::commands::Command;
+use crate::bot::commands::{Command, CommandKind};
 use crate::bot::deploy::job::short;
 use crate::bot::guard::PublicNames;
 use crate::bot::report::ReplyNote;
-use crate::bot::report::verify::{FleetVerification, STORAGE_CHECK, storage_check};
+use crate::bot::report::verify::{
+    FleetVerification, GRAPHICS_CHECK, STORAGE_CHECK, VerifyCheck, graphics_check, storage_check,
+};
 use crate::engine::verify::select_targets;
 use crate::github::events::IssueCommentEvent;
 use crate::github::{CheckOutput, CheckRunPayload, RepoClient, RunningCheck};
@@ -51,19 +54,31 @@ fn clusters_matching(spec: &FleetSpec, pattern: Option<&str>) -> Vec<String> {
     out
 }
 
+/// One fleet to verify, or why it cannot be.
+struct Planned {
+    path: String,
+    names: Vec<String>,
+    run: Result<(FleetSpec, String, Vec<String>), String>,
+}
+
 impl Bot {
-    pub(super) async fn verify_storage_command(
+    pub(super) async fn verify_command(
         &self,
         repo: &RepoClient,
         e: &IssueCommentEvent,
         command: &Command,
         said: &mut Said,
     ) -> Result<String, BotError> {
+        let graphics = command.kind == CommandKind::VerifyGraphics;
+        let (slash, check_name, what) = if graphics {
+            ("/verify-graphics", GRAPHICS_CHECK, "Graphics")
+        } else {
+            ("/verify-storage", STORAGE_CHECK, "Storage")
+        };
         let Some(deployer) = &self.settings.deploy else {
-            said.errors.push(
-                "/verify-storage is not available: fleetbot has no cloud configured to verify"
-                    .into(),
-            );
+            said.errors.push(format!(
+                "{slash} is not available: fleetbot has no cloud configured to verify"
+            ));
             return Ok("refused: no cloud".into());
         };
         let only = command.args.get("fleet").map(String::as_str);
@@ -72,25 +87,25 @@ impl Bot {
             .get("clusters")
             .or_else(|| command.args.get("cluster"))
             .map(String::as_str);
-        let Some((pr, targets)) =
-            changed_fleets(repo, e.issue_number, only, "/verify-storage", said).await?
+        let Some((pr, targets)) = changed_fleets(repo, e.issue_number, only, slash, said).await?
         else {
             return Ok("refused: no fleet".into());
         };
         let sha = commit_of(&pr);
+        let external_id = format!("{}:c{}", &slash[1..], e.comment_id);
         let running = repo
             .start_check_run(&RunningCheck {
-                name: STORAGE_CHECK.into(),
+                name: check_name.into(),
                 head_sha: sha.clone(),
-                external_id: Some(format!("verify-storage:c{}", e.comment_id)),
-                title: "Storage verification running".into(),
+                external_id: Some(external_id.clone()),
+                title: format!("{what} verification running"),
                 summary: format!(
-                    "Verifying the shared filesystem of {} fleet(s) on every worker.",
+                    "Verifying {} fleet(s) on every worker.",
                     targets.iter().filter(|t| !t.removed).count()
                 ),
             })
             .await?;
-        let mut fleets = Vec::new();
+        let mut planned = Vec::new();
         for target in targets.iter().filter(|t| !t.removed) {
             let spec = match repo.file_content(&target.path, &sha).await? {
                 Some(bytes) => std::str::from_utf8(&bytes)
@@ -98,57 +113,50 @@ impl Bot {
                     .and_then(|t| crate::spec::load_str(t, &target.path).ok()),
                 None => None,
             };
-            let mut fleet = FleetVerification {
-                path: target.path.clone(),
-                names: Vec::new(),
-                outcome: Err(format!(
-                    "the spec does not parse or validate at {}",
-                    short(&sha)
-                )),
-            };
-            let Some(spec) = spec else {
-                fleets.push(fleet);
-                continue;
-            };
-            let clusters = clusters_matching(&spec, pattern);
-            if pattern.is_some() && clusters.is_empty() {
-                fleet.outcome = Err(format!(
-                    "no cluster of this fleet matches clusters={}",
-                    pattern.unwrap_or_default()
-                ));
-                fleets.push(fleet);
-                continue;
-            }
-            let mut names = PublicNames::of(&spec);
-            if let Ok(selection) = select_targets(&spec, &[], &clusters, &spec.project_prefix) {
-                fleet.names = selection
-                    .targets
-                    .iter()
-                    .map(|&(p, c)| {
-                        format!(
-                            "{}/{}",
-                            names.project(&spec.projects[p].key()),
-                            spec.projects[p].clusters[c].name
-                        )
-                    })
-                    .collect();
-            }
-            fleet.outcome = match deployer.applier.tenant_for(&spec) {
-                Err(err) => Err(err.message),
-                Ok(tenant) => deployer
-                    .applier
-                    .verify_storage_fleet(&spec, &tenant, clusters)
-                    .await
-                    .map_err(|err| err.message),
-            };
-            fleets.push(fleet);
+            planned.push(plan(deployer, &target.path, spec, pattern, &sha));
         }
-        let check = storage_check(&fleets);
+        let check: VerifyCheck = if graphics {
+            let mut fleets = Vec::new();
+            for p in planned {
+                let outcome = match p.run {
+                    Err(message) => Err(message),
+                    Ok((spec, tenant, clusters)) => deployer
+                        .applier
+                        .verify_graphics_fleet(&spec, &tenant, clusters)
+                        .await
+                        .map_err(|err| err.message),
+                };
+                fleets.push(FleetVerification {
+                    path: p.path,
+                    names: p.names,
+                    outcome,
+                });
+            }
+            graphics_check(&fleets)
+        } else {
+            let mut fleets = Vec::new();
+            for p in planned {
+                let outcome = match p.run {
+                    Err(message) => Err(message),
+                    Ok((spec, tenant, clusters)) => deployer
+                        .applier
+                        .verify_storage_fleet(&spec, &tenant, clusters)
+                        .await
+                        .map_err(|err| err.message),
+                };
+                fleets.push(FleetVerification {
+                    path: p.path,
+                    names: p.names,
+                    outcome,
+                });
+            }
+            storage_check(&fleets)
+        };
         let scanner = crate::bot::pr::output_scanner(&self.alias_key(repo.installation_id()));
         let run = CheckRunPayload {
-            name: STORAGE_CHECK.into(),
+            name: check_name.into(),
             head_sha: sha.clone(),
-            external_id: Some(format!("verify-storage:c{}", e.comment_id)),
+            external_id: Some(external_id),
             conclusion: check.conclusion,
             output: CheckOutput {
                 title: check.title.clone(),
@@ -159,14 +167,9 @@ impl Bot {
             actions: Vec::new(),
         };
         repo.complete_check_run(running.id, &run).await?;
-        let link = if running.html_url.is_empty() {
-            format!("the `{STORAGE_CHECK}` check run")
-        } else {
-            format!("[the `{STORAGE_CHECK}` check run]({})", running.html_url)
-        };
         said.notes.push(ReplyNote {
             line: format!(
-                "/verify-storage at {}: {}; details in {link}",
+                "{slash} at {}: {}; the {check_name} check run has the details",
                 short(&sha),
                 check.title
             ),
@@ -174,6 +177,54 @@ impl Bot {
         });
         Ok(format!("{:?}", check.conclusion).to_lowercase())
     }
+}
+
+/// What to verify of one spec: its tenant and the clusters the pattern selects.
+fn plan(
+    deployer: &crate::bot::backend::Deployer,
+    path: &str,
+    spec: Option<FleetSpec>,
+    pattern: Option<&str>,
+    sha: &str,
+) -> Planned {
+    let mut planned = Planned {
+        path: path.to_string(),
+        names: Vec::new(),
+        run: Err(format!(
+            "the spec does not parse or validate at {}",
+            short(sha)
+        )),
+    };
+    let Some(spec) = spec else {
+        return planned;
+    };
+    let clusters = clusters_matching(&spec, pattern);
+    if pattern.is_some() && clusters.is_empty() {
+        planned.run = Err(format!(
+            "no cluster of this fleet matches clusters={}",
+            pattern.unwrap_or_default()
+        ));
+        return planned;
+    }
+    let mut names = PublicNames::of(&spec);
+    if let Ok(selection) = select_targets(&spec, &[], &clusters, &spec.project_prefix) {
+        planned.names = selection
+            .targets
+            .iter()
+            .map(|&(p, c)| {
+                format!(
+                    "{}/{}",
+                    names.project(&spec.projects[p].key()),
+                    spec.projects[p].clusters[c].name
+                )
+            })
+            .collect();
+    }
+    planned.run = match deployer.applier.tenant_for(&spec) {
+        Err(err) => Err(err.message),
+        Ok(tenant) => Ok((spec, tenant, clusters)),
+    };
+    planned
 }
 
 #[cfg(test)]

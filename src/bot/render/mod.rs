@@ -624,7 +624,7 @@ mod tests {
         | `/approve-destroy` | approve the deletions and shrinks the current plan lists (`fleet=PATH`) | write |
         | `/unlock` | free a fleet's apply lock held by another apply (`fleet=PATH`) | write |
         | `/verify-storage` | verify storage on every worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`) | write |
-        | `/verify-graphics` | verify graphics on the fleet's clusters (`fleet=NAME`, `cluster=NAME`) | write |
+        | `/verify-graphics` | verify graphics on every GPU worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`) | write |
         | `/status` | show the fleet's current state (`fleet=NAME`) | write |
         | `/help` | list these commands | write |
 

@@ -1,4 +1,4 @@
-//! The `fleet/verify-storage` check run: one section per fleet, with a row per cluster by its
+//! The `fleet/verify-storage` and `fleet/verify-graphics` check runs: one section per fleet, with a row per cluster by its
 //! public name, each failure category explained in plain words, and the evidence hashes. It is
 //! rendered from the typed [`StorageReport`]s alone, and its conclusion is computed from the
 //! same reports, so the text and the verdict cannot disagree. A report has no field for a node
@@ -6,21 +6,23 @@
 
 use std::collections::BTreeSet;
 
+use crate::engine::verify::graphics_report::{GraphicsCategory, GraphicsReport};
 use crate::engine::verify::{Category, StorageReport};
 use crate::github::CheckConclusion;
 
-/// The check run's name.
+/// The check runs' names.
 pub const STORAGE_CHECK: &str = "fleet/verify-storage";
+pub const GRAPHICS_CHECK: &str = "fleet/verify-graphics";
 
 /// One fleet's verification.
 #[derive(Debug, Clone)]
-pub struct FleetVerification {
+pub struct FleetVerification<R = StorageReport> {
     /// The spec's path in the repository.
     pub path: String,
     /// Each selected target's public name (`project-label/cluster`), by target index.
     pub names: Vec<String>,
     /// The report, or why it could not run (a public message).
-    pub outcome: Result<StorageReport, String>,
+    pub outcome: Result<R, String>,
 }
 
 /// What the check run says.
@@ -150,6 +152,104 @@ pub fn storage_check(fleets: &[FleetVerification]) -> VerifyCheck {
     }
 }
 
+/// The graphics check run for `fleets`.
+pub fn graphics_check(fleets: &[FleetVerification<GraphicsReport>]) -> VerifyCheck {
+    let all_passed = !fleets.is_empty()
+        && fleets
+            .iter()
+            .all(|f| f.outcome.as_ref().is_ok_and(|r| r.passed));
+    let reports: Vec<&GraphicsReport> = fleets
+        .iter()
+        .filter_map(|f| f.outcome.as_ref().ok())
+        .collect();
+    let verified: usize = reports.iter().map(|r| r.verified_clusters).sum();
+    let selected: usize = reports.iter().map(|r| r.selected_clusters).sum();
+    let title = if all_passed {
+        format!("Graphics verified: {verified}/{selected} clusters")
+    } else if fleets.iter().any(|f| f.outcome.is_err()) {
+        "Graphics verification could not run".to_string()
+    } else {
+        format!("Graphics verification failed: {verified}/{selected} clusters verified")
+    };
+    let mut summary = String::new();
+    let mut seen: BTreeSet<GraphicsCategory> = BTreeSet::new();
+    for fleet in fleets {
+        summary.push_str(&format!("### `{}`\n\n", fleet.path));
+        let report = match &fleet.outcome {
+            Err(message) => {
+                summary.push_str(&format!(
+                    "**Not verified:** {message}. Nothing counts as verified until a run completes.\n\n"
+                ));
+                continue;
+            }
+            Ok(report) => report,
+        };
+        for line in report.render_text().lines().take(2) {
+            summary.push_str(line);
+            summary.push('\n');
+        }
+        summary.push_str(
+            "\n| Cluster | Result | GPU workers | GPUs | CUDA | GLX | EGL | Vulkan | Failures |\n",
+        );
+        summary.push_str("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+        for c in &report.clusters {
+            let name = fleet
+                .names
+                .get(c.target_index)
+                .cloned()
+                .unwrap_or_else(|| format!("target {}", c.target_index));
+            seen.extend(c.failures.iter().copied());
+            let failures: Vec<String> = c
+                .failures
+                .iter()
+                .map(|f| format!("`{}`", f.as_str()))
+                .collect();
+            summary.push_str(&format!(
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                if c.passed { "✅ passed" } else { "❌ failed" },
+                c.gpu_workers,
+                c.gpus,
+                c.cuda_workers,
+                c.glx_workers,
+                c.egl_workers,
+                c.vulkan_workers,
+                if failures.is_empty() {
+                    "—".to_string()
+                } else {
+                    failures.join(", ")
+                }
+            ));
+        }
+        summary.push_str(&format!(
+            "\nEvidence: `sha256:{}`\n\n",
+            report.evidence_sha256
+        ));
+    }
+    if !seen.is_empty() {
+        summary.push_str("#### What the failures mean\n\n");
+        for category in &seen {
+            summary.push_str(&format!(
+                "- `{}`: {}\n",
+                category.as_str(),
+                category.explain()
+            ));
+        }
+        summary.push('\n');
+    }
+    summary.push_str(
+        "Exact receipts (which worker, which evidence) are kept with fleetbot, not posted here.\n",
+    );
+    VerifyCheck {
+        conclusion: if all_passed {
+            CheckConclusion::Success
+        } else {
+            CheckConclusion::Failure
+        },
+        title,
+        summary,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +310,25 @@ mod tests {
         assert_eq!(unavailable.conclusion, CheckConclusion::Failure);
         assert_eq!(unavailable.title, "Storage verification could not run");
         assert_eq!(storage_check(&[]).conclusion, CheckConclusion::Failure);
+    }
+
+    #[test]
+    fn a_graphics_check_fails_with_its_categories_explained() {
+        use crate::engine::verify::graphics_report::GraphicsClusterReport;
+        let report = GraphicsReport::from_clusters(vec![GraphicsClusterReport::failed(
+            0,
+            [GraphicsCategory::InvalidGraphicsTarget],
+            "f".repeat(64),
+        )]);
+        let check = graphics_check(&[FleetVerification {
+            path: "fleets/render.yaml".into(),
+            names: vec!["render-a/plain".into()],
+            outcome: Ok(report),
+        }]);
+        assert_eq!(check.conclusion, CheckConclusion::Failure);
+        insta::assert_snapshot!(
+            "verify_graphics_check_failed",
+            format!("{}\n\n{}", check.title, check.summary)
+        );
     }
 }

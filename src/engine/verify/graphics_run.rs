@@ -117,27 +117,27 @@ pub async fn verify_graphics<C: Cloud, S: InventoryStore>(
         .targets(&spec.name)
         .await
         .map_err(|e| VerifyError::Store(e.to_string()))?;
-    let runs = futures_util::stream::iter(selection.targets.iter().enumerate())
-        .map(|(index, &(pi, ci))| {
-            let (records, progress, interrupt) = (&records, progress.clone(), interrupt.clone());
-            async move {
+    let mut futures = Vec::new();
+    for (index, &(pi, ci)) in selection.targets.iter().enumerate() {
+        let (records, progress, interrupt) = (&records, progress.clone(), interrupt.clone());
+        let target: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
+            Box::pin(async move {
                 let key = spec.projects[pi].key();
                 let name = &spec.projects[pi].clusters[ci].name;
                 progress(&format!("{key}/{name}: verifying graphics"));
                 let (failures, judged, receipt) =
                     verify_target(cloud, records, spec, pi, ci, options, interrupt).await;
+                let passed =
+                    failures.is_empty() && judged.as_ref().is_some_and(|j| j.failures.is_empty());
                 progress(&format!(
                     "{key}/{name}: graphics {}",
-                    if failures.is_empty() && judged.as_ref().is_some_and(|j| j.failures.is_empty())
-                    {
-                        "passed"
-                    } else {
-                        "failed"
-                    }
+                    if passed { "passed" } else { "failed" }
                 ));
                 (index, failures, judged, receipt)
-            }
-        })
+            });
+        futures.push(target);
+    }
+    let runs = futures_util::stream::iter(futures)
         .buffer_unordered(options.concurrency.max(1))
         .collect::<Vec<_>>()
         .await;
