@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use sha2::{Digest, Sha256};
@@ -89,6 +88,49 @@ fn probe_image(args: &VerifyStorageArgs, connection: &Connection) -> Result<Stri
     }
 }
 
+/// A flag that turns true on Ctrl-C (the run then cleans up and fails), and its watcher.
+fn interrupt_on_ctrl_c() -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+    let (stop, interrupt) = watch::channel(false);
+    let signals = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("fleetbot: interrupted; cleaning up (the run still fails)");
+            let _ = stop.send(true);
+        }
+    });
+    (interrupt, signals)
+}
+
+/// Prints a run's report (or, in JSON mode, the unavailable document when it could not run)
+/// and exits 1 unless it passed. `view` gives (passed, JSON, text) of a report.
+fn finish<R>(
+    result: Result<R, String>,
+    output: OutputFormat,
+    view: impl Fn(&R) -> (bool, String, String),
+    unavailable: String,
+) -> ExitCode {
+    match result {
+        Ok(report) => {
+            let (passed, json, text) = view(&report);
+            match output {
+                OutputFormat::Json => println!("{json}"),
+                OutputFormat::Text => print!("{text}"),
+            }
+            if passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            if output == OutputFormat::Json {
+                println!("{unavailable}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The profile's own tenant (not the spec's: identity compares the two).
 fn profile_tenant(spec: &FleetSpec, connection: &Connection, profile: &str) -> Option<String> {
     let mut without = spec.clone();
@@ -115,15 +157,7 @@ async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<Storage
         .as_deref()
         .map(load_kubeconfig_map)
         .transpose()?;
-    let (stop, interrupt) = watch::channel(false);
-    let stop = Arc::new(stop);
-    let on_signal = stop.clone();
-    let signals = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("fleetbot: interrupted; cleaning up (the run still fails)");
-            let _ = on_signal.send(true);
-        }
-    });
+    let (interrupt, signals) = interrupt_on_ctrl_c();
     let run = verify_storage(
         &connection.client,
         &store,
@@ -150,26 +184,12 @@ pub fn run(args: VerifyStorageArgs) -> ExitCode {
         Ok(rt) => rt.block_on(run_async(&args, &spec)),
         Err(e) => Err(e.to_string()),
     };
-    match result {
-        Ok(report) => {
-            match args.output {
-                OutputFormat::Json => println!("{}", report.render_json()),
-                OutputFormat::Text => print!("{}", report.render_text()),
-            }
-            if report.passed {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            if args.output == OutputFormat::Json {
-                println!("{}", StorageReport::unavailable_json());
-            }
-            ExitCode::FAILURE
-        }
-    }
+    finish(
+        result,
+        args.output,
+        |r: &StorageReport| (r.passed, r.render_json(), r.render_text()),
+        StorageReport::unavailable_json(),
+    )
 }
 
 #[derive(Debug, Args)]
@@ -218,13 +238,7 @@ async fn run_graphics_async(
     options.timeout = args
         .timeout_minutes
         .map(|m| std::time::Duration::from_secs(m * 60));
-    let (stop, interrupt) = watch::channel(false);
-    let signals = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("fleetbot: interrupted; cleaning up (the run still fails)");
-            let _ = stop.send(true);
-        }
-    });
+    let (interrupt, signals) = interrupt_on_ctrl_c();
     let run = verify_graphics(
         &connection.client,
         &store,
@@ -251,24 +265,10 @@ pub fn run_graphics(args: VerifyGraphicsArgs) -> ExitCode {
         Ok(rt) => rt.block_on(run_graphics_async(&args, &spec)),
         Err(e) => Err(e.to_string()),
     };
-    match result {
-        Ok(report) => {
-            match args.common.output {
-                OutputFormat::Json => println!("{}", report.render_json()),
-                OutputFormat::Text => print!("{}", report.render_text()),
-            }
-            if report.passed {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            if args.common.output == OutputFormat::Json {
-                println!("{}", GraphicsReport::unavailable_json());
-            }
-            ExitCode::FAILURE
-        }
-    }
+    finish(
+        result,
+        args.common.output,
+        |r: &GraphicsReport| (r.passed, r.render_json(), r.render_text()),
+        GraphicsReport::unavailable_json(),
+    )
 }
