@@ -12,15 +12,13 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use super::evidence_dir::EvidenceDir;
 use super::graphics_report::{
     GraphicsCategory, GraphicsClusterReport, GraphicsReport, judge_graphics, validate_target,
 };
 use super::identity::prove;
 use super::json;
 use super::manifests::{RunContext, pinned_node};
-use super::select::select_targets;
-use super::storage_run::{VerifyError, image_digest, interrupted, new_run_id};
+use super::storage_run::{RunStart, VerifyError, image_digest, interrupted, new_run_id};
 use super::workload::{PodEnd, Purpose, Workload};
 use crate::cloud::domain::Cloud;
 use crate::clusters::kubeconfig::KubeconfigMap;
@@ -99,24 +97,19 @@ pub async fn verify_graphics<C: Cloud, S: InventoryStore>(
     progress: Progress,
     interrupt: watch::Receiver<bool>,
 ) -> Result<GraphicsRun, VerifyError> {
-    if image_digest(&options.probe_image).is_none() {
-        return Err(VerifyError::Image(options.probe_image.clone()));
-    }
-    let selection = select_targets(
+    let RunStart {
+        selection,
+        evidence,
+        records,
+    } = RunStart::begin(
+        store,
         spec,
-        &options.only_projects,
-        &options.only_clusters,
+        &options.probe_image,
+        [&options.only_projects, &options.only_clusters],
         &options.project_prefix,
-    )?;
-    let evidence = options
-        .evidence_dir
-        .as_deref()
-        .map(EvidenceDir::create)
-        .transpose()?;
-    let records = store
-        .targets(&spec.name)
-        .await
-        .map_err(|e| VerifyError::Store(e.to_string()))?;
+        options.evidence_dir.as_deref(),
+    )
+    .await?;
     let mut futures = Vec::new();
     for (index, &(pi, ci)) in selection.targets.iter().enumerate() {
         let (records, progress, interrupt) = (&records, progress.clone(), interrupt.clone());

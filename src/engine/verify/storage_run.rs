@@ -162,6 +162,40 @@ pub(super) struct TargetRun<'a> {
     pub(super) cleanup: CleanupReport,
 }
 
+/// What every verification run checks and reads before its first target: the probe image
+/// is named by digest, the selectors select, the receipt directory exists, the inventory reads.
+pub(super) struct RunStart {
+    pub selection: super::select::Selection,
+    pub evidence: Option<EvidenceDir>,
+    pub records: Vec<crate::store::TargetRecord>,
+}
+
+impl RunStart {
+    pub(super) async fn begin<S: InventoryStore>(
+        store: &S,
+        spec: &FleetSpec,
+        probe_image: &str,
+        [only_projects, only_clusters]: [&[String]; 2],
+        project_prefix: &str,
+        evidence_dir: Option<&std::path::Path>,
+    ) -> Result<RunStart, VerifyError> {
+        if image_digest(probe_image).is_none() {
+            return Err(VerifyError::Image(probe_image.to_string()));
+        }
+        let selection = select_targets(spec, only_projects, only_clusters, project_prefix)?;
+        let evidence = evidence_dir.map(EvidenceDir::create).transpose()?;
+        let records = store
+            .targets(&spec.name)
+            .await
+            .map_err(|e| VerifyError::Store(e.to_string()))?;
+        Ok(RunStart {
+            selection,
+            evidence,
+            records,
+        })
+    }
+}
+
 /// Verifies the selected targets' shared storage.
 pub async fn verify_storage<C: Cloud, S: InventoryStore>(
     cloud: &C,
@@ -171,24 +205,19 @@ pub async fn verify_storage<C: Cloud, S: InventoryStore>(
     progress: Progress,
     interrupt: watch::Receiver<bool>,
 ) -> Result<StorageRun, VerifyError> {
-    if image_digest(&options.probe_image).is_none() {
-        return Err(VerifyError::Image(options.probe_image.clone()));
-    }
-    let selection = select_targets(
+    let RunStart {
+        selection,
+        evidence,
+        records,
+    } = RunStart::begin(
+        store,
         spec,
-        &options.only_projects,
-        &options.only_clusters,
+        &options.probe_image,
+        [&options.only_projects, &options.only_clusters],
         &options.project_prefix,
-    )?;
-    let evidence = options
-        .evidence_dir
-        .as_deref()
-        .map(EvidenceDir::create)
-        .transpose()?;
-    let records = store
-        .targets(&spec.name)
-        .await
-        .map_err(|e| VerifyError::Store(e.to_string()))?;
+        options.evidence_dir.as_deref(),
+    )
+    .await?;
     let mut clusters = Vec::new();
     for (index, &(pi, ci)) in selection.targets.iter().enumerate() {
         let project = &spec.projects[pi];
