@@ -7,6 +7,8 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # Snapshot tests must fail on a mismatch, never rewrite the snapshot.
 export INSTA_UPDATE=no
 export CI="${CI:-false}"
+# A clean CI checkout gains nothing from incremental state; it only costs disk.
+if [ "$CI" = true ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 
 cargo fmt --all -- --check
 # Licences, bans and sources against deny.toml (cargo-deny installed once under target/tools/;
