@@ -1,5 +1,5 @@
 //! Slash commands in pull-request comments: `/plan`, `/apply`, `/approve-destroy`, `/unlock`,
-//! `/verify-storage`, `/verify-graphics`, `/status`, `/help`.
+//! `/verify-storage`, `/verify-graphics`, `/verify-mig`, `/status`, `/help`.
 //!
 //! Grammar (bors and triagebot, not Atlantis):
 //! * a command is a line whose first non-blank character is `/`, followed by a lower-case name
@@ -44,6 +44,8 @@ pub enum CommandKind {
     VerifyStorage,
     /// Verify graphics on the fleet's clusters.
     VerifyGraphics,
+    /// Verify the MIG layout of the fleet's MIG clusters.
+    VerifyMig,
     /// Show the fleet's current state.
     Status,
     /// List the commands.
@@ -52,13 +54,14 @@ pub enum CommandKind {
 
 impl CommandKind {
     /// Every command, in help order.
-    pub const ALL: [CommandKind; 8] = [
+    pub const ALL: [CommandKind; 9] = [
         CommandKind::Plan,
         CommandKind::Apply,
         CommandKind::ApproveDestroy,
         CommandKind::Unlock,
         CommandKind::VerifyStorage,
         CommandKind::VerifyGraphics,
+        CommandKind::VerifyMig,
         CommandKind::Status,
         CommandKind::Help,
     ];
@@ -72,6 +75,7 @@ impl CommandKind {
             CommandKind::Unlock => "unlock",
             CommandKind::VerifyStorage => "verify-storage",
             CommandKind::VerifyGraphics => "verify-graphics",
+            CommandKind::VerifyMig => "verify-mig",
             CommandKind::Status => "status",
             CommandKind::Help => "help",
         }
@@ -85,7 +89,7 @@ impl CommandKind {
             | CommandKind::Apply
             | CommandKind::ApproveDestroy
             | CommandKind::Unlock => &["fleet"],
-            CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
+            CommandKind::VerifyStorage | CommandKind::VerifyGraphics | CommandKind::VerifyMig => {
                 &["fleet", "cluster", "clusters"]
             }
             CommandKind::Help => &[],
@@ -110,6 +114,9 @@ impl CommandKind {
             }
             CommandKind::VerifyGraphics => {
                 "verify graphics on every GPU worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`)"
+            }
+            CommandKind::VerifyMig => {
+                "verify the MIG layout, Operator and every slice of the fleet's MIG clusters (`fleet=NAME`, `clusters=mig-*`)"
             }
             CommandKind::Status => "show the fleet's current state (`fleet=NAME`)",
             CommandKind::Help => "list these commands",

@@ -19,6 +19,7 @@
 //!   unlock: admin
 //!   verify-storage: write
 //!   verify-graphics: write
+//!   verify-mig: write
 //!   status: read
 //!   help: none
 //! # The privacy guard's exceptions (same structure as `fleetbot scan --config`).
@@ -126,6 +127,9 @@ pub struct CommandPermissions {
     /// `/verify-graphics` touches real clusters.
     #[serde(default = "write")]
     pub verify_graphics: Permission,
+    /// `/verify-mig` touches real clusters.
+    #[serde(default = "write")]
+    pub verify_mig: Permission,
     /// `/status` only reads.
     #[serde(default = "read")]
     pub status: Permission,
@@ -159,6 +163,7 @@ impl Default for CommandPermissions {
             unlock: admin(),
             verify_storage: write(),
             verify_graphics: write(),
+            verify_mig: write(),
             status: read(),
             help: none(),
         }
@@ -253,6 +258,7 @@ impl RepoConfig {
             "unlock" => c.unlock,
             "verify-storage" => c.verify_storage,
             "verify-graphics" => c.verify_graphics,
+            "verify-mig" => c.verify_mig,
             "status" => c.status,
             "help" => c.help,
             // Unknown commands never run; asking for admin keeps it fail-closed.

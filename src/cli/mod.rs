@@ -15,6 +15,7 @@ pub mod serve;
 pub mod sim;
 pub mod status;
 pub mod verify;
+mod verify_mig;
 
 use std::process::ExitCode;
 
@@ -54,6 +55,8 @@ pub enum Command {
     VerifyStorage(verify::VerifyStorageArgs),
     /// Prove CUDA, GLX, EGL and Vulkan on every GPU worker of RTX rendering targets.
     VerifyGraphics(verify::VerifyGraphicsArgs),
+    /// Prove the one selected MIG target's layout, Operator and slices on every GPU node.
+    VerifyMig(verify_mig::VerifyMigArgs),
     /// The verification probe a pod runs on a worker (prints one evidence document).
     Probe(probe::ProbeArgs),
 }
@@ -85,6 +88,7 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan::run(args),
         Command::VerifyStorage(args) => verify::run(args),
         Command::VerifyGraphics(args) => verify::run_graphics(args),
+        Command::VerifyMig(args) => verify_mig::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Preflight(args) => preflight::run(args),
         Command::Deploy(args) => deploy::run(args),

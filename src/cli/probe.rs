@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use crate::probe::graphics::GraphicsProbe;
+use crate::probe::mig::MigProbe;
 use crate::probe::storage::{HostProbe, PathsProbe, SharedProbe};
 
 #[derive(Debug, Args)]
@@ -34,6 +35,16 @@ pub enum Probe {
         #[arg(long, default_value = "/proc/driver/nvidia/version")]
         driver_version_file: PathBuf,
     },
+    /// One MIG worker's layout (NVML) and vectorAdd on each of its slices.
+    Mig {
+        #[arg(long, env = "NODE_NAME")]
+        node_name: String,
+        #[arg(long, default_value = "/host/proc/sys/kernel/random/boot_id")]
+        boot_id: PathBuf,
+    },
+    /// vectorAdd on the devices this process sees (the MIG probe runs it once per slice).
+    #[command(hide = true)]
+    Cuda,
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,6 +108,12 @@ pub enum StorageProbe {
 pub fn run(args: ProbeArgs) -> ExitCode {
     let storage = match args.probe {
         Probe::Storage(storage) => storage,
+        Probe::Mig { node_name, boot_id } => {
+            return print(serde_json::to_string(
+                &MigProbe { node_name, boot_id }.run(),
+            ));
+        }
+        Probe::Cuda => return print(serde_json::to_string(&crate::probe::mig::slice_run())),
         Probe::Graphics {
             node_name,
             boot_id,

@@ -89,7 +89,7 @@ fn probe_image(args: &VerifyStorageArgs, connection: &Connection) -> Result<Stri
 }
 
 /// A flag that turns true on Ctrl-C (the run then cleans up and fails), and its watcher.
-fn interrupt_on_ctrl_c() -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+pub(super) fn interrupt_on_ctrl_c() -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
     let (stop, interrupt) = watch::channel(false);
     let signals = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -102,7 +102,7 @@ fn interrupt_on_ctrl_c() -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>)
 
 /// Prints a run's report (or, in JSON mode, the unavailable document when it could not run)
 /// and exits 1 unless it passed. `view` gives (passed, JSON, text) of a report.
-fn finish<R>(
+pub(super) fn finish<R>(
     result: Result<R, String>,
     output: OutputFormat,
     view: impl Fn(&R) -> (bool, String, String),
@@ -132,7 +132,11 @@ fn finish<R>(
 }
 
 /// The profile's own tenant (not the spec's: identity compares the two).
-fn profile_tenant(spec: &FleetSpec, connection: &Connection, profile: &str) -> Option<String> {
+pub(super) fn profile_tenant(
+    spec: &FleetSpec,
+    connection: &Connection,
+    profile: &str,
+) -> Option<String> {
     let mut without = spec.clone();
     without.tenant_id.clear();
     super::lifecycle::resolve_tenant(&without, connection, profile).ok()

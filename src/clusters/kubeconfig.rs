@@ -62,6 +62,17 @@ impl KubeconfigMap {
         Ok(KubeconfigMap { entries })
     }
 
+    /// One target's kubeconfig (`verify-mig --kubeconfig`).
+    pub fn single(project_key: &str, cluster: &str, path: PathBuf) -> KubeconfigMap {
+        KubeconfigMap {
+            entries: [(
+                project_key.to_string(),
+                [(cluster.to_string(), path)].into(),
+            )]
+            .into(),
+        }
+    }
+
     pub fn get(&self, project_key: &str, cluster: &str) -> Option<&Path> {
         self.entries
             .get(project_key)

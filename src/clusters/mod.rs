@@ -175,6 +175,9 @@ impl ClusterClient {
     }
 }
 
+/// The taint a cordoned node carries.
+pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
 /// A node, as fleetbot reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Node {
@@ -191,6 +194,20 @@ pub struct Node {
 impl Node {
     fn from_kube(node: &KubeNode) -> Node {
         let status = node.status.clone().unwrap_or_default();
+        let mut taints: Vec<String> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| format!("{}={}:{}", t.key, t.value.unwrap_or_default(), t.effect))
+            .collect();
+        // A cordon is the unschedulable taint, whether or not the node controller has
+        // written the taint yet.
+        let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
+        if cordoned && !taints.iter().any(|t| t.starts_with(UNSCHEDULABLE_TAINT)) {
+            taints.push(format!("{UNSCHEDULABLE_TAINT}=:NoSchedule"));
+        }
         Node {
             name: node.metadata.name.clone().unwrap_or_default(),
             uid: node.metadata.uid.clone().unwrap_or_default(),
@@ -206,14 +223,7 @@ impl Node {
                 .into_iter()
                 .map(|(k, v)| (k, v.0))
                 .collect(),
-            taints: node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.clone())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| format!("{}={}:{}", t.key, t.value.unwrap_or_default(), t.effect))
-                .collect(),
+            taints,
             boot_id: status.node_info.map(|i| i.boot_id).unwrap_or_default(),
         }
     }

@@ -5,14 +5,18 @@
 //!
 //! Run as `fleetbot probe storage host …`, `fleetbot probe storage shared …` and
 //! `fleetbot probe graphics …` (on a GPU worker: CUDA, GLX, EGL and Vulkan, every library
-//! opened at run time).
+//! opened at run time) and `fleetbot probe mig …` (on a MIG worker: NVML's layout and
+//! vectorAdd on every slice).
 
 pub mod cuda;
 pub mod dynlib;
 pub mod evidence;
 pub mod graphics;
 pub mod graphics_evidence;
+pub mod mig;
+pub mod mig_evidence;
 pub mod mounts;
+pub mod nvml;
 pub mod storage;
 
 pub use evidence::{
@@ -22,3 +26,4 @@ pub use evidence::{
 pub use graphics_evidence::{
     GRAPHICS_SCHEMA, GraphicsEvidence, Library, VectorAdd, VulkanDevice, parse_graphics,
 };
+pub use mig_evidence::{MIG_SCHEMA, MigEvidence, MigGpu, MigMode, SliceSmoke, parse_mig};

@@ -19,7 +19,8 @@ use crate::cloud::domain::Cloud;
 use crate::engine::ops::{DeployResult, LifecycleOptions, Progress, StatusResult, deploy, status};
 use crate::engine::verify::graphics_report::GraphicsReport;
 use crate::engine::verify::{
-    GraphicsOptions, StorageOptions, StorageReport, VerifyError, verify_graphics, verify_storage,
+    GraphicsOptions, MigError, MigFleetReport, MigOptions, StorageOptions, StorageReport,
+    VerifyError, verify_graphics, verify_mig_fleet, verify_storage,
 };
 use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
@@ -58,6 +59,15 @@ pub trait FleetApplier: LiveCloud {
         tenant_id: &'a str,
         clusters: Vec<String>,
     ) -> LiveFuture<'a, GraphicsReport>;
+
+    /// Verifies the MIG layout, Operator and slices of each of the spec's MIG clusters (only
+    /// `clusters`, when given), one after another.
+    fn verify_mig_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        clusters: Vec<String>,
+    ) -> LiveFuture<'a, MigFleetReport>;
 }
 
 /// A verification error as the App may show it: selection errors name only the spec's own
@@ -232,6 +242,43 @@ where
             .await
             .map(|run| run.report)
             .map_err(verify_error)
+        })
+    }
+
+    fn verify_mig_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        clusters: Vec<String>,
+    ) -> LiveFuture<'a, MigFleetReport> {
+        Box::pin(async move {
+            let config = self.verification();
+            let Some(image) = &config.probe_image else {
+                return Err(no_probe_image());
+            };
+            let mut options = MigOptions::new(image);
+            options.project_prefix = spec.project_prefix.clone();
+            options.tenant = Some(tenant_id.to_string());
+            // Two identical snapshots, as after a deploy; never --reconcile from a comment: a
+            // driver repair is maintenance an operator starts.
+            options.wait = true;
+            let progress: Progress = Arc::new(|line: &str| tracing::info!("verify-mig: {line}"));
+            verify_mig_fleet(
+                self.cloud(),
+                self.inventory(),
+                spec,
+                &clusters,
+                &options,
+                progress,
+            )
+            .await
+            .map_err(|e| match e {
+                MigError::Selection(_) => LiveError::new(
+                    LiveErrorKind::Engine,
+                    "no MIG cluster of this fleet is selected",
+                ),
+                MigError::Verify(e) => verify_error(e),
+            })
         })
     }
 }

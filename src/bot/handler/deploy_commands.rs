@@ -45,7 +45,7 @@ impl Bot {
             CommandKind::ApproveDestroy => approve(repo, deployer, e, only, said).await?,
             CommandKind::Unlock => unlock(repo, deployer, e, only, said).await?,
             CommandKind::Status => status(repo, deployer, e, only, said).await?,
-            CommandKind::VerifyStorage | CommandKind::VerifyGraphics => {
+            CommandKind::VerifyStorage | CommandKind::VerifyGraphics | CommandKind::VerifyMig => {
                 self.verify_command(repo, e, command, said).await?
             }
             CommandKind::Plan | CommandKind::Help => return Ok(()),

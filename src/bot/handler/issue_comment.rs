@@ -199,6 +199,7 @@ async fn run_commands(
                 | CommandKind::Status
                 | CommandKind::VerifyStorage
                 | CommandKind::VerifyGraphics
+                | CommandKind::VerifyMig
         ) {
             answers.audited.push((command.kind, "ran".into()));
         }
@@ -211,7 +212,8 @@ async fn run_commands(
             | CommandKind::Unlock
             | CommandKind::Status
             | CommandKind::VerifyStorage
-            | CommandKind::VerifyGraphics => answers.fleet_commands.push(command.clone()),
+            | CommandKind::VerifyGraphics
+            | CommandKind::VerifyMig => answers.fleet_commands.push(command.clone()),
         }
     }
     Ok(answers)

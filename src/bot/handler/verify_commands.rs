@@ -1,8 +1,8 @@
-//! `/verify-storage` and `/verify-graphics` on a pull request: the fleets it changed (or
-//! `fleet=`), their clusters (or those `clusters=` names, `*` and `?` allowed), verified on
-//! every worker through the engine; a `fleet/verify-storage` or `fleet/verify-graphics` check
-//! run on the commit that matters is `in_progress` at once and then carries the sanitized
-//! summary. The reply points at it.
+//! `/verify-storage`, `/verify-graphics` and `/verify-mig` on a pull request: the fleets it
+//! changed (or `fleet=`), their clusters (or those `clusters=` names, `*` and `?` allowed),
+//! verified on every worker through the engine; a `fleet/verify-storage`,
+//! `fleet/verify-graphics` or `fleet/verify-mig` check run on the commit that matters is
+//! `in_progress` at once and then carries the sanitized summary. The reply points at it.
 
 use super::deploy_commands::{Said, changed_fleets, commit_of};
 use super::{Bot, BotError};
@@ -13,7 +13,8 @@ use crate::bot::report::ReplyNote;
 use crate::bot::report::verify::{
     FleetVerification, GRAPHICS_CHECK, STORAGE_CHECK, VerifyCheck, graphics_check, storage_check,
 };
-use crate::engine::verify::select_targets;
+use crate::bot::report::verify_mig::{MIG_CHECK, mig_check};
+use crate::engine::verify::{mig_targets, select_targets};
 use crate::github::events::IssueCommentEvent;
 use crate::github::{CheckOutput, CheckRunPayload, RepoClient, RunningCheck};
 use crate::spec::FleetSpec;
@@ -70,10 +71,11 @@ impl Bot {
         said: &mut Said,
     ) -> Result<String, BotError> {
         let graphics = command.kind == CommandKind::VerifyGraphics;
-        let (slash, check_name, what) = if graphics {
-            ("/verify-graphics", GRAPHICS_CHECK, "Graphics")
-        } else {
-            ("/verify-storage", STORAGE_CHECK, "Storage")
+        let mig = command.kind == CommandKind::VerifyMig;
+        let (slash, check_name, what) = match command.kind {
+            CommandKind::VerifyGraphics => ("/verify-graphics", GRAPHICS_CHECK, "Graphics"),
+            CommandKind::VerifyMig => ("/verify-mig", MIG_CHECK, "MIG"),
+            _ => ("/verify-storage", STORAGE_CHECK, "Storage"),
         };
         let Some(deployer) = &self.settings.deploy else {
             said.errors.push(format!(
@@ -113,9 +115,27 @@ impl Bot {
                     .and_then(|t| crate::spec::load_str(t, &target.path).ok()),
                 None => None,
             };
-            planned.push(plan(deployer, &target.path, spec, pattern, &sha));
+            planned.push(plan(deployer, &target.path, spec, pattern, &sha, mig));
         }
-        let check: VerifyCheck = if graphics {
+        let check: VerifyCheck = if mig {
+            let mut fleets = Vec::new();
+            for p in planned {
+                let outcome = match p.run {
+                    Err(message) => Err(message),
+                    Ok((spec, tenant, clusters)) => deployer
+                        .applier
+                        .verify_mig_fleet(&spec, &tenant, clusters)
+                        .await
+                        .map_err(|err| err.message),
+                };
+                fleets.push(FleetVerification {
+                    path: p.path,
+                    names: p.names,
+                    outcome,
+                });
+            }
+            mig_check(&fleets)
+        } else if graphics {
             let mut fleets = Vec::new();
             for p in planned {
                 let outcome = match p.run {
@@ -186,6 +206,7 @@ fn plan(
     spec: Option<FleetSpec>,
     pattern: Option<&str>,
     sha: &str,
+    mig: bool,
 ) -> Planned {
     let mut planned = Planned {
         path: path.to_string(),
@@ -207,9 +228,18 @@ fn plan(
         return planned;
     }
     let mut names = PublicNames::of(&spec);
-    if let Ok(selection) = select_targets(&spec, &[], &clusters, &spec.project_prefix) {
-        planned.names = selection
-            .targets
+    let selected = if mig {
+        let targets = mig_targets(&spec, &clusters);
+        if targets.is_empty() {
+            planned.run = Err("no MIG cluster of this fleet is selected".into());
+            return planned;
+        }
+        Ok(targets)
+    } else {
+        select_targets(&spec, &[], &clusters, &spec.project_prefix).map(|s| s.targets)
+    };
+    if let Ok(targets) = selected {
+        planned.names = targets
             .iter()
             .map(|&(p, c)| {
                 format!(

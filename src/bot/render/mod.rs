@@ -625,6 +625,7 @@ mod tests {
         | `/unlock` | free a fleet's apply lock held by another apply (`fleet=PATH`) | write |
         | `/verify-storage` | verify storage on every worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`) | write |
         | `/verify-graphics` | verify graphics on every GPU worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`) | write |
+        | `/verify-mig` | verify the MIG layout, Operator and every slice of the fleet's MIG clusters (`fleet=NAME`, `clusters=mig-*`) | write |
         | `/status` | show the fleet's current state (`fleet=NAME`) | write |
         | `/help` | list these commands | write |
 

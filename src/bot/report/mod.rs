@@ -16,6 +16,7 @@ mod outcome;
 mod plan;
 mod privacy;
 pub mod verify;
+pub mod verify_mig;
 
 use serde::Serialize;
 

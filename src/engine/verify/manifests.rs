@@ -220,6 +220,33 @@ impl RunContext {
         pod
     }
 
+    /// The MIG probe, pinned to `node` and holding every slice its layout gives (`slices`:
+    /// MIG resource → count), so the driver shows it the whole layout.
+    pub fn mig_pod(&self, index: usize, node: &str, slices: &BTreeMap<String, i64>) -> Pod {
+        let pod = self.pod(
+            &self.pod_name("mig", index),
+            node,
+            vec!["--boot-id=/proc/sys/kernel/random/boot_id".into()],
+            false,
+            None,
+        );
+        let mut v = serde_json::to_value(&pod).expect("a pod serialises");
+        let c = &mut v["spec"]["containers"][0];
+        c["command"] = json!([PROBE_ENTRYPOINT, "probe", "mig"]);
+        for (resource, count) in slices {
+            c["resources"]["limits"][resource] = json!(count.to_string());
+        }
+        c["env"]
+            .as_array_mut()
+            .expect("env")
+            .push(json!({"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}));
+        v["spec"]["tolerations"]
+            .as_array_mut()
+            .expect("tolerations")
+            .push(json!({"key": "nvidia.com/gpu", "operator": "Exists"}));
+        serde_json::from_value(v).expect("a MIG probe pod is a valid Pod")
+    }
+
     /// The one RWX claim of the default class.
     pub fn claim(&self) -> PersistentVolumeClaim {
         serde_json::from_value(json!({

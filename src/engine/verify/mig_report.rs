@@ -30,6 +30,8 @@ pub struct MigExpectation {
     pub config: String,
     /// MIG resource → slices each GPU gives under the layout.
     pub per_gpu: BTreeMap<String, i64>,
+    /// The GPU Operator's version.
+    pub operator_version: String,
 }
 
 impl MigExpectation {
@@ -44,7 +46,22 @@ impl MigExpectation {
                 ("nvidia.com/mig-2g.48gb".to_string(), 1),
             ]
             .into(),
+            operator_version: mig_pins::GPU_OPERATOR_VERSION.into(),
         }
+    }
+
+    /// One GPU's instances under the layout, as NVML names their profiles, sorted.
+    pub fn instances(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .per_gpu
+            .iter()
+            .flat_map(|(resource, n)| {
+                let profile = resource.strip_prefix("nvidia.com/mig-").unwrap_or(resource);
+                std::iter::repeat_n(profile.to_string(), usize::try_from(*n).unwrap_or(0))
+            })
+            .collect();
+        out.sort();
+        out
     }
 }
 
@@ -84,11 +101,140 @@ pub enum CudaSmoke {
     Failed,
 }
 
+/// What kind of problem a finding is: the public word for it, which a check run may show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MigProblem {
+    TargetIdentityFailed,
+    VerificationOperationFailed,
+    VerificationInterrupted,
+    NoGpuNodes,
+    MigConfigMismatch,
+    MigConfigNotApplied,
+    GpuCountMissing,
+    MigSlicesMismatch,
+    NodeUnschedulable,
+    NodeNotReady,
+    OperatorNotReady,
+    OperatorVersionMismatch,
+    StaleDriverPod,
+    MigModeDisabled,
+    MigLayoutMismatch,
+    MigEvidenceInvalid,
+    CudaSmokeFailed,
+    NotSteady,
+}
+
+impl MigProblem {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MigProblem::TargetIdentityFailed => "target_identity_failed",
+            MigProblem::VerificationOperationFailed => "verification_operation_failed",
+            MigProblem::VerificationInterrupted => "verification_interrupted",
+            MigProblem::NoGpuNodes => "no_gpu_nodes",
+            MigProblem::MigConfigMismatch => "mig_config_mismatch",
+            MigProblem::MigConfigNotApplied => "mig_config_not_applied",
+            MigProblem::GpuCountMissing => "gpu_count_missing",
+            MigProblem::MigSlicesMismatch => "mig_slices_mismatch",
+            MigProblem::NodeUnschedulable => "node_unschedulable",
+            MigProblem::NodeNotReady => "node_not_ready",
+            MigProblem::OperatorNotReady => "operator_not_ready",
+            MigProblem::OperatorVersionMismatch => "operator_version_mismatch",
+            MigProblem::StaleDriverPod => "stale_driver_pod",
+            MigProblem::MigModeDisabled => "mig_mode_disabled",
+            MigProblem::MigLayoutMismatch => "mig_layout_mismatch",
+            MigProblem::MigEvidenceInvalid => "mig_evidence_invalid",
+            MigProblem::CudaSmokeFailed => "cuda_smoke_failed",
+            MigProblem::NotSteady => "not_steady",
+        }
+    }
+
+    /// The category in plain words, for a check run.
+    pub fn explain(self) -> &'static str {
+        match self {
+            MigProblem::TargetIdentityFailed => {
+                "the cluster could not be proven to be the one this fleet deployed"
+            }
+            MigProblem::VerificationOperationFailed => {
+                "a Kubernetes call or a probe pod failed, or its cleanup could not be proven"
+            }
+            MigProblem::VerificationInterrupted => "the run was interrupted",
+            MigProblem::NoGpuNodes => "the cluster has no GPU node",
+            MigProblem::MigConfigMismatch => "a GPU node asks for another MIG layout",
+            MigProblem::MigConfigNotApplied => "the MIG manager has not applied a node's layout",
+            MigProblem::GpuCountMissing => "a GPU node does not say how many GPUs it has",
+            MigProblem::MigSlicesMismatch => {
+                "a GPU node does not advertise exactly its layout's MIG slices"
+            }
+            MigProblem::NodeUnschedulable => "a GPU node is cordoned",
+            MigProblem::NodeNotReady => "a GPU node is not Ready",
+            MigProblem::OperatorNotReady => "the GPU Operator's ClusterPolicy is not ready",
+            MigProblem::OperatorVersionMismatch => "the GPU Operator is not the pinned version",
+            MigProblem::StaleDriverPod => {
+                "a driver pod runs an old template (OnDelete); `--reconcile` replaces it safely"
+            }
+            MigProblem::MigModeDisabled => "a GPU's driver reports MIG mode off",
+            MigProblem::MigLayoutMismatch => {
+                "a GPU's instances, as its driver lists them, are not the layout"
+            }
+            MigProblem::MigEvidenceInvalid => {
+                "a MIG probe's evidence is missing, malformed or not from its node"
+            }
+            MigProblem::CudaSmokeFailed => "vectorAdd failed on a MIG slice",
+            MigProblem::NotSteady => {
+                "two consecutive snapshots did not agree within the health timeout"
+            }
+        }
+    }
+}
+
+/// One thing wrong: its kind, the node it is about (private: the operator's terminal only),
+/// and a message that names no node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigFinding {
+    pub problem: MigProblem,
+    pub node: Option<String>,
+    pub message: String,
+}
+
+impl MigFinding {
+    pub fn node(problem: MigProblem, node: &str, message: String) -> MigFinding {
+        MigFinding {
+            problem,
+            node: Some(node.to_string()),
+            message,
+        }
+    }
+
+    pub fn cluster(problem: MigProblem, message: impl Into<String>) -> MigFinding {
+        MigFinding {
+            problem,
+            node: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for MigFinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.node {
+            Some(node) => write!(f, "node {node}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl Serialize for MigFinding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// The GPU nodes' rows and what is wrong with them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigJudgement {
     pub nodes: Vec<MigNode>,
-    pub errors: Vec<String>,
+    pub errors: Vec<MigFinding>,
 }
 
 fn label<'a>(node: &'a Node, key: &str) -> &'a str {
@@ -108,20 +254,27 @@ pub fn judge_mig(nodes: &[Node], expected: &MigExpectation) -> MigJudgement {
         let config = label(node, CONFIG_LABEL);
         let state = label(node, CONFIG_STATE_LABEL);
         if config != expected.config {
-            errors.push(format!(
-                "node {name}: {CONFIG_LABEL} is {config:?}, not {:?}",
-                expected.config
+            errors.push(MigFinding::node(
+                MigProblem::MigConfigMismatch,
+                name,
+                format!("{CONFIG_LABEL} is {config:?}, not {:?}", expected.config),
             ));
         }
         if state != CONFIG_APPLIED {
-            errors.push(format!(
-                "node {name}: {CONFIG_STATE_LABEL} is {state:?}, not {CONFIG_APPLIED:?}"
+            errors.push(MigFinding::node(
+                MigProblem::MigConfigNotApplied,
+                name,
+                format!("{CONFIG_STATE_LABEL} is {state:?}, not {CONFIG_APPLIED:?}"),
             ));
         }
         let gpus = match label(node, GPU_COUNT_LABEL).parse::<i64>() {
             Ok(n) if n > 0 => n,
             _ => {
-                errors.push(format!("node {name}: no GPU count ({GPU_COUNT_LABEL})"));
+                errors.push(MigFinding::node(
+                    MigProblem::GpuCountMissing,
+                    name,
+                    format!("no GPU count ({GPU_COUNT_LABEL})"),
+                ));
                 0
             }
         };
@@ -132,13 +285,19 @@ pub fn judge_mig(nodes: &[Node], expected: &MigExpectation) -> MigJudgement {
             let have = match node.allocatable.get(resource) {
                 None => 0,
                 Some(text) => text.parse::<i64>().unwrap_or_else(|_| {
-                    errors.push(format!("node {name}: {resource} is {text:?}, not a count"));
+                    errors.push(MigFinding::node(
+                        MigProblem::MigSlicesMismatch,
+                        name,
+                        format!("{resource} is {text:?}, not a count"),
+                    ));
                     0
                 }),
             };
             if have != want {
-                errors.push(format!(
-                    "node {name}: {resource} allocatable {have}, expected {want}"
+                errors.push(MigFinding::node(
+                    MigProblem::MigSlicesMismatch,
+                    name,
+                    format!("{resource} allocatable {have}, expected {want}"),
                 ));
             }
             capacity.insert(resource.clone(), want);
@@ -150,10 +309,18 @@ pub fn judge_mig(nodes: &[Node], expected: &MigExpectation) -> MigJudgement {
             .iter()
             .any(|t| t.starts_with("node.kubernetes.io/unschedulable"));
         if !schedulable {
-            errors.push(format!("node {name}: not schedulable"));
+            errors.push(MigFinding::node(
+                MigProblem::NodeUnschedulable,
+                name,
+                "not schedulable".into(),
+            ));
         }
         if !node.ready {
-            errors.push(format!("node {name}: not Ready"));
+            errors.push(MigFinding::node(
+                MigProblem::NodeNotReady,
+                name,
+                "not Ready".into(),
+            ));
         }
         rows.push(MigNode {
             name: name.clone(),
@@ -167,7 +334,10 @@ pub fn judge_mig(nodes: &[Node], expected: &MigExpectation) -> MigJudgement {
         });
     }
     if rows.is_empty() {
-        errors.push("no GPU node in the cluster".into());
+        errors.push(MigFinding::cluster(
+            MigProblem::NoGpuNodes,
+            "no GPU node in the cluster",
+        ));
     }
     MigJudgement {
         nodes: rows,
@@ -185,33 +355,77 @@ pub struct MigVerificationReport {
     pub nodes: Vec<MigNode>,
     pub hardware: Vec<MigHardware>,
     pub cuda_smoke: CudaSmoke,
-    pub errors: Vec<String>,
+    pub errors: Vec<MigFinding>,
 }
 
 impl MigVerificationReport {
-    /// The report; `ready` only when the Operator is ready, every node row is right, every
-    /// GPU the driver reports has MIG on, and the CUDA smoke did not fail.
+    /// The report; `ready` only when the Operator is ready at its pinned version, every node
+    /// row is right, every GPU the driver reports has MIG on with exactly the layout's
+    /// instances, vectorAdd passed on every slice, and nothing else (`extra`: identity,
+    /// stale driver pods, evidence, cleanup) was found.
     pub fn new(
         operator_state: String,
         operator_version: String,
         judgement: MigJudgement,
         hardware: Vec<MigHardware>,
         cuda_smoke: CudaSmoke,
+        extra: Vec<MigFinding>,
+        expected: &MigExpectation,
     ) -> MigVerificationReport {
-        let mut errors = judgement.errors;
+        let mut errors = extra;
+        errors.extend(judgement.errors);
         if operator_state != "ready" {
-            errors.push(format!(
-                "GPU Operator state is {operator_state:?}, not \"ready\""
+            errors.push(MigFinding::cluster(
+                MigProblem::OperatorNotReady,
+                format!("GPU Operator state is {operator_state:?}, not \"ready\""),
             ));
         }
-        for h in hardware.iter().filter(|h| h.mig_mode != "Enabled") {
-            errors.push(format!(
-                "node {}: GPU {} has MIG mode {:?}",
-                h.node, h.gpu_index, h.mig_mode
+        if operator_version != expected.operator_version {
+            errors.push(MigFinding::cluster(
+                MigProblem::OperatorVersionMismatch,
+                format!(
+                    "GPU Operator version is {operator_version:?}, not {:?}",
+                    expected.operator_version
+                ),
             ));
         }
-        if cuda_smoke == CudaSmoke::Failed {
-            errors.push("the CUDA smoke on a MIG slice failed".into());
+        let layout = expected.instances();
+        for h in &hardware {
+            if h.mig_mode != "Enabled" {
+                errors.push(MigFinding::node(
+                    MigProblem::MigModeDisabled,
+                    &h.node,
+                    format!("GPU {} has MIG mode {:?}", h.gpu_index, h.mig_mode),
+                ));
+                continue;
+            }
+            let mut found = h.instances.clone();
+            found.sort();
+            if found != layout {
+                errors.push(MigFinding::node(
+                    MigProblem::MigLayoutMismatch,
+                    &h.node,
+                    format!(
+                        "GPU {} has instances [{}], not [{}]",
+                        h.gpu_index,
+                        found.join(", "),
+                        layout.join(", ")
+                    ),
+                ));
+            }
+        }
+        match cuda_smoke {
+            CudaSmoke::Passed => {}
+            CudaSmoke::Failed => errors.push(MigFinding::cluster(
+                MigProblem::CudaSmokeFailed,
+                "the CUDA smoke on a MIG slice failed",
+            )),
+            // Readiness is never inferred: a smoke that did not run is not a pass.
+            CudaSmoke::NotRun if errors.is_empty() => errors.push(MigFinding::cluster(
+                MigProblem::CudaSmokeFailed,
+                "the CUDA smoke on the MIG slices did not run",
+            )),
+            CudaSmoke::NotRun => {}
         }
         MigVerificationReport {
             ready: errors.is_empty() && !judgement.nodes.is_empty(),
@@ -222,6 +436,14 @@ impl MigVerificationReport {
             cuda_smoke,
             errors,
         }
+    }
+
+    /// The problems found, each once, in their order.
+    pub fn problems(&self) -> Vec<MigProblem> {
+        let mut out: Vec<MigProblem> = self.errors.iter().map(|e| e.problem).collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     pub fn render_json(&self) -> String {
@@ -287,6 +509,10 @@ impl MigVerificationReport {
 mod tests {
     use super::*;
 
+    fn texts(findings: &[MigFinding]) -> Vec<String> {
+        findings.iter().map(ToString::to_string).collect()
+    }
+
     fn mig_node(name: &str) -> Node {
         Node {
             name: name.into(),
@@ -332,7 +558,7 @@ mod tests {
             &[cpu_node(), mig_node("gpu-0"), mig_node("gpu-1")],
             &MigExpectation::pinned(),
         );
-        assert_eq!(j.errors, Vec::<String>::new());
+        assert_eq!(j.errors, Vec::new());
         assert_eq!(j.nodes.len(), 2);
         assert_eq!(j.nodes[0].capacity["nvidia.com/mig-1g.24gb"], 2);
         let report = MigVerificationReport::new(
@@ -346,6 +572,8 @@ mod tests {
                 instances: vec!["1g.24gb".into(), "1g.24gb".into(), "2g.48gb".into()],
             }],
             CudaSmoke::Passed,
+            Vec::new(),
+            &MigExpectation::pinned(),
         );
         assert!(report.ready);
         assert_eq!(
@@ -391,7 +619,7 @@ mod tests {
         other.allocatable.remove("nvidia.com/mig-2g.48gb");
         let j = judge_mig(&[pending, other], &MigExpectation::pinned());
         assert_eq!(
-            j.errors,
+            texts(&j.errors),
             vec![
                 "node gpu-0: nvidia.com/mig.config.state is \"pending\", not \"success\"",
                 "node gpu-0: nvidia.com/mig-1g.24gb allocatable 1, expected 2",
@@ -407,6 +635,8 @@ mod tests {
             j,
             Vec::new(),
             CudaSmoke::Failed,
+            Vec::new(),
+            &MigExpectation::pinned(),
         );
         assert!(!report.ready);
         let text = report.render_text();
@@ -416,27 +646,88 @@ mod tests {
         ));
         assert!(text.contains("[FAIL] GPU Operator state is \"notReady\", not \"ready\"\n"));
         assert!(text.ends_with("[FAIL] the CUDA smoke on a MIG slice failed\n"));
-        assert_eq!(text.matches("[FAIL] ").count(), 8);
+        assert!(text.contains("[FAIL] GPU Operator version is \"\", not \"v26.3.3\"\n"));
+        assert_eq!(text.matches("[FAIL] ").count(), 9);
+        assert_eq!(
+            report.problems(),
+            [
+                MigProblem::MigConfigMismatch,
+                MigProblem::MigConfigNotApplied,
+                MigProblem::MigSlicesMismatch,
+                MigProblem::NodeUnschedulable,
+                MigProblem::NodeNotReady,
+                MigProblem::OperatorNotReady,
+                MigProblem::OperatorVersionMismatch,
+                MigProblem::CudaSmokeFailed,
+            ]
+        );
     }
 
     #[test]
     fn a_cluster_without_gpu_nodes_is_not_ready() {
         let j = judge_mig(&[cpu_node()], &MigExpectation::pinned());
-        assert_eq!(j.errors, vec!["no GPU node in the cluster"]);
+        assert_eq!(texts(&j.errors), vec!["no GPU node in the cluster"]);
         let report = MigVerificationReport::new(
             "ready".into(),
-            "v".into(),
+            mig_pins::GPU_OPERATOR_VERSION.into(),
             j,
             Vec::new(),
             CudaSmoke::NotRun,
+            Vec::new(),
+            &MigExpectation::pinned(),
         );
         assert!(!report.ready);
         let mut no_count = mig_node("gpu-0");
         no_count.labels.remove(GPU_COUNT_LABEL);
         let j = judge_mig(&[no_count], &MigExpectation::pinned());
         assert!(
-            j.errors
+            texts(&j.errors)
                 .contains(&"node gpu-0: no GPU count (nvidia.com/gpu.count)".to_string())
         );
+    }
+
+    #[test]
+    fn hardware_must_show_mig_on_with_the_layout_and_the_smoke_must_have_run() {
+        let nodes = [mig_node("gpu-0")];
+        let hw = |mode: &str, instances: &[&str]| MigHardware {
+            node: "gpu-0".into(),
+            gpu_index: 0,
+            mig_mode: mode.into(),
+            instances: instances.iter().map(|s| s.to_string()).collect(),
+        };
+        let judge = |hardware: Vec<MigHardware>, smoke: CudaSmoke| {
+            MigVerificationReport::new(
+                "ready".into(),
+                mig_pins::GPU_OPERATOR_VERSION.into(),
+                judge_mig(&nodes, &MigExpectation::pinned()),
+                hardware,
+                smoke,
+                Vec::new(),
+                &MigExpectation::pinned(),
+            )
+        };
+        let order = judge(
+            vec![hw("Enabled", &["2g.48gb", "1g.24gb", "1g.24gb"])],
+            CudaSmoke::Passed,
+        );
+        assert!(order.ready, "{:?}", order.errors);
+        let off = judge(vec![hw("Disabled", &[])], CudaSmoke::Passed);
+        assert_eq!(off.problems(), [MigProblem::MigModeDisabled]);
+        let other = judge(
+            vec![hw("Enabled", &["1g.24gb", "1g.24gb"])],
+            CudaSmoke::Passed,
+        );
+        assert_eq!(
+            texts(&other.errors),
+            ["node gpu-0: GPU 0 has instances [1g.24gb, 1g.24gb], not [1g.24gb, 1g.24gb, 2g.48gb]"]
+        );
+        let unrun = judge(
+            vec![hw("Enabled", &["1g.24gb", "1g.24gb", "2g.48gb"])],
+            CudaSmoke::NotRun,
+        );
+        assert!(!unrun.ready);
+        assert_eq!(unrun.problems(), [MigProblem::CudaSmokeFailed]);
+        let json: serde_json::Value = serde_json::from_str(&other.render_json()).unwrap();
+        assert_eq!(json["errors"][0], texts(&other.errors)[0]);
     }
 }

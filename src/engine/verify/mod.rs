@@ -13,6 +13,7 @@ pub mod identity;
 pub mod json;
 pub mod manifests;
 pub mod mig_report;
+pub mod mig_run;
 pub mod select;
 pub mod storage_phases;
 pub mod storage_report;
@@ -25,6 +26,10 @@ pub use graphics_report::{
 };
 pub use graphics_run::{GraphicsOptions, GraphicsRun, verify_graphics};
 pub use mig_report::{MigExpectation, MigVerificationReport, judge_mig};
+pub use mig_run::{
+    MigError, MigFleetReport, MigOptions, MigTarget, mig_targets, select_mig_target, verify_mig,
+    verify_mig_fleet,
+};
 pub use select::{Selection, select_targets};
 pub use storage_report::{Category, ClusterReport, NodeReport, StorageReport};
 pub use storage_run::{StorageOptions, StorageRun, VerifyError, verify_storage};

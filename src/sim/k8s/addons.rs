@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::kinds::{
-    CSI_NODE, DAEMON_SET, DEPLOYMENT, NAMESPACE, NODE, POD, RAY_CLUSTER, SLURM_CLUSTER,
-    STORAGE_CLASS,
+    CLUSTER_POLICY, CSI_NODE, DAEMON_SET, DEPLOYMENT, NAMESPACE, NODE, POD, RAY_CLUSTER,
+    SLURM_CLUSTER, STORAGE_CLASS,
 };
 use super::store::{ClusterStore, meta};
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
@@ -199,6 +199,9 @@ fn gpu_operator(release: &Played) -> Vec<(usize, Value)> {
             json!([{"name": "repo-config", "configMap": {"name": config_map}}]);
         ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "repo-config", "mountPath": "/etc/apt/sources.list.d", "readOnly": true}]);
     }
+    // The Operator's driver DaemonSet updates OnDelete: its upgrade controller, not the
+    // DaemonSet controller, replaces driver pods.
+    out[0]["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
     if release.str_value("migManager.enabled").as_deref() == Some("true") {
         out.push(daemon_set(
             release,
@@ -210,7 +213,59 @@ fn gpu_operator(release: &Played) -> Vec<(usize, Value)> {
             true,
         ));
     }
-    out.into_iter().map(|ds| (DAEMON_SET, ds)).collect()
+    let mut objects: Vec<(usize, Value)> = out.into_iter().map(|ds| (DAEMON_SET, ds)).collect();
+    objects.push((
+        CLUSTER_POLICY,
+        json!({
+            "apiVersion": "nvidia.com/v1",
+            "kind": "ClusterPolicy",
+            "metadata": {
+                "name": "cluster-policy",
+                "labels": {RELEASE_LABEL: release.id,
+                    "app.kubernetes.io/version": version("operator.version")},
+                "annotations": {PLAYED: "true"},
+            },
+            "spec": {"operator": {"defaultRuntime": "containerd"}},
+        }),
+    ));
+    objects
+}
+
+/// A ClusterPolicy is `ready` once every DaemonSet of its release has all its pods ready
+/// and on the current template, `notReady` before (the Operator's own states).
+fn run_cluster_policies(store: &mut ClusterStore) {
+    let policies: Vec<Value> = store
+        .list(CLUSTER_POLICY, None)
+        .into_iter()
+        .cloned()
+        .collect();
+    let release_of = |o: &Value| {
+        o.pointer(&format!(
+            "/metadata/labels/{}",
+            RELEASE_LABEL.replace('/', "~1")
+        ))
+        .cloned()
+    };
+    for policy in policies {
+        let release = release_of(&policy);
+        let ready = store
+            .list(DAEMON_SET, None)
+            .into_iter()
+            .filter(|ds| release.is_some() && release_of(ds) == release)
+            .all(|ds| {
+                let n = |f: &str| ds.pointer(&format!("/status/{f}")).and_then(Value::as_i64);
+                let desired = n("desiredNumberScheduled");
+                desired.is_some()
+                    && n("numberReady") == desired
+                    && n("updatedNumberScheduled") == desired
+            });
+        let status = json!({"state": if ready { "ready" } else { "notReady" }});
+        if policy.get("status") != Some(&status) {
+            let mut next = policy;
+            next["status"] = status;
+            store.put(CLUSTER_POLICY, next);
+        }
+    }
 }
 
 fn ray_pod(release: &Played, name: &str, role: &str, cpus: &str, memory: &str) -> Value {
@@ -369,6 +424,17 @@ pub fn play(store: &mut ClusterStore, releases: &[Played]) {
                                 next["metadata"][field] = v.clone();
                             }
                         }
+                        // As the API server does: the generation counts spec changes.
+                        let generation = current
+                            .pointer("/metadata/generation")
+                            .and_then(Value::as_i64)
+                            .unwrap_or(1);
+                        next["metadata"]["generation"] =
+                            json!(if current.get("spec") == next.get("spec") {
+                                generation
+                            } else {
+                                generation + 1
+                            });
                         store.put(kind, next);
                     }
                 }
@@ -393,6 +459,7 @@ pub fn play(store: &mut ClusterStore, releases: &[Played]) {
         store.remove(kind, &ns, &name);
     }
     run_daemon_sets(store);
+    run_cluster_policies(store);
     run_slurm_clusters(store);
 }
 
@@ -489,6 +556,16 @@ fn registered_driver(template: &Value) -> Option<String> {
 
 /// A pod per eligible Ready node for every DaemonSet, its status counted from them, and the
 /// CSI drivers registered on the nodes that run a node plugin.
+/// The label a DaemonSet's pod carries with the template generation it was made from.
+pub const TEMPLATE_GENERATION: &str = "pod-template-generation";
+
+fn pod_generation(pod: &Value) -> i64 {
+    pod.pointer("/metadata/labels/pod-template-generation")
+        .and_then(Value::as_str)
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0)
+}
+
 fn run_daemon_sets(store: &mut ClusterStore) {
     let nodes: Vec<Value> = store.list(NODE, None).into_iter().cloned().collect();
     let mut registered: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -503,6 +580,15 @@ fn run_daemon_sets(store: &mut ClusterStore) {
             .unwrap_or_default();
         let eligible: Vec<&Value> = nodes.iter().filter(|n| selects(&selector, n)).collect();
         let driver = registered_driver(&template);
+        let generation = ds
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let on_delete = ds
+            .pointer("/spec/updateStrategy/type")
+            .and_then(Value::as_str)
+            == Some("OnDelete");
+        let mut updated = 0;
         let mut ready = 0;
         let mut wanted_pods = BTreeSet::new();
         for node in &eligible {
@@ -519,13 +605,18 @@ fn run_daemon_sets(store: &mut ClusterStore) {
                         .insert(d.clone());
                 }
             }
+            let mut labels = template
+                .pointer("/metadata/labels")
+                .cloned()
+                .unwrap_or(json!({}));
+            labels[TEMPLATE_GENERATION] = json!(generation.to_string());
             let mut pod = json!({
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {
                     "name": pod_name,
                     "namespace": namespace,
-                    "labels": template.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
+                    "labels": labels,
                     "annotations": {PLAYED: "true"},
                     "ownerReferences": [{
                         "apiVersion": "apps/v1", "kind": "DaemonSet", "name": name,
@@ -541,9 +632,20 @@ fn run_daemon_sets(store: &mut ClusterStore) {
             pod["spec"]["nodeName"] = json!(node_name);
             match store.get(POD, &namespace, &pod_name).cloned() {
                 None => {
+                    updated += 1;
+                    let _ = store.create(POD, &namespace, pod);
+                }
+                // A changed template replaces the pod, unless the DaemonSet updates OnDelete:
+                // then the old pod runs on until someone deletes it.
+                Some(current) if pod_generation(&current) != generation && !on_delete => {
+                    updated += 1;
+                    store.remove(POD, &namespace, &pod_name);
                     let _ = store.create(POD, &namespace, pod);
                 }
                 Some(current) => {
+                    if pod_generation(&current) == generation {
+                        updated += 1;
+                    }
                     if current.get("status") != pod.get("status") {
                         let mut next = current;
                         next["status"] = pod["status"].clone();
@@ -569,7 +671,7 @@ fn run_daemon_sets(store: &mut ClusterStore) {
         let status = json!({
             "desiredNumberScheduled": eligible.len(),
             "currentNumberScheduled": eligible.len(),
-            "updatedNumberScheduled": eligible.len(),
+            "updatedNumberScheduled": updated,
             "numberReady": ready,
             "numberAvailable": ready,
             "numberMisscheduled": 0,

@@ -71,6 +71,8 @@ pub enum HostFault {
     Stall,
     /// Its GPUs' Vulkan driver fails (the graphics probe says so).
     VulkanBroken,
+    /// One of its MIG slices fails vectorAdd (the MIG probe says so).
+    MigSliceBroken,
 }
 
 /// Writes a node's host files and links its mount paths to the shared filesystems, which

@@ -182,6 +182,15 @@ pub const KINDS: &[Kind] = &[
         &[],
         &["status"],
     ),
+    kind(
+        "nvidia.com",
+        "v1",
+        "ClusterPolicy",
+        "clusterpolicies",
+        false,
+        &[],
+        &["status"],
+    ),
 ];
 
 pub const NAMESPACE: usize = 0;
@@ -194,6 +203,7 @@ pub const STORAGE_CLASS: usize = 14;
 pub const RAY_CLUSTER: usize = 16;
 pub const CSI_NODE: usize = 18;
 pub const SLURM_CLUSTER: usize = 19;
+pub const CLUSTER_POLICY: usize = 20;
 pub const DEPLOYMENT: usize = 10;
 
 /// The type served at `/api/v1/<plural>` or `/apis/<group>/<version>/<plural>`.
@@ -230,6 +240,7 @@ mod tests {
         assert_eq!(KINDS[RAY_CLUSTER].kind, "RayCluster");
         assert_eq!(KINDS[CSI_NODE].kind, "CSINode");
         assert_eq!(KINDS[SLURM_CLUSTER].kind, "SlurmCluster");
+        assert_eq!(KINDS[CLUSTER_POLICY].kind, "ClusterPolicy");
         assert_eq!(KINDS[DEPLOYMENT].kind, "Deployment");
         assert_eq!(find("batch", "v1", "jobs"), Some(JOB));
         assert_eq!(KINDS[JOB].qualified(), "jobs.batch");

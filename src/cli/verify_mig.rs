@@ -1,0 +1,129 @@
+//! `fleetbot verify-mig`: the one selected MIG target's layout proven on every GPU node
+//! (fleet-engine §7.3, §8.1): exactly one target by `--project`/`--cluster` (else a usage
+//! error, exit 2), identity proven, `--wait` for two identical snapshots, `--reconcile` to
+//! replace stale OnDelete driver pods as maintenance, then the MIG probe on every GPU node.
+//! The report names nodes: it is for the operator's terminal. Exit 1 when not ready.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime, stderr_progress};
+use super::output::OutputFormat;
+use super::plan::load_spec;
+use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
+use crate::engine::verify::{
+    MigError, MigOptions, MigVerificationReport, select_mig_target, verify_mig,
+};
+use crate::spec::FleetSpec;
+
+#[derive(Debug, Args)]
+pub struct VerifyMigArgs {
+    #[arg(long = "spec", short = 'f', value_name = "PATH")]
+    pub spec: PathBuf,
+    #[arg(long)]
+    pub strict: bool,
+    /// This target's kubeconfig; its endpoint and CA must still be the cluster's.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The project (key or display name).
+    #[arg(long, value_name = "KEY")]
+    pub project: Option<String>,
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// Wait for two identical consecutive snapshots within the cluster's GPU health timeout.
+    #[arg(long, overrides_with = "no_wait")]
+    pub wait: bool,
+    #[arg(long = "no-wait", hide = true)]
+    pub no_wait: bool,
+    /// Replace driver pods left on an old template (OnDelete), one node at a time, never
+    /// under an application's GPU pods; the node's scheduling is restored after.
+    #[arg(long, overrides_with = "no_reconcile")]
+    pub reconcile: bool,
+    #[arg(long = "no-reconcile", hide = true)]
+    pub no_reconcile: bool,
+    #[arg(long, default_value = "")]
+    pub profile: String,
+    #[arg(long)]
+    pub project_prefix: Option<String>,
+    #[arg(long, env = "FLEETBOT_PROBE_IMAGE", value_name = "IMAGE")]
+    pub probe_image: Option<String>,
+    /// Seconds between snapshots under `--wait`.
+    #[arg(long, default_value_t = 5, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub poll_seconds: u64,
+    #[arg(long, alias = "output-format", value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    pub output: OutputFormat,
+}
+
+async fn run_async(
+    args: &VerifyMigArgs,
+    spec: &FleetSpec,
+) -> Result<MigVerificationReport, String> {
+    let profile = profile_for(spec, &args.profile);
+    let connection = open_cloud(&profile).await?;
+    let store = open_inventory(&connection).await?;
+    let image = match (&args.probe_image, simulated_probe_image(&connection)?) {
+        (Some(image), _) => image.clone(),
+        (None, Some(image)) => image,
+        (None, None) => {
+            return Err("name the probe image by digest: --probe-image <name>@sha256:<digest> (or FLEETBOT_PROBE_IMAGE); deploy/probe/README.md says how it is built".into());
+        }
+    };
+    let mut options = MigOptions::new(&image);
+    options.project = args.project.clone();
+    options.cluster = args.cluster.clone();
+    options.project_prefix = args
+        .project_prefix
+        .clone()
+        .unwrap_or_else(|| spec.project_prefix.clone());
+    options.tenant = profile_tenant(spec, &connection, &profile);
+    options.kubeconfig = args.kubeconfig.clone();
+    options.wait = args.wait;
+    options.reconcile = args.reconcile;
+    options.poll = Duration::from_secs(args.poll_seconds);
+    let (interrupt, signals) = interrupt_on_ctrl_c();
+    let report = verify_mig(
+        &connection.client,
+        &store,
+        spec,
+        &options,
+        stderr_progress(),
+        interrupt,
+    )
+    .await;
+    signals.abort();
+    report.map_err(|e| e.to_string())
+}
+
+pub fn run(args: VerifyMigArgs) -> ExitCode {
+    let spec = match load_spec(&args.spec, args.strict) {
+        Ok(spec) => spec,
+        Err(code) => return code,
+    };
+    let prefix = args
+        .project_prefix
+        .clone()
+        .unwrap_or_else(|| spec.project_prefix.clone());
+    // The selection is a usage error, refused before anything is contacted.
+    if let Err(e @ MigError::Selection(_)) = select_mig_target(
+        &spec,
+        args.project.as_deref(),
+        args.cluster.as_deref(),
+        &prefix,
+    ) {
+        eprintln!("fleetbot verify-mig: {e}");
+        return ExitCode::from(2);
+    }
+    let result = match runtime() {
+        Ok(rt) => rt.block_on(run_async(&args, &spec)),
+        Err(e) => Err(e.to_string()),
+    };
+    finish(
+        result,
+        args.output,
+        |r: &MigVerificationReport| (r.ready, r.render_json(), r.render_text()),
+        r#"{"ready": false, "errors": ["mig_verification_unavailable"]}"#.to_string(),
+    )
+}
