@@ -927,3 +927,64 @@ async fn verify_storage_posts_a_sanitized_check_run_on_the_head() {
         .collect();
     assert_eq!(receipts.len(), 4);
 }
+
+#[tokio::test]
+async fn verify_after_apply_reports_storage_on_the_applied_commit() {
+    let live = live().await;
+    // The repository asks for storage and MIG verification after every apply.
+    live.gh.world().add_repo(
+        REPO,
+        "main",
+        &sha(1),
+        &[
+            ("README.md", "# fleet config\n"),
+            ("fleets/prod.yaml", &base_spec()),
+            (
+                ".fleetbot.yml",
+                "specs: ['fleets/**/*.yaml']\nverify_after_apply: [storage, mig]\n",
+            ),
+        ],
+    );
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    live.merge(&sha(90), "merge-1").await;
+    let runs = live.applied(&sha(90), 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    let verified = eventually("a concluded fleet/verify-storage run on the merge", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &sha(90))
+            .into_iter()
+            .find(|r| r.name == "fleet/verify-storage" && r.conclusion.is_some())
+    })
+    .await;
+    assert_eq!(
+        verified.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        verified.summary
+    );
+    assert_eq!(verified.title, "Storage verified: 2/2 clusters");
+    assert!(verified.summary.contains("### `fleets/staging.yaml`"));
+    // The fleet has no MIG cluster, so no MIG run is posted for it (rather than a failure).
+    assert!(
+        live.gh
+            .world()
+            .runs_on(REPO, &sha(90))
+            .iter()
+            .all(|r| r.name != "fleet/verify-mig")
+    );
+    // The spec's own mount path is public (the apply's summary shows it); the verification's
+    // summary has no path at all, and nothing sent names a node, an address or the image.
+    for needle in ["computeinstance-", "10.0.0.", "fleetbot-probe@"] {
+        live.gh.assert_never_sent(needle);
+    }
+    assert!(!verified.summary.contains("/mnt/data"));
+    live.assert_ids_kept().await;
+}

@@ -303,3 +303,23 @@ fn strict_refuses_unknown_keys_in_every_command_that_loads_a_spec() {
         assert_eq!(err, format!("error: {line}\n"), "{command:?}");
     }
 }
+
+#[test]
+fn verify_mig_must_select_exactly_one_mig_cluster_before_contacting_anything() {
+    for (args, matched) in [
+        (vec!["--cluster", "absent"], 0),
+        (vec!["--project", "elsewhere"], 0),
+    ] {
+        let mut all = vec!["verify-mig", "-f", "fixtures/specs/mixed-backends.yaml"];
+        all.extend(args);
+        let o = fleetbot(&all, None);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "fleetbot verify-mig: select exactly one MIG cluster with --project/--cluster (matched {matched})\n"
+            )
+        );
+        assert!(o.stdout.is_empty());
+    }
+}

@@ -22,6 +22,8 @@
 //!   verify-mig: write
 //!   status: read
 //!   help: none
+//! # Verifications run after every apply that converged, as check runs on the applied commit.
+//! verify_after_apply: [storage, graphics]
 //! # The privacy guard's exceptions (same structure as `fleetbot scan --config`).
 //! privacy:
 //!   allow:
@@ -60,6 +62,46 @@ pub struct RepoConfig {
     /// The privacy guard's exceptions (the `privacy:` section of `fleetbot scan --config`).
     #[serde(default)]
     pub privacy: PrivacyAllowlist,
+    /// Verifications run after every apply that converged, reported on the applied commit.
+    #[serde(default)]
+    pub verify_after_apply: Vec<VerifyKind>,
+}
+
+/// A verification fleetbot can run on a fleet's clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyKind {
+    Storage,
+    Graphics,
+    Mig,
+}
+
+impl VerifyKind {
+    /// The slash command's name.
+    pub fn command(self) -> &'static str {
+        match self {
+            VerifyKind::Storage => "verify-storage",
+            VerifyKind::Graphics => "verify-graphics",
+            VerifyKind::Mig => "verify-mig",
+        }
+    }
+
+    /// The check run's name.
+    pub fn check_name(self) -> &'static str {
+        match self {
+            VerifyKind::Storage => crate::bot::report::verify::STORAGE_CHECK,
+            VerifyKind::Graphics => crate::bot::report::verify::GRAPHICS_CHECK,
+            VerifyKind::Mig => crate::bot::report::verify_mig::MIG_CHECK,
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            VerifyKind::Storage => "Storage",
+            VerifyKind::Graphics => "Graphics",
+            VerifyKind::Mig => "MIG",
+        }
+    }
 }
 
 fn default_specs() -> Vec<String> {
@@ -73,6 +115,7 @@ impl Default for RepoConfig {
             apply: ApplyMode::default(),
             commands: CommandPermissions::default(),
             privacy: PrivacyAllowlist::default(),
+            verify_after_apply: Vec::new(),
         }
     }
 }
@@ -365,6 +408,19 @@ mod tests {
         assert!(m.matches("fleets/prod/a.yaml"));
         assert!(m.matches("fleets/a.yml"));
         assert!(!m.matches("docs/a.yaml"));
+    }
+
+    #[test]
+    fn verification_after_apply_names_known_kinds_only() {
+        let c = RepoConfig::parse("verify_after_apply: [storage, graphics, mig]\n").unwrap();
+        assert_eq!(
+            c.verify_after_apply,
+            [VerifyKind::Storage, VerifyKind::Graphics, VerifyKind::Mig]
+        );
+        assert_eq!(c.required_permission("verify-mig"), Permission::Write);
+        assert!(RepoConfig::default().verify_after_apply.is_empty());
+        let e = RepoConfig::parse("verify_after_apply: [storage, gpus]\n").unwrap_err();
+        assert!(e.to_string().contains("gpus"), "{e}");
     }
 
     #[test]

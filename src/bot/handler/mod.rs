@@ -10,7 +10,7 @@ mod apply;
 mod deploy_commands;
 mod issue_comment;
 mod pull_request;
-mod verify_commands;
+pub(crate) mod verify_commands;
 
 use super::jobs::preflight::{PrHead, Published, preflight};
 use super::report::Verdict;

@@ -7,13 +7,12 @@
 use super::deploy_commands::{Said, changed_fleets, commit_of};
 use super::{Bot, BotError};
 use crate::bot::commands::{Command, CommandKind};
+use crate::bot::config::VerifyKind;
 use crate::bot::deploy::job::short;
 use crate::bot::guard::PublicNames;
 use crate::bot::report::ReplyNote;
-use crate::bot::report::verify::{
-    FleetVerification, GRAPHICS_CHECK, STORAGE_CHECK, VerifyCheck, graphics_check, storage_check,
-};
-use crate::bot::report::verify_mig::{MIG_CHECK, mig_check};
+use crate::bot::report::verify::{FleetVerification, VerifyCheck, graphics_check, storage_check};
+use crate::bot::report::verify_mig::mig_check;
 use crate::engine::verify::{mig_targets, select_targets};
 use crate::github::events::IssueCommentEvent;
 use crate::github::{CheckOutput, CheckRunPayload, RepoClient, RunningCheck};
@@ -70,13 +69,12 @@ impl Bot {
         command: &Command,
         said: &mut Said,
     ) -> Result<String, BotError> {
-        let graphics = command.kind == CommandKind::VerifyGraphics;
-        let mig = command.kind == CommandKind::VerifyMig;
-        let (slash, check_name, what) = match command.kind {
-            CommandKind::VerifyGraphics => ("/verify-graphics", GRAPHICS_CHECK, "Graphics"),
-            CommandKind::VerifyMig => ("/verify-mig", MIG_CHECK, "MIG"),
-            _ => ("/verify-storage", STORAGE_CHECK, "Storage"),
+        let kind = match command.kind {
+            CommandKind::VerifyGraphics => VerifyKind::Graphics,
+            CommandKind::VerifyMig => VerifyKind::Mig,
+            _ => VerifyKind::Storage,
         };
+        let slash = format!("/{}", kind.command());
         let Some(deployer) = &self.settings.deploy else {
             said.errors.push(format!(
                 "{slash} is not available: fleetbot has no cloud configured to verify"
@@ -89,25 +87,12 @@ impl Bot {
             .get("clusters")
             .or_else(|| command.args.get("cluster"))
             .map(String::as_str);
-        let Some((pr, targets)) = changed_fleets(repo, e.issue_number, only, slash, said).await?
+        let Some((pr, targets)) = changed_fleets(repo, e.issue_number, only, &slash, said).await?
         else {
             return Ok("refused: no fleet".into());
         };
         let sha = commit_of(&pr);
-        let external_id = format!("{}:c{}", &slash[1..], e.comment_id);
-        let running = repo
-            .start_check_run(&RunningCheck {
-                name: check_name.into(),
-                head_sha: sha.clone(),
-                external_id: Some(external_id.clone()),
-                title: format!("{what} verification running"),
-                summary: format!(
-                    "Verifying {} fleet(s) on every worker.",
-                    targets.iter().filter(|t| !t.removed).count()
-                ),
-            })
-            .await?;
-        let mut planned = Vec::new();
+        let mut specs = Vec::new();
         for target in targets.iter().filter(|t| !t.removed) {
             let spec = match repo.file_content(&target.path, &sha).await? {
                 Some(bytes) => std::str::from_utf8(&bytes)
@@ -115,15 +100,69 @@ impl Bot {
                     .and_then(|t| crate::spec::load_str(t, &target.path).ok()),
                 None => None,
             };
-            planned.push(plan(deployer, &target.path, spec, pattern, &sha, mig));
+            specs.push((target.path.clone(), spec));
         }
-        let check: VerifyCheck = if mig {
+        let check = verify_and_publish(
+            repo,
+            deployer,
+            kind,
+            &sha,
+            format!("{}:c{}", kind.command(), e.comment_id),
+            specs,
+            pattern,
+            &self.alias_key(repo.installation_id()),
+        )
+        .await?;
+        said.notes.push(ReplyNote {
+            line: format!(
+                "{slash} at {}: {}; the {} check run has the details",
+                short(&sha),
+                check.title,
+                kind.check_name()
+            ),
+            items: Vec::new(),
+        });
+        Ok(format!("{:?}", check.conclusion).to_lowercase())
+    }
+}
+
+/// Runs one kind of verification over `specs` (path, and the spec when it parsed) and
+/// publishes it as that kind's check run on `sha`: `in_progress` at once, then the sanitized
+/// summary. The slash commands and `verify_after_apply` both come through here.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn verify_and_publish(
+    repo: &RepoClient,
+    deployer: &crate::bot::backend::Deployer,
+    kind: VerifyKind,
+    sha: &str,
+    external_id: String,
+    specs: Vec<(String, Option<FleetSpec>)>,
+    pattern: Option<&str>,
+    scanner_key: &[u8],
+) -> Result<VerifyCheck, crate::github::ClientError> {
+    let check_name = kind.check_name();
+    let running = repo
+        .start_check_run(&RunningCheck {
+            name: check_name.into(),
+            head_sha: sha.to_string(),
+            external_id: Some(external_id.clone()),
+            title: format!("{} verification running", kind.title()),
+            summary: format!("Verifying {} fleet(s) on every worker.", specs.len()),
+        })
+        .await?;
+    let mig = kind == VerifyKind::Mig;
+    let planned: Vec<Planned> = specs
+        .into_iter()
+        .map(|(path, spec)| plan(deployer, &path, spec, pattern, sha, mig))
+        .collect();
+    let applier = &deployer.applier;
+    let check: VerifyCheck = match kind {
+        VerifyKind::Mig => {
             let mut fleets = Vec::new();
             for p in planned {
                 let outcome = match p.run {
                     Err(message) => Err(message),
-                    Ok((spec, tenant, clusters)) => deployer
-                        .applier
+                    Ok((spec, tenant, clusters)) => applier
                         .verify_mig_fleet(&spec, &tenant, clusters)
                         .await
                         .map_err(|err| err.message),
@@ -135,13 +174,13 @@ impl Bot {
                 });
             }
             mig_check(&fleets)
-        } else if graphics {
+        }
+        VerifyKind::Graphics => {
             let mut fleets = Vec::new();
             for p in planned {
                 let outcome = match p.run {
                     Err(message) => Err(message),
-                    Ok((spec, tenant, clusters)) => deployer
-                        .applier
+                    Ok((spec, tenant, clusters)) => applier
                         .verify_graphics_fleet(&spec, &tenant, clusters)
                         .await
                         .map_err(|err| err.message),
@@ -153,13 +192,13 @@ impl Bot {
                 });
             }
             graphics_check(&fleets)
-        } else {
+        }
+        VerifyKind::Storage => {
             let mut fleets = Vec::new();
             for p in planned {
                 let outcome = match p.run {
                     Err(message) => Err(message),
-                    Ok((spec, tenant, clusters)) => deployer
-                        .applier
+                    Ok((spec, tenant, clusters)) => applier
                         .verify_storage_fleet(&spec, &tenant, clusters)
                         .await
                         .map_err(|err| err.message),
@@ -171,32 +210,24 @@ impl Bot {
                 });
             }
             storage_check(&fleets)
-        };
-        let scanner = crate::bot::pr::output_scanner(&self.alias_key(repo.installation_id()));
-        let run = CheckRunPayload {
-            name: check_name.into(),
-            head_sha: sha.clone(),
-            external_id: Some(external_id),
-            conclusion: check.conclusion,
-            output: CheckOutput {
-                title: check.title.clone(),
-                summary: crate::bot::render::redact_private(&scanner, &check.summary),
-                text: None,
-                annotations: Vec::new(),
-            },
-            actions: Vec::new(),
-        };
-        repo.complete_check_run(running.id, &run).await?;
-        said.notes.push(ReplyNote {
-            line: format!(
-                "{slash} at {}: {}; the {check_name} check run has the details",
-                short(&sha),
-                check.title
-            ),
-            items: Vec::new(),
-        });
-        Ok(format!("{:?}", check.conclusion).to_lowercase())
-    }
+        }
+    };
+    let scanner = crate::bot::pr::output_scanner(scanner_key);
+    let run = CheckRunPayload {
+        name: check_name.into(),
+        head_sha: sha.to_string(),
+        external_id: Some(external_id),
+        conclusion: check.conclusion,
+        output: CheckOutput {
+            title: check.title.clone(),
+            summary: crate::bot::render::redact_private(&scanner, &check.summary),
+            text: None,
+            annotations: Vec::new(),
+        },
+        actions: Vec::new(),
+    };
+    repo.complete_check_run(running.id, &run).await?;
+    Ok(check)
 }
 
 /// What to verify of one spec: its tenant and the clusters the pattern selects.

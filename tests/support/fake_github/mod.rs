@@ -475,7 +475,7 @@ impl FakeGitHub {
         for r in &w.requests {
             assert!(
                 !r.text().contains(needle),
-                "a private value reached GitHub in {} {}",
+                "a private value ({needle}) reached GitHub in {} {}",
                 r.method,
                 r.path
             );
