@@ -86,15 +86,6 @@ impl VerifyKind {
         }
     }
 
-    /// The check run's name.
-    pub fn check_name(self) -> &'static str {
-        match self {
-            VerifyKind::Storage => crate::bot::report::verify::STORAGE_CHECK,
-            VerifyKind::Graphics => crate::bot::report::verify::GRAPHICS_CHECK,
-            VerifyKind::Mig => crate::bot::report::verify_mig::MIG_CHECK,
-        }
-    }
-
     pub fn title(self) -> &'static str {
         match self {
             VerifyKind::Storage => "Storage",

@@ -19,6 +19,7 @@ pub mod render;
 pub mod report;
 pub mod settings;
 pub mod triage;
+pub mod verification;
 
 pub use commands::{Command, CommandError, CommandKind, ParsedComment, parse_comment};
 pub use config::{ConfigError, LoadedConfig, RepoConfig};

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB};
 use crate::bot::backend::{Deployer, fleet_lease_key, plan_now};
-use crate::bot::config::{LoadedConfig, VerifyKind};
+use crate::bot::config::LoadedConfig;
 use crate::bot::guard::{
     self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger, approval_digest,
 };
@@ -227,84 +227,17 @@ pub async fn run(
         audit(deployer, job, "apply", "", outcome, "").await;
     }
     publish(repo, job, &report, scanner_key).await?;
-    verify_after_apply(
+    crate::bot::verification::verify_after_apply(
         repo,
         deployer,
         job_id,
-        job,
+        &job.sha,
         &config.config.verify_after_apply,
         &converged,
         scanner_key,
     )
     .await;
     Ok(JobEnd::Published(report))
-}
-
-/// The verifications `.fleetbot.yml` asks for after an apply, on the fleets that converged,
-/// each as its check run on the applied commit. Graphics covers the RTX rendering clusters and
-/// MIG the MIG clusters, so a fleet without any is not reported as failing them. A
-/// verification that cannot be published is logged: the apply's own result stands.
-async fn verify_after_apply(
-    repo: &RepoClient,
-    deployer: &Deployer,
-    job_id: &str,
-    job: &ApplyJob,
-    kinds: &[VerifyKind],
-    converged: &[(String, crate::spec::FleetSpec)],
-    scanner_key: &[u8],
-) {
-    let mut kinds = kinds.to_vec();
-    kinds.sort();
-    kinds.dedup();
-    for kind in kinds {
-        let relevant = |c: &crate::spec::ClusterSpec| match kind {
-            VerifyKind::Storage => true,
-            VerifyKind::Graphics => c.gpu_workload_profile == "rtx-rendering",
-            VerifyKind::Mig => c.mig_enabled(),
-        };
-        let mut names: Vec<String> = Vec::new();
-        let mut specs = Vec::new();
-        for (path, spec) in converged {
-            let here: Vec<String> = spec
-                .projects
-                .iter()
-                .flat_map(|p| &p.clusters)
-                .filter(|c| relevant(c))
-                .map(|c| c.name.clone())
-                .collect();
-            if !here.is_empty() {
-                names.extend(here);
-                specs.push((path.clone(), Some(spec.clone())));
-            }
-        }
-        if specs.is_empty() {
-            continue;
-        }
-        names.sort();
-        names.dedup();
-        // Cluster names are DNS labels, so the joined list matches them exactly.
-        let pattern = names.join(",");
-        let published = crate::bot::handler::verify_commands::verify_and_publish(
-            repo,
-            deployer,
-            kind,
-            &job.sha,
-            format!("{}:apply:{job_id}", kind.command()),
-            specs,
-            Some(&pattern),
-            scanner_key,
-        )
-        .await;
-        match published {
-            Ok(check) => {
-                tracing::info!(check = kind.check_name(), title = %check.title, "verified after apply")
-            }
-            Err(e) => tracing::warn!(
-                check = kind.check_name(),
-                "cannot publish a verification after apply: {e}"
-            ),
-        }
-    }
 }
 
 fn conclusion_word(fleet: &FleetApply) -> &'static str {

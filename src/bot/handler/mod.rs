@@ -10,7 +10,7 @@ mod apply;
 mod deploy_commands;
 mod issue_comment;
 mod pull_request;
-pub(crate) mod verify_commands;
+mod verify_commands;
 
 use super::jobs::preflight::{PrHead, Published, preflight};
 use super::report::Verdict;

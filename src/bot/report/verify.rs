@@ -13,6 +13,17 @@ use crate::github::CheckConclusion;
 /// The check runs' names.
 pub const STORAGE_CHECK: &str = "fleet/verify-storage";
 pub const GRAPHICS_CHECK: &str = "fleet/verify-graphics";
+pub const MIG_CHECK: &str = "fleet/verify-mig";
+
+/// The check run of a kind of verification.
+pub fn check_name(kind: crate::bot::config::VerifyKind) -> &'static str {
+    use crate::bot::config::VerifyKind;
+    match kind {
+        VerifyKind::Storage => STORAGE_CHECK,
+        VerifyKind::Graphics => GRAPHICS_CHECK,
+        VerifyKind::Mig => MIG_CHECK,
+    }
+}
 
 /// One fleet's verification.
 #[derive(Debug, Clone)]

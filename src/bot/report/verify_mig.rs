@@ -11,8 +11,6 @@ use crate::engine::verify::MigFleetReport;
 use crate::engine::verify::mig_report::{CudaSmoke, MigProblem, MigVerificationReport};
 use crate::github::CheckConclusion;
 
-pub const MIG_CHECK: &str = "fleet/verify-mig";
-
 /// (nodes right, slices advertised, slices the layout gives)
 fn counts(r: &MigVerificationReport) -> (usize, i64, i64) {
     let right = r
