@@ -98,7 +98,7 @@ pub fn error_line(text: &str) -> String {
 }
 
 /// Whether a driver version is empty or only digits and dots, as both sources write it.
-fn plausible_version(text: &str) -> bool {
+pub(crate) fn plausible_version(text: &str) -> bool {
     text.is_empty()
         || (text.len() <= 32
             && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
@@ -142,13 +142,20 @@ pub fn parse_graphics(output: &str) -> Result<GraphicsEvidence, EvidenceError> {
     if (e.nvidia_device == VulkanDevice::Enumerated) != (e.vulkan_devices > 0) {
         return Err(EvidenceError::Invalid("vulkan_devices"));
     }
-    let tidy = |l: &String| {
-        !l.is_empty() && l.chars().count() <= MAX_ERROR_CHARS && !l.chars().any(char::is_control)
-    };
-    if e.errors.len() > MAX_ERRORS || !e.errors.iter().all(tidy) {
+    if !tidy_errors(&e.errors) {
         return Err(EvidenceError::Invalid("errors"));
     }
     Ok(e)
+}
+
+/// Whether error lines are as the probe writes them: few, short, one line each.
+pub(crate) fn tidy_errors(errors: &[String]) -> bool {
+    errors.len() <= MAX_ERRORS
+        && errors.iter().all(|l| {
+            !l.is_empty()
+                && l.chars().count() <= MAX_ERROR_CHARS
+                && !l.chars().any(char::is_control)
+        })
 }
 
 #[cfg(test)]

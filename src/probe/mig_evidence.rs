@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{EvidenceError, document};
-use super::graphics_evidence::{MAX_ERROR_CHARS, MAX_ERRORS, VectorAdd};
+use super::graphics_evidence::{VectorAdd, plausible_version, tidy_errors};
 
 pub const MIG_SCHEMA: &str = "fleetbot.probe.mig/v1";
 /// The most GPUs, and MIG instances per GPU, one document may list (a GPU has at most 7).
@@ -84,13 +84,6 @@ pub fn plausible_profile(text: &str) -> bool {
     digits(g) && digits(gb)
 }
 
-fn plausible_version(text: &str) -> bool {
-    text.is_empty()
-        || (text.len() <= 32
-            && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-            && text.bytes().any(|b| b.is_ascii_digit()))
-}
-
 pub fn parse_mig(output: &str) -> Result<MigEvidence, EvidenceError> {
     let e: MigEvidence = serde_json::from_str(document(output)?)
         .map_err(|e| EvidenceError::Malformed(e.to_string()))?;
@@ -141,10 +134,7 @@ pub fn parse_mig(output: &str) -> Result<MigEvidence, EvidenceError> {
     if expected != found {
         return Err(EvidenceError::Invalid("slices"));
     }
-    let tidy = |l: &String| {
-        !l.is_empty() && l.chars().count() <= MAX_ERROR_CHARS && !l.chars().any(char::is_control)
-    };
-    if e.errors.len() > MAX_ERRORS || !e.errors.iter().all(tidy) {
+    if !tidy_errors(&e.errors) {
         return Err(EvidenceError::Invalid("errors"));
     }
     Ok(e)

@@ -15,6 +15,36 @@ pub const STORAGE_CHECK: &str = "fleet/verify-storage";
 pub const GRAPHICS_CHECK: &str = "fleet/verify-graphics";
 pub const MIG_CHECK: &str = "fleet/verify-mig";
 
+/// Ends a verification check's summary: each category seen explained once, the footer, and
+/// the conclusion from the same verdict the title was written from.
+pub(super) fn finish_check(
+    all_passed: bool,
+    title: String,
+    mut summary: String,
+    what: &str,
+    explained: impl Iterator<Item = (String, String)>,
+    footer: &str,
+) -> VerifyCheck {
+    let lines: Vec<String> = explained
+        .map(|(word, meaning)| format!("- `{word}`: {meaning}\n"))
+        .collect();
+    if !lines.is_empty() {
+        summary.push_str(&format!("#### What the {what} mean\n\n"));
+        summary.push_str(&lines.concat());
+        summary.push('\n');
+    }
+    summary.push_str(footer);
+    VerifyCheck {
+        conclusion: if all_passed {
+            CheckConclusion::Success
+        } else {
+            CheckConclusion::Failure
+        },
+        title,
+        summary,
+    }
+}
+
 /// The check run of a kind of verification.
 pub fn check_name(kind: crate::bot::config::VerifyKind) -> &'static str {
     use crate::bot::config::VerifyKind;
@@ -138,29 +168,15 @@ pub fn storage_check(fleets: &[FleetVerification]) -> VerifyCheck {
             }
         }
     }
-    if !seen.is_empty() {
-        summary.push_str("#### What the failures mean\n\n");
-        for category in &seen {
-            summary.push_str(&format!(
-                "- `{}`: {}\n",
-                category.as_str(),
-                category.explain()
-            ));
-        }
-        summary.push('\n');
-    }
-    summary.push_str(
-        "Exact receipts (which worker, which evidence) are kept with fleetbot, not posted here.\n",
-    );
-    VerifyCheck {
-        conclusion: if all_passed {
-            CheckConclusion::Success
-        } else {
-            CheckConclusion::Failure
-        },
+    finish_check(
+        all_passed,
         title,
         summary,
-    }
+        "failures",
+        seen.iter()
+            .map(|c| (c.as_str().to_string(), c.explain().to_string())),
+        "Exact receipts (which worker, which evidence) are kept with fleetbot, not posted here.\n",
+    )
 }
 
 /// The graphics check run for `fleets`.
@@ -236,29 +252,15 @@ pub fn graphics_check(fleets: &[FleetVerification<GraphicsReport>]) -> VerifyChe
             report.evidence_sha256
         ));
     }
-    if !seen.is_empty() {
-        summary.push_str("#### What the failures mean\n\n");
-        for category in &seen {
-            summary.push_str(&format!(
-                "- `{}`: {}\n",
-                category.as_str(),
-                category.explain()
-            ));
-        }
-        summary.push('\n');
-    }
-    summary.push_str(
-        "Exact receipts (which worker, which evidence) are kept with fleetbot, not posted here.\n",
-    );
-    VerifyCheck {
-        conclusion: if all_passed {
-            CheckConclusion::Success
-        } else {
-            CheckConclusion::Failure
-        },
+    finish_check(
+        all_passed,
         title,
         summary,
-    }
+        "failures",
+        seen.iter()
+            .map(|c| (c.as_str().to_string(), c.explain().to_string())),
+        "Exact receipts (which worker, which evidence) are kept with fleetbot, not posted here.\n",
+    )
 }
 
 #[cfg(test)]

@@ -6,10 +6,9 @@
 
 use std::collections::BTreeSet;
 
-use super::verify::{FleetVerification, VerifyCheck};
+use super::verify::{FleetVerification, VerifyCheck, finish_check};
 use crate::engine::verify::MigFleetReport;
 use crate::engine::verify::mig_report::{CudaSmoke, MigProblem, MigVerificationReport};
-use crate::github::CheckConclusion;
 
 /// (nodes right, slices advertised, slices the layout gives)
 fn counts(r: &MigVerificationReport) -> (usize, i64, i64) {
@@ -106,29 +105,15 @@ pub fn mig_check(fleets: &[FleetVerification<MigFleetReport>]) -> VerifyCheck {
         }
         summary.push('\n');
     }
-    if !seen.is_empty() {
-        summary.push_str("#### What the problems mean\n\n");
-        for problem in &seen {
-            summary.push_str(&format!(
-                "- `{}`: {}\n",
-                problem.as_str(),
-                problem.explain()
-            ));
-        }
-        summary.push('\n');
-    }
-    summary.push_str(
-        "Which node and which slice is in `fleetbot verify-mig`'s own report, not posted here.\n",
-    );
-    VerifyCheck {
-        conclusion: if all_passed {
-            CheckConclusion::Success
-        } else {
-            CheckConclusion::Failure
-        },
+    finish_check(
+        all_passed,
         title,
         summary,
-    }
+        "problems",
+        seen.iter()
+            .map(|p| (p.as_str().to_string(), p.explain().to_string())),
+        "Which node and which slice is in `fleetbot verify-mig`'s own report, not posted here.\n",
+    )
 }
 
 #[cfg(test)]
@@ -137,6 +122,7 @@ mod tests {
     use crate::clusters::Node;
     use crate::engine::verify::MigTarget;
     use crate::engine::verify::mig_report::{MigExpectation, MigFinding, judge_mig};
+    use crate::github::CheckConclusion;
 
     fn node(name: &str, ready: bool) -> Node {
         Node {
