@@ -98,7 +98,7 @@ pub fn error_line(text: &str) -> String {
 }
 
 /// Whether a driver version is empty or only digits and dots, as both sources write it.
-pub(crate) fn plausible_version(text: &str) -> bool {
+fn plausible_version(text: &str) -> bool {
     text.is_empty()
         || (text.len() <= 32
             && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
@@ -108,21 +108,13 @@ pub(crate) fn plausible_version(text: &str) -> bool {
 pub fn parse_graphics(output: &str) -> Result<GraphicsEvidence, EvidenceError> {
     let e: GraphicsEvidence = serde_json::from_str(document(output)?)
         .map_err(|e| EvidenceError::Malformed(e.to_string()))?;
-    if e.schema != GRAPHICS_SCHEMA {
-        return Err(EvidenceError::Schema {
-            found: e.schema,
-            expected: GRAPHICS_SCHEMA,
-        });
-    }
-    if e.node_name.is_empty() {
-        return Err(EvidenceError::Invalid("node_name"));
-    }
-    if e.boot_id.is_empty() {
-        return Err(EvidenceError::Invalid("boot_id"));
-    }
-    if !plausible_version(&e.driver_version) {
-        return Err(EvidenceError::Invalid("driver_version"));
-    }
+    check_header(
+        &e.schema,
+        GRAPHICS_SCHEMA,
+        &e.node_name,
+        &e.boot_id,
+        &e.driver_version,
+    )?;
     if e.cuda_passed_devices > e.cuda_devices {
         return Err(EvidenceError::Invalid("cuda_passed_devices"));
     }
@@ -146,6 +138,33 @@ pub fn parse_graphics(output: &str) -> Result<GraphicsEvidence, EvidenceError> {
         return Err(EvidenceError::Invalid("errors"));
     }
     Ok(e)
+}
+
+/// The fields every GPU probe document starts with: its schema, the node and boot it ran on,
+/// and a driver version that is empty or only digits and dots.
+pub(crate) fn check_header(
+    schema: &str,
+    expected: &'static str,
+    node_name: &str,
+    boot_id: &str,
+    driver_version: &str,
+) -> Result<(), EvidenceError> {
+    if schema != expected {
+        return Err(EvidenceError::Schema {
+            found: schema.to_string(),
+            expected,
+        });
+    }
+    if node_name.is_empty() {
+        return Err(EvidenceError::Invalid("node_name"));
+    }
+    if boot_id.is_empty() {
+        return Err(EvidenceError::Invalid("boot_id"));
+    }
+    if !plausible_version(driver_version) {
+        return Err(EvidenceError::Invalid("driver_version"));
+    }
+    Ok(())
 }
 
 /// Whether error lines are as the probe writes them: few, short, one line each.

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{EvidenceError, document};
-use super::graphics_evidence::{VectorAdd, plausible_version, tidy_errors};
+use super::graphics_evidence::{VectorAdd, check_header, tidy_errors};
 
 pub const MIG_SCHEMA: &str = "fleetbot.probe.mig/v1";
 /// The most GPUs, and MIG instances per GPU, one document may list (a GPU has at most 7).
@@ -87,21 +87,13 @@ pub fn plausible_profile(text: &str) -> bool {
 pub fn parse_mig(output: &str) -> Result<MigEvidence, EvidenceError> {
     let e: MigEvidence = serde_json::from_str(document(output)?)
         .map_err(|e| EvidenceError::Malformed(e.to_string()))?;
-    if e.schema != MIG_SCHEMA {
-        return Err(EvidenceError::Schema {
-            found: e.schema,
-            expected: MIG_SCHEMA,
-        });
-    }
-    if e.node_name.is_empty() {
-        return Err(EvidenceError::Invalid("node_name"));
-    }
-    if e.boot_id.is_empty() {
-        return Err(EvidenceError::Invalid("boot_id"));
-    }
-    if !plausible_version(&e.driver_version) {
-        return Err(EvidenceError::Invalid("driver_version"));
-    }
+    check_header(
+        &e.schema,
+        MIG_SCHEMA,
+        &e.node_name,
+        &e.boot_id,
+        &e.driver_version,
+    )?;
     let indexes_ascend = e.gpus.windows(2).all(|w| w[0].index < w[1].index);
     if e.gpus.len() > MAX_GPUS || !indexes_ascend {
         return Err(EvidenceError::Invalid("gpus"));
