@@ -698,3 +698,83 @@ async fn every_kind_of_live_plan_problem_fails_preflight_through_github() {
         live.h.gh.assert_never_sent(&p.id);
     }
 }
+
+/// Fetching is bounded per kind of file, by count and by size, and whatever is left unread
+/// fails the check it would have fed: a pull request of many specs, one of them huge, fetches
+/// only what the limits allow, never downloads the huge one, and passes nothing it did not read.
+#[tokio::test]
+async fn fetches_are_capped_per_pull_request_and_per_file_and_what_is_unread_fails() {
+    let mut h = Harness::start_with(BotSettings {
+        max_spec_files: 3,
+        max_fetched_files: 2,
+        max_file_bytes: 64 * 1024,
+        ..BotSettings::default()
+    })
+    .await;
+    let huge = format!("{}# {}\n", new_fleet("h"), "x".repeat(5 << 20));
+    let big_note = "y".repeat(2 << 20);
+    let (a, b, c, d) = (
+        new_fleet("a"),
+        new_fleet("b"),
+        new_fleet("c"),
+        new_fleet("d"),
+    );
+    h.open(
+        &sha(2),
+        &[
+            ("docs/big.md", Some(&big_note)),
+            ("docs/small.md", Some("notes\n")),
+            ("docs/third.md", Some("more notes\n")),
+            ("fleets/a-huge.yaml", Some(&huge)),
+            ("fleets/a.yaml", Some(&a)),
+            ("fleets/b.yaml", Some(&b)),
+            ("fleets/c.yaml", Some(&c)),
+            ("fleets/d.yaml", Some(&d)),
+        ],
+    )
+    .await;
+    h.gh.assert_clean();
+    let preflight = h.run(&sha(2), "fleet/preflight");
+    assert_eq!(preflight.conclusion.as_deref(), Some("failure"));
+    let shown = format!(
+        "{}\n{}",
+        preflight.summary,
+        preflight.text.unwrap_or_default()
+    );
+    for expected in [
+        "more than 3 changed specs; not fetched",
+        "more than the 4194304 bytes read; not fetched",
+    ] {
+        assert!(shown.contains(expected), "{expected:?} in\n{shown}");
+    }
+    let privacy = h.run(&sha(2), "fleet/privacy");
+    assert_eq!(
+        privacy.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        privacy.title
+    );
+    let shown = format!("{}\n{}", privacy.summary, privacy.text.unwrap_or_default());
+    for expected in [
+        "more than the 65536 bytes read; not fetched",
+        "more than 2 changed files; not fetched",
+    ] {
+        assert!(shown.contains(expected), "{expected:?} in\n{shown}");
+    }
+    let world = h.gh.world();
+    let contents: Vec<_> = world
+        .requests
+        .iter()
+        .filter(|r| r.operation == "repos/get-content")
+        .collect();
+    // The config, two notes (one stopped on its stated size) and three specs (one stopped the
+    // same way); neither large file was downloaded.
+    assert_eq!(
+        contents.len(),
+        6,
+        "{:?}",
+        contents.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    let served: usize = contents.iter().map(|r| r.bytes_sent).sum();
+    assert!(served < 256 * 1024, "{served} bytes of contents were sent");
+}

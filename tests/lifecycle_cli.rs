@@ -88,6 +88,8 @@ fn declined_confirmation_aborts_without_touching_anything() {
             .iter()
             .all(|c| c["status"] == "unknown")
     );
+    // Nothing is deployed: status says so in its exit code as well as its document.
+    assert_eq!(status.status.code(), Some(1));
 }
 
 #[test]
@@ -111,7 +113,13 @@ fn deploy_status_destroy_in_json_keep_stdout_one_document() {
         "{stderr}"
     );
 
-    let status = json(&env.run(&["status", "--spec", SPEC, "--output", "json"], ""));
+    let out = env.run(&["status", "--spec", SPEC, "--output", "json"], "");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "every target deployed and healthy"
+    );
+    let status = json(&out);
     assert!(
         status["clusters"]
             .as_array()
@@ -142,6 +150,53 @@ fn deploy_status_destroy_in_json_keep_stdout_one_document() {
             .iter()
             .all(|c| c["status"] == "destroyed")
     );
+    let out = env.run(&["status", "--spec", SPEC], "");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "destroyed targets are not healthy"
+    );
+}
+
+/// A selector naming nothing is a typo: every selecting command refuses it before it
+/// contacts anything, with the reference's message, instead of doing nothing with exit 0.
+#[test]
+fn selectors_that_name_nothing_are_errors_for_every_command() {
+    let env = Env::new();
+    for command in [
+        &["plan", "--live"][..],
+        &["deploy", "--yes"],
+        &["destroy", "--yes"],
+        &["preflight"],
+        &["kubeconfig"],
+        &["verify-storage"],
+        &["verify-graphics"],
+    ] {
+        for (flags, message) in [
+            (
+                &["--only-projects", "regoin"][..],
+                "project selector has no declared Fleet target: regoin",
+            ),
+            (
+                &["--only-projects", "a", "--only-clusters", "clutser"],
+                "cluster selector has no target in selected projects: clutser",
+            ),
+        ] {
+            let mut args = command.to_vec();
+            args.extend(["--spec", SPEC]);
+            args.extend(flags);
+            let out = env.run(&args, "");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(stderr.contains(message), "{args:?}: {stderr}");
+            assert!(
+                !stderr.contains("simulator"),
+                "{args:?} contacted the cloud: {stderr}"
+            );
+        }
+    }
+    // The cloud was never started, so nothing was recorded anywhere.
+    assert!(!env.home.path().join("sim.state").exists());
 }
 
 #[test]
@@ -219,8 +274,10 @@ fn a_project_removed_from_the_spec_is_kept_by_deploy_and_deleted_by_deploy_prune
     );
 }
 
+/// A selection that names nothing is a resolution error (fleet-engine §8.3): in JSON mode
+/// stdout is still one document, the error document, and the exit code is 1.
 #[test]
-fn empty_scope_prints_one_document_and_exits_0() {
+fn an_empty_selection_in_json_prints_the_error_document_and_exits_1() {
     let env = Env::new();
     let out = env.run(
         &[
@@ -234,10 +291,16 @@ fn empty_scope_prints_one_document_and_exits_0() {
         ],
         "",
     );
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(json(&out)["clusters"], serde_json::json!([]));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("(no targets in scope) -- nothing to do.")
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    assert_eq!(doc["clusters"], serde_json::json!([]));
+    assert_eq!(
+        (doc["deployed"].as_u64(), doc["failed"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(
+        doc["error"],
+        "cluster selector has no target in selected projects: nope"
     );
 }
 

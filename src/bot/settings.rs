@@ -36,11 +36,16 @@ pub struct BotSettings {
     /// Fixed quota evidence for the budget when there is no cloud. With neither, the budget is
     /// reported as not checked and `fleet/preflight` is `neutral`.
     pub quota: Option<QuotaSource>,
-    /// Changed files whose content is fetched for the privacy scan; the rest are reported as
-    /// not scanned.
+    /// Changed files other than specs whose content is fetched for the privacy scan; the
+    /// rest are reported as not scanned, which fails `fleet/privacy`.
     pub max_fetched_files: usize,
-    /// Larger files are not fetched.
+    /// Larger files other than specs are not fetched (and fail `fleet/privacy` as unread).
     pub max_file_bytes: usize,
+    /// Changed specs read per pull request (each at its head and base); the rest are
+    /// reported as not read, which fails both checks.
+    pub max_spec_files: usize,
+    /// Larger specs are not fetched; at most the spec reader's own limit.
+    pub max_spec_bytes: usize,
 }
 
 impl fmt::Debug for BotSettings {
@@ -51,6 +56,8 @@ impl fmt::Debug for BotSettings {
             .field("quota", &self.quota)
             .field("max_fetched_files", &self.max_fetched_files)
             .field("max_file_bytes", &self.max_file_bytes)
+            .field("max_spec_files", &self.max_spec_files)
+            .field("max_spec_bytes", &self.max_spec_bytes)
             .finish()
     }
 }
@@ -63,6 +70,8 @@ impl Default for BotSettings {
             quota: None,
             max_fetched_files: 300,
             max_file_bytes: 1 << 20,
+            max_spec_files: 100,
+            max_spec_bytes: crate::github::client::MAX_CONTENT_BYTES,
         }
     }
 }

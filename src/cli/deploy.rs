@@ -112,6 +112,19 @@ pub fn run(args: DeployArgs) -> ExitCode {
         &options.only_clusters,
         &prefix,
     );
+    let selected = match selected {
+        Ok(selected) => selected,
+        Err(e) => {
+            // A resolution error (fleet-engine §8.3): before anything is contacted.
+            eprintln!("fleetbot: {e}");
+            if json {
+                print_json(
+                    &json!({"name": spec.name, "clusters": [], "deployed": 0, "failed": 1, "error": e.to_string()}),
+                );
+            }
+            return ExitCode::FAILURE;
+        }
+    };
     let targets: Vec<(String, String)> = selected
         .iter()
         .map(|&(p, c)| {

@@ -71,6 +71,19 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         &options.only_clusters,
         &spec.project_prefix,
     );
+    let selected = match selected {
+        Ok(selected) => selected,
+        Err(e) => {
+            // A resolution error (fleet-engine §8.3): before anything is contacted.
+            eprintln!("fleetbot: {e}");
+            if json {
+                print_json(
+                    &json!({"name": spec.name, "clusters": [], "networks": [], "failed": 1, "error": e.to_string()}),
+                );
+            }
+            return ExitCode::FAILURE;
+        }
+    };
     let targets: Vec<(String, String)> = selected
         .iter()
         .map(|&(p, c)| {

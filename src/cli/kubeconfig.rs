@@ -73,6 +73,16 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
+    let checked = super::lifecycle::check_selectors(
+        &spec,
+        &args.only_projects,
+        &args.only_clusters,
+        &spec.project_prefix,
+    );
+    if let Err(e) = checked {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {

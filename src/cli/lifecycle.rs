@@ -30,6 +30,20 @@ pub async fn open_cloud(profile: &str) -> Result<Connection, String> {
 }
 
 /// The Nebius profile: `--profile` when given, else the spec's `profile`.
+/// Refuses selectors that name nothing, before anything is contacted: fleet-engine §7.1's
+/// rule, for every command that selects. The message is the engine's, prefixed.
+pub fn check_selectors(
+    spec: &FleetSpec,
+    only_projects: &str,
+    only_clusters: &str,
+    prefix: &str,
+) -> Result<(), String> {
+    use crate::engine::ops::{csv, select};
+    select(spec, &csv(only_projects), &csv(only_clusters), prefix)
+        .map(|_| ())
+        .map_err(|e| format!("fleetbot: {e}"))
+}
+
 pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
     if flag.is_empty() {
         spec.profile.clone()

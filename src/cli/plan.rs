@@ -122,6 +122,17 @@ pub fn run(args: PlanArgs) -> ExitCode {
 fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
     use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
     use crate::engine::ops::{LifecycleOptions, csv, prepare};
+    let prefix = if args.project_prefix.is_empty() {
+        &spec.project_prefix
+    } else {
+        &args.project_prefix
+    };
+    let checked =
+        super::lifecycle::check_selectors(spec, &args.only_projects, &args.only_clusters, prefix);
+    if let Err(e) = checked {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
     let profile = super::lifecycle::profile_for(spec, &args.profile);
     let runtime = match runtime() {
         Ok(rt) => rt,

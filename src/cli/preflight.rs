@@ -97,6 +97,16 @@ fn run_live(args: PreflightArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
+    let checked = super::lifecycle::check_selectors(
+        &spec,
+        &args.only_projects,
+        &args.only_clusters,
+        &spec.project_prefix,
+    );
+    if let Err(e) = checked {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let runtime = match runtime() {
         Ok(rt) => rt,

@@ -64,6 +64,19 @@ pub fn run_with(
         Ok(spec) => spec,
         Err(code) => return code,
     };
+    // In text mode a selector naming nothing is the whole answer; JSON mode still prints the
+    // report document, whose `error` says the same.
+    if !command.json
+        && let Err(e) = super::lifecycle::check_selectors(
+            &spec,
+            &command.only_projects,
+            &command.only_clusters,
+            &spec.project_prefix,
+        )
+    {
+        let _ = writeln!(stderr, "{e}");
+        return 1;
+    }
     let report = evaluate(&spec, command, evidence, proven, &mut |line| {
         let _ = writeln!(stderr, "  - {line}");
     });

@@ -187,6 +187,40 @@ pub struct ServeArgs {
         value_name = "N"
     )]
     pub max_body_readers: usize,
+    /// Changed specs read per pull request; more fail `fleet/preflight` as not read.
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_SPEC_FILES",
+        default_value_t = 100,
+        value_name = "N"
+    )]
+    pub max_spec_files: usize,
+    /// Bytes read of one changed spec (at most the spec reader's 4 MiB); a larger one fails
+    /// `fleet/preflight` unread, without being downloaded.
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_SPEC_BYTES",
+        default_value_t = crate::github::client::MAX_CONTENT_BYTES,
+        value_name = "BYTES"
+    )]
+    pub max_spec_bytes: usize,
+    /// Other changed files scanned per pull request; more fail `fleet/privacy` as unread.
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_SCANNED_FILES",
+        default_value_t = 300,
+        value_name = "N"
+    )]
+    pub max_scanned_files: usize,
+    /// Bytes read of one other changed file; a larger one fails `fleet/privacy` unread,
+    /// without being downloaded.
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_SCANNED_BYTES",
+        default_value_t = 1 << 20,
+        value_name = "BYTES"
+    )]
+    pub max_scanned_bytes: usize,
     /// The verification probe image, by digest (`<name>@sha256:<64 hex>`); without it
     /// `/verify-storage` says verification is not configured. On the embedded simulator it
     /// defaults to this binary.
@@ -364,7 +398,11 @@ async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static
         BotSettings {
             cloud,
             deploy,
-            ..BotSettings::default()
+            quota: None,
+            max_fetched_files: args.max_scanned_files,
+            max_file_bytes: args.max_scanned_bytes,
+            max_spec_files: args.max_spec_files,
+            max_spec_bytes: args.max_spec_bytes,
         },
     );
     if args.workers == 0 {
@@ -527,6 +565,10 @@ mod tests {
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             max_body_readers: 16,
+            max_spec_files: 100,
+            max_spec_bytes: 4 << 20,
+            max_scanned_files: 300,
+            max_scanned_bytes: 1 << 20,
             probe_image: None,
             evidence_dir: None,
         }

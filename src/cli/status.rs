@@ -1,4 +1,8 @@
 //! `fleetbot status`: the inventory merged with a live read of every spec target.
+//!
+//! Exit codes: 0 when every target is deployed and healthy; 1 when one is not (the document
+//! is still printed) or the status could not be read (only stderr says why); 2 when the spec
+//! does not load.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,7 +54,11 @@ pub fn run(args: StatusArgs) -> ExitCode {
                     OutputFormat::Json => print_json(&result),
                     OutputFormat::Text => print!("{}", result.render_text()),
                 }
-                ExitCode::SUCCESS
+                if result.healthy() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
             }
             Err(e) => {
                 eprintln!("{e}");

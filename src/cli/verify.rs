@@ -131,6 +131,22 @@ pub(super) fn finish<R>(
     }
 }
 
+/// The selection must name targets before anything is contacted (fleet-engine §7.1).
+fn check_selection(spec: &FleetSpec, args: &VerifyStorageArgs) -> Result<(), String> {
+    let prefix = args
+        .project_prefix
+        .as_deref()
+        .unwrap_or(&spec.project_prefix);
+    crate::engine::verify::select_targets(
+        spec,
+        &csv(&args.only_projects),
+        &csv(&args.only_clusters),
+        prefix,
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
 /// The profile's own tenant (not the spec's: identity compares the two).
 pub(super) fn profile_tenant(
     spec: &FleetSpec,
@@ -143,6 +159,7 @@ pub(super) fn profile_tenant(
 }
 
 async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<StorageReport, String> {
+    check_selection(spec, args)?;
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;
     let store = open_inventory(&connection).await?;
@@ -217,6 +234,7 @@ async fn run_graphics_async(
     spec: &FleetSpec,
 ) -> Result<GraphicsReport, String> {
     let c = &args.common;
+    check_selection(spec, c)?;
     let profile = profile_for(spec, &c.profile);
     let connection = open_cloud(&profile).await?;
     let store = open_inventory(&connection).await?;

@@ -29,7 +29,7 @@ pub use error::{EngineError, ErrorSource};
 pub use object_storage::{
     KEY_DESCRIPTION, ObjectStorageResult, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
 };
-pub use options::{LifecycleOptions, Progress, csv, select};
+pub use options::{LifecycleOptions, Progress, SelectError, csv, select};
 pub use prepare::{Prepared, prepare};
 pub use reach::{DeployedCluster, deployed_clusters};
 pub use status::{StatusEntry, StatusResult, status};

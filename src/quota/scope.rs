@@ -153,6 +153,8 @@ pub enum ScopeError {
         "region could not be resolved for project {project}: set 'region' in the fleet spec or on the project"
     )]
     RegionUnresolved { project: String },
+    #[error(transparent)]
+    Select(#[from] crate::spec::select::SelectError),
 }
 
 /// Options that change what is charged.
@@ -177,6 +179,12 @@ pub fn fleet_demand(
         .as_deref()
         .filter(|p| !p.is_empty())
         .unwrap_or(&spec.project_prefix);
+    crate::spec::select::select(
+        spec,
+        &options.selection.projects,
+        &options.selection.clusters,
+        prefix,
+    )?;
     let mut out = FleetDemand {
         name: spec.name.clone(),
         ..FleetDemand::default()

@@ -9,6 +9,7 @@ pub mod model;
 pub mod names;
 pub mod parse;
 pub mod profile;
+pub mod select;
 pub mod soperator;
 pub mod validate;
 pub mod warning;

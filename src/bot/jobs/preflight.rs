@@ -171,8 +171,9 @@ async fn record_reviewed_plans(
     }
 }
 
-/// The changed files with their contents: every spec at head and base, other files at head
-/// for the privacy scan while the fetch limits allow. The flag says the listing was cut.
+/// The changed files with their contents: specs at head and base, other files at head for the
+/// privacy scan, each kind within its own count and size limits. The flag says the listing was
+/// cut. A file left unread says why, and fails the checks it would have fed.
 async fn fetch_changed_files(
     repo: &RepoClient,
     settings: &BotSettings,
@@ -182,56 +183,98 @@ async fn fetch_changed_files(
     let (listed, truncated) = repo.pull_request_files(pr.number).await?;
     let mut files: Vec<ChangedFile> = listed.iter().map(ChangedFile::listed).collect();
     // Without a changed spec both checks are skipped and nothing needs fetching.
-    let any_spec = files.iter().any(|f| f.is_spec(matcher));
-    let mut heads = HeadFetch {
-        repo,
-        settings,
-        head_sha: pr.head_sha,
-        fetched: 0,
-    };
+    if !files.iter().any(|f| f.is_spec(matcher)) {
+        return Ok((files, truncated));
+    }
+    let mut budget = FetchBudget::new(settings);
     for file in &mut files {
         let spec = file.is_spec(matcher);
-        if any_spec && file.status != FileStatus::Removed {
-            heads.fetch(file, spec).await?;
+        let Some(limit) = budget.admit(file, spec) else {
+            continue;
+        };
+        if file.status != FileStatus::Removed {
+            match repo
+                .file_content_within(&file.path, pr.head_sha, limit)
+                .await
+            {
+                Ok(Some(bytes)) => file.head = Some(bytes),
+                Ok(None) => file.not_fetched = Some("not found at the head commit".into()),
+                Err(ClientError::TooLarge { size, limit, .. }) => {
+                    file.not_fetched = Some(format!(
+                        "{size} bytes, more than the {limit} bytes read; not fetched"
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
         }
-        // A base path with a dot segment is never fetched: the spec diff then has no base.
+        // A base path with a dot segment is never fetched: the spec diff then has no base. A
+        // base too large to read is none either, as one too large to load would be.
         if spec && file.status != FileStatus::Added && is_safe_repo_path(file.base_path()) {
-            file.base = repo.file_content(file.base_path(), pr.base_sha).await?;
+            file.base = match repo
+                .file_content_within(file.base_path(), pr.base_sha, limit)
+                .await
+            {
+                Err(ClientError::TooLarge { .. }) => None,
+                other => other?,
+            };
         }
     }
     Ok((files, truncated))
 }
 
-/// Head contents, within the settings' limits; specs are always fetched (and counted).
-struct HeadFetch<'a> {
-    repo: &'a RepoClient,
-    settings: &'a BotSettings,
-    head_sha: &'a str,
-    fetched: usize,
+/// How many more files of each kind may be fetched, and how large.
+struct FetchBudget {
+    specs_left: usize,
+    files_left: usize,
+    max_specs: usize,
+    max_files: usize,
+    spec_bytes: usize,
+    file_bytes: usize,
 }
 
-impl HeadFetch<'_> {
-    async fn fetch(&mut self, file: &mut ChangedFile, spec: bool) -> Result<(), ClientError> {
-        let limit = self.settings.max_fetched_files;
-        // A path that would climb out of the repository is never put in a URL; the file stays
-        // unread, which fails the privacy check rather than passing it.
+impl FetchBudget {
+    fn new(settings: &BotSettings) -> FetchBudget {
+        FetchBudget {
+            specs_left: settings.max_spec_files,
+            files_left: settings.max_fetched_files,
+            max_specs: settings.max_spec_files,
+            max_files: settings.max_fetched_files,
+            // The spec reader refuses more anyway; fetching it would only cost.
+            spec_bytes: settings
+                .max_spec_bytes
+                .min(crate::github::client::MAX_CONTENT_BYTES),
+            file_bytes: settings.max_file_bytes,
+        }
+    }
+
+    /// The byte limit to fetch `file` with, or `None` (with the reason set on the file) when
+    /// it is not fetched at all. A removed non-spec file needs nothing; a removed spec still
+    /// has a base to read.
+    fn admit(&mut self, file: &mut ChangedFile, spec: bool) -> Option<usize> {
+        if !spec && file.status == FileStatus::Removed {
+            return None;
+        }
+        // A path that would climb out of the repository is never put in a URL; the file
+        // stays unread, which fails the checks rather than passing them.
         if !is_safe_repo_path(&file.path) {
             file.not_fetched = Some("its path has a `.` or `..` segment; not fetched".into());
-            return Ok(());
+            return None;
         }
-        if !spec && self.fetched >= limit {
-            file.not_fetched = Some(format!("more than {limit} changed files; not fetched"));
-            return Ok(());
+        let (left, max, kind) = if spec {
+            (&mut self.specs_left, self.max_specs, "specs")
+        } else {
+            (&mut self.files_left, self.max_files, "files")
+        };
+        if *left == 0 {
+            file.not_fetched = Some(format!("more than {max} changed {kind}; not fetched"));
+            return None;
         }
-        self.fetched += 1;
-        match self.repo.file_content(&file.path, self.head_sha).await? {
-            Some(bytes) if bytes.len() <= self.settings.max_file_bytes || spec => {
-                file.head = Some(bytes)
-            }
-            Some(_) => file.not_fetched = Some("larger than the scan limit".into()),
-            None => file.not_fetched = Some("not found at the head commit".into()),
-        }
-        Ok(())
+        *left -= 1;
+        Some(if spec {
+            self.spec_bytes
+        } else {
+            self.file_bytes
+        })
     }
 }
 

@@ -202,7 +202,7 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
         &options.only_projects,
         &options.only_clusters,
         &spec.project_prefix,
-    );
+    )?;
     let records = store.targets(&spec.name).await?;
     require_selected_backends(spec, &selected, &records)?;
     let mut clusters = Vec::new();

@@ -39,6 +39,12 @@ impl std::fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {}
 
+impl From<super::options::SelectError> for EngineError {
+    fn from(e: super::options::SelectError) -> Self {
+        EngineError::new(e.to_string())
+    }
+}
+
 impl From<crate::store::StoreError> for EngineError {
     fn from(e: crate::store::StoreError) -> Self {
         EngineError {

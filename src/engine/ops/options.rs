@@ -8,29 +8,7 @@ use crate::spec::FleetSpec;
 /// Progress sink: one human-readable line per step. JSON mode sends these to stderr.
 pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// The selected targets as `(project index, cluster index)`, in spec order.
-pub fn select(
-    spec: &FleetSpec,
-    only_projects: &[String],
-    only_clusters: &[String],
-    prefix: &str,
-) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    for (pi, project) in spec.projects.iter().enumerate() {
-        let in_scope = only_projects.is_empty()
-            || only_projects.contains(&project.key())
-            || only_projects.contains(&project.display_name(prefix));
-        if !in_scope {
-            continue;
-        }
-        for (ci, cluster) in project.clusters.iter().enumerate() {
-            if only_clusters.is_empty() || only_clusters.contains(&cluster.name) {
-                out.push((pi, ci));
-            }
-        }
-    }
-    out
-}
+pub use crate::spec::select::{SelectError, select};
 
 /// Splits a CSV selector: trimmed, empty parts dropped; empty means no filter.
 pub fn csv(value: &str) -> Vec<String> {

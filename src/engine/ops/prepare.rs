@@ -101,7 +101,7 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
     options: &LifecycleOptions,
 ) -> Result<Prepared, EngineError> {
     let prefix = options.prefix(spec);
-    let selected = select(spec, &options.only_projects, &options.only_clusters, prefix);
+    let selected = select(spec, &options.only_projects, &options.only_clusters, prefix)?;
     let target_records = store.targets(&spec.name).await?;
     let project_records = store.projects(&spec.name).await?;
     require_selected_backends(spec, &selected, &target_records)?;

@@ -27,7 +27,7 @@ pub async fn deployed_clusters<C: Cloud, S: InventoryStore>(
 ) -> Result<Vec<DeployedCluster>, EngineError> {
     let records = store.targets(&spec.name).await?;
     let mut out = Vec::new();
-    for (pi, ci) in select(spec, only_projects, only_clusters, &spec.project_prefix) {
+    for (pi, ci) in select(spec, only_projects, only_clusters, &spec.project_prefix)? {
         let project = &spec.projects[pi];
         let cluster_spec = &project.clusters[ci];
         let key = project.key();

@@ -70,8 +70,53 @@ impl StatusResult {
                     .collect();
                 let _ = writeln!(out, "    add-ons: {}", addons.join(", "));
             }
+            if c.status == TargetStatus::Deployed
+                && let Some(why) = c.unhealthy()
+            {
+                let _ = writeln!(out, "    not healthy: {why}");
+            }
         }
         out
+    }
+
+    /// Whether every spec target is deployed and healthy: what `fleetbot status`'s exit code
+    /// says, so a script need not read the document to know.
+    pub fn healthy(&self) -> bool {
+        self.clusters.iter().all(|c| c.unhealthy().is_none())
+    }
+}
+
+/// Add-on states that are a working install.
+const HEALTHY_ADDON_STATES: [&str; 2] = ["deployed", "applied"];
+
+impl StatusEntry {
+    /// Why this target is not deployed and healthy, or `None` when it is: recorded deployed,
+    /// its cluster read live as ready, every node group's nodes ready, every add-on working.
+    pub fn unhealthy(&self) -> Option<String> {
+        if self.status != TargetStatus::Deployed {
+            return Some(format!("{}", self.status));
+        }
+        if self.live_state != "ready" {
+            let state = if self.live_state.is_empty() {
+                "unread"
+            } else {
+                &self.live_state
+            };
+            return Some(format!("the cluster is {state}"));
+        }
+        if self.nodes_ready < self.nodes_wanted {
+            return Some(format!(
+                "{} of {} nodes ready",
+                self.nodes_ready, self.nodes_wanted
+            ));
+        }
+        let broken: Vec<String> = self
+            .addons
+            .iter()
+            .filter(|a| !HEALTHY_ADDON_STATES.contains(&a.state.as_str()))
+            .map(|a| format!("{} {}", a.name, a.state))
+            .collect();
+        (!broken.is_empty()).then(|| format!("add-ons {}", broken.join(", ")))
     }
 }
 
@@ -202,4 +247,57 @@ pub async fn status<C: Cloud, S: InventoryStore>(
         backend_counts: BackendCounts::of(clusters.iter().map(|c| c.backend)),
         clusters,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployed() -> StatusEntry {
+        StatusEntry {
+            status: TargetStatus::Deployed,
+            cluster_id: "c".into(),
+            live_state: "ready".into(),
+            node_groups: 2,
+            nodes_ready: 3,
+            nodes_wanted: 3,
+            addons: vec![AddonStatus {
+                name: "gpu-operator".into(),
+                state: "deployed".into(),
+            }],
+            ..StatusEntry::unknown("a", &crate::spec::ClusterSpec::default())
+        }
+    }
+
+    #[test]
+    fn healthy_means_deployed_ready_with_every_node_and_add_on_working() {
+        assert_eq!(deployed().unhealthy(), None);
+        let cases: [(fn(&mut StatusEntry), &str); 5] = [
+            (|e| e.status = TargetStatus::Unknown, "unknown"),
+            (
+                |e| e.live_state = "updating".into(),
+                "the cluster is updating",
+            ),
+            (|e| e.live_state.clear(), "the cluster is unread"),
+            (|e| e.nodes_ready = 2, "2 of 3 nodes ready"),
+            (
+                |e| e.addons[0].state = "installing".into(),
+                "add-ons gpu-operator installing",
+            ),
+        ];
+        for (break_it, why) in cases {
+            let mut entry = deployed();
+            break_it(&mut entry);
+            assert_eq!(entry.unhealthy().as_deref(), Some(why));
+            let result = StatusResult {
+                name: "f".into(),
+                cloud: String::new(),
+                clusters: vec![deployed(), entry],
+                deployed: 2,
+                failed: 0,
+                backend_counts: BackendCounts::default(),
+            };
+            assert!(!result.healthy());
+        }
+    }
 }

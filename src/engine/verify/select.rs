@@ -11,16 +11,7 @@ pub struct Selection {
     pub targets: Vec<(usize, usize)>,
 }
 
-/// Why a selection is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SelectError {
-    #[error("project selector has no declared Fleet target: {0}")]
-    UnknownProject(String),
-    #[error("cluster selector has no target in selected projects: {0}")]
-    UnknownCluster(String),
-    #[error("no Fleet target is selected")]
-    Empty,
-}
+pub use crate::engine::ops::SelectError;
 
 /// The targets `only_projects` (keys or display names) and `only_clusters` (names within the
 /// selected projects) select; an unknown selector or an empty result is an error.
@@ -30,42 +21,7 @@ pub fn select_targets(
     only_clusters: &[String],
     prefix: &str,
 ) -> Result<Selection, SelectError> {
-    for wanted in only_projects {
-        let known = spec.projects.iter().any(|p| {
-            !p.clusters.is_empty() && (&p.key() == wanted || &p.display_name(prefix) == wanted)
-        });
-        if !known {
-            return Err(SelectError::UnknownProject(wanted.clone()));
-        }
-    }
-    let in_scope = |p: &crate::spec::ProjectSpec| {
-        only_projects.is_empty()
-            || only_projects.contains(&p.key())
-            || only_projects.contains(&p.display_name(prefix))
-    };
-    for wanted in only_clusters {
-        let known = spec
-            .projects
-            .iter()
-            .filter(|p| in_scope(p))
-            .any(|p| p.clusters.iter().any(|c| &c.name == wanted));
-        if !known {
-            return Err(SelectError::UnknownCluster(wanted.clone()));
-        }
-    }
-    let targets: Vec<(usize, usize)> = spec
-        .projects
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| in_scope(p))
-        .flat_map(|(pi, p)| {
-            p.clusters
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| only_clusters.is_empty() || only_clusters.contains(&c.name))
-                .map(move |(ci, _)| (pi, ci))
-        })
-        .collect();
+    let targets = crate::engine::ops::select(spec, only_projects, only_clusters, prefix)?;
     if targets.is_empty() {
         return Err(SelectError::Empty);
     }

@@ -17,7 +17,15 @@ struct Content {
     encoding: Option<String>,
     #[serde(default)]
     content: Option<String>,
+    /// The file's size in bytes, which GitHub states for every file, also those whose
+    /// content the JSON form leaves out.
+    #[serde(default)]
+    size: Option<u64>,
 }
+
+/// The most bytes of one file the bot downloads unless a caller asks for fewer: the spec
+/// reader's own limit, so nothing it could accept is refused.
+pub const MAX_CONTENT_BYTES: usize = 4 * 1024 * 1024;
 
 const GET_CONTENT: &str = "repos/get-content";
 
@@ -41,11 +49,25 @@ impl RepoClient {
     }
 
     /// The bytes of `path` at `git_ref`; `None` when it does not exist there (or is not a
-    /// file). Files over 1 MB, which the JSON form leaves empty, are fetched raw.
+    /// file). A file over [`MAX_CONTENT_BYTES`] is [`ClientError::TooLarge`].
     pub async fn file_content(
         &self,
         path: &str,
         git_ref: &str,
+    ) -> Result<Option<Vec<u8>>, ClientError> {
+        self.file_content_within(path, git_ref, MAX_CONTENT_BYTES)
+            .await
+    }
+
+    /// The bytes of `path` at `git_ref`, at most `limit` of them: a larger file is
+    /// [`ClientError::TooLarge`], decided on the size GitHub states before the bytes are
+    /// downloaded (and again on the bytes, should the two disagree). Files over 1 MB, which
+    /// the JSON form leaves empty, are fetched raw.
+    pub async fn file_content_within(
+        &self,
+        path: &str,
+        git_ref: &str,
+        limit: usize,
     ) -> Result<Option<Vec<u8>>, ClientError> {
         if !is_safe_repo_path(path) {
             return Err(ClientError::UnsafePath {
@@ -74,10 +96,22 @@ impl RepoClient {
         if content.kind != "file" {
             return Ok(None);
         }
-        match (content.encoding.as_deref(), content.content) {
-            (Some("base64"), Some(text)) => decode_base64(&text).map(Some),
-            _ => self.raw_content(url, query).await.map(Some),
+        let too_large = |size: u64| ClientError::TooLarge {
+            op: GET_CONTENT,
+            size,
+            limit,
+        };
+        if let Some(size) = content.size.filter(|&s| s > limit as u64) {
+            return Err(too_large(size));
         }
+        let bytes = match (content.encoding.as_deref(), content.content) {
+            (Some("base64"), Some(text)) => decode_base64(&text)?,
+            _ => self.raw_content(url, query).await?,
+        };
+        if bytes.len() > limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        Ok(Some(bytes))
     }
 
     async fn raw_content(

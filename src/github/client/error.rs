@@ -36,6 +36,14 @@ pub enum ClientError {
     /// A repository path with a `.` or `..` segment: refused before any request is made.
     #[error("GitHub {op}: refused the path {path:?}: it has a `.` or `..` segment")]
     UnsafePath { op: &'static str, path: String },
+    /// A file larger than the caller reads: refused on GitHub's stated size, before its
+    /// bytes are downloaded.
+    #[error("GitHub {op}: the file is {size} bytes, more than the {limit} bytes read")]
+    TooLarge {
+        op: &'static str,
+        size: u64,
+        limit: usize,
+    },
 }
 
 impl ClientError {
@@ -45,7 +53,9 @@ impl ClientError {
     pub fn is_permanent(&self) -> bool {
         match self {
             ClientError::Status { status, .. } => matches!(status, 400 | 403 | 404 | 410 | 422),
-            ClientError::Auth(_) | ClientError::UnsafePath { .. } => true,
+            ClientError::Auth(_)
+            | ClientError::UnsafePath { .. }
+            | ClientError::TooLarge { .. } => true,
             ClientError::Ambiguous { .. }
             | ClientError::RateLimited { .. }
             | ClientError::Transport { .. }

@@ -41,6 +41,7 @@ pub use checks::{
 };
 pub use collaborators::Permission;
 pub use comments::{IssueComment, StickyComment};
+pub use contents::MAX_CONTENT_BYTES;
 pub use error::ClientError;
 pub use metrics::{ApiMetrics, ApiMetricsSnapshot, RateLimitState};
 pub use pulls::{FileStatus, MAX_PR_FILES, PrFile, PullRequestInfo, PullState};

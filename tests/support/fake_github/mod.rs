@@ -165,6 +165,8 @@ pub struct Recorded {
     pub body: String,
     pub operation: String,
     pub status: u16,
+    /// The answer's body length.
+    pub bytes_sent: usize,
 }
 
 impl Recorded {
@@ -527,6 +529,8 @@ struct Answer {
     status: u16,
     body: Value,
     headers: Vec<(String, String)>,
+    /// Bytes sent as they are instead of `body` (the raw media type).
+    raw: Option<Vec<u8>>,
 }
 
 impl Answer {
@@ -535,6 +539,7 @@ impl Answer {
             status,
             body,
             headers: vec![],
+            raw: None,
         }
     }
 }
@@ -664,6 +669,7 @@ async fn handle(
             status: f.status,
             body: f.body.clone(),
             headers: f.headers.clone(),
+            raw: None,
         }
     } else {
         let accept = header("accept").to_string();
@@ -676,7 +682,7 @@ async fn handle(
             &path,
             &accept,
         );
-        if (200..300).contains(&a.status) {
+        if (200..300).contains(&a.status) && a.raw.is_none() {
             let errors = openapi().check_response(&operation, a.status, &a.body);
             violations.extend(errors.into_iter().map(|e| format!("(fake) {e}")));
         }
@@ -689,15 +695,30 @@ async fn handle(
         body: body_text,
         operation,
         status: answer.status,
+        bytes_sent: answer
+            .raw
+            .as_ref()
+            .map_or_else(|| answer.body.to_string().len(), Vec::len),
     });
     w.violations.extend(violations);
     drop(w);
-    let mut response = (
-        StatusCode::from_u16(answer.status).unwrap(),
-        [("content-type", "application/json; charset=utf-8")],
-        answer.body.to_string(),
-    )
-        .into_response();
+    let mut response = match answer.raw {
+        Some(raw) => (
+            StatusCode::from_u16(answer.status).unwrap(),
+            [(
+                "content-type",
+                "application/vnd.github.raw+json; charset=utf-8",
+            )],
+            raw,
+        )
+            .into_response(),
+        None => (
+            StatusCode::from_u16(answer.status).unwrap(),
+            [("content-type", "application/json; charset=utf-8")],
+            answer.body.to_string(),
+        )
+            .into_response(),
+    };
     let h = response.headers_mut();
     h.insert("x-ratelimit-limit", "5000".parse().unwrap());
     h.insert("x-ratelimit-remaining", "4999".parse().unwrap());
@@ -844,7 +865,7 @@ fn respond(
     query: &[(String, String)],
     body: Option<&Value>,
     path: &str,
-    _accept: &str,
+    accept: &str,
 ) -> Answer {
     let full = repo_full(params);
     let num = |k: &str| {
@@ -902,6 +923,22 @@ fn respond(
             let Some(bytes) = repo.trees.get(&sha).and_then(|t| t.get(&file_path)) else {
                 return not_found();
             };
+            if accept.contains("raw") {
+                let mut a = Answer::json(200, Value::Null);
+                a.raw = Some(bytes.clone());
+                return a;
+            }
+            // Files over 1 MB come without content in the JSON form; their size is stated.
+            if bytes.len() > 1024 * 1024 {
+                let mut v = openapi().example(operation, 200);
+                v["type"] = json!("file");
+                v["encoding"] = json!("none");
+                v["size"] = json!(bytes.len());
+                v["name"] = json!(file_path.rsplit('/').next().unwrap_or_default());
+                v["path"] = json!(file_path);
+                v["content"] = json!("");
+                return Answer::json(200, v);
+            }
             let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
             // GitHub wraps the base64 at 60 characters.
             let wrapped: Vec<String> = encoded
@@ -1010,6 +1047,7 @@ fn respond(
                 status: 200,
                 body: Value::Array(slice),
                 headers,
+                raw: None,
             }
         }
         "issues/list-comments" => {
@@ -1025,6 +1063,7 @@ fn respond(
                 status: 200,
                 body: Value::Array(slice),
                 headers,
+                raw: None,
             }
         }
         "issues/create-comment" | "issues/update-comment" => {
