@@ -272,7 +272,8 @@ mod tests {
     #[test]
     fn healthy_means_deployed_ready_with_every_node_and_add_on_working() {
         assert_eq!(deployed().unhealthy(), None);
-        let cases: [(fn(&mut StatusEntry), &str); 5] = [
+        type Breaks = fn(&mut StatusEntry);
+        let cases: [(Breaks, &str); 5] = [
             (|e| e.status = TargetStatus::Unknown, "unknown"),
             (
                 |e| e.live_state = "updating".into(),
