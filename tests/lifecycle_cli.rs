@@ -158,6 +158,45 @@ fn deploy_status_destroy_in_json_keep_stdout_one_document() {
     );
 }
 
+/// A spec read from standard input deploys; deploying it again changes nothing and says so;
+/// status text shows each target's nodes.
+#[test]
+fn a_redeploy_from_stdin_says_nothing_changed_and_status_shows_the_nodes() {
+    let env = Env::new();
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/",
+        "fixtures/specs/fleet1-test.yaml"
+    ))
+    .unwrap();
+    let first = env.run(&["deploy", "--spec", "-", "--yes"], &spec);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&first.stdout).contains("Nothing changed"));
+    let again = env.run(&["deploy", "--spec", "-", "--yes"], &spec);
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        stdout.ends_with("Nothing changed: every selected target already matched the spec.\n"),
+        "{stdout}"
+    );
+    let doc = json(&env.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], ""));
+    assert_eq!(doc["changed"], false);
+    let status = env.run(&["status", "--spec", "-"], &spec);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(
+        text.matches("    nodes: 2 of 2 ready in 2 node groups\n")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.ends_with(' ')), "{text:?}");
+}
+
 /// A selector naming nothing is a typo: every selecting command refuses it before it
 /// contacts anything, with the reference's message, instead of doing nothing with exit 0.
 #[test]

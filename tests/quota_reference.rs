@@ -1133,7 +1133,7 @@ fn progress_lines_name_amount_unit_and_evidence() {
         "quota compute.instance.count [us-central1]: needs 2 count; 100 available from limit 100 (usage evidence: not-used)",
         "quota compute.instance.gpu.rtx6000 [us-central1]: needs 16 count; 100 available from limit 100 (usage evidence: fraction)",
         "quota vpc.allocation.count [us-central1]: needs 4; tenant allowance is unlimited",
-        "quota compute.disk.size.network-ssd [us-central1]: needs 2196875771904 byte; 109951162777600 available from limit 109951162777600 (usage evidence: fraction)",
+        "quota compute.disk.size.network-ssd [us-central1]: needs 2196875771904 byte; 109951162777600 available from limit 109951162777600 (usage evidence: fraction); in binary units: needs 2.00 TiB, 100.00 TiB available",
     ] {
         assert!(
             run.progress.iter().any(|l| l == line),

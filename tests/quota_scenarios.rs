@@ -329,7 +329,7 @@ fn unresolved_tenant_fails_closed() {
     let out = exec(&cmd);
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains(
-        "tenant_id could not be resolved from the spec, ~/.nebius/config.yaml, or ~/.npa (pass --tenant-id or set 'tenant_id' in the fleet spec)"
+        "tenant_id could not be resolved from the spec, the credentials, or ~/.nebius/config.yaml (pass --tenant-id or set 'tenant_id' in the fleet spec)"
     ), "{}", out.stderr);
     let doc = json(&out);
     assert_eq!(doc["demand"]["us-central1"]["mk8s.cluster.count"], 2);
@@ -369,12 +369,24 @@ fn selectors_narrow_the_demand() {
     assert_eq!(doc["new_buckets"]["us-central1"], 1);
     assert_eq!(doc["demand"]["us-central1"]["vpc.network.count"], 1);
 
-    // Nothing selected: nothing to check, no evidence needed.
+    // A selector naming nothing is a typo, refused before any evidence is read; in JSON mode
+    // the report document still says why.
     let mut cmd = command("fleet1-test.yaml", None);
     cmd.only_clusters = "no-such-cluster".into();
     let out = exec(&cmd);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("Nothing to add"));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "fleetbot: cluster selector has no target in selected projects: no-such-cluster\n"
+    );
+    assert!(out.stdout.is_empty());
+    cmd.json = true;
+    let out = exec(&cmd);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        json(&out)["error"],
+        "cluster selector has no target in selected projects: no-such-cluster"
+    );
 }
 
 #[test]

@@ -66,3 +66,41 @@ fn refuses_to_start_without_a_way_to_authenticate() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--token"));
 }
+
+/// The standalone recipe as docs/cloud.md gives it: the endpoint, the token and the tenant the
+/// simulator prints are enough for a command to read the cloud; a refused token is an
+/// authentication error that says so, not a tenant error.
+#[test]
+fn the_printed_recipe_connects_and_a_wrong_token_is_an_authentication_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = start(&dir.path().join("world.state"));
+    let plan = |token: &str, tenant: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetbot"));
+        cmd.args(["plan", "--live", "-f", "fixtures/specs/fleet1-test.yaml"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("NEBIUS_ENDPOINT", &sim.endpoint)
+            .env("NEBIUS_IAM_TOKEN", token);
+        if let Some(tenant) = tenant {
+            cmd.env("FLEETBOT_TENANT_ID", tenant);
+        }
+        cmd.output().unwrap()
+    };
+    let ok = plan("cli-token", Some(&sim.tenant));
+    let stderr = String::from_utf8_lossy(&ok.stderr);
+    assert_eq!(ok.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("to create"));
+    let refused = plan("wrong", Some(&sim.tenant));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr.contains("cloud: authentication failed"), "{stderr}");
+    let no_tenant = plan("cli-token", None);
+    let stderr = String::from_utf8_lossy(&no_tenant.stderr);
+    assert_eq!(no_tenant.status.code(), Some(1));
+    assert!(
+        stderr.contains("tenant_id could not be resolved") && stderr.contains("FLEETBOT_TENANT_ID"),
+        "{stderr}"
+    );
+}

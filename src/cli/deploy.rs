@@ -16,7 +16,7 @@ use crate::engine::ops::{LifecycleOptions, csv, deploy, select};
 
 #[derive(Debug, Args)]
 pub struct DeployArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
@@ -73,7 +73,7 @@ pub struct DeployArgs {
     #[arg(long, default_value_t = 120, value_name = "MINUTES")]
     pub timeout: u64,
     /// Output format: text or json.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
 }
 
@@ -198,7 +198,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
             Err(e) => return fail(e),
         };
         let options = LifecycleOptions {
-            ssh_public_key: resolve_ssh_key(&spec),
+            ssh_public_key: resolve_ssh_key(&spec, true),
             ..options
         };
         match deploy(

@@ -14,7 +14,7 @@ use crate::engine::ops::{LifecycleOptions, csv, destroy, select};
 
 #[derive(Debug, Args)]
 pub struct DestroyArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
@@ -45,7 +45,7 @@ pub struct DestroyArgs {
     #[arg(long, short = 'y', visible_alias = "force")]
     pub yes: bool,
     /// Output format: text or json.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
 }
 

@@ -16,7 +16,7 @@ use crate::engine::ops::{csv, deployed_clusters};
 
 #[derive(Debug, Args)]
 pub struct KubeconfigArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.

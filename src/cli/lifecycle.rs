@@ -52,8 +52,18 @@ pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
     }
 }
 
-/// The tenant: the spec's, else what the credentials' source names (the simulator's tenant, a
-/// profile's `tenant-id`), else the named or active profile's in `~/.nebius/config.yaml`.
+/// `FLEETBOT_TENANT_ID`, when set: the tenant for specs that name none, for the CLI as for the
+/// server.
+pub fn env_tenant() -> Option<String> {
+    std::env::var("FLEETBOT_TENANT_ID")
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// The tenant: the spec's, else `FLEETBOT_TENANT_ID` (as the server reads it), else what the
+/// credentials' source names (the simulator's tenant, a profile's `tenant-id`), else the named
+/// or active profile's in `~/.nebius/config.yaml`.
 pub fn resolve_tenant(
     spec: &FleetSpec,
     connection: &Connection,
@@ -61,6 +71,9 @@ pub fn resolve_tenant(
 ) -> Result<String, String> {
     if !spec.tenant_id.is_empty() {
         return Ok(spec.tenant_id.clone());
+    }
+    if let Some(tenant) = env_tenant() {
+        return Ok(tenant);
     }
     if let Some(tenant) = connection.tenant_id.clone().filter(|t| !t.is_empty()) {
         return Ok(tenant);
@@ -72,12 +85,15 @@ pub fn resolve_tenant(
         Some(path) => NebiusConfig::load(&path).map_err(|e| e.to_string())?,
         None => NebiusConfig::default(),
     };
-    config.resolve_tenant("", profile)
+    config
+        .resolve_tenant("", profile)
+        .map_err(|e| format!("{e}; set 'tenant_id' in the fleet spec or FLEETBOT_TENANT_ID"))
 }
 
 /// The SSH key for node access: the spec's, else `~/.ssh/id_ed25519.pub`, else
 /// `~/.ssh/id_rsa.pub`, else none (nodes then have no SSH access; fleetbot itself never needs it).
-pub fn resolve_ssh_key(spec: &FleetSpec) -> String {
+/// Only a command that creates nodes says so (`warn`); one that only reads stays quiet.
+pub fn resolve_ssh_key(spec: &FleetSpec, warn: bool) -> String {
     if !spec.ssh_public_key.trim().is_empty() {
         return spec.ssh_public_key.trim().to_string();
     }
@@ -87,9 +103,11 @@ pub fn resolve_ssh_key(spec: &FleetSpec) -> String {
             return key.trim().to_string();
         }
     }
-    eprintln!(
-        "fleetbot: no ssh_public_key in the spec and no ~/.ssh/id_ed25519.pub or id_rsa.pub; nodes get no SSH access"
-    );
+    if warn {
+        eprintln!(
+            "fleetbot: no ssh_public_key in the spec and no ~/.ssh/id_ed25519.pub or id_rsa.pub; nodes get no SSH access"
+        );
+    }
     String::new()
 }
 

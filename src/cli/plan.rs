@@ -11,7 +11,7 @@ use crate::engine::{PlanOptions, plan};
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
@@ -24,7 +24,7 @@ pub struct PlanArgs {
     #[arg(long, default_value = "", value_name = "P")]
     pub profile: String,
     /// Output format: text or json.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
     /// Read the cloud and show what deploy would create, change or delete (the live plan).
     #[arg(long)]
@@ -151,7 +151,7 @@ fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
                 only_clusters: csv(&args.only_clusters),
                 project_prefix: args.project_prefix.clone(),
                 profile: profile.clone(),
-                ssh_public_key: resolve_ssh_key(spec),
+                ssh_public_key: resolve_ssh_key(spec, false),
                 ..LifecycleOptions::default()
             };
             prepare(&connection.client, &store, spec, &tenant, &options)

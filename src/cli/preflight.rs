@@ -17,7 +17,7 @@ use super::preflight_run::{PreflightCommand, run as run_command};
 
 #[derive(Debug, Args)]
 pub struct PreflightArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
@@ -30,7 +30,8 @@ pub struct PreflightArgs {
     /// json`; needed only when a GPU pool names a capacity_block_group.
     #[arg(long, value_name = "FILE")]
     pub capacity: Option<PathBuf>,
-    /// Tenant whose allowances apply (else the spec's tenant_id, else the profile's).
+    /// Tenant whose allowances apply (else the spec's tenant_id, else FLEETBOT_TENANT_ID, else
+    /// the profile's).
     #[arg(long, default_value = "", value_name = "ID")]
     pub tenant_id: String,
     /// ~/.nebius profile whose tenant applies (overrides the spec's 'profile').
@@ -43,7 +44,7 @@ pub struct PreflightArgs {
     #[arg(long, default_value = "", value_name = "CSV")]
     pub only_clusters: String,
     /// Output format: text or json.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
     /// Also write the budget as Markdown (for a pull request comment) to this file.
     #[arg(long, value_name = "PATH")]
@@ -127,7 +128,7 @@ fn run_live(args: PreflightArgs) -> ExitCode {
             only_projects: csv(&args.only_projects),
             only_clusters: csv(&args.only_clusters),
             profile: profile.clone(),
-            ssh_public_key: resolve_ssh_key(&spec),
+            ssh_public_key: resolve_ssh_key(&spec, false),
             ..LifecycleOptions::default()
         };
         let prepared = prepare(&connection.client, &store, &spec, &tenant, &options)

@@ -163,6 +163,9 @@ pub fn resolve_tenant(
     if !spec.tenant_id.is_empty() {
         return Ok(spec.tenant_id.clone());
     }
+    if let Some(tenant) = super::lifecycle::env_tenant() {
+        return Ok(tenant);
+    }
     let profile = if profile.is_empty() {
         spec.profile.as_str()
     } else {

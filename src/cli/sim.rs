@@ -75,7 +75,12 @@ pub fn run(args: SimArgs) -> ExitCode {
         };
         println!("fleetbot sim: world {name:?} serving the Nebius API at {}", sim.endpoint());
         println!("  tenant: {}", sim.tenant_id());
-        println!("  connect with: NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN=<one of the accepted tokens>", sim.endpoint());
+        // Ready to paste: a static token names no tenant, so the tenant travels beside it.
+        println!(
+            "  connect with: export NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN=<the --token you passed> FLEETBOT_TENANT_ID={}",
+            sim.endpoint(),
+            sim.tenant_id()
+        );
         println!("  Kubernetes API of each running cluster: {}<cluster-id> (`fleetbot kubeconfig` writes a kubeconfig)", sim.kube.base_url);
         if let Some(state) = &args.state {
             println!("  state: {}", state.display());

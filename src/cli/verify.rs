@@ -25,7 +25,7 @@ use crate::spec::FleetSpec;
 
 #[derive(Debug, Args)]
 pub struct VerifyStorageArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML.
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
@@ -56,7 +56,7 @@ pub struct VerifyStorageArgs {
     #[arg(long, env = "FLEETBOT_PROBE_IMAGE", value_name = "IMAGE")]
     pub probe_image: Option<String>,
     /// Output format: text or json.
-    #[arg(long, alias = "output-format", value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    #[arg(long, alias = "output-format", value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
 }
 

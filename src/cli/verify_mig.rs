@@ -21,6 +21,7 @@ use crate::spec::FleetSpec;
 
 #[derive(Debug, Args)]
 pub struct VerifyMigArgs {
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
     #[arg(long = "spec", short = 'f', value_name = "PATH")]
     pub spec: PathBuf,
     #[arg(long)]
@@ -53,7 +54,7 @@ pub struct VerifyMigArgs {
     /// Seconds between snapshots under `--wait`.
     #[arg(long, default_value_t = 5, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub poll_seconds: u64,
-    #[arg(long, alias = "output-format", value_enum, default_value_t = OutputFormat::Text, value_name = "<fmt>")]
+    #[arg(long, alias = "output-format", value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
 }
 

@@ -123,7 +123,7 @@ impl NebiusConfig {
             ));
         }
         Err(
-            "tenant_id could not be resolved from the spec, ~/.nebius/config.yaml, or ~/.npa"
+            "tenant_id could not be resolved from the spec, the credentials, or ~/.nebius/config.yaml"
                 .into(),
         )
     }

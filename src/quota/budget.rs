@@ -296,17 +296,34 @@ fn check_region(
             "" => String::new(),
             u => format!(" {u}"),
         };
+        // The reference's text first, exactly; byte quotas then say it in binary units too,
+        // as the budget table does, so nobody counts digits.
+        let human = |available: Option<u64>| {
+            if !super::names::is_byte_quota(name) {
+                return String::new();
+            }
+            let needs = super::shortfall::format_amount(name, needed);
+            match available {
+                Some(a) => format!(
+                    "; in binary units: needs {needs}, {} available",
+                    super::shortfall::format_amount(name, u128::from(a))
+                ),
+                None => format!("; in binary units: needs {needs}"),
+            }
+        };
         progress(&match allowance {
             Allowance::Unlimited { .. } => format!(
-                "quota {name} [{}]: needs {needed}{unit}; tenant allowance is unlimited",
-                region.region
+                "quota {name} [{}]: needs {needed}{unit}; tenant allowance is unlimited{}",
+                region.region,
+                human(None)
             ),
             Allowance::Finite(f) => format!(
-                "quota {name} [{}]: needs {needed}{unit}; {} available from limit {} (usage evidence: {})",
+                "quota {name} [{}]: needs {needed}{unit}; {} available from limit {} (usage evidence: {}){}",
                 region.region,
                 f.available,
                 f.limit,
-                f.usage_source.as_str()
+                f.usage_source.as_str(),
+                human(Some(f.available))
             ),
         });
     }

@@ -46,7 +46,7 @@ impl QuotaEvidence for OfflineEvidence {
         // The hint names the flag, not the tenant: it may be pasted into a ticket.
         let Some(path) = &self.quotas else {
             return Err(EvidenceError::Unreadable(
-                "no quota evidence was given: pass --quotas FILE with the output of `nebius quotas quota-allowance list --parent-id <tenant-id> --all --format json` (fleetbot has no live quota source yet)".into(),
+                "no quota evidence was given: pass --quotas FILE with the output of `nebius quotas quota-allowance list --parent-id <tenant-id> --all --format json` (or leave out --quotas and --offline to read the cloud's allowances)".into(),
             ));
         };
         json::allowance_document(&read(path)?)
@@ -58,7 +58,7 @@ impl QuotaEvidence for OfflineEvidence {
     ) -> Result<CapacityBlockDocument, EvidenceError> {
         let Some(path) = &self.capacity else {
             return Err(EvidenceError::Unreadable(
-                "no capacity evidence was given: pass --capacity FILE with the output of `nebius capacity capacity-block-group list --parent-id <tenant-id> --all --format json` (fleetbot has no live capacity source yet)".into(),
+                "no capacity evidence was given: pass --capacity FILE with the output of `nebius capacity capacity-block-group list --parent-id <tenant-id> --all --format json` (or leave out --quotas and --offline to read the cloud's capacity blocks)".into(),
             ));
         };
         json::capacity_document(&read(path)?)

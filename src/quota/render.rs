@@ -12,31 +12,11 @@ use serde::Serialize;
 
 use super::budget::{BudgetRow, PreflightReport, ReservationCheck, Verdict};
 use super::demand::Demand;
-use super::names::{self, GIB, TIB};
-use super::scope::{RegionDemand, SkippedTarget};
-use super::shortfall::{format_units, thousands};
 
-/// An amount in the quota's own terms: bytes as GiB or TiB (exact bytes below 1 GiB), counts
-/// with their noun ("16 GPUs", "1 disk").
-pub fn format_amount(quota: &str, amount: u128) -> String {
-    if names::is_byte_quota(quota) {
-        if amount < GIB {
-            let noun = if amount == 1 { "byte" } else { "bytes" };
-            format!("{} {noun}", thousands(amount))
-        } else if amount < TIB {
-            format!("{} GiB", format_units(amount, GIB))
-        } else {
-            format!("{} TiB", format_units(amount, TIB))
-        }
-    } else {
-        let (one, many) = names::noun(quota);
-        format!(
-            "{} {}",
-            thousands(amount),
-            if amount == 1 { one } else { many }
-        )
-    }
-}
+use super::scope::{RegionDemand, SkippedTarget};
+use super::shortfall::thousands;
+
+pub use super::shortfall::format_amount;
 
 /// A signed amount (headroom): `+3 GPUs`, `-1 GPU`, `0 GPUs`.
 pub fn format_signed(quota: &str, amount: i128) -> String {
@@ -520,6 +500,7 @@ pub fn json_report(report: &PreflightReport) -> JsonReport<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quota::names::{self, GIB, TIB};
 
     #[test]
     fn amounts_read_in_their_own_terms() {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::allowances::Allowance;
 use super::demand::Demand;
-use super::names::{self, GIB};
+use super::names::{self, GIB, TIB};
 
 /// The guidance after the shortfall lines: what can and cannot fix a deficit.
 pub const GUIDANCE: &str = "Project-level allowances only subdivide the tenant allowance, so raising these is a tenant (root) operation -- ask the Nebius account team. Increase the affected tenant allowance, release resources you own, or reduce the declared resource requirements, then rerun the same deploy with preflight enabled. Skipping preflight cannot resolve a provider quota deficit.";
@@ -136,6 +136,28 @@ pub fn thousands(value: u128) -> String {
         out.push(ch);
     }
     out
+}
+
+/// An amount in the quota's own terms: bytes as GiB or TiB (exact bytes below 1 GiB), counts
+/// with their noun ("16 GPUs", "1 disk").
+pub fn format_amount(quota: &str, amount: u128) -> String {
+    if names::is_byte_quota(quota) {
+        if amount < GIB {
+            let noun = if amount == 1 { "byte" } else { "bytes" };
+            format!("{} {noun}", thousands(amount))
+        } else if amount < TIB {
+            format!("{} GiB", format_units(amount, GIB))
+        } else {
+            format!("{} TiB", format_units(amount, TIB))
+        }
+    } else {
+        let (one, many) = names::noun(quota);
+        format!(
+            "{} {}",
+            thousands(amount),
+            if amount == 1 { one } else { many }
+        )
+    }
 }
 
 #[cfg(test)]

@@ -37,30 +37,38 @@ pub fn load_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
 
 /// Reads, type-checks and validates a spec file. The file is capped before it is read whole.
 pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
-    let file = path.display().to_string();
+    // `-` is standard input, as for every command-line tool that reads a file.
+    let stdin = path == Path::new("-");
+    let file = if stdin {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
     let limit = yaml::Limits::default().max_bytes as u64;
     let io_error =
         |e: std::io::Error| SpecError::new(&file, None, "", format!("cannot read file: {e}"));
-    let meta = std::fs::metadata(path).map_err(io_error)?;
-    if meta.len() > limit {
-        return Err(SpecError::new(
-            &file,
-            None,
-            "",
-            format!(
-                "document is {} bytes; the limit is {limit} bytes",
-                meta.len()
-            ),
-        ));
-    }
+    let source: Box<dyn std::io::Read> = if stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let meta = std::fs::metadata(path).map_err(io_error)?;
+        if meta.len() > limit {
+            return Err(SpecError::new(
+                &file,
+                None,
+                "",
+                format!(
+                    "document is {} bytes; the limit is {limit} bytes",
+                    meta.len()
+                ),
+            ));
+        }
+        Box::new(std::fs::File::open(path).map_err(io_error)?)
+    };
     // The cap applies to the bytes read, not only to what the metadata says: a pipe or a
     // device (`/dev/zero`) reports no length and would otherwise be read until memory runs out.
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(std::fs::File::open(path).map_err(io_error)?, limit + 1),
-        &mut bytes,
-    )
-    .map_err(io_error)?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(source, limit + 1), &mut bytes)
+        .map_err(io_error)?;
     if bytes.len() as u64 > limit {
         return Err(SpecError::new(
             &file,

@@ -157,6 +157,8 @@ pub struct Summary {
 /// The live plan of the selected targets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LivePlan {
+    /// The fleet's name; `name` in JSON, as in every other command's document.
+    #[serde(rename = "name")]
     pub fleet: String,
     pub cloud: String,
     pub projects: Vec<ProjectPlan>,
@@ -167,6 +169,15 @@ pub struct LivePlan {
 }
 
 impl LivePlan {
+    /// Whether applying the plan would create, change or delete anything at all.
+    pub fn changes_anything(&self) -> bool {
+        self.projects
+            .iter()
+            .flat_map(|p| &p.actions)
+            .chain(self.targets.iter().flat_map(|t| &t.actions))
+            .any(|a| !matches!(a.action, Action::NoChange | Action::Reuse))
+    }
+
     pub fn has_problems(&self) -> bool {
         self.projects.iter().any(|p| !p.problems.is_empty())
             || self.targets.iter().any(|t| !t.problems.is_empty())

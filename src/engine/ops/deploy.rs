@@ -305,6 +305,7 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
         profile: options.profile.clone(),
         cloud: cloud.describe(),
         plan_digest: prepared.plan.digest.clone(),
+        changed: prepared.plan.changes_anything() || !pruned.pruned.is_empty(),
         clusters,
         deployed: 0,
         failed: 0,

@@ -93,6 +93,9 @@ pub struct DeployResult {
     pub profile: String,
     pub cloud: String,
     pub plan_digest: String,
+    /// Whether the live plan applied had anything to create, change or delete; `false` for a
+    /// redeploy of a fleet that already matched its spec.
+    pub changed: bool,
     pub clusters: Vec<TargetResult>,
     pub deployed: usize,
     pub failed: usize,
@@ -185,6 +188,12 @@ impl DeployResult {
                 "  [kept] {target}: removed from the spec and still running; deploy --prune deletes it"
             );
         }
+        if !self.changed && self.failed == 0 {
+            let _ = writeln!(
+                out,
+                "Nothing changed: every selected target already matched the spec."
+            );
+        }
         out
     }
 }
@@ -216,6 +225,7 @@ mod tests {
             profile: String::new(),
             cloud: "sim".into(),
             plan_digest: "d".into(),
+            changed: true,
             clusters: Vec::new(),
             deployed: 0,
             failed: 0,

@@ -56,8 +56,15 @@ impl From<crate::store::StoreError> for EngineError {
 
 impl From<crate::cloud::CloudError> for EngineError {
     fn from(e: crate::cloud::CloudError) -> Self {
+        // A refused credential reads as one, whichever call met it first.
+        let message = match e.code {
+            tonic::Code::Unauthenticated => format!(
+                "cloud: authentication failed ({e}): the credentials were refused; check NEBIUS_IAM_TOKEN or the profile's service-account key"
+            ),
+            _ => format!("cloud: {e}"),
+        };
         EngineError {
-            message: format!("cloud: {e}"),
+            message,
             source: ErrorSource::Cloud(e.code),
         }
     }

@@ -57,11 +57,21 @@ impl StatusResult {
         use std::fmt::Write;
         let mut out = format!("Fleet '{}':\n", self.name);
         for c in &self.clusters {
-            let _ = writeln!(
-                out,
+            let line = format!(
                 "  {}/{}: {} {}",
                 c.project_key, c.cluster_name, c.status, c.cluster_id
             );
+            let _ = writeln!(out, "{}", line.trim_end());
+            if c.node_groups > 0 {
+                let _ = writeln!(
+                    out,
+                    "    nodes: {} of {} ready in {} node group{}",
+                    c.nodes_ready,
+                    c.nodes_wanted,
+                    c.node_groups,
+                    if c.node_groups == 1 { "" } else { "s" }
+                );
+            }
             if !c.addons.is_empty() {
                 let addons: Vec<String> = c
                     .addons
