@@ -89,13 +89,18 @@ impl Harness {
     }
 
     async fn start_with(settings: BotSettings) -> Self {
+        Self::start_on(settings, &sha(1)).await
+    }
+
+    /// As [`Harness::start_with`], with `main` at `base` (a real git SHA, for the preview).
+    async fn start_on(settings: BotSettings, base: &str) -> Self {
         let gh = FakeGitHub::start().await;
         {
             let mut w = gh.world();
             w.add_repo(
                 REPO,
                 "main",
-                &sha(1),
+                base,
                 &[
                     ("README.md", "# fleet config\n"),
                     ("fleets/prod.yaml", &base_spec()),
@@ -777,4 +782,109 @@ async fn fetches_are_capped_per_pull_request_and_per_file_and_what_is_unread_fai
     );
     let served: usize = contents.iter().map(|r| r.bytes_sent).sum();
     assert!(served < 256 * 1024, "{served} bytes of contents were sent");
+}
+
+/// `fleetbot preview` in a git checkout holding the same commits posts, byte for byte, what
+/// the App posts for the pull request of those commits: the sticky comment and both check
+/// runs (title, summary, text and conclusion).
+#[tokio::test]
+async fn preview_of_a_local_change_is_what_the_app_posts() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let write = |path: &str, text: &str| {
+        let full = dir.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.email", "dev@example.com"]);
+    git(&["config", "user.name", "dev"]);
+    write("README.md", "# fleet config\n");
+    write("fleets/prod.yaml", &base_spec());
+    write(".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    let base = git(&["rev-parse", "HEAD"]);
+    git(&["checkout", "-qb", "grow-gpus"]);
+    let grown = spec_with_gpus(2);
+    let staging = staging_spec();
+    write("fleets/prod.yaml", &grown);
+    write("fleets/staging.yaml", &staging);
+    write("README.md", "# fleet config\n\nNow with staging.\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "grow"]);
+    let head = git(&["rev-parse", "HEAD"]);
+
+    let mut h = Harness::start_on(BotSettings::default(), &base).await;
+    {
+        let mut w = h.gh.world();
+        w.commit(
+            REPO,
+            &base,
+            &head,
+            &[
+                ("fleets/prod.yaml", Some(&grown)),
+                ("fleets/staging.yaml", Some(&staging)),
+                ("README.md", Some("# fleet config\n\nNow with staging.\n")),
+            ],
+        );
+        w.open_pr(REPO, PR, "grow-gpus", &head);
+    }
+    let mut pr = pr_ref(&head);
+    pr.base_sha = base.clone();
+    h.deliver("pull_request", &fixtures::pull_request("opened", &pr))
+        .await;
+    h.gh.assert_clean();
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args([
+            "preview",
+            "--no-cloud",
+            "--output",
+            "json",
+            "--repo-name",
+            REPO,
+        ])
+        .args(["--number", &PR.to_string(), "-C"])
+        .arg(dir.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let preview: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let comments = h.bot_comments();
+    assert_eq!(comments.len(), 1);
+    assert_eq!(preview["comment"], comments[0].body.as_str());
+    for (i, name) in ["fleet/privacy", "fleet/preflight"].into_iter().enumerate() {
+        let posted = h.run(&head, name);
+        let shown = &preview["checks"][i];
+        assert_eq!(shown["name"], name);
+        assert_eq!(shown["head_sha"], head.as_str());
+        assert_eq!(shown["conclusion"], posted.conclusion.as_deref().unwrap());
+        assert_eq!(shown["output"]["title"], posted.title.as_str());
+        assert_eq!(shown["output"]["summary"], posted.summary.as_str());
+        assert_eq!(
+            shown["output"]["text"].as_str(),
+            posted.text.as_deref(),
+            "{name} text"
+        );
+    }
 }

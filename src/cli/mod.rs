@@ -9,6 +9,7 @@ pub mod output;
 pub mod plan;
 pub mod preflight;
 pub mod preflight_run;
+pub mod preview;
 pub mod probe;
 pub mod scan;
 pub mod serve;
@@ -35,6 +36,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Refuse committed private IDs, keys and tokens.
     Scan(scan::ScanArgs),
+    /// Show what the App would post on a pull request for a local change (comment and checks).
+    Preview(preview::PreviewArgs),
     /// Check what the selected targets need against the tenant's quotas and capacity blocks.
     Preflight(preflight::PreflightArgs),
     /// Create and converge the fleet's clusters (live plan and preflight first).
@@ -90,6 +93,7 @@ pub fn main() -> ExitCode {
         Command::VerifyGraphics(args) => verify::run_graphics(args),
         Command::VerifyMig(args) => verify_mig::run(args),
         Command::Scan(args) => scan::run(args),
+        Command::Preview(args) => preview::run(args),
         Command::Preflight(args) => preflight::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Destroy(args) => destroy::run(args),

@@ -45,18 +45,8 @@ pub async fn preflight(
     let config = load_config(repo).await?;
     let matcher = config.config.spec_matcher();
     let (files, truncated) = fetch_changed_files(repo, settings, &matcher, pr).await?;
-    // Parsing and evaluating are CPU work (specs of up to 4 MiB, a scan of every changed
-    // file): they run on the blocking pool, never on the task that talks to GitHub.
-    let (files, specs, base_specs) = on_cpu(move || {
-        let specs = valid_head_specs(&files, &matcher);
-        let base = base_specs(&files);
-        (files, specs, base)
-    })
-    .await;
-    let live = read_live_specs(settings, &config, &specs).await;
     let repo_name = repo.repo().to_string();
-    record_reviewed_plans(settings, &repo_name, pr, &specs, &base_specs, &live).await;
-    let input = OwnedInput {
+    let change = Change {
         repo: repo_name.clone(),
         number: pr.number,
         head_sha: pr.head_sha.to_string(),
@@ -65,10 +55,14 @@ pub async fn preflight(
         truncated,
         config,
         alias_key: alias_key.to_vec(),
-        quota: settings.quota.clone(),
-        live,
     };
-    let outcome = on_cpu(move || input.evaluate()).await;
+    let Evaluated {
+        outcome,
+        specs,
+        base_specs,
+        live,
+    } = evaluate_change(settings, change).await;
+    record_reviewed_plans(settings, &repo_name, pr, &specs, &base_specs, &live).await;
     let check_runs = publish_checks(repo, &outcome).await?;
     let comment = publish_comment(repo, pr.number, &outcome).await?;
     tracing::info!(
@@ -85,37 +79,72 @@ pub async fn preflight(
     })
 }
 
-/// What the evaluation needs, owned, so it can run on the blocking pool.
-struct OwnedInput {
-    repo: String,
-    number: u64,
-    head_sha: String,
-    base_sha: String,
-    files: Vec<ChangedFile>,
-    truncated: bool,
-    config: LoadedConfig,
-    alias_key: Vec<u8>,
-    quota: Option<crate::bot::settings::QuotaSource>,
-    live: BTreeMap<String, LiveSpec>,
+/// One change to evaluate: the pull request's files with their contents, and the config of
+/// the default branch. The App fetches it from GitHub; `fleetbot preview` reads it from a
+/// local repository.
+pub struct Change {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: u64,
+    pub head_sha: String,
+    pub base_sha: String,
+    pub files: Vec<ChangedFile>,
+    /// The listing was cut short (GitHub's ceiling).
+    pub truncated: bool,
+    pub config: LoadedConfig,
+    /// Keys the privacy aliases.
+    pub alias_key: Vec<u8>,
 }
 
-impl OwnedInput {
-    fn evaluate(&self) -> PrOutcome {
-        evaluate_pull_request(&PrInput {
-            repo: &self.repo,
-            number: self.number,
-            head_sha: &self.head_sha,
-            base_sha: &self.base_sha,
-            files: &self.files,
-            files_truncated: self.truncated,
-            config: &self.config,
-            alias_key: &self.alias_key,
-            quota: self.quota.as_ref().map(|q| QuotaInput {
+/// What evaluating a change gave: what to publish, and what it was computed from.
+pub struct Evaluated {
+    pub outcome: PrOutcome,
+    /// The changed specs whose head loads, by path.
+    pub specs: Vec<(String, FleetSpec)>,
+    /// Their base versions that load, by head path.
+    pub base_specs: BTreeMap<String, FleetSpec>,
+    /// What the cloud said about each, when there is a cloud.
+    pub live: BTreeMap<String, LiveSpec>,
+}
+
+/// Everything after fetching: parse, read the live cloud, evaluate. The App and
+/// `fleetbot preview` both run exactly this, so what preview shows is what the App posts.
+/// Parsing and evaluating are CPU work (specs of up to 4 MiB, a scan of every changed file):
+/// they run on the blocking pool, never on the task that talks to GitHub.
+pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluated {
+    let matcher = change.config.config.spec_matcher();
+    let (change, specs, base_specs) = on_cpu(move || {
+        let specs = valid_head_specs(&change.files, &matcher);
+        let base = base_specs(&change.files);
+        (change, specs, base)
+    })
+    .await;
+    let live = read_live_specs(settings, &change.config, &specs).await;
+    let quota = settings.quota.clone();
+    let (outcome, live) = on_cpu(move || {
+        let outcome = evaluate_pull_request(&PrInput {
+            repo: &change.repo,
+            number: change.number,
+            head_sha: &change.head_sha,
+            base_sha: &change.base_sha,
+            files: &change.files,
+            files_truncated: change.truncated,
+            config: &change.config,
+            alias_key: &change.alias_key,
+            quota: quota.as_ref().map(|q| QuotaInput {
                 tenant_id: &q.tenant_id,
                 evidence: q.evidence.as_ref(),
             }),
-            live: &self.live,
-        })
+            live: &live,
+        });
+        (outcome, live)
+    })
+    .await;
+    Evaluated {
+        outcome,
+        specs,
+        base_specs,
+        live,
     }
 }
 
@@ -200,9 +229,7 @@ async fn fetch_changed_files(
                 Ok(Some(bytes)) => file.head = Some(bytes),
                 Ok(None) => file.not_fetched = Some("not found at the head commit".into()),
                 Err(ClientError::TooLarge { size, limit, .. }) => {
-                    file.not_fetched = Some(format!(
-                        "{size} bytes, more than the {limit} bytes read; not fetched"
-                    ))
+                    file.not_fetched = Some(too_large(size, limit))
                 }
                 Err(e) => return Err(e),
             }
@@ -222,8 +249,13 @@ async fn fetch_changed_files(
     Ok((files, truncated))
 }
 
+/// Why a file over the byte limit was left unread.
+pub(crate) fn too_large(size: u64, limit: usize) -> String {
+    format!("{size} bytes, more than the {limit} bytes read; not fetched")
+}
+
 /// How many more files of each kind may be fetched, and how large.
-struct FetchBudget {
+pub(crate) struct FetchBudget {
     specs_left: usize,
     files_left: usize,
     max_specs: usize,
@@ -233,7 +265,7 @@ struct FetchBudget {
 }
 
 impl FetchBudget {
-    fn new(settings: &BotSettings) -> FetchBudget {
+    pub(crate) fn new(settings: &BotSettings) -> FetchBudget {
         FetchBudget {
             specs_left: settings.max_spec_files,
             files_left: settings.max_fetched_files,
@@ -250,7 +282,7 @@ impl FetchBudget {
     /// The byte limit to fetch `file` with, or `None` (with the reason set on the file) when
     /// it is not fetched at all. A removed non-spec file needs nothing; a removed spec still
     /// has a base to read.
-    fn admit(&mut self, file: &mut ChangedFile, spec: bool) -> Option<usize> {
+    pub(crate) fn admit(&mut self, file: &mut ChangedFile, spec: bool) -> Option<usize> {
         if !spec && file.status == FileStatus::Removed {
             return None;
         }

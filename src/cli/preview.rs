@@ -1,0 +1,387 @@
+//! `fleetbot preview`: what the App would post on a pull request (the sticky comment and both
+//! check runs), computed from a local git repository through the App's own evaluation.
+//!
+//! The changed files, their contents and the config come from git instead of GitHub's REST
+//! API; from there on it is [`evaluate_change`], the function the App runs, so the texts are
+//! byte for byte what the App would post for the same commits. Only committed changes are
+//! previewed, as only they can be pushed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::lifecycle::{env_tenant, open_cloud, open_inventory, runtime};
+use super::output::print_json;
+use crate::bot::config::{CONFIG_PATH, LoadedConfig};
+use crate::bot::jobs::preflight::{Change, FetchBudget, evaluate_change, too_large};
+use crate::bot::live::{CloudPlanner, LiveCloud};
+use crate::bot::pr::ChangedFile;
+use crate::bot::report::Verdict;
+use crate::bot::settings::BotSettings;
+use crate::github::{CheckConclusion, CheckRunPayload, FileStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PreviewFormat {
+    /// The comment, then each check run, as Markdown.
+    Markdown,
+    /// `{comment, checks: [...]}`, the check runs as the App sends them.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct PreviewArgs {
+    /// The spec repository: a git checkout.
+    #[arg(short = 'C', long = "repo", default_value = ".", value_name = "DIR")]
+    pub repo: PathBuf,
+    /// The branch the change would merge into (default: the remote's default branch, else
+    /// main, else master). The diff starts at its merge base with the head, as GitHub's does,
+    /// and `.fleetbot.yml` is read from it, as the App reads it from the default branch.
+    #[arg(long, value_name = "REF")]
+    pub base: Option<String>,
+    /// The change's head commit.
+    #[arg(long, default_value = "HEAD", value_name = "REF")]
+    pub head: String,
+    /// Plan statically, without reading a cloud (what the App posts when it has none).
+    #[arg(long)]
+    pub no_cloud: bool,
+    /// The pull request's repository, as the comment would name it (default: the `origin`
+    /// remote's `owner/name`, else `local/<directory>`).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo_name: Option<String>,
+    /// The pull request's number.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub number: u64,
+    /// Nebius profile for the live plan.
+    #[arg(long, default_value = "")]
+    pub profile: String,
+    /// Output format: markdown or json.
+    #[arg(long, value_enum, default_value_t = PreviewFormat::Markdown, value_name = "fmt")]
+    pub output: PreviewFormat,
+}
+
+/// Exit 0 when both checks would pass (success or neutral), 1 when either would fail, 2 when
+/// the repository or a ref cannot be read.
+pub fn run(args: PreviewArgs) -> ExitCode {
+    let repo = Git {
+        dir: args.repo.clone(),
+    };
+    let refs = match resolve_refs(&repo, args.base.as_deref(), &args.head) {
+        Ok(refs) => refs,
+        Err(e) => {
+            eprintln!("fleetbot preview: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        // Held until the evaluation is done: an embedded simulator stops with its connection.
+        let connection = if args.no_cloud {
+            None
+        } else {
+            Some(open_cloud(&args.profile).await?)
+        };
+        let mut settings = BotSettings::default();
+        if let Some(c) = &connection {
+            let store = open_inventory(c).await?;
+            let name = if c.is_simulated() {
+                "the fleetbot simulator"
+            } else {
+                "Nebius"
+            };
+            let tenant = env_tenant().or_else(|| c.tenant_id.clone());
+            settings.cloud = Some(
+                Arc::new(CloudPlanner::new(c.client.clone(), store, name, tenant))
+                    as Arc<dyn LiveCloud>,
+            );
+        }
+        let change = read_change(&repo, &refs, &settings, &args)?;
+        Ok::<_, String>(evaluate_change(&settings, change).await.outcome)
+    });
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("fleetbot preview: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let checks = [&outcome.privacy, &outcome.preflight];
+    match args.output {
+        PreviewFormat::Json => print_json(&json!({
+            "verdict": format!("{:?}", outcome.report.verdict()),
+            "comment": outcome.comment,
+            "checks": checks,
+        })),
+        PreviewFormat::Markdown => print!("{}", render_markdown(&outcome.comment, &checks)),
+    }
+    let failed = checks
+        .iter()
+        .any(|c| c.conclusion == CheckConclusion::Failure);
+    if failed || outcome.report.verdict() == Verdict::Blocked {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The comment as it would be posted, then each check run's title, summary and text.
+fn render_markdown(comment: &str, checks: &[&CheckRunPayload]) -> String {
+    let mut out = String::from(comment);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    for check in checks {
+        let conclusion = serde_json::to_value(check.conclusion)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n---\n\n# Check run `{}`: {conclusion}\n\n**{}**\n\n{}\n",
+            check.name, check.output.title, check.output.summary
+        ));
+        if let Some(text) = check.output.text.as_deref().filter(|t| !t.is_empty()) {
+            out.push_str(&format!("\n{text}\n"));
+        }
+        for a in &check.output.annotations {
+            let level = serde_json::to_value(a.annotation_level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let title = a
+                .title
+                .as_deref()
+                .map(|t| format!(" {t}:"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "\n- `{}:{}` [{level}]{title} {}",
+                a.path, a.start_line, a.message
+            ));
+        }
+        if !check.output.annotations.is_empty() {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The commits a preview compares, by SHA.
+struct Refs {
+    /// The branch name the config is read from.
+    branch: String,
+    branch_sha: String,
+    base_sha: String,
+    head_sha: String,
+}
+
+fn resolve_refs(repo: &Git, base: Option<&str>, head: &str) -> Result<Refs, String> {
+    let branch = match base {
+        Some(b) => b.to_string(),
+        None => default_branch(repo)?,
+    };
+    let head_sha = repo.text(&["rev-parse", "--verify", &format!("{head}^{{commit}}")])?;
+    let branch_sha = repo.text(&["rev-parse", "--verify", &format!("{branch}^{{commit}}")])?;
+    let base_sha = repo.text(&["merge-base", &branch_sha, &head_sha])?;
+    Ok(Refs {
+        branch,
+        branch_sha,
+        base_sha,
+        head_sha,
+    })
+}
+
+/// The remote's default branch, else `main`, else `master`.
+fn default_branch(repo: &Git) -> Result<String, String> {
+    if let Ok(name) = repo.text(&["symbolic-ref", "--short", "refs/remotes/origin/HEAD"]) {
+        return Ok(name);
+    }
+    for name in ["main", "master"] {
+        if repo
+            .text(&["rev-parse", "--verify", &format!("{name}^{{commit}}")])
+            .is_ok()
+        {
+            return Ok(name.to_string());
+        }
+    }
+    Err("no base branch: pass --base REF (neither origin/HEAD, main nor master exists)".into())
+}
+
+/// The change between the merge base and the head, with each file's contents within the
+/// App's own fetch limits, and the config of the base branch.
+fn read_change(
+    repo: &Git,
+    refs: &Refs,
+    settings: &BotSettings,
+    args: &PreviewArgs,
+) -> Result<Change, String> {
+    let config_bytes = repo.blob(&refs.branch_sha, CONFIG_PATH)?;
+    let config = LoadedConfig::from_default_branch(&refs.branch, config_bytes.as_deref());
+    let matcher = config.config.spec_matcher();
+    let mut files = changed_files(repo, &refs.base_sha, &refs.head_sha)?;
+    let mut budget = FetchBudget::new(settings);
+    for file in &mut files {
+        let spec = file.is_spec(&matcher);
+        let Some(limit) = budget.admit(file, spec) else {
+            continue;
+        };
+        if file.status != FileStatus::Removed {
+            match repo.blob(&refs.head_sha, &file.path)? {
+                Some(bytes) if bytes.len() > limit => {
+                    file.not_fetched = Some(too_large(bytes.len() as u64, limit))
+                }
+                Some(bytes) => file.head = Some(bytes),
+                None => file.not_fetched = Some("not found at the head commit".into()),
+            }
+        }
+        if spec && file.status != FileStatus::Added {
+            file.base = repo
+                .blob(&refs.base_sha, file.base_path())?
+                .filter(|b| b.len() <= limit);
+        }
+    }
+    Ok(Change {
+        repo: args
+            .repo_name
+            .clone()
+            .unwrap_or_else(|| repo_name(repo, &args.repo)),
+        number: args.number,
+        head_sha: refs.head_sha.clone(),
+        base_sha: refs.base_sha.clone(),
+        files,
+        truncated: false,
+        config,
+        // Aliases of private values differ from the App's (its key is per installation).
+        alias_key: b"fleetbot-preview".to_vec(),
+    })
+}
+
+/// The changed files as GitHub lists them for a pull request: status, paths and the patch.
+fn changed_files(repo: &Git, base: &str, head: &str) -> Result<Vec<ChangedFile>, String> {
+    let listing = repo.bytes(&[
+        "diff",
+        "--name-status",
+        "-z",
+        "-M",
+        "--no-ext-diff",
+        base,
+        head,
+    ])?;
+    let mut fields = listing
+        .split(|&b| b == 0)
+        .map(|f| String::from_utf8_lossy(f).into_owned());
+    let mut files = Vec::new();
+    while let Some(status) = fields.next().filter(|s| !s.is_empty()) {
+        let (status, previous_path) = match status.chars().next() {
+            Some('A') => (FileStatus::Added, None),
+            Some('D') => (FileStatus::Removed, None),
+            Some('R') => (FileStatus::Renamed, fields.next()),
+            Some('C') => (FileStatus::Copied, fields.next()),
+            Some('T') => (FileStatus::Changed, None),
+            _ => (FileStatus::Modified, None),
+        };
+        let Some(path) = fields.next() else {
+            return Err(format!("git diff listed {status:?} without a path"));
+        };
+        let mut paths = vec![path.clone()];
+        paths.extend(previous_path.clone());
+        files.push(ChangedFile {
+            patch: patch(repo, base, head, &paths)?,
+            path,
+            status,
+            previous_path,
+            ..ChangedFile::default()
+        });
+    }
+    Ok(files)
+}
+
+/// The file's hunks, as GitHub's `patch` field holds them (from the first `@@`); `None` for a
+/// binary change.
+fn patch(repo: &Git, base: &str, head: &str, paths: &[String]) -> Result<Option<String>, String> {
+    let mut argv = vec![
+        "diff",
+        "-M",
+        "--no-color",
+        "--no-ext-diff",
+        base,
+        head,
+        "--",
+    ];
+    argv.extend(paths.iter().map(String::as_str));
+    let text = String::from_utf8_lossy(&repo.bytes(&argv)?).into_owned();
+    Ok(text
+        .find("\n@@")
+        .map(|at| text[at + 1..].trim_end_matches('\n').to_string()))
+}
+
+/// `owner/name` of the `origin` remote, else `local/<directory>`.
+fn repo_name(repo: &Git, dir: &Path) -> String {
+    if let Ok(url) = repo.text(&["remote", "get-url", "origin"]) {
+        let trimmed = url.trim_end_matches('/').trim_end_matches(".git");
+        let mut parts = trimmed.rsplit(['/', ':']);
+        if let (Some(name), Some(owner)) = (parts.next(), parts.next())
+            && !name.is_empty()
+            && !owner.is_empty()
+        {
+            return format!("{owner}/{name}");
+        }
+    }
+    let name = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "repository".into());
+    format!("local/{name}")
+}
+
+/// A git repository, read through the `git` command.
+struct Git {
+    dir: PathBuf,
+}
+
+impl Git {
+    fn bytes(&self, args: &[&str]) -> Result<Vec<u8>, String> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&self.dir)
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "git {}: {}",
+                args.first().copied().unwrap_or_default(),
+                stderr.trim()
+            ));
+        }
+        Ok(out.stdout)
+    }
+
+    fn text(&self, args: &[&str]) -> Result<String, String> {
+        Ok(String::from_utf8_lossy(&self.bytes(args)?)
+            .trim()
+            .to_string())
+    }
+
+    /// The bytes of `path` at `commit`, or `None` when it is not a file there.
+    fn blob(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, String> {
+        let spec = format!("{commit}:{path}");
+        let kind = Command::new("git")
+            .arg("-C")
+            .arg(&self.dir)
+            .args(["cat-file", "-t", &spec])
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if !kind.status.success() || String::from_utf8_lossy(&kind.stdout).trim() != "blob" {
+            return Ok(None);
+        }
+        self.bytes(&["cat-file", "blob", &spec]).map(Some)
+    }
+}

@@ -1,0 +1,140 @@
+//! `fleetbot preview` in a throwaway git repository: what the App would post, from local
+//! commits, with the exit code a pre-push hook or a CI step acts on.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let full = dir.join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, text).unwrap();
+}
+
+/// A spec repository with `main` holding the example fleet, and a branch `change` on top.
+fn repository(change: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "dev@example.com"]);
+    git(d, &["config", "user.name", "dev"]);
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/specs/fleet1-test.yaml"
+    ))
+    .unwrap();
+    write(d, "fleets/prod.yaml", &spec);
+    write(d, ".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n");
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "base"]);
+    git(d, &["checkout", "-qb", "change"]);
+    let grown = spec.replacen(
+        "  gpu_nodes:\n    count: 1\n",
+        "  gpu_nodes:\n    count: 2\n",
+        1,
+    );
+    write(d, "fleets/prod.yaml", &grown);
+    for (path, text) in change {
+        write(d, path, text);
+    }
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "change"]);
+    dir
+}
+
+fn preview(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .arg("preview")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir.join(".home"))
+        .env("XDG_DATA_HOME", dir.join(".home/data"))
+        .env("FLEETBOT_NEBIUS_CONFIG", dir.join(".home/absent.yaml"))
+        .env_remove("NEBIUS_IAM_TOKEN")
+        .env_remove("FLEETBOT_CLOUD")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_clean_change_previews_the_comment_and_both_checks_against_the_embedded_cloud() {
+    let repo = repository(&[]);
+    let out = preview(repo.path(), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("<!-- fleetbot:pr-comment v1 -->\n## ✅ fleetbot preflight: ready"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("planned against the live state in the fleetbot simulator"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# Check run `fleet/privacy`: success"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# Check run `fleet/preflight`: success"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("config `.fleetbot.yml` from `main`"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_committed_private_id_fails_the_preview_as_it_would_fail_the_pull_request() {
+    let id = format!("project-{}{}", "e00", "kq4fxh7m9tz2wab3c1");
+    let note = format!("the old project was {id}\n");
+    let repo = repository(&[("notes.md", &note)]);
+    let out = preview(repo.path(), &["--no-cloud", "--output", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["checks"][0]["name"], "fleet/privacy");
+    assert_eq!(doc["checks"][0]["conclusion"], "failure");
+    let annotations = doc["checks"][0]["output"]["annotations"]
+        .as_array()
+        .unwrap();
+    assert!(
+        annotations
+            .iter()
+            .any(|a| a["path"] == "notes.md" && a["start_line"] == 1)
+    );
+    // Nothing of the value itself is shown.
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(&id[8..]));
+}
+
+#[test]
+fn a_ref_that_does_not_exist_is_a_usage_error() {
+    let repo = repository(&[]);
+    let out = preview(repo.path(), &["--base", "no-such-branch", "--no-cloud"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("fleetbot preview: git rev-parse"));
+    assert!(out.stdout.is_empty());
+}
