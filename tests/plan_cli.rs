@@ -323,3 +323,17 @@ fn verify_mig_must_select_exactly_one_mig_cluster_before_contacting_anything() {
         assert!(o.stdout.is_empty());
     }
 }
+
+#[test]
+fn completions_cover_every_command() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = fleetbot(&["completions", shell], None);
+        assert_eq!(o.status.code(), Some(0));
+        let script = stdout(&o);
+        for command in ["plan", "deploy", "preview", "verify-mig", "completions"] {
+            assert!(script.contains(command), "{shell}: {command}");
+        }
+    }
+    let o = fleetbot(&["completions", "tcsh"], None);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -38,6 +38,8 @@ pub enum Command {
     Scan(scan::ScanArgs),
     /// Show what the App would post on a pull request for a local change (comment and checks).
     Preview(preview::PreviewArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
     /// Check what the selected targets need against the tenant's quotas and capacity blocks.
     Preflight(preflight::PreflightArgs),
     /// Create and converge the fleet's clusters (live plan and preflight first).
@@ -64,19 +66,32 @@ pub enum Command {
     Probe(probe::ProbeArgs),
 }
 
+/// `fleetbot completions SHELL`, e.g. `fleetbot completions bash > ~/.local/share/bash-completion/completions/fleetbot`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
 /// Logs go to stderr (level from `RUST_LOG`; by default `info` for the server, `warn` for
 /// the commands); results go to stdout. Colour only on a terminal, so a log file or a log
 /// collector gets plain text.
 fn init_tracing(default_level: &str) {
-    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(colour_on_stderr())
         .with_target(false)
         .try_init();
+}
+
+/// Colour only on a terminal, and never when `NO_COLOR` is set to anything (no-color.org).
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
 
 /// Entry point of the binary.
@@ -94,6 +109,16 @@ pub fn main() -> ExitCode {
         Command::VerifyMig(args) => verify_mig::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Preview(args) => preview::run(args),
+        Command::Completions(args) => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                args.shell,
+                &mut Cli::command(),
+                "fleetbot",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
         Command::Preflight(args) => preflight::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Destroy(args) => destroy::run(args),
