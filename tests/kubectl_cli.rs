@@ -356,4 +356,67 @@ spec:
         &[&ctx[..], &["get", "jobs", "-o", "name"]].concat(),
     );
     assert_eq!(jobs, "");
+
+    // fleetbot's own deployment manifests: rendered by kubectl's kustomize, then a server-side
+    // dry run of every object, which creates nothing.
+    let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    for (overlay, kinds) in [
+        (
+            "base",
+            &[
+                "ConfigMap",
+                "Deployment",
+                "PersistentVolumeClaim",
+                "Service",
+            ][..],
+        ),
+        (
+            "examples/postgres-ingress",
+            &[
+                "ConfigMap",
+                "Deployment",
+                "Ingress",
+                "PodDisruptionBudget",
+                "Service",
+            ],
+        ),
+    ] {
+        let rendered = home.join(format!("{}.yaml", overlay.replace('/', "-")));
+        let text = kube(
+            &kubectl,
+            home,
+            &sim,
+            &["kustomize", manifests.join(overlay).to_str().unwrap()],
+        );
+        std::fs::write(&rendered, &text).unwrap();
+        let mut found: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("kind: "))
+            .collect();
+        found.sort();
+        assert_eq!(found, kinds, "{overlay}");
+        let dry = kube(
+            &kubectl,
+            home,
+            &sim,
+            &[
+                &ctx[..],
+                &["apply", "--dry-run=server", "-f"],
+                &[rendered.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        assert_eq!(dry.lines().count(), kinds.len(), "{overlay}: {dry}");
+        assert!(
+            dry.lines().all(|l| l.ends_with("created (server dry run)")),
+            "{dry}"
+        );
+        let left = kube(
+            &kubectl,
+            home,
+            &sim,
+            &[&ctx[..], &["get", "deployments,services,pvc", "-o", "name"]].concat(),
+        );
+        assert!(!left.contains("fleetbot"), "a dry run created {left}");
+    }
 }

@@ -191,6 +191,25 @@ pub const KINDS: &[Kind] = &[
         &[],
         &["status"],
     ),
+    // Served so deployment manifests (fleetbot's own, deploy/kubernetes/) can be dry-run.
+    kind(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        &["pdb"],
+        &["status"],
+    ),
+    kind(
+        "networking.k8s.io",
+        "v1",
+        "Ingress",
+        "ingresses",
+        true,
+        &["ing"],
+        &["status"],
+    ),
 ];
 
 pub const NAMESPACE: usize = 0;
