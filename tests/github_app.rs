@@ -790,25 +790,8 @@ async fn fetches_are_capped_per_pull_request_and_per_file_and_what_is_unread_fai
 #[tokio::test]
 async fn preview_of_a_local_change_is_what_the_app_posts() {
     let dir = tempfile::tempdir().unwrap();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir.path())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    let write = |path: &str, text: &str| {
-        let full = dir.path().join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    };
+    let git = |args: &[&str]| support::git(dir.path(), args);
+    let write = |path: &str, text: &str| support::write_file(dir.path(), path, text);
     git(&["init", "-q", "-b", "main"]);
     git(&["config", "user.email", "dev@example.com"]);
     git(&["config", "user.name", "dev"]);

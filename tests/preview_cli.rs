@@ -1,28 +1,12 @@
 //! `fleetbot preview` in a throwaway git repository: what the App would post, from local
 //! commits, with the exit code a pre-push hook or a CI step acts on.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn write(dir: &Path, path: &str, text: &str) {
-    let full = dir.join(path);
-    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-    std::fs::write(full, text).unwrap();
-}
+use support::{git, write_file as write};
 
 /// A spec repository with `main` holding the example fleet, and a branch `change` on top.
 fn repository(change: &[(&str, &str)]) -> tempfile::TempDir {

@@ -73,15 +73,13 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    let checked = super::lifecycle::check_selectors(
+    if let Err(code) = super::lifecycle::refuse_unknown_selectors(
         &spec,
         &args.only_projects,
         &args.only_clusters,
         &spec.project_prefix,
-    );
-    if let Err(e) = checked {
-        eprintln!("{e}");
-        return ExitCode::FAILURE;
+    ) {
+        return code;
     }
     let runtime = match runtime() {
         Ok(rt) => rt,

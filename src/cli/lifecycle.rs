@@ -44,6 +44,19 @@ pub fn check_selectors(
         .map_err(|e| format!("fleetbot: {e}"))
 }
 
+/// [`check_selectors`] for a command that stops on it: the message on stderr, exit 1.
+pub fn refuse_unknown_selectors(
+    spec: &FleetSpec,
+    only_projects: &str,
+    only_clusters: &str,
+    prefix: &str,
+) -> Result<(), std::process::ExitCode> {
+    check_selectors(spec, only_projects, only_clusters, prefix).map_err(|e| {
+        eprintln!("{e}");
+        std::process::ExitCode::FAILURE
+    })
+}
+
 pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
     if flag.is_empty() {
         spec.profile.clone()

@@ -127,11 +127,14 @@ fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
     } else {
         &args.project_prefix
     };
-    let checked =
-        super::lifecycle::check_selectors(spec, &args.only_projects, &args.only_clusters, prefix);
-    if let Err(e) = checked {
-        eprintln!("{e}");
-        return ExitCode::FAILURE;
+    let checked = super::lifecycle::refuse_unknown_selectors(
+        spec,
+        &args.only_projects,
+        &args.only_clusters,
+        prefix,
+    );
+    if let Err(code) = checked {
+        return code;
     }
     let profile = super::lifecycle::profile_for(spec, &args.profile);
     let runtime = match runtime() {

@@ -98,15 +98,13 @@ fn run_live(args: PreflightArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    let checked = super::lifecycle::check_selectors(
+    if let Err(code) = super::lifecycle::refuse_unknown_selectors(
         &spec,
         &args.only_projects,
         &args.only_clusters,
         &spec.project_prefix,
-    );
-    if let Err(e) = checked {
-        eprintln!("{e}");
-        return ExitCode::FAILURE;
+    ) {
+        return code;
     }
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let runtime = match runtime() {

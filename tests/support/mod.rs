@@ -206,3 +206,26 @@ pub fn recorded_progress() -> (
         lines,
     )
 }
+
+/// Runs `git -C dir args…`, asserting it succeeds; its trimmed stdout.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Writes `text` at `dir/path`, creating the directories on the way.
+pub fn write_file(dir: &std::path::Path, path: &str, text: &str) {
+    let full = dir.join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, text).unwrap();
+}
