@@ -122,3 +122,28 @@ fn a_ref_that_does_not_exist_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("fleetbot preview: git rev-parse"));
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn the_html_page_renders_the_same_texts_as_one_document() {
+    let repo = repository(&[]);
+    let out = preview(repo.path(), &["--no-cloud", "--output", "html"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.starts_with("<!doctype html>"));
+    assert!(page.ends_with("</body></html>\n"));
+    // GitHub's table extension is on: the plan table is a table, not pipes.
+    assert!(
+        page.contains("<table>") && page.contains("<th>What</th>"),
+        "{page}"
+    );
+    assert!(page.contains("<code>fleet/privacy</code>"), "{page}");
+    assert!(
+        page.contains("<details><summary><code>fleets/prod.yaml</code></summary>"),
+        "{page}"
+    );
+}

@@ -29,6 +29,8 @@ pub enum PreviewFormat {
     Markdown,
     /// `{comment, checks: [...]}`, the check runs as the App sends them.
     Json,
+    /// One self-contained HTML page of the Markdown, rendered in GitHub's dialect.
+    Html,
 }
 
 #[derive(Debug, Args)]
@@ -57,9 +59,13 @@ pub struct PreviewArgs {
     /// Nebius profile for the live plan.
     #[arg(long, default_value = "")]
     pub profile: String,
-    /// Output format: markdown or json.
+    /// Output format: markdown, json or html.
     #[arg(long, value_enum, default_value_t = PreviewFormat::Markdown, value_name = "fmt")]
     pub output: PreviewFormat,
+    /// Write the HTML page to a temporary file and open it in the browser (stdout stays
+    /// empty; stderr names the file).
+    #[arg(long, conflicts_with = "output")]
+    pub open: bool,
 }
 
 /// Exit 0 when both checks would pass (success or neutral), 1 when either would fail, 2 when
@@ -120,7 +126,18 @@ pub fn run(args: PreviewArgs) -> ExitCode {
             "comment": outcome.comment,
             "checks": checks,
         })),
+        _ if args.open => {
+            let page = render_html(&render_markdown(&outcome.comment, &checks));
+            if let Err(e) = open_page(&page, &outcome.preflight.head_sha) {
+                eprintln!("fleetbot preview: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
         PreviewFormat::Markdown => print!("{}", render_markdown(&outcome.comment, &checks)),
+        PreviewFormat::Html => print!(
+            "{}",
+            render_html(&render_markdown(&outcome.comment, &checks))
+        ),
     }
     let failed = checks
         .iter()
@@ -170,6 +187,50 @@ fn render_markdown(comment: &str, checks: &[&CheckRunPayload]) -> String {
         }
     }
     out
+}
+
+/// The Markdown as one HTML page, rendered with GitHub's extensions (tables, strikethrough,
+/// task lists). Raw HTML in it is the renderer's own (`<details>`, the marker comment): every
+/// user-controlled string was escaped where it entered the report, as on GitHub.
+fn render_html(markdown: &str) -> String {
+    use pulldown_cmark::{Options, Parser, html};
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_GFM;
+    let mut body = String::new();
+    html::push_html(&mut body, Parser::new_ext(markdown, options));
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+<title>fleetbot preview</title>\n<style>\n\
+body {{ font: 15px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #1f2328; }}\n\
+table {{ border-collapse: collapse; margin: 1rem 0; }}\n\
+th, td {{ border: 1px solid #d0d7de; padding: 0.3rem 0.7rem; }}\n\
+code {{ background: #f6f8fa; padding: 0.1rem 0.3rem; border-radius: 4px; }}\n\
+pre {{ background: #f6f8fa; padding: 0.8rem; overflow-x: auto; }}\n\
+hr {{ border: 0; border-top: 1px solid #d0d7de; margin: 2rem 0; }}\n\
+</style></head>\n<body>\n{body}</body></html>\n"
+    )
+}
+
+/// Writes the page under the temporary directory and asks the desktop to open it.
+fn open_page(page: &str, head_sha: &str) -> Result<(), String> {
+    let short = head_sha.get(..12).unwrap_or(head_sha);
+    let path = std::env::temp_dir().join(format!("fleetbot-preview-{short}.html"));
+    std::fs::write(&path, page).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("fleetbot preview: wrote {}", path.display());
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    match Command::new(opener).arg(&path).status() {
+        Ok(status) if status.success() => Ok(()),
+        _ => {
+            eprintln!("fleetbot preview: could not run {opener}; open the file yourself");
+            Ok(())
+        }
+    }
 }
 
 /// The commits a preview compares, by SHA.
