@@ -384,21 +384,32 @@ fn patch(repo: &Git, base: &str, head: &str, paths: &[String]) -> Result<Option<
 
 /// `owner/name` of the `origin` remote, else `local/<directory>`.
 fn repo_name(repo: &Git, dir: &Path) -> String {
-    if let Ok(url) = repo.text(&["remote", "get-url", "origin"]) {
-        let trimmed = url.trim_end_matches('/').trim_end_matches(".git");
-        let mut parts = trimmed.rsplit(['/', ':']);
-        if let (Some(name), Some(owner)) = (parts.next(), parts.next())
-            && !name.is_empty()
-            && !owner.is_empty()
-        {
-            return format!("{owner}/{name}");
-        }
+    if let Some(name) = repo
+        .text(&["remote", "get-url", "origin"])
+        .ok()
+        .and_then(|url| owner_and_name(&url))
+    {
+        return name;
     }
     let name = std::fs::canonicalize(dir)
         .ok()
         .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "repository".into());
     format!("local/{name}")
+}
+
+/// `owner/name` of a remote URL in any of git's forms (`https://host/o/n.git`,
+/// `git@host:o/n.git`, `ssh://git@host/o/n`), credentials and all left out.
+fn owner_and_name(url: &str) -> Option<String> {
+    let trimmed = url.trim().trim_end_matches('/').trim_end_matches(".git");
+    let mut parts = trimmed.rsplit(['/', ':']);
+    let (name, owner) = (parts.next()?, parts.next()?);
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (plain(owner) && plain(name) && parts.next().is_some()).then(|| format!("{owner}/{name}"))
 }
 
 /// A git repository, read through the `git` command.
@@ -444,5 +455,38 @@ impl Git {
             return Ok(None);
         }
         self.bytes(&["cat-file", "blob", &spec]).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_names_its_repository_in_every_url_form() {
+        for url in [
+            "https://github.com/octo-org/fleet-config.git",
+            "https://x-access-token:ghs_secret@github.com/octo-org/fleet-config",
+            "git@github.com:octo-org/fleet-config.git",
+            "ssh://git@github.com/octo-org/fleet-config/",
+        ] {
+            assert_eq!(
+                owner_and_name(url).as_deref(),
+                Some("octo-org/fleet-config"),
+                "{url}"
+            );
+        }
+        assert_eq!(owner_and_name("fleet-config"), None);
+        assert_eq!(owner_and_name(""), None);
+    }
+
+    #[test]
+    fn the_page_renders_githubs_tables_and_keeps_the_renderers_own_html() {
+        let page = render_html(
+            "| a | b |\n|---|---|\n| 1 | 2 |\n\n<details><summary>x</summary>\n\ny\n\n</details>\n",
+        );
+        assert!(page.contains("<table>"), "{page}");
+        assert!(page.contains("<td>1</td>"), "{page}");
+        assert!(page.contains("<details><summary>x</summary>"), "{page}");
     }
 }
