@@ -115,14 +115,11 @@ pub fn run(args: DeployArgs) -> ExitCode {
     let selected = match selected {
         Ok(selected) => selected,
         Err(e) => {
-            // A resolution error (fleet-engine §8.3): before anything is contacted.
-            eprintln!("fleetbot: {e}");
-            if json {
-                print_json(
-                    &json!({"name": spec.name, "clusters": [], "deployed": 0, "failed": 1, "error": e.to_string()}),
-                );
-            }
-            return ExitCode::FAILURE;
+            return super::lifecycle::selection_refused(
+                &e,
+                json,
+                json!({"name": spec.name, "clusters": [], "deployed": 0, "failed": 1}),
+            );
         }
     };
     let targets: Vec<(String, String)> = selected

@@ -57,6 +57,22 @@ pub fn refuse_unknown_selectors(
     })
 }
 
+/// A selection refused by deploy or destroy (a resolution error, before anything is
+/// contacted): the message on stderr and, in JSON mode, the command's error document `doc`
+/// with the message as `error`; exit 1.
+pub fn selection_refused(
+    e: &crate::spec::select::SelectError,
+    json: bool,
+    mut doc: serde_json::Value,
+) -> std::process::ExitCode {
+    eprintln!("fleetbot: {e}");
+    if json {
+        doc["error"] = serde_json::Value::String(e.to_string());
+        super::output::print_json(&doc);
+    }
+    std::process::ExitCode::FAILURE
+}
+
 pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
     if flag.is_empty() {
         spec.profile.clone()
