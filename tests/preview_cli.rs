@@ -147,3 +147,27 @@ fn the_html_page_renders_the_same_texts_as_one_document() {
         "{page}"
     );
 }
+
+#[test]
+fn a_file_over_the_apps_limit_is_left_unread_and_fails_as_on_the_pull_request() {
+    let big = "z".repeat(2 << 20);
+    let repo = repository(&[("docs/big.md", &big)]);
+    let out = preview(repo.path(), &["--no-cloud", "--output", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let privacy = &doc["checks"][0];
+    assert_eq!(privacy["conclusion"], "failure");
+    let shown = format!(
+        "{}{}",
+        privacy["output"]["summary"], privacy["output"]["text"]
+    );
+    assert!(
+        shown.contains("2097152 bytes, more than the 1048576 bytes read; not fetched"),
+        "{shown}"
+    );
+}

@@ -282,7 +282,21 @@ fn read_change(
     settings: &BotSettings,
     args: &PreviewArgs,
 ) -> Result<Change, String> {
-    let config_bytes = repo.blob(&refs.branch_sha, CONFIG_PATH)?;
+    // The config, at most as large as the App would read it.
+    let config_bytes = match repo.blob(
+        &refs.branch_sha,
+        CONFIG_PATH,
+        crate::github::client::MAX_CONTENT_BYTES,
+    )? {
+        Some(Ok(bytes)) => Some(bytes),
+        Some(Err(size)) => {
+            return Err(format!(
+                "{CONFIG_PATH} is {size} bytes, more than the {} bytes read",
+                crate::github::client::MAX_CONTENT_BYTES
+            ));
+        }
+        None => None,
+    };
     let config = LoadedConfig::from_default_branch(&refs.branch, config_bytes.as_deref());
     let matcher = config.config.spec_matcher();
     let mut files = changed_files(repo, &refs.base_sha, &refs.head_sha)?;
@@ -293,18 +307,17 @@ fn read_change(
             continue;
         };
         if file.status != FileStatus::Removed {
-            match repo.blob(&refs.head_sha, &file.path)? {
-                Some(bytes) if bytes.len() > limit => {
-                    file.not_fetched = Some(too_large(bytes.len() as u64, limit))
-                }
-                Some(bytes) => file.head = Some(bytes),
+            match repo.blob(&refs.head_sha, &file.path, limit)? {
+                Some(Ok(bytes)) => file.head = Some(bytes),
+                Some(Err(size)) => file.not_fetched = Some(too_large(size, limit)),
                 None => file.not_fetched = Some("not found at the head commit".into()),
             }
         }
         if spec && file.status != FileStatus::Added {
+            // A base too large to read is none, as in the App.
             file.base = repo
-                .blob(&refs.base_sha, file.base_path())?
-                .filter(|b| b.len() <= limit);
+                .blob(&refs.base_sha, file.base_path(), limit)?
+                .and_then(Result::ok);
         }
     }
     Ok(Change {
@@ -442,8 +455,15 @@ impl Git {
             .to_string())
     }
 
-    /// The bytes of `path` at `commit`, or `None` when it is not a file there.
-    fn blob(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, String> {
+    /// The bytes of `path` at `commit` if it is a file there of at most `limit` bytes:
+    /// `Ok(Err(size))` for a larger one, whose bytes are never read (as the App refuses a file
+    /// on the size GitHub states).
+    fn blob(
+        &self,
+        commit: &str,
+        path: &str,
+        limit: usize,
+    ) -> Result<Option<Result<Vec<u8>, u64>>, String> {
         let spec = format!("{commit}:{path}");
         let kind = Command::new("git")
             .arg("-C")
@@ -454,7 +474,15 @@ impl Git {
         if !kind.status.success() || String::from_utf8_lossy(&kind.stdout).trim() != "blob" {
             return Ok(None);
         }
-        self.bytes(&["cat-file", "blob", &spec]).map(Some)
+        let size: u64 = self
+            .text(&["cat-file", "-s", &spec])?
+            .parse()
+            .map_err(|e| format!("git cat-file -s {spec}: {e}"))?;
+        if size > limit as u64 {
+            return Ok(Some(Err(size)));
+        }
+        self.bytes(&["cat-file", "blob", &spec])
+            .map(|b| Some(Ok(b)))
     }
 }
 

@@ -16,7 +16,8 @@ pub enum SelectError {
 }
 
 /// The selected targets as `(project index, cluster index)`, in spec order. Every project
-/// selector (a key or a display name) must name a project with a cluster, and every cluster
+/// selector (a key or a display name) must name a project (every project has a cluster: the
+/// spec gives one that declares none a default), and every cluster
 /// selector a cluster within the selected projects. Without selectors, a spec with no cluster
 /// selects nothing, which is not an error here.
 pub fn select(
@@ -28,12 +29,10 @@ pub fn select(
     let names = |p: &super::ProjectSpec, wanted: &String| {
         &p.key() == wanted || &p.display_name(prefix) == wanted
     };
-    if let Some(unknown) = only_projects.iter().find(|wanted| {
-        !spec
-            .projects
-            .iter()
-            .any(|p| !p.clusters.is_empty() && names(p, wanted))
-    }) {
+    if let Some(unknown) = only_projects
+        .iter()
+        .find(|wanted| !spec.projects.iter().any(|p| names(p, wanted)))
+    {
         return Err(SelectError::UnknownProject(unknown.clone()));
     }
     let in_scope = |p: &super::ProjectSpec| {

@@ -300,6 +300,21 @@ mod tests {
             let mut entry = deployed();
             break_it(&mut entry);
             assert_eq!(entry.unhealthy().as_deref(), Some(why));
+            let text = StatusResult {
+                name: "f".into(),
+                cloud: String::new(),
+                clusters: vec![entry.clone()],
+                deployed: 1,
+                failed: 0,
+                backend_counts: BackendCounts::default(),
+            }
+            .render_text();
+            // Only a deployed target gets the line; the others' status says it already.
+            assert_eq!(
+                text.contains(&format!("    not healthy: {why}\n")),
+                entry.status == TargetStatus::Deployed,
+                "{text}"
+            );
             let result = StatusResult {
                 name: "f".into(),
                 cloud: String::new(),
