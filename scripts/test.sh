@@ -22,6 +22,9 @@ export FLEETBOT_KUBECTL
 # boto3 (PyPI, pinned by hash with its dependencies) for the simulated S3 endpoint.
 FLEETBOT_BOTO3_PYTHON="$(bash scripts/fetch-boto3.sh)"
 export FLEETBOT_BOTO3_PYTHON
+# A headless Chromium (Debian's package) for the dashboard's browser test.
+FLEETBOT_CHROMIUM="$(bash scripts/fetch-chromium.sh)"
+export FLEETBOT_CHROMIUM
 # One build shared by every test binary (a smoke run of each benchmark too), with a throwaway
 # PostgreSQL for the store conformance suite and the two-replica tests; doc tests after.
 bash scripts/with-postgres.sh cargo test --locked --all-targets

@@ -20,7 +20,8 @@ use fleetbot::store::migrate::MIGRATIONS;
 use fleetbot::store::queue::{WEBHOOK_JOB, now_ms, pr_key};
 use fleetbot::store::{
     Approval, AuditEntry, DeployStore, Enqueued, InventoryStore, JobOutcome, JobQueue, Lease,
-    LeaseTake, NewJob, ProjectRecord, QueueCounts, ReviewedPlan, StoreError, TargetRecord,
+    LeaseTake, NewJob, OverviewStore, ProjectRecord, QueueCounts, ReviewedPlan, StoreError,
+    TargetRecord,
 };
 use stores::{Backend, Postgres, Sqlite};
 
@@ -76,6 +77,7 @@ conformance!(
     a_delivery_that_needs_no_work_is_known_and_queues_nothing,
     a_deep_queue_behind_one_backoff_does_not_hold_other_work,
     the_next_due_time_is_the_earliest_retry_or_lease_end,
+    the_overview_lists_across_fleets_and_repositories_newest_first,
 );
 
 const T0: i64 = 1_700_000_000_000;
@@ -1379,4 +1381,170 @@ async fn the_next_due_time_is_the_earliest_retry_or_lease_end<B: Backend>(b: B) 
             .unwrap()
     );
     assert_eq!(store.next_due().await.unwrap(), Some(T0 + 90_000));
+}
+
+/// The dashboard's listings: every fleet's targets in key order, the newest jobs with their
+/// times, only live leases, and the newest reviewed plans, apply runs and audit records of
+/// every repository, each within its limit, on any handle.
+async fn the_overview_lists_across_fleets_and_repositories_newest_first<B: Backend>(b: B) {
+    use fleetbot::store::ApplyRun;
+    let store = b.open().await;
+    let replica = b.open().await;
+    assert!(replica.all_targets(10).await.unwrap().is_empty());
+    assert!(replica.recent_jobs(10).await.unwrap().is_empty());
+    assert!(replica.live_leases(T0).await.unwrap().is_empty());
+    assert!(replica.recent_reviewed_plans(10).await.unwrap().is_empty());
+    assert!(replica.recent_apply_runs(10).await.unwrap().is_empty());
+    assert!(replica.recent_audit(10).await.unwrap().is_empty());
+
+    let target = |fleet: &str, project: &str, cluster: &str| TargetRecord {
+        fleet: fleet.into(),
+        project_key: project.into(),
+        cluster_name: cluster.into(),
+        backend: "mk8s".into(),
+        status: "deployed".into(),
+        node_group_ids: vec!["g1".into()],
+        updated_at: T0,
+        ..Default::default()
+    };
+    for t in [
+        target("train", "b", "c1"),
+        target("infer", "a", "c2"),
+        target("train", "a", "c9"),
+    ] {
+        store.upsert_target(&t).await.unwrap();
+    }
+    let names: Vec<String> = replica
+        .all_targets(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| format!("{}/{}/{}", t.fleet, t.project_key, t.cluster_name))
+        .collect();
+    assert_eq!(names, ["infer/a/c2", "train/a/c9", "train/b/c1"]);
+    assert_eq!(replica.all_targets(2).await.unwrap().len(), 2);
+    assert_eq!(
+        replica.all_targets(10).await.unwrap()[0],
+        target("infer", "a", "c2")
+    );
+
+    store.enqueue(&job("j1", Some(1)), T0).await.unwrap();
+    store.enqueue(&job("j2", None), T0 + 5).await.unwrap();
+    store
+        .enqueue(&fleet_job("j3", "apply:o/r"), T0 + 9)
+        .await
+        .unwrap();
+    let claimed = store.claim("w", T0 + 10, LEASE).await.unwrap().unwrap();
+    assert_eq!(claimed.id, "j1");
+    assert!(
+        store
+            .finish(
+                &claimed,
+                &JobOutcome::Failed {
+                    error: "boom".into()
+                },
+                T0 + 20
+            )
+            .await
+            .unwrap()
+    );
+    let jobs = replica.recent_jobs(10).await.unwrap();
+    let ids: Vec<&str> = jobs.iter().map(|j| j.job.id.as_str()).collect();
+    assert_eq!(ids, ["j3", "j2", "j1"]);
+    assert_eq!(jobs[2].job.state, "failed");
+    assert_eq!(jobs[2].job.last_error, "boom");
+    assert_eq!(jobs[2].job.pr_key, pr_key("Octo-Org/Fleet", 1));
+    assert_eq!((jobs[2].created_at, jobs[2].finished_at), (T0, T0 + 20));
+    assert_eq!(
+        (jobs[0].job.kind.as_str(), jobs[0].finished_at),
+        ("apply", 0)
+    );
+    assert_eq!(replica.recent_jobs(1).await.unwrap().len(), 1);
+
+    let live = acquired(
+        store
+            .take_lease("t1:o/r:a.yaml", "job-a", "#1", T0, 1000)
+            .await
+            .unwrap(),
+    );
+    let freed = acquired(
+        store
+            .take_lease("t1:o/r:b.yaml", "job-b", "#2", T0, 1000)
+            .await
+            .unwrap(),
+    );
+    assert!(store.release_lease(&freed).await.unwrap());
+    acquired(
+        store
+            .take_lease("t1:o/r:c.yaml", "job-c", "#3", T0, 10)
+            .await
+            .unwrap(),
+    );
+    acquired(
+        store
+            .take_lease("t1:a/z:d.yaml", "job-d", "#4", T0, 1000)
+            .await
+            .unwrap(),
+    );
+    let leases = replica.live_leases(T0 + 100).await.unwrap();
+    let keys: Vec<&str> = leases.iter().map(|l| l.fleet_key.as_str()).collect();
+    assert_eq!(keys, ["t1:a/z:d.yaml", "t1:o/r:a.yaml"]);
+    assert_eq!(leases[1], live);
+    assert!(replica.live_leases(T0 + 1000).await.unwrap().is_empty());
+
+    store
+        .record_reviewed_plan(&plan("h1", "a.yaml", "d1", T0 + 1))
+        .await
+        .unwrap();
+    store
+        .record_reviewed_plan(&plan("h2", "a.yaml", "d2", T0 + 3))
+        .await
+        .unwrap();
+    replica
+        .record_reviewed_plan(&plan("h1", "b.yaml", "d3", T0 + 2))
+        .await
+        .unwrap();
+    let plans = replica.recent_reviewed_plans(10).await.unwrap();
+    let digests: Vec<&str> = plans.iter().map(|p| p.digest.as_str()).collect();
+    assert_eq!(digests, ["d2", "d3", "d1"]);
+    assert_eq!(plans[0], plan("h2", "a.yaml", "d2", T0 + 3));
+    assert_eq!(replica.recent_reviewed_plans(1).await.unwrap().len(), 1);
+
+    let run = |job: &str, digest: &str, at: i64| ApplyRun {
+        job_id: job.into(),
+        fleet_path: "a.yaml".into(),
+        digest: digest.into(),
+        destructive_approved: at % 2 == 0,
+        started_at: at,
+    };
+    store
+        .record_apply_run(&run("apply:o/r#1@a:merge", "d1", T0 + 4))
+        .await
+        .unwrap();
+    store
+        .record_apply_run(&run("apply:o/r#2@b:merge", "d2", T0 + 7))
+        .await
+        .unwrap();
+    let runs = replica.recent_apply_runs(10).await.unwrap();
+    assert_eq!(
+        runs,
+        vec![
+            run("apply:o/r#2@b:merge", "d2", T0 + 7),
+            run("apply:o/r#1@a:merge", "d1", T0 + 4)
+        ]
+    );
+    assert_eq!(replica.recent_apply_runs(1).await.unwrap().len(), 1);
+
+    let e1 = entry("Octo-Org/Fleet", T0 + 10, "apply (merge)");
+    let e2 = entry("octo-org/other", T0 + 30, "plan");
+    let e3 = entry("Octo-Org/Fleet", T0 + 30, "unlock");
+    store.append_audit(&e1).await.unwrap();
+    replica.append_audit(&e2).await.unwrap();
+    store.append_audit(&e3).await.unwrap();
+    assert_eq!(
+        replica.recent_audit(10).await.unwrap(),
+        vec![e3.clone(), e2.clone(), e1]
+    );
+    assert_eq!(store.recent_audit(2).await.unwrap(), vec![e3, e2]);
+    assert!(store.recent_audit(0).await.unwrap().is_empty());
 }

@@ -20,7 +20,9 @@ use crate::bot::{Bot, BotSettings};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::{Metrics, WorkerSettings};
-use crate::store::{DeployStore, InventoryStore, JobQueue, PostgresStore, SqliteStore, StoreUrl};
+use crate::store::{
+    DeployStore, InventoryStore, JobQueue, OverviewStore, PostgresStore, SqliteStore, StoreUrl,
+};
 
 /// How long a shutdown waits for running jobs before leaving them to their leases.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -323,7 +325,9 @@ async fn serve_until_signal(args: ServeArgs, checked: Checked) -> Result<(), Str
 }
 
 /// Runs the server over an open store until SIGINT or SIGTERM.
-async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static>(
+async fn serve_with<
+    Q: JobQueue + InventoryStore + DeployStore + OverviewStore + Clone + 'static,
+>(
     store: Q,
     args: ServeArgs,
     checked: Checked,
@@ -377,6 +381,23 @@ async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static
         .map(|t| t.expose().to_string())
         .or_else(|| connection.as_ref().and_then(|c| c.tenant_id.clone()))
         .filter(|t| !t.trim().is_empty());
+    let quota = match (&cloud, &tenant) {
+        (Some(cloud), Some(tenant_id)) => Some(Arc::new(crate::server::dashboard::LiveQuota {
+            cloud: cloud.clone(),
+            tenant_id: tenant_id.clone(),
+        })
+            as Arc<dyn crate::server::dashboard::QuotaSource>),
+        _ => None,
+    };
+    let store_kind = match &checked.store {
+        StoreUrl::Sqlite(_) => "SQLite",
+        StoreUrl::Postgres(_) => "PostgreSQL",
+    };
+    let dashboard = crate::server::dashboard::router(crate::server::dashboard::Dashboard::new(
+        store.clone(),
+        store_kind,
+        quota,
+    ));
     let deploy = match (applier, tenant) {
         (Some(applier), Some(tenant_id)) => {
             tracing::info!("merges into the default branch are applied");
@@ -425,6 +446,7 @@ async fn serve_with<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static
             body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
             max_body_readers: args.max_body_readers.max(1),
         },
+        routes: Some(dashboard),
         ..DurableSettings::default()
     };
     let server = start(

@@ -211,6 +211,8 @@ pub struct DurableSettings {
     pub prune_every: Duration,
     /// What the HTTP layer allows a client.
     pub limits: super::ServerLimits,
+    /// Read-only routes served beside the webhook (the dashboard), if any.
+    pub routes: Option<axum::Router>,
 }
 
 impl Default for DurableSettings {
@@ -221,6 +223,7 @@ impl Default for DurableSettings {
             retention: Duration::from_secs(7 * 24 * 3600),
             prune_every: Duration::from_secs(3600),
             limits: super::ServerLimits::default(),
+            routes: None,
         }
     }
 }
@@ -257,11 +260,15 @@ pub fn start<Q: JobQueue + Clone>(
     );
     let mut http_stop = stopped.clone();
     let limits = settings.limits.clone();
+    let app = match settings.routes.clone() {
+        Some(routes) => router(state).merge(routes),
+        None => router(state),
+    };
     let http = tokio::spawn(async move {
         let stop = async move {
             let _ = http_stop.wait_for(|s| *s).await;
         };
-        serve_with_limits(listener, router(state), stop, &limits).await
+        serve_with_limits(listener, app, stop, &limits).await
     });
     let workers = (0..settings.workers)
         .map(|i| {

@@ -1,4 +1,5 @@
-//! `fleetbot serve`'s HTTP layer (axum): webhook intake, health, readiness and metrics.
+//! `fleetbot serve`'s HTTP layer (axum): webhook intake, health, readiness and metrics (and the
+//! read-only [`dashboard`], merged in by `fleetbot serve`).
 //!
 //! `POST /webhook`, in this order and nothing more: read the body (capped at
 //! [`MAX_BODY_BYTES`]), verify `X-Hub-Signature-256` over those exact bytes, read the two
@@ -8,6 +9,7 @@
 //! does not handle are acknowledged (`202`) and not stored. Request headers are never logged:
 //! GitHub once sent webhook secrets in one by mistake.
 
+pub mod dashboard;
 pub mod durable;
 pub mod metrics;
 pub mod sink;

@@ -1,6 +1,7 @@
 //! Durable state behind one set of traits, with two backends: the fleet inventory (what
 //! fleetbot created, per target and per project), the webhook inbox with its job queue, and
-//! merge-to-deploy's reviewed plans, approvals, audit log and apply leases ([`deploy`]).
+//! merge-to-deploy's reviewed plans, approvals, audit log and apply leases ([`deploy`]), and
+//! read-only listings across all of them for the dashboard ([`overview`]).
 //!
 //! SQLite ([`SqliteStore`]) is the embedded default and serves one replica; PostgreSQL
 //! ([`PostgresStore`]) serves several replicas sharing one queue. Both run the same numbered
@@ -11,6 +12,7 @@ pub mod deploy;
 pub mod inventory;
 pub mod lock;
 pub mod migrate;
+pub mod overview;
 pub mod postgres;
 pub mod queue;
 mod sql;
@@ -21,6 +23,7 @@ pub mod url;
 pub use deploy::{ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan};
 pub use inventory::{AddonRecord, InventoryStore, ProjectRecord, TargetRecord};
 pub use lock::FleetLock;
+pub use overview::{JobSummary, OverviewStore};
 pub use postgres::PostgresStore;
 pub use queue::{
     ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,

@@ -36,9 +36,9 @@ const DEFAULT_MAX_CONNECTIONS: u32 = 10;
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
-    pool: PgPool,
+    pub(super) pool: PgPool,
     /// The URL without its password, for messages.
-    location: String,
+    pub(super) location: String,
 }
 
 impl PostgresStore {

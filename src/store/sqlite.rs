@@ -47,10 +47,10 @@ use super::sqlite_writer::{self, Writer};
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(super) pool: SqlitePool,
     /// The queue's hot writes (see the module docs).
     writer: Writer,
-    path: PathBuf,
+    pub(super) path: PathBuf,
     /// Held for every write (see the module docs).
     write_gate: Arc<tokio::sync::Mutex<()>>,
 }

@@ -2,12 +2,14 @@
 //! handles on it (a second replica, or the same process after a restart).
 #![allow(dead_code)]
 
-use fleetbot::store::{DeployStore, InventoryStore, JobQueue, PostgresStore, SqliteStore};
+use fleetbot::store::{
+    DeployStore, InventoryStore, JobQueue, OverviewStore, PostgresStore, SqliteStore,
+};
 
 /// A backend under test: a fresh, empty store, and more handles on it (a second replica, or
 /// the same process after a restart).
 pub trait Backend: Sized {
-    type Store: InventoryStore + JobQueue + DeployStore + Clone;
+    type Store: InventoryStore + JobQueue + DeployStore + OverviewStore + Clone;
     async fn fresh() -> Self;
     async fn open(&self) -> Self::Store;
     async fn migrations(store: &Self::Store) -> Vec<i64>;
