@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level module's rank; a module may use only modules of a lower rank, and the pairs
 /// in [`BESIDE`].
 const RANKS: &[(&str, u8)] = &[
+    ("fleet", 9),
     ("cli", 8),
     ("server", 7),
     ("bot", 6),

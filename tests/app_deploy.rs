@@ -87,6 +87,11 @@ fn probe_image() -> String {
 }
 
 async fn live() -> Live {
+    live_with(Vec::new()).await
+}
+
+/// [`live`] with further server settings.
+async fn live_with(env: Vec<(&'static str, String)>) -> Live {
     let sim = support::simulator(&fast_world()).await;
     let tenant = sim.tenant_id();
     let dir = tempfile::tempdir().unwrap();
@@ -102,7 +107,9 @@ async fn live() -> Live {
         w.set_role(REPO, "writer-wes", "write");
         w.set_role(REPO, "admin-ada", "admin");
     }
-    let app = App::start(options(&gh, &sim, &dir, &tenant)).await;
+    let mut options = options(&gh, &sim, &dir, &tenant);
+    options.env.extend(env);
+    let app = App::start(options).await;
     Live {
         app,
         gh,
@@ -324,6 +331,63 @@ async fn a_merge_applies_the_reviewed_plan_once() {
         rerun.summary
     );
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
+/// A public spec with placeholders (the rtxpro-mig example) is planned, budgeted and applied
+/// with the server's runtime values: into the existing project and under the reservation they
+/// name, and neither ID ever reaches GitHub or the log.
+#[tokio::test]
+async fn a_spec_with_placeholders_applies_with_the_servers_runtime_values() {
+    let runtime = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/runtime/embedded-default.yaml"
+    );
+    let live = live_with(vec![("FLEETBOT_RUNTIME_VALUES", runtime.to_string())]).await;
+    let head = sha(2);
+    let mig = include_str!("../fixtures/specs/rtxpro-mig.yaml");
+    let preflight = live
+        .app
+        .open_reviewed(&live.gh, PR, &head, &[("fleets/mig.yaml", Some(mig))])
+        .await;
+    assert_eq!(
+        preflight.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        preflight.summary
+    );
+    live.merge(&sha(90), "merge-mig").await;
+    let run = &live.applied(&sha(90), 1).await[0];
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        run.summary
+    );
+    assert_eq!(
+        run.title,
+        "Applied: 1 created, 0 changed, 0 deleted, 0 unchanged"
+    );
+    // Into the project the runtime values bind, not a new one named after the placeholder.
+    assert_eq!(
+        live.clusters("examples-rtxpro-mig").await,
+        vec!["rtxpro-mig"]
+    );
+    let client = support::client(&live.sim);
+    let blocks = client
+        .list_capacity_block_groups(&live.tenant)
+        .await
+        .unwrap();
+    assert!(!blocks.is_empty());
+    for block in &blocks {
+        live.gh.assert_never_sent(&block.id);
+        assert!(
+            !live.app.log_text().contains(&block.id),
+            "a capacity block ID was logged"
+        );
+    }
     live.gh.assert_clean();
     live.assert_ids_kept().await;
     live.app.stop().await;

@@ -36,6 +36,7 @@ impl Env {
                 self.home.path().join("absent.yaml"),
             )
             .env_remove("NEBIUS_IAM_TOKEN")
+            .env_remove("FLEETBOT_RUNTIME_VALUES")
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -155,6 +156,106 @@ fn deploy_status_destroy_in_json_keep_stdout_one_document() {
         out.status.code(),
         Some(1),
         "destroyed targets are not healthy"
+    );
+}
+
+const RUNTIME: &str = "fixtures/runtime/embedded-default.yaml";
+
+/// Every example fleet deploys into the embedded default with the runtime values of
+/// fixtures/runtime/, shows every target deployed and healthy, and destroys; the static plan
+/// made with those values shows the public placeholders and none of the bound IDs.
+#[test]
+fn every_example_fleet_deploys_shows_status_and_destroys_with_runtime_values() {
+    let bound: Vec<String> = std::fs::read_to_string(RUNTIME)
+        .unwrap()
+        .split_whitespace()
+        .filter(|w| w.starts_with("project-u") || w.starts_with("capacityblockgroup-"))
+        .map(str::to_string)
+        .collect();
+    assert!(bound.len() >= 6, "{bound:?}");
+    let mut specs: Vec<_> = std::fs::read_dir("fixtures/specs")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    specs.sort();
+    assert_eq!(specs.len(), 8);
+    let env = Env::new();
+    for spec in &specs {
+        let spec = spec.to_str().unwrap();
+        let with = |args: &[&str]| {
+            let mut all = args.to_vec();
+            all.extend(["--spec", spec, "--runtime-values", RUNTIME]);
+            env.run(&all, "")
+        };
+        let plan = with(&["plan"]);
+        assert_eq!(plan.status.code(), Some(0), "{spec}");
+        let text = String::from_utf8_lossy(&plan.stdout);
+        for id in &bound {
+            assert!(
+                !text.contains(id.as_str()),
+                "{spec}: the plan shows a bound ID: {text}"
+            );
+        }
+        let out = with(&["deploy", "--yes", "--output", "json"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{spec}: {stderr}");
+        let doc = json(&out);
+        let clusters = doc["clusters"].as_array().unwrap().len();
+        assert!(clusters > 0, "{spec}");
+        assert_eq!(
+            doc["deployed"].as_u64(),
+            Some(clusters as u64),
+            "{spec}: {doc}"
+        );
+        let out = with(&["status", "--output", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{spec}: {}", json(&out));
+        let out = with(&["destroy", "--yes", "--output", "json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{spec}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(json(&out)["failed"], 0, "{spec}");
+    }
+}
+
+/// Without the runtime values a placeholder project stops the deploy before any mutation,
+/// and the message says what to do.
+#[test]
+fn a_placeholder_project_without_runtime_values_says_where_the_id_goes() {
+    let env = Env::new();
+    let out = env.run(
+        &[
+            "deploy",
+            "--spec",
+            "fixtures/specs/rtxpro-mig.yaml",
+            "--yes",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("project project-replace-at-runtime: project_id is a placeholder; give the existing project's ID in the runtime values (--runtime-values FILE or FLEETBOT_RUNTIME_VALUES)"),
+        "{stderr}"
+    );
+    let out = env.run(
+        &[
+            "plan",
+            "--spec",
+            "fixtures/specs/rtxpro-mig.yaml",
+            "--runtime-values",
+            "fixtures/specs/README.md",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("Invalid runtime values: fixtures/specs/README.md:"),
+        "{stderr}"
     );
 }
 

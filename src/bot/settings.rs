@@ -46,6 +46,9 @@ pub struct BotSettings {
     pub max_spec_files: usize,
     /// Larger specs are not fetched; at most the spec reader's own limit.
     pub max_spec_bytes: usize,
+    /// The operator's private values for the specs' placeholders (`FLEETBOT_RUNTIME_VALUES`),
+    /// filled in wherever the App reads a spec; never read from a pull request.
+    pub runtime: Option<Arc<crate::spec::RuntimeValues>>,
 }
 
 impl fmt::Debug for BotSettings {
@@ -58,6 +61,7 @@ impl fmt::Debug for BotSettings {
             .field("max_file_bytes", &self.max_file_bytes)
             .field("max_spec_files", &self.max_spec_files)
             .field("max_spec_bytes", &self.max_spec_bytes)
+            .field("runtime", &self.runtime.is_some())
             .finish()
     }
 }
@@ -72,6 +76,18 @@ impl Default for BotSettings {
             max_file_bytes: 1 << 20,
             max_spec_files: 100,
             max_spec_bytes: crate::github::client::MAX_CONTENT_BYTES,
+            runtime: None,
         }
+    }
+}
+
+impl BotSettings {
+    /// Reads a spec the App fetched, with the server's runtime values filled in.
+    pub fn load_spec(
+        &self,
+        text: &str,
+        path: &str,
+    ) -> Result<crate::spec::FleetSpec, crate::spec::SpecError> {
+        crate::spec::load_str_with(text, path, self.runtime.as_deref())
     }
 }

@@ -119,6 +119,15 @@ pub async fn embedded_simulator(
         Some(path) => World::load(path)?,
         None => World::embedded_default(),
     };
+    embedded_simulator_of(world, state).await
+}
+
+/// Starts the embedded simulator of `world` and a client for it; state in `state`, else the
+/// user's data directory.
+pub async fn embedded_simulator_of(
+    world: World,
+    state: Option<PathBuf>,
+) -> Result<Connection, String> {
     let state = state.unwrap_or_else(|| default_sim_state(&world.name));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

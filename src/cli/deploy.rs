@@ -22,6 +22,10 @@ pub struct DeployArgs {
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
     #[arg(long)]
     pub strict: bool,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// Override the spec's project_prefix for created projects.
     #[arg(long, default_value = "", value_name = "P")]
     pub project_prefix: String,
@@ -78,7 +82,7 @@ pub struct DeployArgs {
 }
 
 pub fn run(args: DeployArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict) {
+    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -20,6 +20,10 @@ pub struct DestroyArgs {
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
     #[arg(long)]
     pub strict: bool,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// Only these projects (keys or display names, comma-separated).
     #[arg(long, default_value = "", value_name = "CSV")]
     pub only_projects: String,
@@ -50,7 +54,7 @@ pub struct DestroyArgs {
 }
 
 pub fn run(args: DestroyArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict) {
+    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -22,6 +22,10 @@ pub struct KubeconfigArgs {
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
     #[arg(long)]
     pub strict: bool,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// Only these projects (CSV of keys or display names).
     #[arg(long, default_value = "", value_name = "CSV")]
     pub only_projects: String,
@@ -69,7 +73,7 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 pub fn run(args: KubeconfigArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict) {
+    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

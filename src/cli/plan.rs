@@ -17,6 +17,10 @@ pub struct PlanArgs {
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
     #[arg(long)]
     pub strict: bool,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// Override the spec's project_prefix for created projects.
     #[arg(long, default_value = "", value_name = "P")]
     pub project_prefix: String,
@@ -48,8 +52,10 @@ pub const EXIT_INVALID_SPEC: u8 = 2;
 pub(crate) fn load_spec(
     path: &std::path::Path,
     strict: bool,
+    runtime_values: Option<&std::path::Path>,
 ) -> Result<crate::spec::FleetSpec, ExitCode> {
-    load_spec_to(path, strict, &mut std::io::stderr().lock()).map_err(ExitCode::from)
+    load_spec_to(path, strict, runtime_values, &mut std::io::stderr().lock())
+        .map_err(ExitCode::from)
 }
 
 /// [`load_spec`] writing to `stderr`, for commands that are given their streams. Stdout is
@@ -57,12 +63,28 @@ pub(crate) fn load_spec(
 pub(crate) fn load_spec_to(
     path: &std::path::Path,
     strict: bool,
+    runtime_values: Option<&std::path::Path>,
     stderr: &mut dyn std::io::Write,
 ) -> Result<crate::spec::FleetSpec, u8> {
-    let spec = crate::spec::load(path).map_err(|e| {
+    let runtime = crate::spec::RuntimeValues::from_flag_or_env(runtime_values).map_err(|e| {
+        let _ = writeln!(stderr, "Invalid runtime values: {e}");
+        EXIT_INVALID_SPEC
+    })?;
+    let spec = crate::spec::load_with(path, runtime.as_ref()).map_err(|e| {
         let _ = writeln!(stderr, "Invalid fleet spec: {e}");
         EXIT_INVALID_SPEC
     })?;
+    if let Some(runtime) = runtime.as_ref().filter(|r| !r.covers(&spec.name)) {
+        let _ = writeln!(
+            stderr,
+            "fleetbot: runtime values {} have no entry for fleet '{}'; its placeholders stay as written",
+            runtime.file(),
+            spec.name
+        );
+    }
+    for note in &spec.runtime_notes {
+        let _ = writeln!(stderr, "note: {note}");
+    }
     // The reference ignores these keys, so by default they change nothing but stderr.
     let level = if strict { "error" } else { "warning" };
     for line in spec.warnings.lines() {
@@ -88,7 +110,7 @@ pub(crate) fn profile_tenant(config: Option<PathBuf>, profile: &str) -> Option<S
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict) {
+    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

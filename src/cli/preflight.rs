@@ -23,6 +23,10 @@ pub struct PreflightArgs {
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
     #[arg(long)]
     pub strict: bool,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// Output of `nebius quotas quota-allowance list --parent-id <tenant> --all --format json`.
     #[arg(long, value_name = "FILE")]
     pub quotas: Option<PathBuf>,
@@ -63,6 +67,7 @@ impl From<PreflightArgs> for PreflightCommand {
         PreflightCommand {
             spec: args.spec,
             strict: args.strict,
+            runtime_values: args.runtime_values,
             quotas: args.quotas,
             capacity: args.capacity,
             tenant_id: args.tenant_id,
@@ -94,7 +99,8 @@ fn run_live(args: PreflightArgs) -> ExitCode {
     use crate::engine::ops::{LifecycleOptions, csv, prepare};
     use crate::engine::preflight::{live_evidence, proven_state};
 
-    let spec = match super::plan::load_spec(&args.spec, args.strict) {
+    let spec = match super::plan::load_spec(&args.spec, args.strict, args.runtime_values.as_deref())
+    {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -26,6 +26,8 @@ pub struct PreflightCommand {
     pub spec: PathBuf,
     /// `--strict`: unknown spec keys are errors (exit 2), not warnings.
     pub strict: bool,
+    /// `--runtime-values`: the operator's private values for the spec's placeholders.
+    pub runtime_values: Option<PathBuf>,
     /// Saved `nebius quotas quota-allowance list … --format json`.
     pub quotas: Option<PathBuf>,
     /// Saved `nebius capacity capacity-block-group list … --format json`.
@@ -60,7 +62,12 @@ pub fn run_with(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let spec = match super::plan::load_spec_to(&command.spec, command.strict, stderr) {
+    let spec = match super::plan::load_spec_to(
+        &command.spec,
+        command.strict,
+        command.runtime_values.as_deref(),
+        stderr,
+    ) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -59,6 +59,10 @@ pub struct PreviewArgs {
     /// Nebius profile for the live plan.
     #[arg(long, default_value = "")]
     pub profile: String,
+    /// The runtime values the App is configured with (`FLEETBOT_RUNTIME_VALUES`), filled into
+    /// the specs as the App does.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// Output format: markdown, json or html.
     #[arg(long, value_enum, default_value_t = PreviewFormat::Markdown, value_name = "fmt")]
     pub output: PreviewFormat,
@@ -96,6 +100,11 @@ pub fn run(args: PreviewArgs) -> ExitCode {
             Some(open_cloud(&args.profile).await?)
         };
         let mut settings = BotSettings::default();
+        if let Some(path) = &args.runtime_values {
+            let values = crate::spec::RuntimeValues::load(path).map_err(|e| e.to_string())?;
+            // Named as the App names its setting, so the texts stay the App's byte for byte.
+            settings.runtime = Some(Arc::new(values.labelled("runtime values")));
+        }
         if let Some(c) = &connection {
             let store = open_inventory(c).await?;
             let name = if c.is_simulated() {

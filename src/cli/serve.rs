@@ -228,6 +228,11 @@ pub struct ServeArgs {
     /// defaults to this binary.
     #[arg(long, env = "FLEETBOT_PROBE_IMAGE", value_name = "IMAGE")]
     pub probe_image: Option<String>,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) filled into every spec the App reads; never read
+    /// from a pull request, never shown (messages call it "runtime values").
+    #[arg(long, env = "FLEETBOT_RUNTIME_VALUES", value_name = "FILE")]
+    pub runtime_values: Option<PathBuf>,
     /// Where verification receipts are kept (mode 0700 directories, 0600 files; default
     /// DATA_DIR/fleetbot/evidence). Never inside a git checkout.
     #[arg(long, env = "FLEETBOT_EVIDENCE_DIR", value_name = "PATH")]
@@ -414,6 +419,15 @@ async fn serve_with<
         }
         _ => None,
     };
+    // Read once at start: a bad file stops the server rather than failing every pull request.
+    let runtime = match &args.runtime_values {
+        Some(path) => Some(Arc::new(
+            crate::spec::RuntimeValues::load(path)
+                .map_err(|e| format!("FLEETBOT_RUNTIME_VALUES: {e}"))?
+                .labelled("runtime values"),
+        )),
+        None => None,
+    };
     let bot = Bot::new(
         github,
         BotSettings {
@@ -424,6 +438,7 @@ async fn serve_with<
             max_file_bytes: args.max_scanned_bytes,
             max_spec_files: args.max_spec_files,
             max_spec_bytes: args.max_spec_bytes,
+            runtime,
         },
     );
     if args.workers == 0 {
@@ -592,6 +607,7 @@ mod tests {
             max_scanned_files: 300,
             max_scanned_bytes: 1 << 20,
             probe_image: None,
+            runtime_values: None,
             evidence_dir: None,
         }
     }

@@ -31,6 +31,10 @@ pub struct VerifyStorageArgs {
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
     #[arg(long)]
     pub strict: bool,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// Only these projects (CSV of keys or display names); an unknown one is an error.
     #[arg(long, default_value = "", value_name = "CSV")]
     pub only_projects: String,
@@ -197,7 +201,7 @@ async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<Storage
 }
 
 pub fn run(args: VerifyStorageArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict) {
+    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
         Ok(spec) => spec,
         Err(code) => return code,
     };
@@ -279,7 +283,11 @@ async fn run_graphics_async(
 }
 
 pub fn run_graphics(args: VerifyGraphicsArgs) -> ExitCode {
-    let spec = match load_spec(&args.common.spec, args.common.strict) {
+    let spec = match load_spec(
+        &args.common.spec,
+        args.common.strict,
+        args.common.runtime_values.as_deref(),
+    ) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -26,6 +26,10 @@ pub struct VerifyMigArgs {
     pub spec: PathBuf,
     #[arg(long)]
     pub strict: bool,
+    /// The operator's private runtime values (existing project IDs, capacity block groups,
+    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
+    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
+    pub runtime_values: Option<PathBuf>,
     /// This target's kubeconfig; its endpoint and CA must still be the cluster's.
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
@@ -99,7 +103,7 @@ async fn run_async(
 }
 
 pub fn run(args: VerifyMigArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict) {
+    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -80,8 +80,11 @@ pub struct DesiredProject {
     pub key: String,
     /// The provider name to find or create (empty for an explicit `project_id` without a name).
     pub display_name: String,
-    /// An existing project, used verbatim; never created.
+    /// An existing project, used verbatim; never created. A runtime binding's ID when the
+    /// operator gave one (see [`crate::spec::runtime`]).
     pub project_id: String,
+    /// The spec's own `project_id` (a placeholder when bound at run time): what is shown.
+    pub public_id: String,
     pub region: String,
     pub bucket: Option<DesiredBucket>,
     /// Whether any selected target needs the shared project subnet.
@@ -90,10 +93,15 @@ pub struct DesiredProject {
 }
 
 impl DesiredProject {
-    /// The name to show: the display name, or the pinned ID of a project found by ID alone.
+    /// The name to show: the display name, or the pinned ID of a project found by ID alone
+    /// (as the spec writes it: a runtime binding is never shown).
     pub fn display_name_or_id(&self) -> &str {
         if self.display_name.is_empty() {
-            &self.project_id
+            if self.public_id.is_empty() {
+                &self.project_id
+            } else {
+                &self.public_id
+            }
         } else {
             &self.display_name
         }
@@ -451,7 +459,8 @@ pub fn desired_projects(
                 } else {
                     project.display_name(prefix)
                 },
-                project_id: project.project_id.clone(),
+                project_id: project.cloud_project_id().to_string(),
+                public_id: project.project_id.clone(),
                 region: project.effective_region(&spec.region).to_string(),
                 bucket: project
                     .object_storage

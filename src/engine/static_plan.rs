@@ -221,7 +221,7 @@ fn project_plan(project: &ProjectSpec, prefix: &str, fleet_region: &str) -> Proj
     ProjectPlan {
         project_id: Some(project.project_id.clone()).filter(|s| !s.is_empty()),
         display_name: Some(display).filter(|s| !s.is_empty()),
-        will_create: project.project_id.is_empty(),
+        will_create: project.cloud_project_id().is_empty(),
         object_storage: object_storage_plan(project.object_storage.as_ref()),
         clusters: project
             .clusters

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use alias::DEFAULT_LOCAL_KEY;
 pub use allowlist::{AllowEntries, AllowlistError, PrivacyAllowlist};
+pub(crate) use noise::is_placeholder;
 pub use report::{ScanReport, SkippedFile};
 pub use rules::RuleId;
 

@@ -230,7 +230,7 @@ pub fn fleet_demand(
             continue;
         }
         let region = region_of(project, spec)?;
-        if project.project_id.is_empty() && !project_proven {
+        if project.cloud_project_id().is_empty() && !project_proven {
             *new_projects.entry(region.to_string()).or_default() += 1;
         }
         let declared = project.object_storage.as_ref().is_some_and(|s| s.enabled);

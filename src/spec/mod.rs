@@ -9,6 +9,7 @@ pub mod model;
 pub mod names;
 pub mod parse;
 pub mod profile;
+pub mod runtime;
 pub mod select;
 pub mod soperator;
 pub mod validate;
@@ -19,6 +20,7 @@ use std::path::Path;
 
 pub use error::SpecError;
 pub use model::*;
+pub use runtime::RuntimeValues;
 pub use warning::{SpecWarning, SpecWarnings};
 
 /// Reads and type-checks a spec without validating it (the reference's `spec_from_mapping`).
@@ -37,6 +39,25 @@ pub fn load_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
 
 /// Reads, type-checks and validates a spec file. The file is capped before it is read whole.
 pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
+    load_with(path, None)
+}
+
+/// [`load_str`] with the operator's runtime values filled in before validation.
+pub fn load_str_with(
+    text: &str,
+    file: &str,
+    runtime: Option<&RuntimeValues>,
+) -> Result<FleetSpec, SpecError> {
+    let mut spec = spec_from_str(text, file)?;
+    if let Some(runtime) = runtime {
+        spec.runtime_notes = runtime.apply(&mut spec)?;
+    }
+    validate::validate_fleet(&spec)?;
+    Ok(spec)
+}
+
+/// [`load`] with the operator's runtime values filled in before validation.
+pub fn load_with(path: &Path, runtime: Option<&RuntimeValues>) -> Result<FleetSpec, SpecError> {
     // `-` is standard input, as for every command-line tool that reads a file.
     let stdin = path == Path::new("-");
     let file = if stdin {
@@ -79,5 +100,5 @@ pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| SpecError::new(&file, None, "", "file is not valid UTF-8"))?;
-    load_str(&text, &file)
+    load_str_with(&text, &file, runtime)
 }

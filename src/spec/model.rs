@@ -99,6 +99,8 @@ pub struct FleetSpec {
     pub positions: Positions,
     /// Keys the reference ignores (typos, mostly), for the caller to show or refuse.
     pub warnings: super::warning::SpecWarnings,
+    /// Runtime values that had nothing to fill in this spec (see [`super::runtime`]).
+    pub runtime_notes: Vec<super::SpecError>,
 }
 
 /// A deployment target: an existing `project_id` or a name created on demand.
@@ -110,6 +112,10 @@ pub struct ProjectSpec {
     pub clusters: Vec<ClusterSpec>,
     pub object_storage: Option<ObjectStorageSpec>,
     pub positions: Positions,
+    /// The existing project this one is bound to by the operator's runtime values
+    /// ([`super::runtime`]); empty otherwise. Used for every cloud call, never shown: the
+    /// key and display name stay those of the public spec.
+    pub bound_project_id: String,
 }
 
 /// The project-scoped bucket, separate from any cluster filesystem.
@@ -477,6 +483,16 @@ impl ProjectSpec {
             return self.name.clone();
         }
         self.project_id.clone()
+    }
+
+    /// The ID of the existing project to use: the runtime binding, else the spec's own
+    /// `project_id` (empty: found or created by name).
+    pub fn cloud_project_id(&self) -> &str {
+        if self.bound_project_id.is_empty() {
+            &self.project_id
+        } else {
+            &self.bound_project_id
+        }
     }
 
     /// What messages call the project: its name, else its ID.

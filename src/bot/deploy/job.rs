@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::spec::RuntimeValues;
+
 use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB};
 use crate::bot::backend::{Deployer, fleet_lease_key, plan_now};
 use crate::bot::config::LoadedConfig;
@@ -139,6 +141,7 @@ pub async fn run(
     job_id: &str,
     job: &ApplyJob,
     scanner_key: &[u8],
+    runtime: Option<&RuntimeValues>,
 ) -> Result<JobEnd, ClientError> {
     let config = load_config(repo).await?;
     let mut report = ApplyReport {
@@ -154,7 +157,7 @@ pub async fn run(
     if report.blocked.is_none() {
         let mut specs = Vec::new();
         for path in &job.paths {
-            specs.push(read_spec(repo, job, path).await?);
+            specs.push(read_spec(repo, job, path, runtime).await?);
         }
         let leases = match take_leases(deployer, job_id, job, &specs).await {
             Ok(leases) => leases,
@@ -183,6 +186,7 @@ pub async fn run(
             deployer,
             job_id,
             job,
+            runtime,
             done: 0,
             total: specs.len(),
             lost,
@@ -272,7 +276,12 @@ impl SpecAt {
     }
 }
 
-async fn read_spec(repo: &RepoClient, job: &ApplyJob, path: &str) -> Result<SpecAt, ClientError> {
+async fn read_spec(
+    repo: &RepoClient,
+    job: &ApplyJob,
+    path: &str,
+    runtime: Option<&RuntimeValues>,
+) -> Result<SpecAt, ClientError> {
     if job.removed.iter().any(|p| p == path) {
         return Ok(SpecAt::Removed(path.to_string()));
     }
@@ -281,7 +290,7 @@ async fn read_spec(repo: &RepoClient, job: &ApplyJob, path: &str) -> Result<Spec
     };
     let parsed = std::str::from_utf8(&bytes)
         .ok()
-        .and_then(|text| crate::spec::load_str(text, path).ok());
+        .and_then(|text| crate::spec::load_str_with(text, path, runtime).ok());
     Ok(match parsed {
         Some(spec) => SpecAt::Valid(path.to_string(), Box::new(spec)),
         None => SpecAt::Invalid(path.to_string()),
@@ -359,6 +368,7 @@ struct Applying<'a> {
     deployer: &'a Deployer,
     job_id: &'a str,
     job: &'a ApplyJob,
+    runtime: Option<&'a RuntimeValues>,
     done: usize,
     total: usize,
     /// A lease was lost: no further fleet is applied.
@@ -517,7 +527,7 @@ impl Applying<'_> {
             .file_content(path, &self.job.base_sha)
             .await
             .ok()??;
-        crate::spec::load_str(std::str::from_utf8(&bytes).ok()?, path).ok()
+        crate::spec::load_str_with(std::str::from_utf8(&bytes).ok()?, path, self.runtime).ok()
     }
 
     /// A refused plan is kept as reviewed at the applied commit, so `/approve-destroy` after

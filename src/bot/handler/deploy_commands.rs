@@ -44,7 +44,17 @@ impl Bot {
             CommandKind::Apply => self.apply_command(repo, e, only, said).await?,
             CommandKind::ApproveDestroy => approve(repo, deployer, e, only, said).await?,
             CommandKind::Unlock => unlock(repo, deployer, e, only, said).await?,
-            CommandKind::Status => status(repo, deployer, e, only, said).await?,
+            CommandKind::Status => {
+                status(
+                    repo,
+                    deployer,
+                    e,
+                    only,
+                    said,
+                    self.settings.runtime.as_deref(),
+                )
+                .await?
+            }
             CommandKind::VerifyStorage | CommandKind::VerifyGraphics | CommandKind::VerifyMig => {
                 self.verify_command(repo, e, command, said).await?
             }
@@ -304,6 +314,7 @@ async fn status(
     e: &IssueCommentEvent,
     only: Option<&str>,
     said: &mut Said,
+    runtime: Option<&crate::spec::RuntimeValues>,
 ) -> Result<String, BotError> {
     let Some((pr, targets)) = changed_fleets(repo, e.issue_number, only, "/status", said).await?
     else {
@@ -314,7 +325,7 @@ async fn status(
         let spec = match repo.file_content(&target.path, &sha).await? {
             Some(bytes) => std::str::from_utf8(&bytes)
                 .ok()
-                .and_then(|t| crate::spec::load_str(t, &target.path).ok()),
+                .and_then(|t| crate::spec::load_str_with(t, &target.path, runtime).ok()),
             None => None,
         };
         let Some(spec) = spec else {

@@ -50,7 +50,7 @@ impl Bot {
             let spec = match repo.file_content(&target.path, &sha).await? {
                 Some(bytes) => std::str::from_utf8(&bytes)
                     .ok()
-                    .and_then(|t| crate::spec::load_str(t, &target.path).ok()),
+                    .and_then(|t| self.settings.load_spec(t, &target.path).ok()),
                 None => None,
             };
             specs.push((target.path.clone(), spec));

@@ -13,7 +13,7 @@ use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
 use crate::github::client::{StickyComment, is_safe_repo_path};
 use crate::github::{ClientError, FileStatus, RepoClient};
-use crate::spec::FleetSpec;
+use crate::spec::{FleetSpec, RuntimeValues};
 use crate::store::ReviewedPlan;
 use crate::store::queue::{now_ms, pr_key};
 
@@ -113,14 +113,16 @@ pub struct Evaluated {
 /// they run on the blocking pool, never on the task that talks to GitHub.
 pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluated {
     let matcher = change.config.config.spec_matcher();
+    let runtime = settings.runtime.clone();
     let (change, specs, base_specs) = on_cpu(move || {
-        let specs = valid_head_specs(&change.files, &matcher);
-        let base = base_specs(&change.files);
+        let specs = valid_head_specs(&change.files, &matcher, runtime.as_deref());
+        let base = base_specs(&change.files, runtime.as_deref());
         (change, specs, base)
     })
     .await;
     let live = read_live_specs(settings, &change.config, &specs).await;
     let quota = settings.quota.clone();
+    let runtime = settings.runtime.clone();
     let (outcome, live) = on_cpu(move || {
         let outcome = evaluate_pull_request(&PrInput {
             repo: &change.repo,
@@ -136,6 +138,7 @@ pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluate
                 evidence: q.evidence.as_ref(),
             }),
             live: &live,
+            runtime: runtime.as_deref(),
         });
         (outcome, live)
     })
@@ -326,12 +329,15 @@ async fn read_live_specs(
 
 /// The changed specs' base versions that parse, by head path (for the names of projects a
 /// change removes).
-fn base_specs(files: &[ChangedFile]) -> BTreeMap<String, FleetSpec> {
+fn base_specs(
+    files: &[ChangedFile],
+    runtime: Option<&RuntimeValues>,
+) -> BTreeMap<String, FleetSpec> {
     files
         .iter()
         .filter_map(|f| {
             let text = std::str::from_utf8(f.base.as_deref()?).ok()?;
-            let spec = crate::spec::load_str(text, f.base_path()).ok()?;
+            let spec = crate::spec::load_str_with(text, f.base_path(), runtime).ok()?;
             Some((f.path.clone(), spec))
         })
         .collect()
@@ -339,13 +345,17 @@ fn base_specs(files: &[ChangedFile]) -> BTreeMap<String, FleetSpec> {
 
 /// The changed specs whose head parses and validates, for the live plan (the others are
 /// reported invalid by the evaluation and never planned).
-fn valid_head_specs(files: &[ChangedFile], matcher: &SpecMatcher) -> Vec<(String, FleetSpec)> {
+fn valid_head_specs(
+    files: &[ChangedFile],
+    matcher: &SpecMatcher,
+    runtime: Option<&RuntimeValues>,
+) -> Vec<(String, FleetSpec)> {
     files
         .iter()
         .filter(|f| f.status != FileStatus::Removed && f.is_spec(matcher))
         .filter_map(|f| {
             let text = std::str::from_utf8(f.head.as_deref()?).ok()?;
-            let spec = crate::spec::load_str(text, &f.path).ok()?;
+            let spec = crate::spec::load_str_with(text, &f.path, runtime).ok()?;
             Some((f.path.clone(), spec))
         })
         .collect()

@@ -105,6 +105,8 @@ pub struct PrInput<'a> {
     /// found here is planned live and budgeted against the live evidence; `quota` is then
     /// not used for it.
     pub live: &'a BTreeMap<String, LiveSpec>,
+    /// The server's runtime values (`FLEETBOT_RUNTIME_VALUES`), never from the change.
+    pub runtime: Option<&'a crate::spec::RuntimeValues>,
 }
 
 /// What to publish.
@@ -132,7 +134,7 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
         .iter()
         .map(|file| {
             let live = input.live.get(&file.path);
-            spec::evaluate_spec(file, &scanner, input.quota.as_ref(), live)
+            spec::evaluate_spec(file, &scanner, input.quota.as_ref(), live, input.runtime)
         })
         .unzip();
     let config_report = config_report(input);

@@ -10,7 +10,7 @@ use crate::bot::report::{FileChange, FleetReport, FleetStatus, SpecDiff, SpecPro
 use crate::engine::{FleetPlan, PlanOptions, plan};
 use crate::github::FileStatus;
 use crate::privacy::Scanner;
-use crate::spec::{FleetSpec, SpecError, load_str};
+use crate::spec::{FleetSpec, RuntimeValues, SpecError, load_str_with};
 
 /// The fleet's report and the diff to show for one changed spec.
 pub(super) fn evaluate_spec(
@@ -18,13 +18,14 @@ pub(super) fn evaluate_spec(
     scanner: &Scanner,
     quota: Option<&QuotaInput<'_>>,
     live: Option<&LiveSpec>,
+    runtime: Option<&RuntimeValues>,
 ) -> (FleetReport, SpecDiff) {
     let change = FileChange::from_github(file.status, file.previous_path.as_deref());
     let head_private = private_lines_in(scanner, &file.path, file.head.as_deref());
     let base_private = private_lines_in(scanner, file.base_path(), file.base.as_deref());
     let holds_private = !head_private.is_empty() || !base_private.is_empty();
     let diff = diff::spec_diff(file, &change, holds_private);
-    let base_spec = base_spec(file);
+    let base_spec = base_spec(file, runtime);
     let base_plan = base_spec.as_ref().map(|s| plan(s, &PlanOptions::default()));
     let base = base_spec.as_ref().zip(base_plan.as_ref());
     let mut report = FleetReport {
@@ -49,6 +50,7 @@ pub(super) fn evaluate_spec(
                 text,
                 private: &head_private,
                 base,
+                runtime,
             };
             evaluate_head(&mut report, &head, quota, live);
         }
@@ -66,9 +68,9 @@ pub(super) fn evaluate_spec(
 }
 
 /// The spec at the base commit, when it loads: what the head is compared with.
-fn base_spec(file: &ChangedFile) -> Option<FleetSpec> {
+fn base_spec(file: &ChangedFile, runtime: Option<&RuntimeValues>) -> Option<FleetSpec> {
     let text = std::str::from_utf8(file.base.as_deref()?).ok()?;
-    load_str(text, file.base_path()).ok()
+    load_str_with(text, file.base_path(), runtime).ok()
 }
 
 fn private_lines_in(scanner: &Scanner, path: &str, content: Option<&[u8]>) -> BTreeSet<u32> {
@@ -96,6 +98,8 @@ struct Head<'a> {
     private: &'a BTreeSet<u32>,
     /// The spec at the base commit and its static plan, when it loads.
     base: Option<(&'a FleetSpec, &'a FleetPlan)>,
+    /// The server's runtime values, filled in before validation.
+    runtime: Option<&'a RuntimeValues>,
 }
 
 fn evaluate_head(
@@ -104,8 +108,20 @@ fn evaluate_head(
     quota: Option<&QuotaInput<'_>>,
     live: Option<&LiveSpec>,
 ) {
-    let spec = match load_str(head.text, &report.path) {
+    let spec = match load_str_with(head.text, &report.path, head.runtime) {
         Ok(spec) => spec,
+        Err(e) if e.file != report.path => {
+            // The server's runtime values contradict this spec: not a line of the change.
+            report.status = FleetStatus::Invalid;
+            report.name = spec_name(head.text);
+            report.problems.push(SpecProblem {
+                line: None,
+                column: None,
+                field: String::new(),
+                message: e.to_string(),
+            });
+            return;
+        }
         Err(e) => {
             report.status = FleetStatus::Invalid;
             report.name = spec_name(head.text);

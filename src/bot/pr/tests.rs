@@ -32,6 +32,7 @@ fn run(files: &[ChangedFile], config: &LoadedConfig) -> PrOutcome {
         alias_key: b"k",
         quota: None,
         live: &BTreeMap::new(),
+        runtime: None,
     })
 }
 
@@ -255,6 +256,7 @@ fn run_live_over(base: &str, live: LiveSpec) -> PrOutcome {
         alias_key: b"k",
         quota: None,
         live: &live,
+        runtime: None,
     })
 }
 
@@ -563,6 +565,7 @@ fn a_privacy_scan_that_could_not_read_every_changed_line_never_passes() {
         alias_key: b"k",
         quota: None,
         live: &BTreeMap::new(),
+        runtime: None,
     });
     assert_eq!(truncated.privacy.conclusion, CheckConclusion::Failure);
     assert!(

@@ -106,6 +106,15 @@ async fn find_project<C: Cloud>(
     listing: Option<&[Project]>,
     problems: &mut Vec<Problem>,
 ) -> CloudResult<Option<Project>> {
+    if crate::privacy::is_placeholder(&desired.project_id) && !desired.project_id.is_empty() {
+        // A public spec's placeholder, never bound: no cloud has a project by that name, and
+        // a real one may refuse the malformed ID as an argument error rather than not-found.
+        problems.push(Problem::new(
+            ProblemKind::ProjectNotFound,
+            "project_id is a placeholder; give the existing project's ID in the runtime values (--runtime-values FILE or FLEETBOT_RUNTIME_VALUES)",
+        ));
+        return Ok(None);
+    }
     if !desired.project_id.is_empty() {
         return match cloud.get_project(&desired.project_id).await {
             Ok(p) => Ok(Some(p)),

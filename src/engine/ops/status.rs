@@ -175,7 +175,11 @@ async fn read_live<C: Cloud>(cloud: &C, entry: &mut StatusEntry, record: &Target
         Ok(groups) => {
             entry.node_groups = groups.len();
             entry.nodes_ready = groups.iter().map(|g| g.ready_node_count).sum();
-            entry.nodes_wanted = groups.iter().map(|g| g.spec.node_count).sum();
+            // An autoscaling group promises its minimum; more is the autoscaler's choice.
+            entry.nodes_wanted = groups
+                .iter()
+                .map(|g| g.spec.autoscale_min.unwrap_or(g.spec.node_count))
+                .sum();
         }
         Err(e) => entry.fail(e),
     }

@@ -68,7 +68,7 @@ pub async fn prove<C: Cloud>(
             c.backend_name()
         ));
     }
-    if !p.project_id.is_empty() && p.project_id != record.project_id {
+    if !p.cloud_project_id().is_empty() && p.cloud_project_id() != record.project_id {
         return fail("the spec's explicit project_id is not the recorded project");
     }
     match tenant {

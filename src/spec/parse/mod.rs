@@ -67,6 +67,7 @@ pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
         source: file.to_string(),
         positions: positions_of(top, root.pos, "", 0),
         warnings: r.take_warnings(),
+        runtime_notes: Vec::new(),
     })
 }
 

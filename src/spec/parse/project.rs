@@ -44,6 +44,7 @@ pub(super) fn project_from(
         clusters,
         object_storage: object_storage_from(r, f.get("object_storage"), &f.path("object_storage"))?,
         positions: positions_of(fields, entry.pos, &ppath, 1),
+        bound_project_id: String::new(),
     })
 }
 

@@ -1,0 +1,604 @@
+//! The library's promise: load a fleet, then plan, preflight, deploy, check status, verify and
+//! destroy it against a cloud, getting back the same typed reports the CLI prints.
+//!
+//! Two types carry it: [`Fleet`], a validated spec, and [`Session`], a cloud (Nebius, or the
+//! simulator) with the inventory fleetbot keeps for it. Every operation is a method of
+//! [`Fleet`] taking the session and its options, as the seed's SDK did
+//! (`deploy(spec)`, `destroy`, `plan`, `status`, `verify_storage`, `verify_graphics`).
+
+#![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::cli::connect::{ConnectOptions, Connection, connect, embedded_simulator_of};
+use crate::engine::live::LivePlan;
+use crate::engine::ops::{
+    DeployResult, DestroyResult, EngineError, LifecycleOptions, Progress, StatusResult,
+};
+use crate::engine::verify::graphics_report::GraphicsReport;
+use crate::engine::verify::storage_report::StorageReport;
+use crate::engine::verify::{GraphicsOptions, StorageOptions, VerifyError};
+use crate::engine::{FleetPlan, PlanOptions};
+use crate::quota::budget::PreflightReport;
+use crate::quota::scope::Selection;
+use crate::sim::World;
+use crate::spec::{FleetSpec, RuntimeValues, SpecError};
+use crate::store::SqliteStore;
+
+/// Why a library call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The spec (or the runtime values) does not read or validate; it names file, line and
+    /// field.
+    #[error("invalid fleet spec: {0}")]
+    Spec(#[from] SpecError),
+    /// The cloud or the inventory could not be reached or used.
+    #[error("cloud: {0}")]
+    Cloud(String),
+    /// The engine refused or failed before a result could be reported (a selector naming
+    /// nothing, a live plan with problems, a quota shortfall, …). Per-target failures are
+    /// not errors: they are in the result, with `failed > 0`.
+    #[error("{0}")]
+    Engine(#[from] EngineError),
+    /// A verification could not run at all.
+    #[error("verification: {0}")]
+    Verify(#[from] VerifyError),
+}
+
+/// A cloud to run fleets against, and the inventory fleetbot keeps for it.
+///
+/// Holding a session keeps an embedded simulator running; drop it when done.
+pub struct Session {
+    connection: Connection,
+    inventory: SqliteStore,
+    tenant_id: String,
+    probe_image: Option<String>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("cloud", &self.connection.client.description())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// The embedded Nebius simulator with its default world (generous quotas in every public
+    /// region; the projects and capacity blocks the example fleets name), keeping its state
+    /// and the inventory under `dir`, so a later session on the same directory finds what
+    /// this one deployed.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let session = fleetbot::Session::simulator(dir.path()).await?;
+    /// assert!(session.is_simulated());
+    /// assert!(session.tenant_id().starts_with("tenant-"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn simulator(dir: impl AsRef<Path>) -> Result<Session, Error> {
+        Session::simulator_with(World::embedded_default(), dir).await
+    }
+
+    /// [`Session::simulator`] with another world (`fixtures/sim/*.yaml` describes the format):
+    /// other quotas, latencies, capacity blocks or scripted faults.
+    pub async fn simulator_with(world: World, dir: impl AsRef<Path>) -> Result<Session, Error> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Cloud(format!("cannot create {}: {e}", dir.display())))?;
+        let connection = embedded_simulator_of(world, Some(dir.join("sim.state")))
+            .await
+            .map_err(Error::Cloud)?;
+        let inventory = SqliteStore::open(&dir.join("inventory.sqlite"))
+            .await
+            .map_err(|e| Error::Cloud(e.to_string()))?;
+        Session::ready(connection, inventory, None)
+    }
+
+    /// The cloud the CLI would use: Nebius when credentials are configured (`NEBIUS_IAM_TOKEN`,
+    /// a service-account profile, `FLEETBOT_CLOUD`), else the embedded simulator with its
+    /// state in the user's data directory; `profile` as `--profile` (empty: the active one).
+    /// The inventory is the CLI's too.
+    pub async fn from_env(profile: &str) -> Result<Session, Error> {
+        let options = ConnectOptions::from_env(profile).map_err(Error::Cloud)?;
+        let connection = connect(&options).await.map_err(Error::Cloud)?;
+        let inventory = crate::cli::lifecycle::open_inventory(&connection)
+            .await
+            .map_err(Error::Cloud)?;
+        let tenant = crate::cli::lifecycle::env_tenant();
+        Session::ready(connection, inventory, tenant)
+    }
+
+    fn ready(
+        connection: Connection,
+        inventory: SqliteStore,
+        tenant: Option<String>,
+    ) -> Result<Session, Error> {
+        let tenant_id = tenant
+            .or_else(|| connection.tenant_id.clone())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_default();
+        Ok(Session {
+            connection,
+            inventory,
+            tenant_id,
+            probe_image: None,
+        })
+    }
+
+    /// The tenant fleets are deployed in when their spec names none (empty when neither the
+    /// credentials nor `FLEETBOT_TENANT_ID` name one).
+    pub fn tenant_id(&self) -> &str {
+        &self.tenant_id
+    }
+
+    /// Whether this is the simulator.
+    pub fn is_simulated(&self) -> bool {
+        self.connection.is_simulated()
+    }
+
+    /// What the session talks to, in words (for a log line).
+    pub fn description(&self) -> String {
+        self.connection.client.description().to_string()
+    }
+
+    /// Names the verification probe image, by digest (`<name>@sha256:<64 hex>`): the image
+    /// built from `deploy/probe/`. Verification needs one.
+    pub fn with_probe_image(mut self, image: impl Into<String>) -> Session {
+        self.probe_image = Some(image.into());
+        self
+    }
+
+    /// On the simulator: runs this `fleetbot` binary as the verification probe, named by its
+    /// own digest, as `fleetbot verify-storage` does on the embedded simulator. Elsewhere an
+    /// error: a real cluster runs images, not local files.
+    pub fn with_probe_binary(mut self, binary: impl Into<PathBuf>) -> Result<Session, Error> {
+        let binary = binary.into();
+        let Some(sim) = &self.connection.simulator else {
+            return Err(Error::Cloud(
+                "a probe binary runs only on the simulator; name a probe image by digest".into(),
+            ));
+        };
+        let bytes = std::fs::read(&binary)
+            .map_err(|e| Error::Cloud(format!("cannot read {}: {e}", binary.display())))?;
+        let image = format!(
+            "fleetbot.local/fleetbot-probe@sha256:{}",
+            hex::encode(Sha256::digest(&bytes))
+        );
+        sim.kube.shared.set_image(&image, binary);
+        self.probe_image = Some(image);
+        Ok(self)
+    }
+
+    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, Error> {
+        if !spec.tenant_id.is_empty() {
+            return Ok(spec.tenant_id.clone());
+        }
+        if self.tenant_id.is_empty() {
+            return Err(Error::Cloud(
+                "no tenant: set 'tenant_id' in the fleet spec or FLEETBOT_TENANT_ID".into(),
+            ));
+        }
+        Ok(self.tenant_id.clone())
+    }
+
+    fn probe_image(&self) -> Result<&str, Error> {
+        self.probe_image.as_deref().ok_or_else(|| {
+            Error::Cloud(
+                "no probe image: Session::with_probe_image (or with_probe_binary on the simulator)"
+                    .into(),
+            )
+        })
+    }
+}
+
+/// Which targets an operation acts on, and how; [`Options::default`] is the whole fleet, as
+/// the CLI's defaults are.
+#[derive(Clone)]
+pub struct Options {
+    /// Only these projects (keys or display names); empty: all.
+    pub only_projects: Vec<String>,
+    /// Only these clusters (names), in every selected project; empty: all.
+    pub only_clusters: Vec<String>,
+    /// Overrides the spec's `project_prefix` (empty: the spec's).
+    pub project_prefix: String,
+    /// Targets applied at once (at least 1).
+    pub concurrency: usize,
+    /// Stop at the first failed target (default: keep going).
+    pub fail_fast: bool,
+    /// Check quota and capacity before the first mutation (default: true).
+    pub preflight: bool,
+    /// Also delete the targets fleetbot deployed for this fleet that the spec no longer
+    /// declares (only with no selector), as `deploy --prune` does.
+    pub prune: bool,
+    /// Per-target time limit.
+    pub timeout: std::time::Duration,
+    /// One line per step (`a/cluster: creating node group …`); default: none.
+    pub progress: Progress,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            only_projects: Vec::new(),
+            only_clusters: Vec::new(),
+            project_prefix: String::new(),
+            concurrency: 1,
+            fail_fast: false,
+            preflight: true,
+            prune: false,
+            timeout: std::time::Duration::from_secs(120 * 60),
+            progress: Arc::new(|_| {}),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("only_projects", &self.only_projects)
+            .field("only_clusters", &self.only_clusters)
+            .field("project_prefix", &self.project_prefix)
+            .field("concurrency", &self.concurrency)
+            .field("fail_fast", &self.fail_fast)
+            .field("preflight", &self.preflight)
+            .field("prune", &self.prune)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Only these projects (keys or display names).
+    pub fn only_projects<I: IntoIterator<Item = S>, S: Into<String>>(mut self, keys: I) -> Options {
+        self.only_projects = keys.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Only these clusters, in every selected project.
+    pub fn only_clusters<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        names: I,
+    ) -> Options {
+        self.only_clusters = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Calls `f` with each progress line.
+    pub fn progress(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Options {
+        self.progress = Arc::new(f);
+        self
+    }
+
+    fn lifecycle(&self, spec: &FleetSpec) -> LifecycleOptions {
+        LifecycleOptions {
+            only_projects: self.only_projects.clone(),
+            only_clusters: self.only_clusters.clone(),
+            project_prefix: self.project_prefix.clone(),
+            profile: spec.profile.clone(),
+            concurrency: self.concurrency.max(1),
+            continue_on_error: !self.fail_fast,
+            create_projects: true,
+            preflight: self.preflight,
+            timeout: self.timeout,
+            // Only the spec's own key: a library caller's home directory is not the fleet's.
+            ssh_public_key: spec.ssh_public_key.trim().to_string(),
+            spec_path: spec.source.clone(),
+            prune: self.prune,
+        }
+    }
+
+    fn prefix<'a>(&'a self, spec: &'a FleetSpec) -> &'a str {
+        if self.project_prefix.is_empty() {
+            &spec.project_prefix
+        } else {
+            &self.project_prefix
+        }
+    }
+}
+
+/// A fleet spec, read and validated: what every operation works from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    spec: FleetSpec,
+}
+
+/// A small fleet for the examples: one project, one CPU-only cluster.
+#[doc(hidden)]
+pub const EXAMPLE_SPEC: &str = "apiVersion: npa.fleet/v0.0.1\nname: docs\nregion: eu-north1\nproject_prefix: docs-\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 4vcpu-16gb}\n  gpu_nodes: null\n  enable_filestore: false\nprojects:\n  - name: a\n";
+
+impl Fleet {
+    /// Reads and validates a spec file (`-` is standard input).
+    ///
+    /// ```
+    /// let fleet = fleetbot::Fleet::load("fixtures/specs/fleet1-test.yaml").unwrap();
+    /// assert_eq!(fleet.name(), "fleet1-test");
+    /// let e = fleetbot::Fleet::load("fixtures/specs/absent.yaml").unwrap_err();
+    /// assert!(e.to_string().starts_with("invalid fleet spec: fixtures/specs/absent.yaml: cannot read file"));
+    /// ```
+    pub fn load(path: impl AsRef<Path>) -> Result<Fleet, Error> {
+        Fleet::load_with(path, None)
+    }
+
+    /// [`Fleet::load`] with the operator's runtime values filled into the spec's placeholders
+    /// (docs/spec.md, "Runtime values").
+    ///
+    /// ```
+    /// use fleetbot::{Fleet, RuntimeValues};
+    /// let values = RuntimeValues::load("fixtures/runtime/embedded-default.yaml".as_ref()).unwrap();
+    /// let fleet = Fleet::load_with("fixtures/specs/rtxpro-mig.yaml", Some(&values)).unwrap();
+    /// // The public name stays; the binding is used only for cloud calls.
+    /// assert_eq!(fleet.spec().projects[0].project_id, "project-REPLACE_AT_RUNTIME");
+    /// ```
+    pub fn load_with(
+        path: impl AsRef<Path>,
+        runtime: Option<&RuntimeValues>,
+    ) -> Result<Fleet, Error> {
+        Ok(Fleet {
+            spec: crate::spec::load_with(path.as_ref(), runtime)?,
+        })
+    }
+
+    /// Reads and validates a spec held in memory; `file` names it in errors.
+    ///
+    /// ```
+    /// let e = fleetbot::Fleet::from_yaml("apiVersion: npa.fleet/v0.0.1\nname: x\nprojects: 3\n", "x.yaml")
+    ///     .unwrap_err();
+    /// assert_eq!(e.to_string(), "invalid fleet spec: x.yaml:3:11: projects: projects must be a non-empty list");
+    /// ```
+    pub fn from_yaml(text: &str, file: &str) -> Result<Fleet, Error> {
+        Ok(Fleet {
+            spec: crate::spec::load_str(text, file)?,
+        })
+    }
+
+    /// The fleet's `name`.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The whole spec model (projects, clusters, pools, defaults merged).
+    pub fn spec(&self) -> &FleetSpec {
+        &self.spec
+    }
+
+    /// The static plan, touching no cloud: the projects to create or reuse and every cluster's
+    /// resolved shape (`fleetbot plan`, with the same JSON keys).
+    ///
+    /// ```
+    /// let fleet = fleetbot::Fleet::load("fixtures/specs/fleet1-test.yaml").unwrap();
+    /// let plan = fleet.plan();
+    /// assert_eq!(plan.projects.len(), 2);
+    /// assert!(plan.render_text().contains("fleet1-test-a"));
+    /// ```
+    pub fn plan(&self) -> FleetPlan {
+        crate::engine::plan(&self.spec, &PlanOptions::default())
+    }
+
+    /// The live plan: what deploying would create, change or leave, read from the cloud and
+    /// the inventory (`fleetbot plan --live`). Reads only.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let session = fleetbot::Session::simulator(dir.path()).await?;
+    /// let fleet = fleetbot::Fleet::from_yaml(fleetbot::fleet::EXAMPLE_SPEC, "docs.yaml")?;
+    /// let plan = fleet.plan_live(&session, &fleetbot::Options::default()).await?;
+    /// assert!(plan.changes_anything());
+    /// assert!(!plan.has_problems(), "{:?}", plan.problems());
+    /// # Ok(()) }
+    /// ```
+    pub async fn plan_live(&self, session: &Session, options: &Options) -> Result<LivePlan, Error> {
+        let tenant = session.tenant_for(&self.spec)?;
+        let prepared = crate::engine::ops::prepare(
+            &session.connection.client,
+            &session.inventory,
+            &self.spec,
+            &tenant,
+            &options.lifecycle(&self.spec),
+        )
+        .await?;
+        Ok(prepared.plan)
+    }
+
+    /// The quota preflight: what the selected targets need against the tenant's allowances
+    /// and capacity blocks, read live, with targets the live plan proves unchanged adding
+    /// nothing (`fleetbot preflight`). [`PreflightReport::fits`] says whether it fits.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let session = fleetbot::Session::simulator(dir.path()).await?;
+    /// let fleet = fleetbot::Fleet::from_yaml(fleetbot::fleet::EXAMPLE_SPEC, "docs.yaml")?;
+    /// let report = fleet.preflight(&session, &fleetbot::Options::default()).await?;
+    /// assert!(report.fits());
+    /// # Ok(()) }
+    /// ```
+    pub async fn preflight(
+        &self,
+        session: &Session,
+        options: &Options,
+    ) -> Result<PreflightReport, Error> {
+        let plan = self.plan_live(session, options).await?;
+        let tenant = session.tenant_for(&self.spec)?;
+        let progress = options.progress.clone();
+        let mut on_line = move |line: &str| progress(line);
+        crate::engine::preflight::live_preflight(
+            &session.connection.client,
+            &self.spec,
+            &tenant,
+            Selection {
+                projects: options.only_projects.clone(),
+                clusters: options.only_clusters.clone(),
+            },
+            options.prefix(&self.spec),
+            &plan,
+            &mut on_line,
+        )
+        .await
+        .map_err(Error::Cloud)
+    }
+
+    /// Creates and converges the selected targets (`fleetbot deploy --yes`): live plan and
+    /// preflight first, nothing mutated if either refuses; idempotent and restart-safe.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let session = fleetbot::Session::simulator(dir.path()).await?;
+    /// let fleet = fleetbot::Fleet::from_yaml(fleetbot::fleet::EXAMPLE_SPEC, "docs.yaml")?;
+    /// let result = fleet.deploy(&session, &fleetbot::Options::default()).await?;
+    /// assert_eq!((result.deployed, result.failed), (1, 0));
+    /// // Again: nothing to change.
+    /// let again = fleet.deploy(&session, &fleetbot::Options::default()).await?;
+    /// assert!(!again.changed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn deploy(
+        &self,
+        session: &Session,
+        options: &Options,
+    ) -> Result<DeployResult, Error> {
+        let tenant = session.tenant_for(&self.spec)?;
+        Ok(crate::engine::ops::deploy(
+            &session.connection.client,
+            &session.inventory,
+            &self.spec,
+            &tenant,
+            &options.lifecycle(&self.spec),
+            options.progress.clone(),
+        )
+        .await?)
+    }
+
+    /// Every target's recorded and live state (`fleetbot status`);
+    /// [`StatusResult::healthy`] is what decides the CLI's exit code.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let session = fleetbot::Session::simulator(dir.path()).await?;
+    /// let fleet = fleetbot::Fleet::from_yaml(fleetbot::fleet::EXAMPLE_SPEC, "docs.yaml")?;
+    /// assert!(!fleet.status(&session).await?.healthy(), "nothing is deployed yet");
+    /// fleet.deploy(&session, &fleetbot::Options::default()).await?;
+    /// let status = fleet.status(&session).await?;
+    /// assert!(status.healthy());
+    /// assert_eq!(status.clusters[0].nodes_ready, 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn status(&self, session: &Session) -> Result<StatusResult, Error> {
+        Ok(
+            crate::engine::ops::status(&session.connection.client, &session.inventory, &self.spec)
+                .await?,
+        )
+    }
+
+    /// Tears down the selected targets the inventory records (`fleetbot destroy --yes`): node
+    /// groups, cluster, GPU cluster and filesystem, each by exact ID after its ownership is
+    /// proven. Projects and buckets are kept.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let session = fleetbot::Session::simulator(dir.path()).await?;
+    /// let fleet = fleetbot::Fleet::from_yaml(fleetbot::fleet::EXAMPLE_SPEC, "docs.yaml")?;
+    /// fleet.deploy(&session, &fleetbot::Options::default()).await?;
+    /// let result = fleet.destroy(&session, &fleetbot::Options::default()).await?;
+    /// assert_eq!(result.failed, 0);
+    /// assert_eq!(result.clusters[0].status, fleetbot::TargetStatus::Destroyed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn destroy(
+        &self,
+        session: &Session,
+        options: &Options,
+    ) -> Result<DestroyResult, Error> {
+        Ok(crate::engine::ops::destroy(
+            &session.connection.client,
+            &session.inventory,
+            &self.spec,
+            &options.lifecycle(&self.spec),
+            options.progress.clone(),
+        )
+        .await?)
+    }
+
+    /// Proves every selected target's shared filesystem on every worker with the probe
+    /// (`fleetbot verify-storage`). The report is publication-safe; the session needs a
+    /// probe image. A report whose `passed` is false is a result, not an error.
+    ///
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// let session = fleetbot::Session::from_env("")
+    ///     .await?
+    ///     .with_probe_image("registry.example/fleetbot-probe@sha256:…");
+    /// let fleet = fleetbot::Fleet::load("fleet.yaml")?;
+    /// let report = fleet.verify_storage(&session, &fleetbot::Options::default()).await?;
+    /// println!("{}", report.render_text());
+    /// # Ok(()) }
+    /// ```
+    pub async fn verify_storage(
+        &self,
+        session: &Session,
+        options: &Options,
+    ) -> Result<StorageReport, Error> {
+        let mut verify = StorageOptions::new(session.probe_image()?);
+        verify.only_projects = options.only_projects.clone();
+        verify.only_clusters = options.only_clusters.clone();
+        verify.project_prefix = options.prefix(&self.spec).to_string();
+        verify.tenant = Some(session.tenant_for(&self.spec)?);
+        let (_never, interrupt) = tokio::sync::watch::channel(false);
+        let run = crate::engine::verify::verify_storage(
+            &session.connection.client,
+            &session.inventory,
+            &self.spec,
+            &verify,
+            options.progress.clone(),
+            interrupt,
+        )
+        .await?;
+        Ok(run.report)
+    }
+
+    /// Proves CUDA, GLX, EGL and Vulkan on every GPU worker of the selected RTX rendering
+    /// targets (`fleetbot verify-graphics`). The report is publication-safe; the session needs
+    /// a probe image.
+    ///
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// let session = fleetbot::Session::from_env("")
+    ///     .await?
+    ///     .with_probe_image("registry.example/fleetbot-probe@sha256:…");
+    /// let fleet = fleetbot::Fleet::load("fleet.yaml")?;
+    /// let report = fleet.verify_graphics(&session, &fleetbot::Options::default()).await?;
+    /// assert!(report.passed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn verify_graphics(
+        &self,
+        session: &Session,
+        options: &Options,
+    ) -> Result<GraphicsReport, Error> {
+        let mut verify = GraphicsOptions::new(session.probe_image()?);
+        verify.only_projects = options.only_projects.clone();
+        verify.only_clusters = options.only_clusters.clone();
+        verify.project_prefix = options.prefix(&self.spec).to_string();
+        verify.tenant = Some(session.tenant_for(&self.spec)?);
+        verify.concurrency = options.concurrency.max(1);
+        let (_never, interrupt) = tokio::sync::watch::channel(false);
+        let run = crate::engine::verify::verify_graphics(
+            &session.connection.client,
+            &session.inventory,
+            &self.spec,
+            &verify,
+            options.progress.clone(),
+            interrupt,
+        )
+        .await?;
+        Ok(run.report)
+    }
+}
