@@ -70,6 +70,7 @@ fn preflight(base: &str, head: &str) -> Option<DiffWithheld> {
         alias_key: b"k",
         quota: None,
         live: &BTreeMap::new(),
+        runtime: None,
     });
     out.report.diffs[0].withheld
 }

@@ -583,3 +583,53 @@ fn verify_storage_after_deploy_passes_on_every_worker_and_prints_one_document() 
             .contains("cluster selector has no target in selected projects: nope")
     );
 }
+
+/// `fleetbot demo` with no terminal runs every step by itself, cleans up after itself, and
+/// says the same thing every time once times, ports, SHAs and IDs are masked.
+#[test]
+fn the_demo_runs_to_the_end_by_itself_and_leaves_nothing_behind() {
+    let env = Env::new();
+    let tmp = env.home.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .arg("demo")
+        .env("HOME", env.home.path())
+        .env("TMPDIR", &tmp)
+        .env("XDG_DATA_HOME", env.home.path().join("data"))
+        // Credentials on this machine never send the demo to Nebius.
+        .env("NEBIUS_IAM_TOKEN", "not-a-token")
+        .env_remove("FLEETBOT_CLOUD")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "the throwaway directory is removed"
+    );
+    let masks = [
+        (r"/\S*/fleetbot-demo-[0-9a-f]+", "<dir>"),
+        (r"127\.0\.0\.1:\d+", "127.0.0.1:<port>"),
+        (r"\((\d+ ms|\d+\.\d s|\d+ min \d+ s)\)", "(<time>)"),
+        (r"Done in [^.]+\.\d s", "Done in <time>"),
+        (r"\d+\.\d KiB", "<size>"),
+        (r"mk8scluster-[a-z0-9]+", "<cluster-id>"),
+        (r"\b[0-9a-f]{7,64}\b", "<hex>"),
+    ];
+    let mut text = stdout.into_owned();
+    for (pattern, with) in masks {
+        text = regex::Regex::new(pattern)
+            .unwrap()
+            .replace_all(&text, with)
+            .into_owned();
+    }
+    insta::assert_snapshot!("demo_output", text);
+}

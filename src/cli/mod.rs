@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and dispatch; one file per subcommand.
 
 pub mod connect;
+pub mod demo;
 pub mod deploy;
 pub mod destroy;
 pub mod kubeconfig;
@@ -32,6 +33,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The whole loop in a minute on the embedded simulator: a throwaway repository, a change
+    /// previewed as the App would comment, merged, applied, verified, shown, cleaned up.
+    Demo(demo::DemoArgs),
     /// Show the resolved deployment plan without touching infrastructure.
     Plan(plan::PlanArgs),
     /// Refuse committed private IDs, keys and tokens.
@@ -103,6 +107,7 @@ pub fn main() -> ExitCode {
         "warn"
     });
     match cli.command {
+        Command::Demo(args) => demo::run(args),
         Command::Plan(args) => plan::run(args),
         Command::VerifyStorage(args) => verify::run(args),
         Command::VerifyGraphics(args) => verify::run_graphics(args),

@@ -118,7 +118,7 @@ pub fn run(args: PreviewArgs) -> ExitCode {
                     as Arc<dyn LiveCloud>,
             );
         }
-        let change = read_change(&repo, &refs, &settings, &args)?;
+        let change = read_change(&repo, &refs, &settings, args.repo_name.clone(), args.number)?;
         Ok::<_, String>(evaluate_change(&settings, change).await.outcome)
     });
     let outcome = match outcome {
@@ -156,6 +156,24 @@ pub fn run(args: PreviewArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// What the App would post for the change from the merge base of `base` and `head` to
+/// `head` in the repository at `dir`, evaluated under `settings` (for `fleetbot demo`).
+pub(crate) async fn evaluate_local(
+    dir: &Path,
+    base: Option<&str>,
+    head: &str,
+    settings: &BotSettings,
+    repo_name: Option<String>,
+    number: u64,
+) -> Result<crate::bot::jobs::preflight::Evaluated, String> {
+    let repo = Git {
+        dir: dir.to_path_buf(),
+    };
+    let refs = resolve_refs(&repo, base, head)?;
+    let change = read_change(&repo, &refs, settings, repo_name, number)?;
+    Ok(evaluate_change(settings, change).await)
 }
 
 /// The comment as it would be posted, then each check run's title, summary and text.
@@ -289,7 +307,8 @@ fn read_change(
     repo: &Git,
     refs: &Refs,
     settings: &BotSettings,
-    args: &PreviewArgs,
+    repo_name: Option<String>,
+    number: u64,
 ) -> Result<Change, String> {
     // The config, at most as large as the App would read it.
     let config_bytes = match repo.blob(
@@ -330,11 +349,8 @@ fn read_change(
         }
     }
     Ok(Change {
-        repo: args
-            .repo_name
-            .clone()
-            .unwrap_or_else(|| repo_name(repo, &args.repo)),
-        number: args.number,
+        repo: repo_name.unwrap_or_else(|| self::repo_name(repo, &repo.dir)),
+        number,
         head_sha: refs.head_sha.clone(),
         base_sha: refs.base_sha.clone(),
         files,

@@ -173,7 +173,7 @@ async fn on_cpu<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) ->
 /// Keeps each live plan the comment is about to show, so a merge applies only what was
 /// reviewed. Kept before the comment is published: a plan shown is always a plan recorded. A
 /// plan that cannot be recorded makes the merge refuse (not reviewed), never apply unseen.
-async fn record_reviewed_plans(
+pub(crate) async fn record_reviewed_plans(
     settings: &BotSettings,
     repo: &str,
     pr: PrHead<'_>,

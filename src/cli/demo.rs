@@ -1,0 +1,578 @@
+//! `fleetbot demo`: the whole loop in a minute, with nothing to register or own: a throwaway
+//! spec repository, a change previewed as the App would comment on it, the merge applied under
+//! the App's guard to the embedded simulator, storage verified, status, the dashboard, and
+//! everything removed again.
+//!
+//! Every step runs the code the App runs: the preview is [`super::preview`]'s evaluation (the
+//! App's `evaluate_change`), the reviewed plan is recorded as the preflight job records it,
+//! the merge is decided by [`crate::bot::guard::decide`] and applied by the App's
+//! [`FleetApplier`], and the dashboard is `fleetbot serve`'s own page over the same store.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use super::connect::embedded_simulator_of;
+use crate::bot::backend::{DeployState, Deployer, FleetApplier};
+use crate::bot::guard::{self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger};
+use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
+use crate::bot::settings::BotSettings;
+use crate::github::CheckConclusion;
+use crate::sim::World;
+use crate::store::queue::{now_ms, pr_key};
+use crate::store::{ApplyRun, AuditEntry, SqliteStore};
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the throwaway repository and the simulator's state, and say where they are.
+    #[arg(long)]
+    pub keep: bool,
+    /// On a terminal, wait before cleaning up so the dashboard can be looked at (the
+    /// default); without a terminal the demo never waits.
+    #[arg(long = "no-wait")]
+    pub no_wait: bool,
+}
+
+/// The example fleet the demo's change adds.
+const FLEET_PATH: &str = "fleets/fleet1-test.yaml";
+const FLEET: &str = include_str!("../../fixtures/specs/fleet1-test.yaml");
+const CONFIG: &str = "# fleetbot's settings for this repository (docs/github-app.md).\nspecs:\n  - 'fleets/**/*.yaml'\n";
+const REPO_NAME: &str = "demo/fleet-config";
+const PR: u64 = 1;
+const STEPS: usize = 7;
+
+pub fn run(args: DemoArgs) -> ExitCode {
+    let runtime = match super::lifecycle::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = Instant::now();
+    let dir = match make_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("fleetbot demo: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = Steps::new();
+    let result = runtime.block_on(demo(&dir, &args, &mut out));
+    let code = match &result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            out.fail(e);
+            ExitCode::FAILURE
+        }
+    };
+    if args.keep {
+        out.line(&format!("Kept {} (remove it when done).", dir.display()));
+    } else if let Err(e) = std::fs::remove_dir_all(&dir) {
+        eprintln!("fleetbot demo: cannot remove {}: {e}", dir.display());
+    }
+    if result.is_ok() {
+        out.line(&format!(
+            "Done in {}. Next: `fleetbot preview` in a checkout of your own spec repository shows what the App would post there (docs/github-app.md).",
+            humanize(started.elapsed())
+        ));
+    }
+    code
+}
+
+/// A fresh directory under the temporary directory.
+fn make_dir() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("fleetbot-demo-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+async fn demo(dir: &Path, args: &DemoArgs, out: &mut Steps) -> Result<(), String> {
+    // 1. The repository: main holds the config, the change adds the example fleet.
+    out.begin("Creating a spec repository with a change that adds an example fleet");
+    let repo = dir.join("fleet-config");
+    let git = Git::init(&repo)?;
+    git.write(".fleetbot.yml", CONFIG)?;
+    git.write(
+        "fleets/README.md",
+        "# Fleets\n\nOne spec per fleet; fleetbot plans every change to them.\n",
+    )?;
+    let base = git.commit("Start the fleet repository")?;
+    git.run(&["checkout", "-q", "-b", "add-fleet1-test"])?;
+    git.write(FLEET_PATH, FLEET)?;
+    let head = git.commit("Add the fleet1-test fleet")?;
+    out.done(&format!(
+        "{} at {}: main {}, change {} adds {FLEET_PATH}",
+        REPO_NAME,
+        repo.display(),
+        short(&base),
+        short(&head)
+    ));
+
+    // The cloud: the embedded simulator, its state inside the throwaway directory. Never
+    // Nebius, whatever credentials this machine has.
+    let world = World::embedded_default();
+    let connection = embedded_simulator_of(world, Some(dir.join("sim.state"))).await?;
+    let tenant = connection
+        .tenant_id
+        .clone()
+        .ok_or("the simulator names no tenant")?;
+    let store = SqliteStore::open(&dir.join("fleetbot.sqlite"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let probe_image = super::verify::simulated_probe_image(&connection)?;
+    let planner = Arc::new(
+        CloudPlanner::new(
+            connection.client.clone(),
+            store.clone(),
+            "the fleetbot simulator",
+            Some(tenant.clone()),
+        )
+        .with_verification(VerifyConfig {
+            probe_image,
+            evidence_root: Some(dir.join("evidence")),
+        }),
+    );
+    let deployer = Deployer {
+        applier: planner.clone() as Arc<dyn FleetApplier>,
+        state: Arc::new(store.clone()) as Arc<dyn DeployState>,
+        tenant_id: tenant.clone(),
+        lease: Duration::from_secs(120),
+    };
+    let settings = BotSettings {
+        cloud: Some(planner.clone() as Arc<dyn LiveCloud>),
+        ..BotSettings::default()
+    };
+
+    // 2. The preview: what the App would post on the pull request.
+    out.begin(
+        "Previewing the change: the comment and checks the App would post on its pull request",
+    );
+    let evaluated = super::preview::evaluate_local(
+        &repo,
+        Some("main"),
+        "HEAD",
+        &settings,
+        Some(REPO_NAME.to_string()),
+        PR,
+    )
+    .await?;
+    let outcome = &evaluated.outcome;
+    out.block(&outcome.comment);
+    for check in [&outcome.privacy, &outcome.preflight] {
+        out.detail(&format!(
+            "check run {}: {} ({})",
+            check.name,
+            check.conclusion.as_str(),
+            check.output.title
+        ));
+    }
+    if [&outcome.privacy, &outcome.preflight]
+        .iter()
+        .any(|c| c.conclusion == CheckConclusion::Failure)
+    {
+        return Err("a check failed; the demo's change would not be merged".into());
+    }
+    let pr = crate::bot::jobs::preflight::PrHead {
+        number: PR,
+        head_sha: &head,
+        base_sha: &base,
+    };
+    let mut deploy_settings = BotSettings {
+        deploy: Some(deployer),
+        ..settings
+    };
+    crate::bot::jobs::preflight::record_reviewed_plans(
+        &deploy_settings,
+        REPO_NAME,
+        pr,
+        &evaluated.specs,
+        &evaluated.base_specs,
+        &evaluated.live,
+    )
+    .await;
+    out.done(&format!(
+        "reviewed plan {} recorded",
+        outcome.report.short_digest()
+    ));
+
+    // 3. The merge, applied as the App applies it: re-planned, held to the reviewed plan.
+    out.begin("Merging: the App's guard holds the plan to the one reviewed, then applies it");
+    git.run(&["checkout", "-q", "main"])?;
+    git.run(&[
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "Merge the fleet1-test fleet",
+        "add-fleet1-test",
+    ])?;
+    let merge = git.text(&["rev-parse", "HEAD"])?;
+    let deployer = deploy_settings.deploy.take().ok_or("no deployer")?;
+    let spec = crate::spec::load_str(FLEET, FLEET_PATH).map_err(|e| e.to_string())?;
+    let planned = planner
+        .plan_fleet(&spec, &tenant)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the fleet has no target the engine plans")?;
+    let reviewed = deployer
+        .state
+        .reviewed_plan(&pr_key(REPO_NAME, PR), &head, FLEET_PATH)
+        .await
+        .map_err(|e| e.to_string())?;
+    let reviewed = reviewed.map(|r| {
+        (
+            r.digest.clone(),
+            ReviewSummary::parse(&r.summary).lines.join("\n"),
+        )
+    });
+    let names = PublicNames::of(&spec);
+    let destructive = planned.plan.destructive();
+    let decision = guard::decide(&GuardInput {
+        trigger: Trigger::Merge,
+        reviewed: reviewed.as_ref().map(|(d, l)| (d.as_str(), l.as_str())),
+        plan: &planned.plan,
+        destructive: &destructive,
+        approved: false,
+        resumed: None,
+        names: &names,
+    });
+    let prune = match decision {
+        Decision::Apply { prune } => prune,
+        Decision::NothingToDo => false,
+        Decision::Refuse(refusal) => {
+            return Err(format!("the guard refused the merge: {refusal:?}"));
+        }
+    };
+    out.detail(&format!(
+        "the plan at the merge is the one reviewed; applying {} target(s)",
+        planned.plan.targets.len()
+    ));
+    let job_id = format!(
+        "{}:{REPO_NAME}#{PR}@{merge}:merge",
+        crate::bot::deploy::APPLY_JOB
+    );
+    deployer
+        .state
+        .record_apply_run(&ApplyRun {
+            job_id: job_id.clone(),
+            fleet_path: FLEET_PATH.into(),
+            digest: planned.plan.digest.clone(),
+            destructive_approved: false,
+            started_at: now_ms(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let progress = out.progress();
+    let result = deployer
+        .applier
+        .apply_fleet(&spec, &tenant, prune, progress)
+        .await
+        .map_err(|e| e.to_string())?;
+    let outcome_word = if result.failed == 0 {
+        "success"
+    } else {
+        "failure"
+    };
+    deployer
+        .state
+        .append_audit(&AuditEntry {
+            at: now_ms(),
+            actor: "you".into(),
+            action: "apply (merge)".into(),
+            repo: REPO_NAME.into(),
+            pr: PR,
+            sha: merge.clone(),
+            fleet: FLEET_PATH.into(),
+            outcome: outcome_word.into(),
+            digest: planned.plan.digest.clone(),
+            detail: String::new(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    if result.failed > 0 {
+        return Err(format!("{} target(s) failed to apply", result.failed));
+    }
+    out.done(&format!(
+        "{} deployed in {} project(s) on the simulator",
+        result.deployed,
+        spec.projects.len()
+    ));
+
+    // 4. Storage verification on every worker, as /verify-storage runs it.
+    out.begin("Verifying the shared filesystem on every worker (what /verify-storage posts)");
+    let report = deployer
+        .applier
+        .verify_storage_fleet(&spec, &tenant, Vec::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    out.block(&report.render_text());
+    if !report.passed {
+        return Err("storage verification failed".into());
+    }
+    out.done("passed");
+
+    // 5. Status.
+    out.begin("Status of every target");
+    let status = deployer
+        .applier
+        .fleet_status(&spec)
+        .await
+        .map_err(|e| e.to_string())?;
+    out.block(&status.render_text());
+    if !status.healthy() {
+        return Err("a target is not healthy".into());
+    }
+    out.done("every target deployed and healthy");
+
+    // 6. The dashboard, served as `fleetbot serve` serves it.
+    out.begin("Serving the dashboard");
+    let quota = Arc::new(crate::server::dashboard::LiveQuota {
+        cloud: planner.clone() as Arc<dyn LiveCloud>,
+        tenant_id: tenant.clone(),
+    }) as Arc<dyn crate::server::dashboard::QuotaSource>;
+    let dashboard = crate::server::dashboard::Dashboard::new(store.clone(), "SQLite", Some(quota));
+    let view = dashboard.view().await;
+    let router = crate::server::dashboard::router(dashboard);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen for the dashboard: {e}"))?;
+    let url = format!(
+        "http://{}/",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    // Read back as a browser would, so "served" is something seen, not assumed.
+    let page = reqwest::get(&url)
+        .await
+        .and_then(|r| r.error_for_status())
+        .map_err(|e| format!("the dashboard did not answer: {}", e.without_url()))?;
+    let served = page.bytes().await.map(|b| b.len()).unwrap_or(0);
+    let clusters: usize = view.fleets.iter().map(|f| f.clusters.len()).sum();
+    out.done(&format!(
+        "{url} answers ({}): {} repository, {} fleet, {clusters} clusters; JSON at {url}api/dashboard",
+        format!("{:.1} KiB", served as f64 / 1024.0),
+        view.repositories.len(),
+        view.fleets.len()
+    ));
+    if !args.no_wait && std::io::stdin().is_terminal() {
+        out.line("Press Enter to clean up and exit (the dashboard stays up until then).");
+        let _ = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)
+        })
+        .await;
+    }
+    server.abort();
+
+    // 7. Cleanup.
+    out.begin("Cleaning up: destroying the fleet on the simulator");
+    let destroyed = crate::engine::ops::destroy(
+        &connection.client,
+        &store,
+        &spec,
+        &crate::engine::ops::LifecycleOptions::default(),
+        out.progress(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    if destroyed.failed > 0 {
+        return Err(format!(
+            "{} target(s) could not be destroyed",
+            destroyed.failed
+        ));
+    }
+    out.done(&format!(
+        "{} cluster(s) destroyed",
+        destroyed.clusters.len()
+    ));
+    Ok(())
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+/// A duration as a person reads it: `850 ms`, `12.4 s`, `2 min 5 s`.
+pub fn humanize(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+/// The demo's output: numbered steps with their time; on a terminal a spinner while a step
+/// runs, elsewhere plain lines only (so a log or a test reads the same text every time).
+struct Steps {
+    n: usize,
+    step_started: Instant,
+    bar: Option<indicatif::ProgressBar>,
+    terminal: bool,
+}
+
+impl Steps {
+    fn new() -> Steps {
+        let terminal = std::io::stdout().is_terminal();
+        let steps = Steps {
+            n: 0,
+            step_started: Instant::now(),
+            bar: None,
+            terminal,
+        };
+        steps.line("fleetbot demo: a throwaway spec repository, reviewed and merged as the App would, applied to the embedded Nebius simulator");
+        steps
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => {
+                let mut stdout = std::io::stdout().lock();
+                let _ = writeln!(stdout, "{text}");
+            }
+        }
+    }
+
+    fn begin(&mut self, title: &str) {
+        self.n += 1;
+        self.step_started = Instant::now();
+        self.line(&format!("[{}/{STEPS}] {title}", self.n));
+        if self.terminal {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("      {spinner} {msg} {elapsed}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            self.bar = Some(bar);
+        }
+    }
+
+    /// A line under the current step.
+    fn detail(&self, text: &str) {
+        self.line(&format!("      {text}"));
+    }
+
+    /// A block of text under the current step, indented.
+    fn block(&self, text: &str) {
+        for l in text.trim_end().lines() {
+            self.line(&format!("      | {l}").trim_end().to_string());
+        }
+    }
+
+    /// Engine progress lines: the spinner's message on a terminal, nothing elsewhere (the
+    /// step's result says what happened).
+    fn progress(&self) -> crate::engine::ops::Progress {
+        let bar = self.bar.clone();
+        Arc::new(move |line: &str| {
+            if let Some(bar) = &bar {
+                bar.set_message(line.to_string());
+            }
+        })
+    }
+
+    fn done(&mut self, what: &str) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        self.line(&format!(
+            "      ok: {what} ({})",
+            humanize(self.step_started.elapsed())
+        ));
+    }
+
+    fn fail(&mut self, why: &str) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        eprintln!("fleetbot demo: step {} failed: {why}", self.n);
+    }
+}
+
+/// The throwaway repository, driven through the `git` command as a person would.
+struct Git {
+    dir: PathBuf,
+}
+
+impl Git {
+    fn init(dir: &Path) -> Result<Git, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let git = Git {
+            dir: dir.to_path_buf(),
+        };
+        git.run(&["init", "-q", "-b", "main"])?;
+        Ok(git)
+    }
+
+    fn write(&self, path: &str, text: &str) -> Result<(), String> {
+        let file = self.dir.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))
+    }
+
+    fn commit(&self, message: &str) -> Result<String, String> {
+        self.run(&["add", "-A"])?;
+        self.run(&["commit", "-q", "-m", message])?;
+        self.text(&["rev-parse", "HEAD"])
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("git");
+        // A fixed identity and no user or system config: the demo's commits are its own,
+        // whatever this machine's git is set up to do (hooks, signing, templates).
+        cmd.arg("-C")
+            .arg(&self.dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "fleetbot demo")
+            .env("GIT_AUTHOR_EMAIL", "demo@fleetbot.invalid")
+            .env("GIT_COMMITTER_NAME", "fleetbot demo")
+            .env("GIT_COMMITTER_EMAIL", "demo@fleetbot.invalid");
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(), String> {
+        self.text(args).map(|_| ())
+    }
+
+    fn text(&self, args: &[&str]) -> Result<String, String> {
+        let out = self
+            .command()
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run git (the demo needs it on PATH): {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "git {}: {}",
+                args.first().copied().unwrap_or_default(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_a_person_reads_them() {
+        assert_eq!(humanize(Duration::from_millis(850)), "850 ms");
+        assert_eq!(humanize(Duration::from_millis(12_449)), "12.4 s");
+        assert_eq!(humanize(Duration::from_secs(125)), "2 min 5 s");
+    }
+}
