@@ -17,6 +17,7 @@ const RANKS: &[(&str, u8)] = &[
     ("clusters", 4),
     ("quota", 4),
     ("cloud", 3),
+    ("runtime", 3),
     ("sim", 3),
     ("privacy", 2),
     ("store", 2),

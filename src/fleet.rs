@@ -24,8 +24,9 @@ use crate::engine::verify::{GraphicsOptions, StorageOptions, VerifyError};
 use crate::engine::{FleetPlan, PlanOptions};
 use crate::quota::budget::PreflightReport;
 use crate::quota::scope::Selection;
+use crate::runtime::RuntimeValues;
 use crate::sim::World;
-use crate::spec::{FleetSpec, RuntimeValues, SpecError};
+use crate::spec::{FleetSpec, SpecError};
 use crate::store::SqliteStore;
 
 /// Why a library call failed.
@@ -339,7 +340,7 @@ impl Fleet {
         runtime: Option<&RuntimeValues>,
     ) -> Result<Fleet, Error> {
         Ok(Fleet {
-            spec: crate::spec::load_with(path.as_ref(), runtime)?,
+            spec: crate::runtime::load_with(path.as_ref(), runtime)?,
         })
     }
 

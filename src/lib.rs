@@ -57,6 +57,8 @@ pub mod probe;
 #[doc(hidden)]
 pub mod quota;
 #[doc(hidden)]
+pub mod runtime;
+#[doc(hidden)]
 pub mod server;
 #[doc(hidden)]
 pub mod sim;
@@ -72,7 +74,8 @@ pub use engine::verify::graphics_report::GraphicsReport;
 pub use engine::verify::storage_report::StorageReport;
 pub use fleet::{Error, Fleet, Options, Session};
 pub use quota::budget::PreflightReport;
-pub use spec::{FleetSpec, RuntimeValues, SpecError};
+pub use runtime::RuntimeValues;
+pub use spec::{FleetSpec, SpecError};
 
 #[cfg(test)]
 mod architecture;

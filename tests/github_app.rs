@@ -582,7 +582,7 @@ async fn every_kind_of_live_plan_problem_fails_preflight_through_github() {
                 b,
                 &format!("{b}    project_id: project-REPLACE_AT_RUNTIME\n"),
             ),
-            "project fleet1-test-b: the pinned project\\_id is not a project of the tenant (not found)",
+            "project fleet1-test-b: project\\_id is a placeholder; give the existing project's ID in the runtime values",
         ),
         (
             K::ProjectAmbiguous,
@@ -870,4 +870,131 @@ async fn preview_of_a_local_change_is_what_the_app_posts() {
             "{name} text"
         );
     }
+}
+
+/// The GitHub Action's path: `fleetbot preview --post` in a workflow run posts, with the
+/// workflow's own token, the comment and check runs the App posts for the same pull request;
+/// a second run edits its one comment; every request is one GitHub's REST description allows.
+#[tokio::test]
+async fn the_action_posts_what_the_app_posts_with_the_workflow_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| support::git(dir.path(), args);
+    let write = |path: &str, text: &str| support::write_file(dir.path(), path, text);
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.email", "dev@example.com"]);
+    git(&["config", "user.name", "dev"]);
+    write("README.md", "# fleet config\n");
+    write("fleets/prod.yaml", &base_spec());
+    write(".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    let base = git(&["rev-parse", "HEAD"]);
+    git(&["checkout", "-qb", "grow-gpus"]);
+    let grown = spec_with_gpus(2);
+    write("fleets/prod.yaml", &grown);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "grow"]);
+    let head = git(&["rev-parse", "HEAD"]);
+
+    // The App reviews the pull request as usual…
+    let mut h = Harness::start_on(BotSettings::default(), &base).await;
+    {
+        let mut w = h.gh.world();
+        w.commit(REPO, &base, &head, &[("fleets/prod.yaml", Some(&grown))]);
+        w.open_pr(REPO, PR, "grow-gpus", &head);
+        w.workflow_tokens
+            .insert("ghs_workflowtoken1".into(), "github-actions[bot]".into());
+    }
+    let mut pr = pr_ref(&head);
+    pr.base_sha = base.clone();
+    let event = fixtures::pull_request("opened", &pr);
+    h.deliver("pull_request", &event).await;
+    let app_comment = h.bot_comments()[0].body.clone();
+
+    // …and so does the Action, from the checkout and the event GitHub Actions hands it.
+    // GitHub's payload names the repository's real default branch (the example's says master).
+    let mut payload: serde_json::Value = serde_json::from_slice(&event).unwrap();
+    payload["repository"]["default_branch"] = "main".into();
+    let event_path = dir.path().join("event.json");
+    std::fs::write(&event_path, payload.to_string()).unwrap();
+    // Run without blocking: the fake GitHub answers on this test's runtime.
+    let post = || {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+            .args(["preview", "--post", "--output", "json", "-C"])
+            .arg(dir.path())
+            .env("GITHUB_TOKEN", "ghs_workflowtoken1")
+            .env("GITHUB_REPOSITORY", REPO)
+            .env("GITHUB_EVENT_PATH", &event_path)
+            .env("GITHUB_API_URL", &h.gh.url)
+            .env("FLEETBOT_CLOUD", "none")
+            .env_remove("RUST_LOG")
+            .env_remove("FLEETBOT_RUNTIME_VALUES")
+            .output()
+    };
+    let out = post().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "posted 2 check runs and a new comment on {REPO}#{PR}"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("ghs_workflowtoken1"),
+        "the token was printed"
+    );
+    let preview: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let action_comments: Vec<_> = h
+        .bot_comments()
+        .into_iter()
+        .filter(|c| c.user == "github-actions[bot]")
+        .collect();
+    assert_eq!(action_comments.len(), 1);
+    assert_eq!(
+        action_comments[0].body, app_comment,
+        "the Action's comment is the App's"
+    );
+    assert_eq!(preview["comment"], app_comment.as_str());
+    let runs = h.gh.world().runs_on(REPO, &head);
+    for name in ["fleet/privacy", "fleet/preflight"] {
+        let mut same: Vec<_> = runs.iter().filter(|r| r.name == name).collect();
+        assert_eq!(same.len(), 2, "{name}: the App's run and the Action's");
+        let (a, b) = (same.remove(0), same.remove(0));
+        assert_eq!(
+            (&a.title, &a.summary, &a.text),
+            (&b.title, &b.summary, &b.text)
+        );
+        assert_eq!(a.conclusion, b.conclusion);
+    }
+
+    // A second run (a re-run, or a push with nothing new) keeps one comment.
+    let out = post().await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the updated comment"));
+    let action_comments = h
+        .bot_comments()
+        .into_iter()
+        .filter(|c| c.user == "github-actions[bot]")
+        .count();
+    assert_eq!(action_comments, 1);
+    h.gh.assert_clean();
+
+    // Outside a workflow run for a pull request it says what is missing, and posts nothing.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args(["preview", "--post", "-C"])
+        .arg(dir.path())
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "fleetbot preview: --post runs in a GitHub Actions job for a pull request: GITHUB_TOKEN is not set\n"
+    );
 }

@@ -48,7 +48,7 @@ pub struct BotSettings {
     pub max_spec_bytes: usize,
     /// The operator's private values for the specs' placeholders (`FLEETBOT_RUNTIME_VALUES`),
     /// filled in wherever the App reads a spec; never read from a pull request.
-    pub runtime: Option<Arc<crate::spec::RuntimeValues>>,
+    pub runtime: Option<Arc<crate::runtime::RuntimeValues>>,
 }
 
 impl fmt::Debug for BotSettings {
@@ -88,6 +88,6 @@ impl BotSettings {
         text: &str,
         path: &str,
     ) -> Result<crate::spec::FleetSpec, crate::spec::SpecError> {
-        crate::spec::load_str_with(text, path, self.runtime.as_deref())
+        crate::runtime::load_str_with(text, path, self.runtime.as_deref())
     }
 }

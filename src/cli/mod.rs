@@ -11,6 +11,7 @@ pub mod plan;
 pub mod preflight;
 pub mod preflight_run;
 pub mod preview;
+mod preview_post;
 pub mod probe;
 pub mod scan;
 pub mod serve;

@@ -66,11 +66,11 @@ pub(crate) fn load_spec_to(
     runtime_values: Option<&std::path::Path>,
     stderr: &mut dyn std::io::Write,
 ) -> Result<crate::spec::FleetSpec, u8> {
-    let runtime = crate::spec::RuntimeValues::from_flag_or_env(runtime_values).map_err(|e| {
+    let runtime = crate::runtime::RuntimeValues::from_flag_or_env(runtime_values).map_err(|e| {
         let _ = writeln!(stderr, "Invalid runtime values: {e}");
         EXIT_INVALID_SPEC
     })?;
-    let spec = crate::spec::load_with(path, runtime.as_ref()).map_err(|e| {
+    let spec = crate::runtime::load_with(path, runtime.as_ref()).map_err(|e| {
         let _ = writeln!(stderr, "Invalid fleet spec: {e}");
         EXIT_INVALID_SPEC
     })?;

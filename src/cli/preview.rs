@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::lifecycle::{env_tenant, open_cloud, open_inventory, runtime};
 use super::output::print_json;
+use super::preview_post::ActionsContext;
 use crate::bot::config::{CONFIG_PATH, LoadedConfig};
 use crate::bot::jobs::preflight::{Change, FetchBudget, evaluate_change, too_large};
 use crate::bot::live::{CloudPlanner, LiveCloud};
@@ -70,6 +71,11 @@ pub struct PreviewArgs {
     /// empty; stderr names the file).
     #[arg(long, conflicts_with = "output")]
     pub open: bool,
+    /// In a GitHub Actions job for a pull request (the Action, action.yml): preview the
+    /// event's pull request and post the comment and both check runs with GITHUB_TOKEN.
+    /// The cloud is FLEETBOT_CLOUD: none (default) or nebius.
+    #[arg(long, conflicts_with_all = ["open", "base", "head", "number", "repo_name"])]
+    pub post: bool,
 }
 
 /// Exit 0 when both checks would pass (success or neutral), 1 when either would fail, 2 when
@@ -78,7 +84,18 @@ pub fn run(args: PreviewArgs) -> ExitCode {
     let repo = Git {
         dir: args.repo.clone(),
     };
-    let refs = match resolve_refs(&repo, args.base.as_deref(), &args.head) {
+    let post = match args.post.then(ActionsContext::from_env).transpose() {
+        Ok(post) => post,
+        Err(e) => {
+            eprintln!("fleetbot preview: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let refs = match &post {
+        Some(context) => context.refs(&repo),
+        None => resolve_refs(&repo, args.base.as_deref(), &args.head),
+    };
+    let refs = match refs {
         Ok(refs) => refs,
         Err(e) => {
             eprintln!("fleetbot preview: {e}");
@@ -94,14 +111,14 @@ pub fn run(args: PreviewArgs) -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         // Held until the evaluation is done: an embedded simulator stops with its connection.
-        let connection = if args.no_cloud {
-            None
-        } else {
-            Some(open_cloud(&args.profile).await?)
+        let connection = match &post {
+            _ if args.no_cloud => None,
+            Some(context) => context.cloud(&args.profile).await?,
+            None => Some(open_cloud(&args.profile).await?),
         };
         let mut settings = BotSettings::default();
         if let Some(path) = &args.runtime_values {
-            let values = crate::spec::RuntimeValues::load(path).map_err(|e| e.to_string())?;
+            let values = crate::runtime::RuntimeValues::load(path).map_err(|e| e.to_string())?;
             // Named as the App names its setting, so the texts stay the App's byte for byte.
             settings.runtime = Some(Arc::new(values.labelled("runtime values")));
         }
@@ -118,8 +135,16 @@ pub fn run(args: PreviewArgs) -> ExitCode {
                     as Arc<dyn LiveCloud>,
             );
         }
-        let change = read_change(&repo, &refs, &settings, args.repo_name.clone(), args.number)?;
-        Ok::<_, String>(evaluate_change(&settings, change).await.outcome)
+        let (repo_name, number) = match &post {
+            Some(context) => (Some(context.repo.clone()), context.number),
+            None => (args.repo_name.clone(), args.number),
+        };
+        let change = read_change(&repo, &refs, &settings, repo_name, number)?;
+        let outcome = evaluate_change(&settings, change).await.outcome;
+        if let Some(context) = &post {
+            context.publish(&outcome).await?;
+        }
+        Ok::<_, String>(outcome)
     });
     let outcome = match outcome {
         Ok(o) => o,
@@ -261,12 +286,12 @@ fn open_page(page: &str, head_sha: &str) -> Result<(), String> {
 }
 
 /// The commits a preview compares, by SHA.
-struct Refs {
+pub(super) struct Refs {
     /// The branch name the config is read from.
-    branch: String,
-    branch_sha: String,
-    base_sha: String,
-    head_sha: String,
+    pub branch: String,
+    pub branch_sha: String,
+    pub base_sha: String,
+    pub head_sha: String,
 }
 
 fn resolve_refs(repo: &Git, base: Option<&str>, head: &str) -> Result<Refs, String> {
@@ -451,7 +476,7 @@ fn owner_and_name(url: &str) -> Option<String> {
 }
 
 /// A git repository, read through the `git` command.
-struct Git {
+pub(super) struct Git {
     dir: PathBuf,
 }
 
@@ -474,7 +499,7 @@ impl Git {
         Ok(out.stdout)
     }
 
-    fn text(&self, args: &[&str]) -> Result<String, String> {
+    pub(super) fn text(&self, args: &[&str]) -> Result<String, String> {
         Ok(String::from_utf8_lossy(&self.bytes(args)?)
             .trim()
             .to_string())

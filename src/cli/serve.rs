@@ -422,7 +422,7 @@ async fn serve_with<
     // Read once at start: a bad file stops the server rather than failing every pull request.
     let runtime = match &args.runtime_values {
         Some(path) => Some(Arc::new(
-            crate::spec::RuntimeValues::load(path)
+            crate::runtime::RuntimeValues::load(path)
                 .map_err(|e| format!("FLEETBOT_RUNTIME_VALUES: {e}"))?
                 .labelled("runtime values"),
         )),

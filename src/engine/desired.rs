@@ -81,7 +81,7 @@ pub struct DesiredProject {
     /// The provider name to find or create (empty for an explicit `project_id` without a name).
     pub display_name: String,
     /// An existing project, used verbatim; never created. A runtime binding's ID when the
-    /// operator gave one (see [`crate::spec::runtime`]).
+    /// operator gave one (see [`crate::runtime`]).
     pub project_id: String,
     /// The spec's own `project_id` (a placeholder when bound at run time): what is shown.
     pub public_id: String,

@@ -9,7 +9,6 @@ pub mod model;
 pub mod names;
 pub mod parse;
 pub mod profile;
-pub mod runtime;
 pub mod select;
 pub mod soperator;
 pub mod validate;
@@ -20,7 +19,6 @@ use std::path::Path;
 
 pub use error::SpecError;
 pub use model::*;
-pub use runtime::RuntimeValues;
 pub use warning::{SpecWarning, SpecWarnings};
 
 /// Reads and type-checks a spec without validating it (the reference's `spec_from_mapping`).
@@ -39,25 +37,13 @@ pub fn load_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
 
 /// Reads, type-checks and validates a spec file. The file is capped before it is read whole.
 pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
-    load_with(path, None)
+    let (text, file) = read_capped(path)?;
+    load_str(&text, &file)
 }
 
-/// [`load_str`] with the operator's runtime values filled in before validation.
-pub fn load_str_with(
-    text: &str,
-    file: &str,
-    runtime: Option<&RuntimeValues>,
-) -> Result<FleetSpec, SpecError> {
-    let mut spec = spec_from_str(text, file)?;
-    if let Some(runtime) = runtime {
-        spec.runtime_notes = runtime.apply(&mut spec)?;
-    }
-    validate::validate_fleet(&spec)?;
-    Ok(spec)
-}
-
-/// [`load`] with the operator's runtime values filled in before validation.
-pub fn load_with(path: &Path, runtime: Option<&RuntimeValues>) -> Result<FleetSpec, SpecError> {
+/// A spec file's text and the name errors call it by, read within the reader's limit
+/// (`-` is standard input).
+pub fn read_capped(path: &Path) -> Result<(String, String), SpecError> {
     // `-` is standard input, as for every command-line tool that reads a file.
     let stdin = path == Path::new("-");
     let file = if stdin {
@@ -100,5 +86,5 @@ pub fn load_with(path: &Path, runtime: Option<&RuntimeValues>) -> Result<FleetSp
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| SpecError::new(&file, None, "", "file is not valid UTF-8"))?;
-    load_str_with(&text, &file, runtime)
+    Ok((text, file))
 }

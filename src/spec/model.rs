@@ -99,7 +99,7 @@ pub struct FleetSpec {
     pub positions: Positions,
     /// Keys the reference ignores (typos, mostly), for the caller to show or refuse.
     pub warnings: super::warning::SpecWarnings,
-    /// Runtime values that had nothing to fill in this spec (see [`super::runtime`]).
+    /// Runtime values that had nothing to fill in this spec (see [`crate::runtime`]).
     pub runtime_notes: Vec<super::SpecError>,
 }
 
@@ -113,7 +113,7 @@ pub struct ProjectSpec {
     pub object_storage: Option<ObjectStorageSpec>,
     pub positions: Positions,
     /// The existing project this one is bound to by the operator's runtime values
-    /// ([`super::runtime`]); empty otherwise. Used for every cloud call, never shown: the
+    /// ([`crate::runtime`]); empty otherwise. Used for every cloud call, never shown: the
     /// key and display name stay those of the public spec.
     pub bound_project_id: String,
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::RuntimeValues;
+use crate::runtime::RuntimeValues;
 
 use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB};
 use crate::bot::backend::{Deployer, fleet_lease_key, plan_now};
@@ -290,7 +290,7 @@ async fn read_spec(
     };
     let parsed = std::str::from_utf8(&bytes)
         .ok()
-        .and_then(|text| crate::spec::load_str_with(text, path, runtime).ok());
+        .and_then(|text| crate::runtime::load_str_with(text, path, runtime).ok());
     Ok(match parsed {
         Some(spec) => SpecAt::Valid(path.to_string(), Box::new(spec)),
         None => SpecAt::Invalid(path.to_string()),
@@ -527,7 +527,7 @@ impl Applying<'_> {
             .file_content(path, &self.job.base_sha)
             .await
             .ok()??;
-        crate::spec::load_str_with(std::str::from_utf8(&bytes).ok()?, path, self.runtime).ok()
+        crate::runtime::load_str_with(std::str::from_utf8(&bytes).ok()?, path, self.runtime).ok()
     }
 
     /// A refused plan is kept as reviewed at the applied commit, so `/approve-destroy` after

@@ -314,7 +314,7 @@ async fn status(
     e: &IssueCommentEvent,
     only: Option<&str>,
     said: &mut Said,
-    runtime: Option<&crate::spec::RuntimeValues>,
+    runtime: Option<&crate::runtime::RuntimeValues>,
 ) -> Result<String, BotError> {
     let Some((pr, targets)) = changed_fleets(repo, e.issue_number, only, "/status", said).await?
     else {
@@ -325,7 +325,7 @@ async fn status(
         let spec = match repo.file_content(&target.path, &sha).await? {
             Some(bytes) => std::str::from_utf8(&bytes)
                 .ok()
-                .and_then(|t| crate::spec::load_str_with(t, &target.path, runtime).ok()),
+                .and_then(|t| crate::runtime::load_str_with(t, &target.path, runtime).ok()),
             None => None,
         };
         let Some(spec) = spec else {

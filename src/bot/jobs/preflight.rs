@@ -13,7 +13,8 @@ use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
 use crate::github::client::{StickyComment, is_safe_repo_path};
 use crate::github::{ClientError, FileStatus, RepoClient};
-use crate::spec::{FleetSpec, RuntimeValues};
+use crate::runtime::RuntimeValues;
+use crate::spec::FleetSpec;
 use crate::store::ReviewedPlan;
 use crate::store::queue::{now_ms, pr_key};
 
@@ -337,7 +338,7 @@ fn base_specs(
         .iter()
         .filter_map(|f| {
             let text = std::str::from_utf8(f.base.as_deref()?).ok()?;
-            let spec = crate::spec::load_str_with(text, f.base_path(), runtime).ok()?;
+            let spec = crate::runtime::load_str_with(text, f.base_path(), runtime).ok()?;
             Some((f.path.clone(), spec))
         })
         .collect()
@@ -355,13 +356,16 @@ fn valid_head_specs(
         .filter(|f| f.status != FileStatus::Removed && f.is_spec(matcher))
         .filter_map(|f| {
             let text = std::str::from_utf8(f.head.as_deref()?).ok()?;
-            let spec = crate::spec::load_str_with(text, &f.path, runtime).ok()?;
+            let spec = crate::runtime::load_str_with(text, &f.path, runtime).ok()?;
             Some((f.path.clone(), spec))
         })
         .collect()
 }
 
-async fn publish_checks(repo: &RepoClient, outcome: &PrOutcome) -> Result<Vec<u64>, ClientError> {
+pub(crate) async fn publish_checks(
+    repo: &RepoClient,
+    outcome: &PrOutcome,
+) -> Result<Vec<u64>, ClientError> {
     let mut ids = Vec::new();
     for run in [&outcome.privacy, &outcome.preflight] {
         ids.push(repo.publish_check_run(run).await?.id);
@@ -369,7 +373,7 @@ async fn publish_checks(repo: &RepoClient, outcome: &PrOutcome) -> Result<Vec<u6
     Ok(ids)
 }
 
-async fn publish_comment(
+pub(crate) async fn publish_comment(
     repo: &RepoClient,
     number: u64,
     outcome: &PrOutcome,

@@ -106,7 +106,7 @@ pub struct PrInput<'a> {
     /// not used for it.
     pub live: &'a BTreeMap<String, LiveSpec>,
     /// The server's runtime values (`FLEETBOT_RUNTIME_VALUES`), never from the change.
-    pub runtime: Option<&'a crate::spec::RuntimeValues>,
+    pub runtime: Option<&'a crate::runtime::RuntimeValues>,
 }
 
 /// What to publish.

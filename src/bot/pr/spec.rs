@@ -10,7 +10,8 @@ use crate::bot::report::{FileChange, FleetReport, FleetStatus, SpecDiff, SpecPro
 use crate::engine::{FleetPlan, PlanOptions, plan};
 use crate::github::FileStatus;
 use crate::privacy::Scanner;
-use crate::spec::{FleetSpec, RuntimeValues, SpecError, load_str_with};
+use crate::runtime::{RuntimeValues, load_str_with};
+use crate::spec::{FleetSpec, SpecError};
 
 /// The fleet's report and the diff to show for one changed spec.
 pub(super) fn evaluate_spec(

@@ -14,6 +14,14 @@ use crate::github::app::{InstallationToken, parse_github_time};
 
 impl GitHubClient {
     pub(super) async fn token(&self, auth: Auth) -> Result<SecretString, ClientError> {
+        if let Some(token) = &self.inner.token {
+            return match auth {
+                Auth::Installation(_) => Ok(token.clone()),
+                Auth::App => Err(ClientError::Auth(
+                    "a workflow token cannot act as the GitHub App".to_string(),
+                )),
+            };
+        }
         let creds = self.inner.credentials.as_ref().ok_or_else(|| {
             ClientError::Auth("no GitHub App credentials are configured".to_string())
         })?;
@@ -44,6 +52,10 @@ impl GitHubClient {
     /// Forgets an installation token GitHub refused (revoked, or expired early). True when
     /// there was one to forget, so the call is worth one more try with a fresh token.
     pub(super) fn drop_refused_token(&self, auth: Auth) -> bool {
+        if self.inner.token.is_some() {
+            // A given token cannot be minted again: a refusal is final.
+            return false;
+        }
         match auth {
             Auth::Installation(id) => {
                 self.inner.tokens.invalidate(id);

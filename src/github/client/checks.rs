@@ -339,8 +339,9 @@ impl RepoClient {
             .map(|r| r.id))
     }
 
-    /// A run on the head commit with this name and external id, made by any App (the
-    /// installation token only sees its own App's runs as writable, which is what matters).
+    /// A run on the head commit with this name and external id, made by this client's own
+    /// App (another App's run, or a workflow's, is not ours to adopt: GitHub refuses an
+    /// update to it).
     async fn find_check_run(
         &self,
         name: &str,
@@ -364,6 +365,7 @@ impl RepoClient {
         struct Runs {
             check_runs: Vec<ListedRun>,
         }
+        let own = self.client.app_identity().await?.slug;
         let runs: Runs = self
             .client
             .get_json(
@@ -376,7 +378,11 @@ impl RepoClient {
                 ],
             )
             .await?;
-        Ok(runs.check_runs)
+        Ok(runs
+            .check_runs
+            .into_iter()
+            .filter(|r| r.app.as_ref().is_none_or(|a| a.slug == own))
+            .collect())
     }
 }
 
@@ -384,11 +390,19 @@ impl RepoClient {
 #[derive(Deserialize)]
 struct ListedRun {
     id: u64,
+    /// The App that made it; only its own runs are this client's to adopt or update.
+    #[serde(default)]
+    app: Option<ListedApp>,
     #[serde(default)]
     html_url: Option<String>,
     external_id: Option<String>,
     #[serde(default)]
     conclusion: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListedApp {
+    slug: String,
 }
 
 fn set_annotations(output: &mut Value, batch: &[Annotation]) {

@@ -57,6 +57,13 @@ pub struct ClientConfig {
     pub api_url: String,
     /// The App's credentials; without them only unauthenticated calls can be made.
     pub credentials: Option<Arc<AppCredentials>>,
+    /// A token used as it is for every repository call instead of App installation tokens:
+    /// a GitHub Actions workflow's `GITHUB_TOKEN` (the Action's posting path). Calls that need
+    /// the App itself fail with an authentication error.
+    pub token: Option<super::SecretString>,
+    /// Who the token's comments are authored by (`github-actions[bot]` for a workflow
+    /// token), so the sticky comment is found again; without it `GET /app` says.
+    pub identity: Option<AppIdentity>,
     /// Retry behaviour.
     pub retry: RetryPolicy,
 }
@@ -66,6 +73,8 @@ impl Default for ClientConfig {
         ClientConfig {
             api_url: DEFAULT_API_URL.to_string(),
             credentials: None,
+            token: None,
+            identity: None,
             retry: RetryPolicy::default(),
         }
     }
@@ -81,6 +90,8 @@ struct Inner {
     http: reqwest::Client,
     base: String,
     credentials: Option<Arc<AppCredentials>>,
+    /// [`ClientConfig::token`].
+    token: Option<super::SecretString>,
     tokens: TokenCache,
     /// Serialises token refreshes so concurrent jobs do not each mint one.
     refresh: tokio::sync::Mutex<()>,
@@ -140,11 +151,12 @@ impl GitHubClient {
                 http,
                 base: config.api_url.trim_end_matches('/').to_string(),
                 credentials: config.credentials,
+                token: config.token,
                 tokens: TokenCache::default(),
                 refresh: tokio::sync::Mutex::new(()),
                 retry: config.retry,
                 metrics: ApiMetrics::default(),
-                identity: tokio::sync::OnceCell::new(),
+                identity: tokio::sync::OnceCell::new_with(config.identity),
             }),
         })
     }

@@ -92,6 +92,7 @@ pub fn github_client(url: &str) -> fleetbot::github::GitHubClient {
             max_wait: Duration::from_secs(5),
             attempt_timeout: Duration::from_secs(10),
         },
+        ..ClientConfig::default()
     })
     .unwrap()
 }
@@ -227,6 +228,9 @@ pub struct CheckRun {
     /// The buttons of the last update that set them.
     pub actions: Vec<Value>,
     pub requests: usize,
+    /// The slug of the App that created it (`github-actions` for a workflow token); only
+    /// that App may update it, as on GitHub.
+    pub app: String,
 }
 
 /// An answer to give instead of the real one, `times` times, for one operation.
@@ -253,6 +257,11 @@ pub struct World {
     pub violations: Vec<String>,
     /// Installation token → installation id.
     pub tokens: BTreeMap<String, u64>,
+    /// A GitHub Actions workflow's `GITHUB_TOKEN` → the login its comments are authored by
+    /// (`github-actions[bot]`).
+    pub workflow_tokens: BTreeMap<String, String>,
+    /// Who the request being answered authenticated as (the App's bot, or a workflow's).
+    pub caller: String,
     pub faults: Vec<Fault>,
     next_id: u64,
 }
@@ -643,6 +652,10 @@ async fn handle(
     ) {
         verify_jwt(&bearer)
     } else if w.tokens.contains_key(&bearer) {
+        w.caller = BOT_LOGIN.into();
+        Ok(())
+    } else if let Some(login) = w.workflow_tokens.get(&bearer).cloned() {
+        w.caller = login;
         Ok(())
     } else {
         Err(format!("{operation}: not a valid installation token"))
@@ -808,6 +821,7 @@ fn check_run_json(w: &World, r: &CheckRun) -> Value {
     v["output"]["summary"] = json!(r.summary);
     v["output"]["text"] = json!(r.text);
     v["output"]["annotations_count"] = json!(r.annotations.len());
+    v["app"]["slug"] = json!(r.app);
     v["url"] = json!(format!(
         "{}/repos/{}/check-runs/{}",
         w.base_url, r.repo, r.id
@@ -1088,7 +1102,7 @@ fn respond(
                     repo: full,
                     issue: num("issue_number"),
                     body: text,
-                    user: BOT_LOGIN.into(),
+                    user: w.caller.clone(),
                     user_type: "Bot".into(),
                     edits: 0,
                 };
@@ -1100,7 +1114,7 @@ fn respond(
                 let Some(c) = w.comments.get_mut(&id) else {
                     return not_found();
                 };
-                if c.user != BOT_LOGIN {
+                if c.user != w.caller {
                     w.violations.push(format!(
                         "{operation}: the bot edited someone else's comment"
                     ));
@@ -1157,6 +1171,7 @@ fn respond(
                 annotations: vec![],
                 actions: vec![],
                 requests: 0,
+                app: w.caller.trim_end_matches("[bot]").to_string(),
             };
             apply_check_run_body(&mut run, &b);
             let v = check_run_json(w, &run);
@@ -1165,6 +1180,20 @@ fn respond(
         }
         "checks/update" => {
             let id = num("check_run_id");
+            let caller = w.caller.trim_end_matches("[bot]").to_string();
+            let Some(run) = w.check_runs.get_mut(&id) else {
+                return not_found();
+            };
+            if run.app != caller {
+                w.violations.push(format!(
+                    "{operation}: {caller} updated a check run of {}",
+                    run.app
+                ));
+                return Answer::json(
+                    403,
+                    json!({"message": "Invalid app_id `0` - check run can only be modified by the GitHub App that created it."}),
+                );
+            }
             let Some(run) = w.check_runs.get_mut(&id) else {
                 return not_found();
             };

@@ -4,9 +4,9 @@
 use super::*;
 use crate::spec::load_str;
 
-const MIG: &str = include_str!("../../../fixtures/specs/rtxpro-mig.yaml");
-const FIVE: &str = include_str!("../../../fixtures/specs/rtxpro-8gpu-five-cluster.yaml");
-const FLEET1: &str = include_str!("../../../fixtures/specs/fleet1-test.yaml");
+const MIG: &str = include_str!("../../fixtures/specs/rtxpro-mig.yaml");
+const FIVE: &str = include_str!("../../fixtures/specs/rtxpro-8gpu-five-cluster.yaml");
+const FLEET1: &str = include_str!("../../fixtures/specs/fleet1-test.yaml");
 
 /// A value that looks like nothing else in the fixtures, so a leak is easy to find.
 const SECRET_PROJECT: &str = "project-u00zzsecret1";

@@ -28,10 +28,29 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::error::SpecError;
-use super::model::FleetSpec;
-use super::warning::nearest_key;
-use super::yaml::{self, Node, Pos, Value};
+use crate::spec::warning::nearest_key;
+use crate::spec::yaml::{self, Node, Pos, Value};
+use crate::spec::{FleetSpec, SpecError};
+
+/// [`crate::spec::load_str`] with the operator's runtime values filled in before validation.
+pub fn load_str_with(
+    text: &str,
+    file: &str,
+    runtime: Option<&RuntimeValues>,
+) -> Result<FleetSpec, SpecError> {
+    let mut spec = crate::spec::spec_from_str(text, file)?;
+    if let Some(runtime) = runtime {
+        spec.runtime_notes = runtime.apply(&mut spec)?;
+    }
+    crate::spec::validate::validate_fleet(&spec)?;
+    Ok(spec)
+}
+
+/// [`crate::spec::load`] with the operator's runtime values filled in before validation.
+pub fn load_with(path: &Path, runtime: Option<&RuntimeValues>) -> Result<FleetSpec, SpecError> {
+    let (text, file) = crate::spec::read_capped(path)?;
+    load_str_with(&text, &file, runtime)
+}
 
 /// Environment variable naming the runtime values file, for the CLI and the server alike.
 pub const RUNTIME_VALUES_ENV: &str = "FLEETBOT_RUNTIME_VALUES";
