@@ -998,3 +998,125 @@ async fn the_action_posts_what_the_app_posts_with_the_workflow_token() {
         "fleetbot preview: --post runs in a GitHub Actions job for a pull request: GITHUB_TOKEN is not set\n"
     );
 }
+
+/// `fleetbot register`: the page posts the shipped manifest (rehosted) to GitHub's "new App"
+/// form with a state; only GitHub's redirect carrying that state is taken; the one-time code
+/// is traded for the App's credentials, which land 0600 outside any checkout and are never
+/// printed.
+#[tokio::test]
+async fn register_trades_githubs_code_for_credentials_and_never_prints_them() {
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::io::AsyncBufReadExt;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let gh = FakeGitHub::start().await;
+    gh.world()
+        .manifest_codes
+        .insert("code-abc123".into(), "acme-fleetbot".into());
+    let home = tempfile::tempdir().unwrap();
+    let creds = home.path().join("creds");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args([
+            "register",
+            "--url",
+            "https://fleet.acme.test/",
+            "--name",
+            "acme-fleetbot",
+        ])
+        .args([
+            "--github-url",
+            "https://github.example",
+            "--api-url",
+            &gh.url,
+            "--out",
+        ])
+        .arg(&creds)
+        .env_remove("RUST_LOG")
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next_line().await.unwrap().unwrap();
+    let page_url = regex::Regex::new(r"open (http://127\.0\.0\.1:\d+/) in a browser")
+        .unwrap()
+        .captures(&first)
+        .unwrap_or_else(|| panic!("{first}"))[1]
+        .to_string();
+    let page = reqwest::get(&page_url).await.unwrap().text().await.unwrap();
+    let action = regex::Regex::new(
+        r#"action="https://github\.example/settings/apps/new\?state=([0-9a-f]{32})""#,
+    )
+    .unwrap()
+    .captures(&page)
+    .unwrap_or_else(|| panic!("{page}"))[1]
+        .to_string();
+    let manifest = regex::Regex::new(r#"name="manifest" value="([^"]*)""#)
+        .unwrap()
+        .captures(&page)
+        .unwrap()[1]
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(
+        manifest["hook_attributes"]["url"],
+        "https://fleet.acme.test/webhook"
+    );
+    assert_eq!(manifest["redirect_url"], format!("{page_url}callback"));
+    assert_eq!(manifest["default_permissions"]["checks"], "write");
+
+    // An answer without this run's state is not taken.
+    let wrong = reqwest::get(format!("{page_url}callback?code=code-abc123&state=other"))
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 400);
+    let answer = reqwest::get(format!(
+        "{page_url}callback?code=code-abc123&state={action}"
+    ))
+    .await
+    .unwrap();
+    let status = answer.status();
+    let text = answer.text().await.unwrap();
+    assert_eq!(status, 200, "{text}\n{:?}", gh.world().violations);
+    assert!(text.contains("Registered <b>acme-fleetbot</b>"), "{text}");
+    let status = child.wait().await.unwrap();
+    assert!(status.success());
+    let mut rest = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    assert!(
+        rest.contains("Registered the GitHub App acme-fleetbot (App ID 4242)."),
+        "{rest}"
+    );
+    assert!(
+        rest.contains("https://github.example/apps/acme-fleetbot/installations/new"),
+        "{rest}"
+    );
+    assert!(
+        !rest.contains("whsec-from-the-fake-1") && !rest.contains("PRIVATE KEY"),
+        "{rest}"
+    );
+
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let env = creds.join("acme-fleetbot.env");
+    let key = creds.join("acme-fleetbot.private-key.pem");
+    assert_eq!(
+        (mode(&creds), mode(&env), mode(&key)),
+        (0o700, 0o600, 0o600)
+    );
+    let env_text = std::fs::read_to_string(&env).unwrap();
+    assert!(env_text.contains("FLEETBOT_APP_ID=4242\n"), "{env_text}");
+    assert!(env_text.contains("FLEETBOT_WEBHOOK_SECRET=whsec-from-the-fake-1\n"));
+    assert!(env_text.contains(&format!(
+        "FLEETBOT_APP_PRIVATE_KEY_PATH={}\n",
+        key.canonicalize().unwrap().display()
+    )));
+    assert_eq!(
+        std::fs::read_to_string(&key).unwrap(),
+        std::fs::read_to_string(fake_github::app_private_key_path()).unwrap()
+    );
+    // The code was good once.
+    assert!(gh.world().manifest_codes.is_empty());
+    gh.assert_clean();
+}

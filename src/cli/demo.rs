@@ -10,13 +10,14 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 
 use super::connect::embedded_simulator_of;
+use super::git::Git;
 use crate::bot::backend::{DeployState, Deployer, FleetApplier};
 use crate::bot::guard::{self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger};
 use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
@@ -348,7 +349,9 @@ async fn demo(dir: &Path, args: &DemoArgs, out: &mut Steps) -> Result<(), String
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
-    // Read back as a browser would, so "served" is something seen, not assumed.
+    // Read back as a browser would, so "served" is something seen, not assumed. (reqwest is
+    // built without a crypto provider; ring is the process's, as for the GitHub client.)
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let page = reqwest::get(&url)
         .await
         .and_then(|r| r.error_for_status())
@@ -496,72 +499,6 @@ impl Steps {
             bar.finish_and_clear();
         }
         eprintln!("fleetbot demo: step {} failed: {why}", self.n);
-    }
-}
-
-/// The throwaway repository, driven through the `git` command as a person would.
-struct Git {
-    dir: PathBuf,
-}
-
-impl Git {
-    fn init(dir: &Path) -> Result<Git, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let git = Git {
-            dir: dir.to_path_buf(),
-        };
-        git.run(&["init", "-q", "-b", "main"])?;
-        Ok(git)
-    }
-
-    fn write(&self, path: &str, text: &str) -> Result<(), String> {
-        let file = self.dir.join(path);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-        }
-        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))
-    }
-
-    fn commit(&self, message: &str) -> Result<String, String> {
-        self.run(&["add", "-A"])?;
-        self.run(&["commit", "-q", "-m", message])?;
-        self.text(&["rev-parse", "HEAD"])
-    }
-
-    fn command(&self) -> Command {
-        let mut cmd = Command::new("git");
-        // A fixed identity and no user or system config: the demo's commits are its own,
-        // whatever this machine's git is set up to do (hooks, signing, templates).
-        cmd.arg("-C")
-            .arg(&self.dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "fleetbot demo")
-            .env("GIT_AUTHOR_EMAIL", "demo@fleetbot.invalid")
-            .env("GIT_COMMITTER_NAME", "fleetbot demo")
-            .env("GIT_COMMITTER_EMAIL", "demo@fleetbot.invalid");
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Result<(), String> {
-        self.text(args).map(|_| ())
-    }
-
-    fn text(&self, args: &[&str]) -> Result<String, String> {
-        let out = self
-            .command()
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run git (the demo needs it on PATH): {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "git {}: {}",
-                args.first().copied().unwrap_or_default(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 }
 

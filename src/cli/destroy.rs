@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::lifecycle::{confirm, open_cloud, open_inventory, runtime, stderr_progress};
+use super::lifecycle::{confirm, open_cloud, open_inventory, progress_for, runtime};
 use super::output::{OutputFormat, print_json};
 use super::plan::load_spec;
 use crate::engine::ops::{LifecycleOptions, csv, destroy, select};
@@ -149,7 +149,7 @@ pub fn run(args: DestroyArgs) -> ExitCode {
             &store,
             &spec,
             &options,
-            stderr_progress(),
+            progress_for(targets.len(), json),
         )
         .await
         {

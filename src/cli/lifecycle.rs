@@ -163,7 +163,8 @@ pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, Stri
 }
 
 /// Progress for `targets` targets: a progress bar on a terminal in text mode (step lines above
-/// it), plain lines on stderr otherwise, so stdout stays one document in JSON mode.
+/// it), plain lines on stderr otherwise, so stdout stays one document in JSON mode. Used by
+/// every command that works through targets (deploy, destroy, verify-*).
 pub fn progress_for(targets: usize, json: bool) -> Progress {
     use std::io::IsTerminal;
     if json || !std::io::stderr().is_terminal() {
@@ -178,8 +179,18 @@ pub fn progress_for(targets: usize, json: bool) -> Progress {
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     Arc::new(move |line: &str| {
         bar.println(format!("  - {line}"));
-        // A target's last line is its outcome: `<key>/<cluster>: deployed` or `…: failed: …`.
-        let finished = line.ends_with(": deployed") || line.contains(": failed: ");
+        // A target's last line is its outcome: `<key>/<cluster>: deployed` (or `destroyed`,
+        // `storage passed`, `graphics failed`, `filesystem off, skipped`) or `…: failed: …`.
+        let finished = [
+            ": deployed",
+            ": destroyed",
+            " passed",
+            " failed",
+            ", skipped",
+        ]
+        .iter()
+        .any(|end| line.ends_with(end))
+            || line.contains(": failed: ");
         if finished {
             bar.inc(1);
         }

@@ -4,6 +4,7 @@ pub mod connect;
 pub mod demo;
 pub mod deploy;
 pub mod destroy;
+mod git;
 pub mod kubeconfig;
 pub mod lifecycle;
 pub mod output;
@@ -13,6 +14,7 @@ pub mod preflight_run;
 pub mod preview;
 mod preview_post;
 pub mod probe;
+mod register;
 pub mod scan;
 pub mod serve;
 pub mod sim;
@@ -59,6 +61,9 @@ pub enum Command {
     KubeToken(kubeconfig::KubeTokenArgs),
     /// Run the GitHub App: the webhook server and its worker.
     Serve(serve::ServeArgs),
+    /// Register the GitHub App from its manifest (GitHub's manifest flow) and keep its
+    /// credentials for `serve`.
+    Register(register::RegisterArgs),
     /// Run the Nebius simulator as a standalone gRPC server.
     Sim(sim::SimArgs),
     /// Prove every selected target's shared filesystem on every worker (exit 1 unless all pass).
@@ -132,6 +137,7 @@ pub fn main() -> ExitCode {
         Command::Kubeconfig(args) => kubeconfig::run(args),
         Command::KubeToken(args) => kubeconfig::run_token(args),
         Command::Serve(args) => serve::run(args),
+        Command::Register(args) => register::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Probe(args) => probe::run(args),
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
+use super::git::{Git, Refs};
 use super::lifecycle::{env_tenant, open_cloud, open_inventory, runtime};
 use super::output::print_json;
 use super::preview_post::ActionsContext;
@@ -81,9 +82,7 @@ pub struct PreviewArgs {
 /// Exit 0 when both checks would pass (success or neutral), 1 when either would fail, 2 when
 /// the repository or a ref cannot be read.
 pub fn run(args: PreviewArgs) -> ExitCode {
-    let repo = Git {
-        dir: args.repo.clone(),
-    };
+    let repo = Git::new(&args.repo);
     let post = match args.post.then(ActionsContext::from_env).transpose() {
         Ok(post) => post,
         Err(e) => {
@@ -193,9 +192,7 @@ pub(crate) async fn evaluate_local(
     repo_name: Option<String>,
     number: u64,
 ) -> Result<crate::bot::jobs::preflight::Evaluated, String> {
-    let repo = Git {
-        dir: dir.to_path_buf(),
-    };
+    let repo = Git::new(dir);
     let refs = resolve_refs(&repo, base, head)?;
     let change = read_change(&repo, &refs, settings, repo_name, number)?;
     Ok(evaluate_change(settings, change).await)
@@ -285,15 +282,6 @@ fn open_page(page: &str, head_sha: &str) -> Result<(), String> {
     }
 }
 
-/// The commits a preview compares, by SHA.
-pub(super) struct Refs {
-    /// The branch name the config is read from.
-    pub branch: String,
-    pub branch_sha: String,
-    pub base_sha: String,
-    pub head_sha: String,
-}
-
 fn resolve_refs(repo: &Git, base: Option<&str>, head: &str) -> Result<Refs, String> {
     let branch = match base {
         Some(b) => b.to_string(),
@@ -374,7 +362,7 @@ fn read_change(
         }
     }
     Ok(Change {
-        repo: repo_name.unwrap_or_else(|| self::repo_name(repo, &repo.dir)),
+        repo: repo_name.unwrap_or_else(|| self::repo_name(repo, repo.dir())),
         number,
         head_sha: refs.head_sha.clone(),
         base_sha: refs.base_sha.clone(),
@@ -473,67 +461,6 @@ fn owner_and_name(url: &str) -> Option<String> {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
     (plain(owner) && plain(name) && parts.next().is_some()).then(|| format!("{owner}/{name}"))
-}
-
-/// A git repository, read through the `git` command.
-pub(super) struct Git {
-    dir: PathBuf,
-}
-
-impl Git {
-    fn bytes(&self, args: &[&str]) -> Result<Vec<u8>, String> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(&self.dir)
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(format!(
-                "git {}: {}",
-                args.first().copied().unwrap_or_default(),
-                stderr.trim()
-            ));
-        }
-        Ok(out.stdout)
-    }
-
-    pub(super) fn text(&self, args: &[&str]) -> Result<String, String> {
-        Ok(String::from_utf8_lossy(&self.bytes(args)?)
-            .trim()
-            .to_string())
-    }
-
-    /// The bytes of `path` at `commit` if it is a file there of at most `limit` bytes:
-    /// `Ok(Err(size))` for a larger one, whose bytes are never read (as the App refuses a file
-    /// on the size GitHub states).
-    fn blob(
-        &self,
-        commit: &str,
-        path: &str,
-        limit: usize,
-    ) -> Result<Option<Result<Vec<u8>, u64>>, String> {
-        let spec = format!("{commit}:{path}");
-        let kind = Command::new("git")
-            .arg("-C")
-            .arg(&self.dir)
-            .args(["cat-file", "-t", &spec])
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        if !kind.status.success() || String::from_utf8_lossy(&kind.stdout).trim() != "blob" {
-            return Ok(None);
-        }
-        let size: u64 = self
-            .text(&["cat-file", "-s", &spec])?
-            .parse()
-            .map_err(|e| format!("git cat-file -s {spec}: {e}"))?;
-        if size > limit as u64 {
-            return Ok(Some(Err(size)));
-        }
-        self.bytes(&["cat-file", "blob", &spec])
-            .map(|b| Some(Ok(b)))
-    }
 }
 
 #[cfg(test)]

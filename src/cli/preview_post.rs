@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
-use super::preview::{Git, Refs};
+use super::git::{Git, Refs};
 use crate::bot::pr::PrOutcome;
 use crate::github::client::ClientConfig;
 use crate::github::{AppIdentity, GitHubClient, RepoName, SecretString};

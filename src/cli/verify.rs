@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::connect::Connection;
-use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime, stderr_progress};
+use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
 use super::plan::load_spec;
 use crate::clusters::load_kubeconfig_map;
@@ -90,6 +90,17 @@ fn probe_image(args: &VerifyStorageArgs, connection: &Connection) -> Result<Stri
                 .into(),
         ),
     }
+}
+
+/// How many targets a selection names (for the progress bar; 0 when it names none, which the
+/// run then refuses).
+fn selected_count(
+    spec: &FleetSpec,
+    projects: &[String],
+    clusters: &[String],
+    prefix: &str,
+) -> usize {
+    crate::engine::ops::select(spec, projects, clusters, prefix).map_or(0, |s| s.len())
 }
 
 /// A flag that turns true on Ctrl-C (the run then cleans up and fails), and its watcher.
@@ -183,12 +194,18 @@ async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<Storage
         .map(load_kubeconfig_map)
         .transpose()?;
     let (interrupt, signals) = interrupt_on_ctrl_c();
+    let targets = selected_count(
+        spec,
+        &options.only_projects,
+        &options.only_clusters,
+        &options.project_prefix,
+    );
     let run = verify_storage(
         &connection.client,
         &store,
         spec,
         &options,
-        stderr_progress(),
+        progress_for(targets, args.output == OutputFormat::Json),
         interrupt,
     )
     .await;
@@ -265,12 +282,18 @@ async fn run_graphics_async(
         .timeout_minutes
         .map(|m| std::time::Duration::from_secs(m * 60));
     let (interrupt, signals) = interrupt_on_ctrl_c();
+    let targets = selected_count(
+        spec,
+        &options.only_projects,
+        &options.only_clusters,
+        &options.project_prefix,
+    );
     let run = verify_graphics(
         &connection.client,
         &store,
         spec,
         &options,
-        stderr_progress(),
+        progress_for(targets, args.common.output == OutputFormat::Json),
         interrupt,
     )
     .await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime, stderr_progress};
+use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
 use super::plan::load_spec;
 use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
@@ -94,7 +94,7 @@ async fn run_async(
         &store,
         spec,
         &options,
-        stderr_progress(),
+        progress_for(1, args.output == OutputFormat::Json),
         interrupt,
     )
     .await;

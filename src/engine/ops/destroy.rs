@@ -95,9 +95,11 @@ pub(super) async fn destroy_recorded<C: Cloud, S: InventoryStore>(
     match Teardown::new(cloud, fleet, record, progress).run().await {
         Ok(()) => {
             store.remove_target(fleet, key, cluster).await?;
+            progress(&format!("{key}/{cluster}: destroyed"));
             Ok(DestroyEntry::new(key, cluster, TargetStatus::Destroyed))
         }
         Err(errors) => {
+            progress(&format!("{key}/{cluster}: failed: teardown incomplete"));
             let mut kept = record.clone();
             kept.status = TargetStatus::DestroyIncomplete.into();
             kept.error = errors.join("; ");

@@ -17,7 +17,7 @@ impl GitHubClient {
         if let Some(token) = &self.inner.token {
             return match auth {
                 Auth::Installation(_) => Ok(token.clone()),
-                Auth::App => Err(ClientError::Auth(
+                Auth::App | Auth::Anonymous => Err(ClientError::Auth(
                     "a workflow token cannot act as the GitHub App".to_string(),
                 )),
             };
@@ -30,6 +30,7 @@ impl GitHubClient {
                 .jwt(SystemTime::now())
                 .map_err(|e| ClientError::Auth(e.to_string())),
             Auth::Installation(id) => self.installation_token(id).await,
+            Auth::Anonymous => Err(ClientError::Auth("an anonymous call has no token".into())),
         }
     }
 
@@ -61,7 +62,7 @@ impl GitHubClient {
                 self.inner.tokens.invalidate(id);
                 true
             }
-            Auth::App => false,
+            Auth::App | Auth::Anonymous => false,
         }
     }
 

@@ -31,6 +31,8 @@ pub(super) enum Auth {
     App,
     /// An installation token.
     Installation(u64),
+    /// No credentials (the manifest code exchange: the one-time code is the credential).
+    Anonymous,
 }
 
 pub(super) const JSON_ACCEPT: &str = "application/vnd.github+json";
@@ -110,11 +112,14 @@ impl GitHubClient {
     }
 
     async fn attempt(&self, call: &Call<'_>, attempt: u32, refreshed_token: &mut bool) -> Next {
-        let token = match self.token(call.auth).await {
-            Ok(token) => token,
-            Err(e) => return Next::Finish(Err(e)),
+        let token = match call.auth {
+            Auth::Anonymous => None,
+            auth => match self.token(auth).await {
+                Ok(token) => Some(token),
+                Err(e) => return Next::Finish(Err(e)),
+            },
         };
-        let response = match self.request(call, &token).send().await {
+        let response = match self.request(call, token.as_ref()).send().await {
             Ok(r) => r,
             Err(e) => return self.not_answered(call, attempt, e),
         };
@@ -129,14 +134,16 @@ impl GitHubClient {
         }
     }
 
-    fn request(&self, call: &Call<'_>, token: &SecretString) -> reqwest::RequestBuilder {
+    fn request(&self, call: &Call<'_>, token: Option<&SecretString>) -> reqwest::RequestBuilder {
         let mut request = self
             .inner
             .http
             .request(call.method.clone(), &call.url)
             .header(reqwest::header::ACCEPT, call.accept)
-            .bearer_auth(token.expose())
             .timeout(self.inner.retry.attempt_timeout);
+        if let Some(token) = token {
+            request = request.bearer_auth(token.expose());
+        }
         if !call.query.is_empty() {
             request = request.query(&call.query);
         }

@@ -262,6 +262,8 @@ pub struct World {
     pub workflow_tokens: BTreeMap<String, String>,
     /// Who the request being answered authenticated as (the App's bot, or a workflow's).
     pub caller: String,
+    /// One-time codes of the App manifest flow → the slug of the App each creates.
+    pub manifest_codes: BTreeMap<String, String>,
     pub faults: Vec<Fault>,
     next_id: u64,
 }
@@ -646,7 +648,16 @@ async fn handle(
         .strip_prefix("Bearer ")
         .unwrap_or_default()
         .to_string();
-    let auth = if matches!(
+    let auth = if operation == "apps/create-from-manifest" {
+        // The one-time code is the credential; a token sent along would be a token leaked.
+        if bearer.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{operation}: a token was sent to an unauthenticated endpoint"
+            ))
+        }
+    } else if matches!(
         operation.as_str(),
         "apps/create-installation-access-token" | "apps/get-authenticated"
     ) {
@@ -1153,6 +1164,19 @@ fn respond(
             // Required by the schema, missing from GitHub's example.
             v["user"]["role_name"] = json!(role);
             Answer::json(200, v)
+        }
+        "apps/create-from-manifest" => {
+            let code = params.get("code").cloned().unwrap_or_default();
+            let Some(slug) = w.manifest_codes.remove(&code) else {
+                return not_found();
+            };
+            let mut v = openapi().example("apps/create-from-manifest", 201);
+            v["id"] = json!(4242);
+            v["slug"] = json!(slug);
+            v["html_url"] = json!(format!("https://github.com/apps/{slug}"));
+            v["pem"] = json!(std::fs::read_to_string(app_private_key_path()).unwrap());
+            v["webhook_secret"] = json!("whsec-from-the-fake-1");
+            Answer::json(201, v)
         }
         "checks/create" => {
             let b = body.cloned().unwrap_or_default();
