@@ -250,6 +250,25 @@ impl Live {
         names
     }
 
+    /// `mk8s.cluster.count` requested by open pull requests, as the dashboard shows it.
+    async fn requested_clusters(&self) -> u64 {
+        let (status, body) = self.app.get("/api/dashboard").await;
+        assert_eq!(status, 200, "{body}");
+        let view: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let bars: Vec<&serde_json::Value> = view["quota"]["tenants"][0]["regions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{body}"))
+            .iter()
+            .filter(|r| r["region"] == "us-central1")
+            .flat_map(|r| r["bars"].as_array().unwrap())
+            .collect();
+        let bar = bars
+            .iter()
+            .find(|b| b["name"] == "mk8s.cluster.count")
+            .unwrap_or_else(|| panic!("{body}"));
+        bar["requested"].as_u64().unwrap()
+    }
+
     /// Nothing the cloud knows privately reached GitHub or the logs.
     async fn assert_ids_kept(&self) {
         self.gh.assert_never_sent(&self.tenant);
@@ -279,6 +298,8 @@ async fn a_merge_applies_the_reviewed_plan_once() {
     live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
         .await;
     assert!(live.clusters("staging-a").await.is_empty());
+    // The dashboard counts what the open pull request would take: two more clusters.
+    assert_eq!(live.requested_clusters().await, 2);
     live.merge(&sha(90), "merge-1").await;
     let runs = live.applied(&sha(90), 1).await;
     let run = &runs[0];
@@ -292,6 +313,8 @@ async fn a_merge_applies_the_reviewed_plan_once() {
         run.title,
         "Applied: 2 created, 0 changed, 0 deleted, 0 unchanged"
     );
+    // Merged: no longer requested (it is in use now).
+    assert_eq!(live.requested_clusters().await, 0);
     assert!(run.actions.is_empty());
     assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
     assert_eq!(live.clusters("staging-b").await, vec!["cluster"]);

@@ -117,15 +117,25 @@ async fn seeded(dir: &Path, p: &Private) -> SqliteStore {
         .await
         .unwrap();
 
-    let plan = |path: &str, digest: &str, pr: u64, at: i64| ReviewedPlan {
+    // Both pull requests ask for quota; only #14 is still open (#12 merged below).
+    let tenant = tenant_label(&p.tenant);
+    let plan = |path: &str, digest: &str, pr: u64, at: i64| {
+        ReviewedPlan {
         pr_key: pr_key("Octo/Fleets", pr),
         head_sha: "9f8e7d6c5b4a".into(),
         fleet_path: path.into(),
         digest: digest.into(),
-        summary:
-            r#"{"lines":["+ create cluster research/h100-b","~ resize node group"],"deletions":[]}"#
-                .into(),
+        summary: serde_json::json!({
+            "lines": ["+ create cluster research/h100-b", "~ resize node group"],
+            "deletions": [],
+            "requested": [
+                {"tenant": tenant, "region": "eu-north1", "quota": "compute.instance.gpu.h100", "amount": "3"},
+                {"tenant": tenant, "region": "eu-north1", "quota": "compute.filesystem.size.network-ssd", "amount": (1u64 << 40).to_string()},
+            ],
+        })
+        .to_string(),
         recorded_at: at,
+    }
     };
     store
         .record_reviewed_plan(&plan(
@@ -165,6 +175,21 @@ async fn seeded(dir: &Path, p: &Private) -> SqliteStore {
             sha: "1234567abcdef".into(),
             fleet: "fleets/train.yaml".into(),
             outcome: "success".into(),
+            digest: String::new(),
+            detail: String::new(),
+        })
+        .await
+        .unwrap();
+    store
+        .append_audit(&AuditEntry {
+            at: now - 300_000,
+            actor: String::new(),
+            action: fleetbot::bot::handler::CLOSED_MERGED.into(),
+            repo: "Octo/Fleets".into(),
+            pr: 12,
+            sha: "9f8e7d6c5b4a".into(),
+            fleet: String::new(),
+            outcome: "closed".into(),
             digest: String::new(),
             detail: String::new(),
         })
@@ -343,6 +368,18 @@ async fn the_json_and_the_page_show_the_seeded_store_and_nothing_private() {
     assert_eq!(bars[1]["used"], 6);
     assert_eq!(bars[1]["limit"], 8);
     assert_eq!(view["quota"]["tenants"][0]["regions"][0]["unlimited"], 1);
+    // What the open pull request (#14) asks for, on top; the merged one (#12) no longer counts.
+    assert_eq!(bars[0]["requested"], 1u64 << 40);
+    assert_eq!(bars[0]["requested_percent"], 25.0);
+    assert_eq!(bars[0]["requested_over"], false);
+    assert_eq!(bars[1]["requested"], 3);
+    assert_eq!(bars[1]["requested_by"], 1);
+    assert_eq!(
+        bars[1]["requested_percent"], 25.0,
+        "at most what is left is drawn"
+    );
+    assert_eq!(bars[1]["requested_over"], true);
+    assert_eq!(bars[2]["requested"], 0);
 
     let page = http.get(format!("{base}/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
@@ -466,7 +503,7 @@ async fn the_page_renders_in_headless_chromium() {
     );
     // Every bar: its data, its drawn width, and its colour class agree.
     let bars = regex::Regex::new(
-        r#"<div class="bar (\w+)" role="meter" aria-label="([^"]+)" aria-valuemin="0" aria-valuemax="(\d+)" aria-valuenow="(\d+)" data-quota="[^"]+" data-used="(\d+)" data-limit="(\d+)" data-percent="([\d.]+)"><span class="fill" style="width: ([\d.]+)%;?"></span></div>"#,
+        r#"<div class="bar (\w+)" role="meter" aria-label="([^"]+)" aria-valuemin="0" aria-valuemax="(\d+)" aria-valuenow="(\d+)" data-quota="[^"]+" data-used="(\d+)" data-limit="(\d+)" data-percent="([\d.]+)" data-requested="(\d+)"><span class="fill" style="width: ([\d.]+)%;?"></span>(?:<span class="requested[^"]*" style="width: ([\d.]+)%;?"></span>)?</div>"#,
     )
     .unwrap();
     let found: Vec<(String, String, String)> = bars
@@ -491,9 +528,27 @@ async fn the_page_renders_in_headless_chromium() {
         "{dom}"
     );
     for c in bars.captures_iter(&dom) {
-        assert_eq!(&c[7], &c[8], "the width is the percentage");
+        assert_eq!(&c[7], &c[9], "the width is the percentage");
         assert_eq!((&c[3], &c[4]), (&c[6], &c[5]), "aria and data agree");
+        assert_eq!(
+            c.get(10).is_some(),
+            &c[8] != "0",
+            "a requested part only when asked"
+        );
     }
+    let requested: Vec<&str> = bars
+        .captures_iter(&dom)
+        .filter_map(|c| c.get(10).map(|m| m.as_str()))
+        .collect();
+    assert_eq!(requested, ["25.0", "25.0"], "{dom}");
+    assert!(
+        dom.contains("+ 3 GPUs requested by 1 open pull request, more than is left"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("+ 1.00 TiB requested by 1 open pull request<"),
+        "{dom}"
+    );
     assert!(dom.contains("6 GPUs of 8 GPUs"), "{dom}");
     assert!(dom.contains("1.00 TiB of 4.00 TiB"), "{dom}");
 

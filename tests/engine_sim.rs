@@ -19,10 +19,10 @@ use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};
 
-/// The embedded default world (every required allowance, generous), with quick operations.
+/// The embedded default world (every required allowance, generous), with quick operations and
+/// an empty tenant.
 fn world() -> String {
-    include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+    support::empty_default_world()
 }
 
 const SPEC: &str = r#"apiVersion: npa.fleet/v0.0.1

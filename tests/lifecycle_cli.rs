@@ -633,3 +633,139 @@ fn the_demo_runs_to_the_end_by_itself_and_leaves_nothing_behind() {
     }
     insta::assert_snapshot!("demo_output", text);
 }
+
+/// One command shown in a `sh` block of the documentation.
+struct DocCommand {
+    place: String,
+    line: String,
+    expected: i32,
+}
+
+/// The `fleetbot …` (or `cargo run -- …`) lines of every `sh` block of `text`, continuations
+/// joined, each with the exit code the text gives it: `exits N` or `exit N` in its trailing
+/// comment or in the comment lines right above it, else 0.
+fn documented_commands(file: &str, text: &str) -> Vec<DocCommand> {
+    let exit = regex::Regex::new(r"\bexits? (\d)\b").unwrap();
+    let mut out = Vec::new();
+    let mut in_sh = false;
+    let mut pending: Option<i32> = None;
+    let mut joined = String::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with("```") {
+            in_sh = !in_sh && matches!(&line[3..], "sh" | "bash" | "shell");
+            pending = None;
+            continue;
+        }
+        if !in_sh {
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix('#') {
+            if let Some(c) = exit.captures(comment) {
+                pending = Some(c[1].parse().unwrap());
+            }
+            continue;
+        }
+        if let Some(start) = line.strip_suffix('\\') {
+            joined.push_str(start);
+            continue;
+        }
+        joined.push_str(line);
+        let whole = std::mem::take(&mut joined);
+        let (command, comment) = match whole.find(" #") {
+            Some(at) => (whole[..at].trim().to_string(), &whole[at..]),
+            None => (whole.trim().to_string(), ""),
+        };
+        let command = match command.strip_prefix("cargo run -- ") {
+            Some(rest) => format!("fleetbot {rest}"),
+            None => command,
+        };
+        let blank = command.is_empty();
+        if command.starts_with("fleetbot ") {
+            let expected = exit
+                .captures(comment)
+                .map(|c| c[1].parse().unwrap())
+                .or(pending)
+                .unwrap_or(0);
+            out.push(DocCommand {
+                place: format!("{file}:{}", n + 1),
+                line: command,
+                expected,
+            });
+        }
+        if blank {
+            pending = None;
+        }
+    }
+    out
+}
+
+/// The arguments of a documented command that runs on the embedded default, or why not.
+fn runnable(command: &str) -> Result<Vec<String>, &'static str> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    match words.get(1).copied() {
+        Some("serve" | "sim" | "register") => return Err("a server, or waits for a person"),
+        Some("kube-token" | "probe") => return Err("run by kubectl or inside a pod"),
+        Some("preview") => return Err("needs a spec repository checkout (tests/preview_cli.rs)"),
+        _ => {}
+    }
+    if command.contains(['|', '>', '<', '$', '\'', '"', '…']) {
+        return Err("a shell construct or a placeholder");
+    }
+    if command.contains("origin/") {
+        return Err("needs the repository's remote history");
+    }
+    let placeholder = regex::Regex::new(r"^[A-Z][A-Z_]+$").unwrap();
+    if words.iter().any(|w| placeholder.is_match(w)) {
+        return Err("a placeholder");
+    }
+    Ok(words[1..].iter().map(|w| w.to_string()).collect())
+}
+
+/// Every command README.md, docs/*.md and fixtures/quotas/README.md show in a `sh` block that
+/// can run on the embedded default runs, in order, in one fresh environment, and exits as the
+/// text beside it says.
+#[test]
+fn every_documented_command_exits_as_documented() {
+    let mut files = vec!["README.md".to_string()];
+    let mut docs: Vec<String> = std::fs::read_dir("docs")
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files.push("fixtures/quotas/README.md".into());
+    let env = Env::new();
+    let (mut ran, mut skipped) = (0, Vec::new());
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for c in documented_commands(file, &text) {
+            let args = match runnable(&c.line) {
+                Ok(args) => args,
+                Err(why) => {
+                    skipped.push(format!("{}: {} ({why})", c.place, c.line));
+                    continue;
+                }
+            };
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = env.run(&args, "");
+            assert_eq!(
+                out.status.code(),
+                Some(c.expected),
+                "{}: `{}` exits {:?}, the docs say {}\n{}",
+                c.place,
+                c.line,
+                out.status.code(),
+                c.expected,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            ran += 1;
+        }
+    }
+    assert!(
+        ran >= 20,
+        "only {ran} documented commands ran; skipped:\n{}",
+        skipped.join("\n")
+    );
+}

@@ -20,8 +20,7 @@ use support::{client, simulator};
 const FIXTURE: &str = include_str!("../fixtures/specs/mixed-backends.yaml");
 
 fn world() -> String {
-    include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+    support::empty_default_world()
         + "projects:\n  - {name: platform-existing, region: us-central1}\ncapacity_block_groups:\n  - {name: mig-block, region: us-central1, platform: gpu-rtx6000, limit: 8}\n"
 }
 

@@ -51,8 +51,7 @@ projects:
 async fn a_mig_cluster_is_ready_a_broken_slice_is_not_and_a_stale_driver_is_replaced_safely() {
     let image = format!("registry.example/fleetbot-probe@sha256:{}", "7".repeat(64));
     let sim = simulator(
-        &(include_str!("../fixtures/sim/default.yaml")
-            .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+        &(support::empty_default_world()
             + "capacity_block_groups:\n  - {name: mig-block, region: us-central1, platform: gpu-rtx6000, limit: 8}\n"),
     )
     .await;

@@ -308,12 +308,26 @@ pub(crate) fn approval_digest(head_sha: &str, plan_digest: &str) -> String {
     format!("{head_sha}:{plan_digest}")
 }
 
-/// What a reviewed plan keeps besides its digest: its lines (for "what changed since review")
-/// and its deletions (for `/approve-destroy`'s reply), role names only.
+/// What a reviewed plan keeps besides its digest: its lines (for "what changed since review"),
+/// its deletions (for `/approve-destroy`'s reply), role names only; and the tenant quota the
+/// change would take (for the dashboard's "requested by open pull requests").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewSummary {
     pub lines: Vec<String>,
     pub deletions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requested: Vec<RequestedQuota>,
+}
+
+/// Tenant quota a reviewed change would take if merged: net of targets the live plan proves
+/// unchanged. The tenant only as the dashboard's digest label.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestedQuota {
+    pub tenant: String,
+    pub region: String,
+    pub quota: String,
+    /// A decimal count in the quota's unit (bytes for byte quotas).
+    pub amount: String,
 }
 
 impl ReviewSummary {
@@ -330,7 +344,34 @@ impl ReviewSummary {
                 .iter()
                 .map(|d| deletion_line(d, &mut names))
                 .collect(),
+            requested: Vec::new(),
         }
+    }
+
+    /// With the quota `spec`'s change would take from `tenant_id`'s allowances (nothing when
+    /// the demand cannot be worked out: the budget reports that, not this summary).
+    pub fn with_requested(
+        mut self,
+        spec: &FleetSpec,
+        planned: &PlannedFleet,
+        tenant_id: &str,
+    ) -> Self {
+        let options = crate::quota::scope::ScopeOptions::default();
+        let Ok(demand) = crate::quota::scope::fleet_demand(spec, &options, &planned.proven) else {
+            return self;
+        };
+        let tenant = crate::quota::tenant_label(tenant_id);
+        for region in &demand.regions {
+            for (quota, amount) in region.quotas.iter() {
+                self.requested.push(RequestedQuota {
+                    tenant: tenant.clone(),
+                    region: region.region.clone(),
+                    quota: quota.to_string(),
+                    amount: amount.to_string(),
+                });
+            }
+        }
+        self
     }
 
     pub fn to_json(&self) -> String {

@@ -43,3 +43,14 @@ pub use scope::{
 };
 pub use shortfall::{QuotaShortfall, find_shortfalls, shortfall_message};
 pub use target::TargetKey;
+
+/// A tenant as public surfaces may name it: `t` and the first 12 hex digits of its SHA-256,
+/// the same for the same tenant everywhere (the dashboard, reviewed plans), never the ID.
+pub fn tenant_label(tenant_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    if tenant_id.is_empty() {
+        return String::new();
+    }
+    let digest = Sha256::digest(tenant_id.as_bytes());
+    format!("t{}", &hex::encode(digest)[..12])
+}

@@ -10,6 +10,18 @@ use fleetbot::sim::{Simulator, World};
 
 pub const TOKEN: &str = "test-token-for-the-simulator";
 
+/// The embedded default world with quick operations and without the projects and capacity
+/// blocks it seeds for the example fleets: an empty tenant with generous allowances.
+pub fn empty_default_world() -> String {
+    let text = include_str!("../../fixtures/sim/default.yaml");
+    let base = text
+        .split("# --- the examples' existing resources ---")
+        .next()
+        .unwrap();
+    assert!(base.len() < text.len(), "the examples' section is marked");
+    base.replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+}
+
 /// Starts a simulator for `world` (YAML) on 127.0.0.1 with a static test token.
 pub async fn simulator(world_yaml: &str) -> Simulator {
     let mut world = World::from_yaml(world_yaml).expect("valid world");

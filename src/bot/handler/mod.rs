@@ -19,6 +19,7 @@ use crate::github::{ClientError, Event, EventError, GitHubClient, RepoClient, pa
 use crate::store::NewJob;
 
 pub use super::settings::{BotSettings, QuotaSource};
+pub use pull_request::{CLOSED_MERGED, CLOSED_UNMERGED};
 
 /// What handling a delivery did.
 #[derive(Debug, Clone, PartialEq, Eq)]

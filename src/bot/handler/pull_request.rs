@@ -2,14 +2,49 @@
 //! merge is applied ([`super::apply`]).
 
 use super::{Bot, BotError, Handled};
+
+/// The audit actions of a pull request that closed.
+pub const CLOSED_MERGED: &str = "pull request merged";
+pub const CLOSED_UNMERGED: &str = "pull request closed";
 use crate::github::events::{PrAction, PullRequestEvent};
 
 impl Bot {
+    /// Notes in the audit log that the pull request closed (merged or not), so what it
+    /// requested stops counting as requested by an open pull request. Best effort: the log
+    /// is the dashboard's, never a guard's.
+    async fn record_closed(&self, e: &PullRequestEvent) {
+        let Some(deployer) = &self.settings.deploy else {
+            return;
+        };
+        let entry = crate::store::AuditEntry {
+            at: crate::store::queue::now_ms(),
+            actor: String::new(),
+            action: if e.merged {
+                CLOSED_MERGED.into()
+            } else {
+                CLOSED_UNMERGED.into()
+            },
+            repo: e.repo.to_string(),
+            pr: e.number,
+            sha: e.head_sha.clone(),
+            fleet: String::new(),
+            outcome: "closed".into(),
+            digest: String::new(),
+            detail: String::new(),
+        };
+        if let Err(e) = deployer.state.append_audit(&entry).await {
+            tracing::warn!("cannot record a closed pull request in the audit log: {e}");
+        }
+    }
+
     pub(super) async fn on_pull_request(
         &self,
         e: PullRequestEvent,
         delivery: &str,
     ) -> Result<Handled, BotError> {
+        if e.action == PrAction::Closed {
+            self.record_closed(&e).await;
+        }
         if e.action == PrAction::Closed && e.merged {
             return self.on_merged(e, delivery).await;
         }

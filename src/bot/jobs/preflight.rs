@@ -190,12 +190,20 @@ pub(crate) async fn record_reviewed_plans(
             continue;
         };
         let base = base_specs.get(path);
+        let mut summary = ReviewSummary::of(planned, &PublicNames::with_base(spec, base));
+        if let Some(tenant) = settings
+            .cloud
+            .as_ref()
+            .and_then(|c| c.tenant_for(spec).ok())
+        {
+            summary = summary.with_requested(spec, planned, &tenant);
+        }
         let plan = ReviewedPlan {
             pr_key: pr_key(repo, pr.number),
             head_sha: pr.head_sha.to_string(),
             fleet_path: path.clone(),
             digest: planned.plan.digest.clone(),
-            summary: ReviewSummary::of(planned, &PublicNames::with_base(spec, base)).to_json(),
+            summary: summary.to_json(),
             recorded_at: now_ms(),
         };
         if let Err(e) = deployer.state.record_reviewed_plan(&plan).await {

@@ -87,6 +87,10 @@ pub async fn gather<S: OverviewStore>(
         .await
         .unwrap_or_else(|e| (read("audit log", e), Vec::new()).1);
     let locks: Vec<LockView> = leases.iter().filter_map(lock_view).collect();
+    let quota = quota.map(|mut q| {
+        super::quota::add_requested(&mut q, &requested(&plans, &audit));
+        q
+    });
     DashboardView {
         generated_at: now,
         store: clean(store_kind),
@@ -110,6 +114,42 @@ pub async fn gather<S: OverviewStore>(
         quota,
         problems,
     }
+}
+
+/// What open pull requests request, per tenant, region and quota: each pull request's newest
+/// reviewed plan of each spec, unless the audit log says the pull request has closed (merged
+/// or not). With the number of pull requests asking.
+fn requested(plans: &[ReviewedPlan], audit: &[AuditEntry]) -> super::quota::Requested {
+    use crate::bot::handler::{CLOSED_MERGED, CLOSED_UNMERGED};
+    use std::collections::BTreeSet;
+    let closed: BTreeSet<(String, u64)> = audit
+        .iter()
+        .filter(|a| a.action == CLOSED_MERGED || a.action == CLOSED_UNMERGED)
+        .map(|a| (a.repo.to_ascii_lowercase(), a.pr))
+        .collect();
+    let mut seen = BTreeSet::new();
+    let mut sums: BTreeMap<(String, String, String), (u128, BTreeSet<&str>)> = BTreeMap::new();
+    // Newest first: the first plan of a (pull request, spec) is its latest.
+    for plan in plans {
+        if !seen.insert((plan.pr_key.as_str(), plan.fleet_path.as_str())) {
+            continue;
+        }
+        match split_pr_key(&plan.pr_key) {
+            Some(pr) if !closed.contains(&pr) => {}
+            _ => continue,
+        }
+        for r in ReviewSummary::parse(&plan.summary).requested {
+            let Ok(amount) = r.amount.parse::<u128>() else {
+                continue;
+            };
+            let entry = sums.entry((r.tenant, r.region, r.quota)).or_default();
+            entry.0 = entry.0.saturating_add(amount);
+            entry.1.insert(&plan.pr_key);
+        }
+    }
+    sums.into_iter()
+        .map(|(key, (amount, prs))| (key, (amount, prs.len())))
+        .collect()
 }
 
 /// A lease key is `t<tenant digest>:<owner/name>:<path>` (`bot::backend::fleet_lease_key`);

@@ -11,8 +11,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-
 use super::view::{QuotaBar, QuotaView, RegionQuota, TenantQuota};
 use crate::bot::live::LiveCloud;
 use crate::quota::shortfall::format_amount;
@@ -66,16 +64,10 @@ impl QuotaSource for FixedQuota {
     }
 }
 
-/// A tenant as the dashboard names it: `t` and 12 hex digits of its SHA-256, the same part the
-/// apply lease keys carry (`bot::backend::fleet_lease_key`), so a lock and a tenant's quota
-/// can be matched by eye without the ID ever being shown.
-pub fn tenant_label(tenant_id: &str) -> String {
-    if tenant_id.is_empty() {
-        return String::new();
-    }
-    let digest = Sha256::digest(tenant_id.as_bytes());
-    format!("t{}", &hex::encode(digest)[..12])
-}
+/// A tenant as the dashboard names it: the same label as the apply lease keys carry
+/// (`bot::backend::fleet_lease_key`) and reviewed plans record, so a lock, a request and a
+/// tenant's quota can be matched by eye without the ID ever being shown.
+pub use crate::quota::tenant_label;
 
 /// Bars per tenant and region: every finite allowance, by name; unlimited ones are counted.
 /// `clean` sanitizes the text that comes from the source (error messages).
@@ -167,5 +159,36 @@ pub fn bar(name: &str, used: u64, limit: u64) -> QuotaBar {
         limit_text: format_amount(name, u128::from(limit)),
         percent,
         level: super::view::level(percent).to_string(),
+        ..QuotaBar::default()
+    }
+}
+
+/// Quota requested by open pull requests, per `(tenant label, region, quota)`: the amount and
+/// how many pull requests ask for it.
+pub type Requested = BTreeMap<(String, String, String), (u128, usize)>;
+
+/// Adds what open pull requests request to the bars of the same tenant, region and quota.
+pub fn add_requested(view: &mut QuotaView, requested: &Requested) {
+    for tenant in &mut view.tenants {
+        for region in &mut tenant.regions {
+            for b in &mut region.bars {
+                let key = (tenant.tenant.clone(), region.region.clone(), b.name.clone());
+                let Some(&(amount, by)) = requested.get(&key) else {
+                    continue;
+                };
+                let amount = u64::try_from(amount).unwrap_or(u64::MAX);
+                let left = b.limit.saturating_sub(b.used);
+                let shown = amount.min(left);
+                b.requested = amount;
+                b.requested_by = by;
+                b.requested_text = format_amount(&b.name, u128::from(amount));
+                b.requested_over = amount > left;
+                b.requested_percent = if b.limit == 0 {
+                    0.0
+                } else {
+                    ((shown as f64 * 100.0 / b.limit as f64) * 10.0).round() / 10.0
+                };
+            }
+        }
     }
 }

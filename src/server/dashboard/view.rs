@@ -220,6 +220,16 @@ pub struct QuotaBar {
     pub percent: f64,
     /// [`level`] of `percent`: `ok`, `high` (70 % or more) or `full` (90 % or more).
     pub level: String,
+    /// What open pull requests would take on top if merged (their latest reviewed plans), in
+    /// the quota's unit; 0 when none asks for it.
+    pub requested: u64,
+    pub requested_text: String,
+    /// The requested part of the bar, in percent of the limit (at most what is left of it).
+    pub requested_percent: f64,
+    /// Open pull requests together would take more than is left.
+    pub requested_over: bool,
+    /// How many open pull requests ask for this quota.
+    pub requested_by: usize,
 }
 
 /// A bar's colour class: how close the quota is to its limit.
