@@ -652,8 +652,8 @@ fn documented_commands(file: &str, text: &str) -> Vec<DocCommand> {
     let mut joined = String::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
-        if line.starts_with("```") {
-            in_sh = !in_sh && matches!(&line[3..], "sh" | "bash" | "shell");
+        if let Some(info) = line.strip_prefix("```") {
+            in_sh = !in_sh && matches!(info, "sh" | "bash" | "shell");
             pending = None;
             continue;
         }

@@ -359,8 +359,8 @@ async fn demo(dir: &Path, args: &DemoArgs, out: &mut Steps) -> Result<(), String
     let served = page.bytes().await.map(|b| b.len()).unwrap_or(0);
     let clusters: usize = view.fleets.iter().map(|f| f.clusters.len()).sum();
     out.done(&format!(
-        "{url} answers ({}): {} repository, {} fleet, {clusters} clusters; JSON at {url}api/dashboard",
-        format!("{:.1} KiB", served as f64 / 1024.0),
+        "{url} answers ({:.1} KiB): {} repository, {} fleet, {clusters} clusters; JSON at {url}api/dashboard",
+        served as f64 / 1024.0,
         view.repositories.len(),
         view.fleets.len()
     ));
@@ -469,7 +469,7 @@ impl Steps {
     /// A block of text under the current step, indented.
     fn block(&self, text: &str) {
         for l in text.trim_end().lines() {
-            self.line(&format!("      | {l}").trim_end().to_string());
+            self.line(format!("      | {l}").trim_end());
         }
     }
 
