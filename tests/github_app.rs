@@ -784,14 +784,11 @@ async fn fetches_are_capped_per_pull_request_and_per_file_and_what_is_unread_fai
     assert!(served < 256 * 1024, "{served} bytes of contents were sent");
 }
 
-/// `fleetbot preview` in a git checkout holding the same commits posts, byte for byte, what
-/// the App posts for the pull request of those commits: the sticky comment and both check
-/// runs (title, summary, text and conclusion).
-#[tokio::test]
-async fn preview_of_a_local_change_is_what_the_app_posts() {
-    let dir = tempfile::tempdir().unwrap();
-    let git = |args: &[&str]| support::git(dir.path(), args);
-    let write = |path: &str, text: &str| support::write_file(dir.path(), path, text);
+/// A local spec repository: `main` holds the README, `fleets/prod.yaml` (the base spec) and
+/// the config; branch `grow-gpus` changes `changes` on top. Returns the base and head SHAs.
+fn local_spec_repo(dir: &std::path::Path, changes: &[(&str, &str)]) -> (String, String) {
+    let git = |args: &[&str]| support::git(dir, args);
+    let write = |path: &str, text: &str| support::write_file(dir, path, text);
     git(&["init", "-q", "-b", "main"]);
     git(&["config", "user.email", "dev@example.com"]);
     git(&["config", "user.name", "dev"]);
@@ -802,14 +799,30 @@ async fn preview_of_a_local_change_is_what_the_app_posts() {
     git(&["commit", "-qm", "base"]);
     let base = git(&["rev-parse", "HEAD"]);
     git(&["checkout", "-qb", "grow-gpus"]);
-    let grown = spec_with_gpus(2);
-    let staging = staging_spec();
-    write("fleets/prod.yaml", &grown);
-    write("fleets/staging.yaml", &staging);
-    write("README.md", "# fleet config\n\nNow with staging.\n");
+    for (path, text) in changes {
+        write(path, text);
+    }
     git(&["add", "-A"]);
     git(&["commit", "-qm", "grow"]);
-    let head = git(&["rev-parse", "HEAD"]);
+    (base, git(&["rev-parse", "HEAD"]))
+}
+
+/// `fleetbot preview` in a git checkout holding the same commits posts, byte for byte, what
+/// the App posts for the pull request of those commits: the sticky comment and both check
+/// runs (title, summary, text and conclusion).
+#[tokio::test]
+async fn preview_of_a_local_change_is_what_the_app_posts() {
+    let dir = tempfile::tempdir().unwrap();
+    let grown = spec_with_gpus(2);
+    let staging = staging_spec();
+    let (base, head) = local_spec_repo(
+        dir.path(),
+        &[
+            ("fleets/prod.yaml", &grown),
+            ("fleets/staging.yaml", &staging),
+            ("README.md", "# fleet config\n\nNow with staging.\n"),
+        ],
+    );
 
     let mut h = Harness::start_on(BotSettings::default(), &base).await;
     {
@@ -878,23 +891,8 @@ async fn preview_of_a_local_change_is_what_the_app_posts() {
 #[tokio::test]
 async fn the_action_posts_what_the_app_posts_with_the_workflow_token() {
     let dir = tempfile::tempdir().unwrap();
-    let git = |args: &[&str]| support::git(dir.path(), args);
-    let write = |path: &str, text: &str| support::write_file(dir.path(), path, text);
-    git(&["init", "-q", "-b", "main"]);
-    git(&["config", "user.email", "dev@example.com"]);
-    git(&["config", "user.name", "dev"]);
-    write("README.md", "# fleet config\n");
-    write("fleets/prod.yaml", &base_spec());
-    write(".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n");
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "base"]);
-    let base = git(&["rev-parse", "HEAD"]);
-    git(&["checkout", "-qb", "grow-gpus"]);
     let grown = spec_with_gpus(2);
-    write("fleets/prod.yaml", &grown);
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "grow"]);
-    let head = git(&["rev-parse", "HEAD"]);
+    let (base, head) = local_spec_repo(dir.path(), &[("fleets/prod.yaml", &grown)]);
 
     // The App reviews the pull request as usual…
     let mut h = Harness::start_on(BotSettings::default(), &base).await;
@@ -1042,7 +1040,15 @@ async fn register_trades_githubs_code_for_credentials_and_never_prints_them() {
         .captures(&first)
         .unwrap_or_else(|| panic!("{first}"))[1]
         .to_string();
+    // The page as a browser reads its attributes: entities decoded.
     let page = reqwest::get(&page_url).await.unwrap().text().await.unwrap();
+    let page = page
+        .replace("&#x2f;", "/")
+        .replace("&#x27;", "'")
+        .replace("&quot;", "\u{1}")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
     let action = regex::Regex::new(
         r#"action="https://github\.example/settings/apps/new\?state=([0-9a-f]{32})""#,
     )
@@ -1050,12 +1056,12 @@ async fn register_trades_githubs_code_for_credentials_and_never_prints_them() {
     .captures(&page)
     .unwrap_or_else(|| panic!("{page}"))[1]
         .to_string();
+    // Quotes inside the attribute were `&quot;` (kept apart above as \u{1}).
     let manifest = regex::Regex::new(r#"name="manifest" value="([^"]*)""#)
         .unwrap()
         .captures(&page)
         .unwrap()[1]
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&");
+        .replace('\u{1}', "\"");
     let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
     assert_eq!(
         manifest["hook_attributes"]["url"],
