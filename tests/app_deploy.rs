@@ -1075,3 +1075,271 @@ async fn verify_after_apply_reports_storage_on_the_applied_commit() {
     assert!(!verified.summary.contains("/mnt/data"));
     live.assert_ids_kept().await;
 }
+
+/// Resizes `project`'s GPU node group directly in the cloud (outside fleetbot), with its own
+/// idempotency key so a later resize is a new request.
+async fn resize_gpu_pool_by_hand(live: &Live, project: &str, count: i64, key: &str) {
+    let client = support::client(&live.sim);
+    let projects = client.list_projects(&live.tenant).await.unwrap();
+    let p = projects.iter().find(|p| p.name == project).unwrap();
+    let cluster = client.list_clusters(&p.id).await.unwrap().remove(0);
+    let gpu = client
+        .list_node_groups(&cluster.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.spec.platform.starts_with("gpu"))
+        .unwrap();
+    let mut spec = gpu.spec.clone();
+    spec.node_count = count;
+    client
+        .update_node_group(&gpu.id, &spec, &gpu.labels, key)
+        .await
+        .unwrap();
+}
+
+impl Live {
+    /// The `fleet/drift` runs on `sha` once one has concluded with `conclusion`.
+    async fn drift_run(&self, sha: &str, conclusion: &str) -> fake_github::CheckRun {
+        eventually(&format!("fleet/drift {conclusion} on {sha}"), || {
+            self.gh
+                .world()
+                .runs_on(REPO, sha)
+                .into_iter()
+                .find(|r| r.name == "fleet/drift" && r.conclusion.as_deref() == Some(conclusion))
+        })
+        .await
+    }
+}
+
+/// Issue 20: `/reconcile` compares the default branch with the cloud on one `fleet/drift` run
+/// kept in place: in sync, then a node group resized by hand shows, then it clears when the
+/// resize is reverted. A pull request push and a merge whose deliveries were lost are planned
+/// and applied by the pass a restart with `--reconcile-now` queues.
+#[tokio::test]
+async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
+    let live = live_with(vec![("FLEETBOT_RECONCILE_TICK_SECS", "0".into())]).await;
+    let main_head = sha(1);
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    live.comment(501, "admin-ada", "/reconcile").await;
+    let first = live.drift_run(&main_head, "success").await;
+    assert_eq!(first.title, "In sync: 1 fleet matches the cloud");
+
+    resize_gpu_pool_by_hand(&live, "fleet1-test-a", 2, "by-hand-up").await;
+    live.comment(502, "admin-ada", "/reconcile").await;
+    let drifted = live.drift_run(&main_head, "failure").await;
+    assert_eq!(drifted.id, first.id, "one run, updated in place");
+    assert_eq!(drifted.title, "Drifted: 1 of 1 fleet differ from the cloud");
+    assert!(
+        drifted.summary.contains(
+            "**changed**: node-group cluster-ng-gpu-0 in fleet1-test-a/cluster (node\\_count)"
+        ),
+        "{}",
+        drifted.summary
+    );
+    resize_gpu_pool_by_hand(&live, "fleet1-test-a", 1, "by-hand-down").await;
+    live.comment(503, "admin-ada", "/reconcile").await;
+    let cleared = live.drift_run(&main_head, "success").await;
+    assert_eq!(cleared.id, first.id);
+    assert_eq!(
+        live.gh
+            .world()
+            .runs_on(REPO, &main_head)
+            .iter()
+            .filter(|r| r.name == "fleet/drift")
+            .count(),
+        1
+    );
+    // Only an admin may ask (the default `commands.reconcile`).
+    live.comment(504, "writer-wes", "/reconcile").await;
+    assert!(
+        live.reply_to(504)
+            .await
+            .contains("/reconcile needs admin permission")
+    );
+
+    // Deliveries lost while the server is down: a push to the open pull request, and its merge.
+    let Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    } = live;
+    let mut options = app.options.clone();
+    app.stop().await;
+    let pushed = sha(3);
+    {
+        let mut w = gh.world();
+        w.commit(REPO, &head, &pushed, &[("README.md", Some("# fleets\n"))]);
+        w.push(REPO, PR, &pushed);
+    }
+    options.env.push(("FLEETBOT_RECONCILE_NOW", "1".into()));
+    let app = App::start(options).await;
+    let live = Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    };
+    eventually("the pushed head's preflight, planned after restart", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &pushed)
+            .into_iter()
+            .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
+    })
+    .await;
+    // Merged while the server is down again; the next start applies it.
+    let Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    } = live;
+    let options = app.options.clone();
+    app.stop().await;
+    gh.world().merge(REPO, PR, &sha(90));
+    let app = App::start(options).await;
+    let live = Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    };
+    let runs = live.applied(&sha(90), 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    // The pass compared the new head before the apply it queued ran: staging was missing
+    // then; the next pass finds both fleets in sync, on the same run.
+    let before = live.drift_run(&sha(90), "failure").await;
+    assert_eq!(before.title, "Drifted: 1 of 2 fleets differ from the cloud");
+    assert!(
+        before
+            .summary
+            .contains("**missing**: cluster cluster in staging-a/cluster"),
+        "{}",
+        before.summary
+    );
+    live.comment(505, "admin-ada", "/reconcile").await;
+    let after = live.drift_run(&sha(90), "success").await;
+    assert_eq!(
+        (after.id, after.title.as_str()),
+        (before.id, "In sync: 2 fleets match the cloud")
+    );
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
+/// Issue 20: SIGTERM during an apply loses nothing. The server stops taking jobs, lets the
+/// running apply go on for its grace period, then releases it, and exits; the next server
+/// (another replica in a rolling update) takes it over at once, not when its five-minute
+/// lease runs out, and creates nothing twice.
+#[tokio::test]
+async fn sigterm_during_an_apply_releases_it_and_the_next_server_finishes_it() {
+    let mut live = live().await;
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    // A long lease, so only the release explains a quick takeover; a short grace.
+    let Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    } = live;
+    let mut slow = app.options.clone();
+    app.stop().await;
+    slow.job_lease_secs = Some(300);
+    slow.env.push(("FLEETBOT_SHUTDOWN_GRACE_SECS", "1".into()));
+    let app = App::start(slow.clone()).await;
+    live = Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    };
+    live.sim
+        .service
+        .with_core(|core| core.world.operation_latency_ms = 400);
+    live.merge(&sha(90), "merge-1").await;
+    eventually("the apply is in progress", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &sha(90))
+            .into_iter()
+            .find(|r| r.name == "fleet/apply" && r.title.starts_with("Applying"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let stopping = std::time::Instant::now();
+    let Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    } = live;
+    app.stop().await;
+    let took = stopping.elapsed();
+    assert!(took < Duration::from_secs(8), "the shutdown took {took:?}");
+    let before = sim_clusters(&sim, &tenant).await;
+    assert!(
+        before < 4,
+        "the apply was done before the SIGTERM ({before} clusters)"
+    );
+    sim.service
+        .with_core(|core| core.world.operation_latency_ms = 5);
+    let restarted = std::time::Instant::now();
+    let app = App::start(slow).await;
+    let live = Live {
+        app,
+        gh,
+        sim,
+        tenant,
+        dir,
+    };
+    let runs = live.applied(&sha(90), 1).await;
+    assert!(
+        restarted.elapsed() < Duration::from_secs(60),
+        "taken over only after {:?}",
+        restarted.elapsed()
+    );
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    assert_eq!(live.clusters("staging-b").await, vec!["cluster"]);
+    assert_eq!(
+        sim_clusters(&live.sim, &live.tenant).await,
+        4,
+        "nothing twice"
+    );
+    live.app.stop().await;
+}
+
+/// Every cluster of the tenant.
+async fn sim_clusters(sim: &fleetbot::sim::Simulator, tenant: &str) -> usize {
+    let client = support::client(sim);
+    let mut n = 0;
+    for project in client.list_projects(tenant).await.unwrap() {
+        n += client.list_clusters(&project.id).await.unwrap().len();
+    }
+    n
+}

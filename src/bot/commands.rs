@@ -48,13 +48,15 @@ pub enum CommandKind {
     VerifyMig,
     /// Show the fleet's current state.
     Status,
+    /// Compare the default branch's fleets with the cloud now (`fleet/drift`).
+    Reconcile,
     /// List the commands.
     Help,
 }
 
 impl CommandKind {
     /// Every command, in help order.
-    pub const ALL: [CommandKind; 9] = [
+    pub const ALL: [CommandKind; 10] = [
         CommandKind::Plan,
         CommandKind::Apply,
         CommandKind::ApproveDestroy,
@@ -63,6 +65,7 @@ impl CommandKind {
         CommandKind::VerifyGraphics,
         CommandKind::VerifyMig,
         CommandKind::Status,
+        CommandKind::Reconcile,
         CommandKind::Help,
     ];
 
@@ -77,6 +80,7 @@ impl CommandKind {
             CommandKind::VerifyGraphics => "verify-graphics",
             CommandKind::VerifyMig => "verify-mig",
             CommandKind::Status => "status",
+            CommandKind::Reconcile => "reconcile",
             CommandKind::Help => "help",
         }
     }
@@ -92,7 +96,7 @@ impl CommandKind {
             CommandKind::VerifyStorage | CommandKind::VerifyGraphics | CommandKind::VerifyMig => {
                 &["fleet", "cluster", "clusters"]
             }
-            CommandKind::Help => &[],
+            CommandKind::Reconcile | CommandKind::Help => &[],
         }
     }
 
@@ -119,6 +123,9 @@ impl CommandKind {
                 "verify the MIG layout, Operator and every slice of the fleet's MIG clusters (`fleet=NAME`, `clusters=mig-*`)"
             }
             CommandKind::Status => "show the fleet's current state (`fleet=NAME`)",
+            CommandKind::Reconcile => {
+                "compare the default branch's fleets with the cloud now (updates `fleet/drift`)"
+            }
             CommandKind::Help => "list these commands",
         }
     }

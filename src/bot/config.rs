@@ -65,6 +65,35 @@ pub struct RepoConfig {
     /// Verifications run after every apply that converged, reported on the applied commit.
     #[serde(default)]
     pub verify_after_apply: Vec<VerifyKind>,
+    /// The reconcile loop: how often the default branch's fleets are compared with the cloud.
+    #[serde(default)]
+    pub drift: DriftConfig,
+}
+
+/// The reconcile loop's settings (`drift:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriftConfig {
+    /// Minutes between reconciles of the default branch (jittered per repository, so a
+    /// fleet of repositories does not read the cloud at one instant); 0 turns the periodic
+    /// reconcile off (`/reconcile` still runs one).
+    #[serde(default = "default_drift_minutes")]
+    pub interval_minutes: u64,
+}
+
+/// Every half hour, as Flux and Argo CD reconcile by default within the hour.
+pub const DEFAULT_DRIFT_MINUTES: u64 = 30;
+
+fn default_drift_minutes() -> u64 {
+    DEFAULT_DRIFT_MINUTES
+}
+
+impl Default for DriftConfig {
+    fn default() -> Self {
+        DriftConfig {
+            interval_minutes: DEFAULT_DRIFT_MINUTES,
+        }
+    }
 }
 
 /// A verification fleetbot can run on a fleet's clusters.
@@ -107,6 +136,7 @@ impl Default for RepoConfig {
             commands: CommandPermissions::default(),
             privacy: PrivacyAllowlist::default(),
             verify_after_apply: Vec::new(),
+            drift: DriftConfig::default(),
         }
     }
 }
@@ -167,6 +197,9 @@ pub struct CommandPermissions {
     /// `/status` only reads.
     #[serde(default = "read")]
     pub status: Permission,
+    /// `/reconcile` reads the whole repository's fleets against the cloud now.
+    #[serde(default = "admin")]
+    pub reconcile: Permission,
     /// `/help` answers anyone.
     #[serde(default = "none")]
     pub help: Permission,
@@ -199,6 +232,7 @@ impl Default for CommandPermissions {
             verify_graphics: write(),
             verify_mig: write(),
             status: read(),
+            reconcile: admin(),
             help: none(),
         }
     }
@@ -294,6 +328,7 @@ impl RepoConfig {
             "verify-graphics" => c.verify_graphics,
             "verify-mig" => c.verify_mig,
             "status" => c.status,
+            "reconcile" => c.reconcile,
             "help" => c.help,
             // Unknown commands never run; asking for admin keeps it fail-closed.
             _ => Permission::Admin,

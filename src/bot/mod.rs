@@ -15,6 +15,7 @@ pub mod handler;
 pub mod jobs;
 pub mod live;
 pub mod pr;
+pub mod reconcile;
 pub mod render;
 pub mod report;
 pub mod settings;

@@ -24,8 +24,8 @@ use crate::store::{
     DeployStore, InventoryStore, JobQueue, OverviewStore, PostgresStore, SqliteStore, StoreUrl,
 };
 
-/// How long a shutdown waits for running jobs before leaving them to their leases.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long a shutdown waits, past the workers' grace, for them to release what still runs.
+const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
 
 /// A secret command-line value: parsed as given, shown as `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
@@ -233,6 +233,34 @@ pub struct ServeArgs {
     /// from a pull request, never shown (messages call it "runtime values").
     #[arg(long, env = "FLEETBOT_RUNTIME_VALUES", value_name = "FILE")]
     pub runtime_values: Option<PathBuf>,
+    /// Queue a reconcile pass of every installed repository at start: the default branches
+    /// compared with the cloud (`fleet/drift`), and pull request heads and merges whose
+    /// delivery was lost while the server was down planned and applied.
+    #[arg(
+        long,
+        env = "FLEETBOT_RECONCILE_NOW",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub reconcile_now: bool,
+    /// Seconds between looks at the reconcile schedule (each repository's
+    /// `drift.interval_minutes`); 0 turns the periodic reconcile off on this replica.
+    #[arg(
+        long,
+        env = "FLEETBOT_RECONCILE_TICK_SECS",
+        default_value_t = 60,
+        value_name = "SECS"
+    )]
+    pub reconcile_tick_secs: u64,
+    /// On SIGTERM or SIGINT: stop taking jobs, let a running job finish for this long, then
+    /// stop it and release it to another replica at once (jobs are restart-safe); exit within
+    /// this and a few seconds more. Below the orchestrator's termination grace period.
+    #[arg(
+        long,
+        env = "FLEETBOT_SHUTDOWN_GRACE_SECS",
+        default_value_t = 25,
+        value_name = "SECS"
+    )]
+    pub shutdown_grace_secs: u64,
     /// Where verification receipts are kept (mode 0700 directories, 0600 files; default
     /// DATA_DIR/fleetbot/evidence). Never inside a git checkout.
     #[arg(long, env = "FLEETBOT_EVIDENCE_DIR", value_name = "PATH")]
@@ -452,6 +480,7 @@ async fn serve_with<
         workers: args.workers,
         worker: WorkerSettings {
             lease: Duration::from_secs(args.job_lease_secs.max(1)),
+            shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
             ..WorkerSettings::default()
         },
         retention: Duration::from_secs(args.retention_days * 24 * 3600),
@@ -464,6 +493,25 @@ async fn serve_with<
         routes: Some(dashboard),
         ..DurableSettings::default()
     };
+    let (stop_schedule, schedule_stopped) = tokio::sync::watch::channel(false);
+    let schedule = (args.reconcile_tick_secs > 0 || args.reconcile_now).then(|| {
+        let settings = crate::server::reconcile::ScheduleSettings {
+            tick: Duration::from_secs(if args.reconcile_tick_secs == 0 {
+                // Only the pass at start: the next tick is never reached.
+                u64::MAX / 4
+            } else {
+                args.reconcile_tick_secs
+            }),
+            now: args.reconcile_now,
+            ..Default::default()
+        };
+        tokio::spawn(crate::server::reconcile::run_schedule(
+            bot.clone(),
+            store.clone(),
+            settings,
+            schedule_stopped,
+        ))
+    });
     let server = start(
         listener,
         store,
@@ -489,8 +537,14 @@ async fn serve_with<
     );
     shutdown_signal().await;
     eprintln!("fleetbot serve: shutting down");
+    let _ = stop_schedule.send(true);
+    if let Some(schedule) = schedule {
+        let _ = schedule.await;
+    }
+    // The workers release what is still running after their grace; this only bounds the
+    // wait for them to do so.
     server
-        .shutdown(SHUTDOWN_GRACE)
+        .shutdown(Duration::from_secs(args.shutdown_grace_secs) + SHUTDOWN_MARGIN)
         .await
         .map_err(|e| e.to_string())
 }
@@ -608,6 +662,9 @@ mod tests {
             max_scanned_bytes: 1 << 20,
             probe_image: None,
             runtime_values: None,
+            reconcile_now: false,
+            reconcile_tick_secs: 60,
+            shutdown_grace_secs: 25,
             evidence_dir: None,
         }
     }

@@ -17,8 +17,9 @@ use std::fmt;
 pub use app::{AppAuthError, AppCredentials, InstallationToken, TokenCache};
 pub use client::{
     Annotation, AnnotationLevel, AppIdentity, CheckAction, CheckConclusion, CheckOutput,
-    CheckRunPayload, ClientConfig, ClientError, FileStatus, GitHubClient, Permission, PrFile,
-    PullRequestInfo, PullState, RepoClient, RetryPolicy, RunningCheck,
+    CheckRunPayload, ClientConfig, ClientError, FileStatus, GitHubClient, OpenPullRequest,
+    Permission, PrFile, PullRequestInfo, PullState, RepoClient, RetryPolicy, RunningCheck,
+    TreeFile,
 };
 pub use events::{Event, EventError, parse_event};
 pub use webhook::{SignatureError, WebhookSecrets, sign};

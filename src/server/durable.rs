@@ -106,7 +106,7 @@ pub fn job_for(delivery: &Delivery) -> NewJob {
         event: delivery.event.clone(),
         payload: delivery.payload.clone(),
         coalesce_key: if preflight && !pr_key.is_empty() {
-            format!("preflight:{pr_key}")
+            crate::store::queue::preflight_coalesce_key(&pr_key)
         } else {
             String::new()
         },

@@ -12,6 +12,7 @@
 pub mod dashboard;
 pub mod durable;
 pub mod metrics;
+pub mod reconcile;
 pub mod sink;
 pub mod worker;
 

@@ -36,6 +36,10 @@ pub struct WorkerSettings {
     pub retry_backoff: Duration,
     /// How long a job waits when its fleet is locked elsewhere.
     pub fleet_busy_delay: Duration,
+    /// At shutdown, how long a running job may go on; then it is stopped and released at
+    /// once (not left for its lease to run out), so another replica takes it over without
+    /// waiting. Jobs are restart-safe, so a released job loses nothing.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for WorkerSettings {
@@ -47,6 +51,7 @@ impl Default for WorkerSettings {
             max_attempts: 5,
             retry_backoff: Duration::from_secs(30),
             fleet_busy_delay: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(25),
         }
     }
 }
@@ -82,7 +87,16 @@ pub async fn run_queue_worker<Q: JobQueue + Clone>(
             .await
         {
             Ok(Some(job)) => {
-                run_job(&queue, &bot, &metrics, &settings, job, done.as_ref()).await;
+                run_job(
+                    &queue,
+                    &bot,
+                    &metrics,
+                    &settings,
+                    job,
+                    done.as_ref(),
+                    stop.clone(),
+                )
+                .await;
                 continue;
             }
             Ok(None) => {}
@@ -120,6 +134,18 @@ fn idle_pause(next_due: Option<i64>, now: i64, poll: Duration) -> Duration {
 /// Why a job ended without an outcome of its own.
 enum Interrupted {
     LeaseLost,
+    /// The server is shutting down and the job ran past the grace period.
+    Shutdown,
+}
+
+/// Resolves `grace` after `stop` turns true (never, while it does not).
+async fn grace_after_stop(mut stop: watch::Receiver<bool>, grace: Duration) {
+    while !*stop.borrow() {
+        if stop.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+    tokio::time::sleep(grace).await;
 }
 
 async fn run_job<Q: JobQueue + Clone>(
@@ -129,6 +155,7 @@ async fn run_job<Q: JobQueue + Clone>(
     settings: &WorkerSettings,
     job: ClaimedJob,
     done: Option<&mpsc::UnboundedSender<JobReport>>,
+    stop: watch::Receiver<bool>,
 ) {
     let started = Instant::now();
     let label = event_label(Some(&job.event));
@@ -191,6 +218,7 @@ async fn run_job<Q: JobQueue + Clone>(
         result = work => Ok(result),
         // Another worker holds the job now; running on would run it twice.
         _ = lost.changed() => Err(Interrupted::LeaseLost),
+        () = grace_after_stop(stop, settings.shutdown_grace) => Err(Interrupted::Shutdown),
     };
     drop(lost);
     let took = started.elapsed();
@@ -203,6 +231,10 @@ async fn run_job<Q: JobQueue + Clone>(
     };
     let (outcome, metric) = match &result {
         Err(Interrupted::LeaseLost) => (None, "lease_lost"),
+        // Released for another replica to take now: the job's work is restart-safe (an apply
+        // finds its guard record and the engine's idempotency keys), so nothing is lost and
+        // nothing waits for a lease to run out.
+        Err(Interrupted::Shutdown) => (Some(JobOutcome::Deferred { at: now_ms() }), "released"),
         Ok(Ok(_)) if queued.is_err() => (
             Some(JobOutcome::Retry {
                 at: now_ms() + ms(settings.retry_backoff),
@@ -273,6 +305,7 @@ async fn run_job<Q: JobQueue + Clone>(
             result: match result {
                 Ok(r) => r.map_err(|e| e.to_string()),
                 Err(Interrupted::LeaseLost) => Err("lease lost".into()),
+                Err(Interrupted::Shutdown) => Err("released at shutdown".into()),
             },
             took,
         });

@@ -267,6 +267,12 @@ pub(crate) fn decide(
 
 /// The pull-request key of a job: `owner/repo#number`, lowercased (GitHub names are
 /// case-insensitive, so two spellings must not run side by side).
+/// The coalesce key of a pull request's preflight: a newer head's preflight ends the older
+/// queued ones of the same pull request, whoever queued them (the webhook, the reconcile loop).
+pub fn preflight_coalesce_key(pr_key: &str) -> String {
+    format!("preflight:{pr_key}")
+}
+
 pub fn pr_key(repo_full_name: &str, number: u64) -> String {
     format!("{}#{number}", repo_full_name.to_ascii_lowercase())
 }

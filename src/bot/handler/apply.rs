@@ -109,37 +109,55 @@ impl Bot {
         if e.git_ref != format!("refs/heads/{default_branch}") {
             return Ok(Handled::Ignored("push: not to the default branch".into()));
         }
-        let merged = repo
-            .commit_pull_requests(&e.after)
-            .await?
-            .into_iter()
-            .find(|p| {
-                p.merged
-                    && p.base_ref == default_branch
-                    && p.merge_commit_sha.as_deref() == Some(e.after.as_str())
-            });
-        let Some(pr) = merged else {
-            return Ok(Handled::Ignored(
-                "push: no merged pull request made this commit; only reviewed pull requests are applied".into(),
-            ));
-        };
         let claimant = claimant(delivery, "push-event");
+        self.apply_merge_commit(
+            &repo,
+            &default_branch,
+            &e.after,
+            &e.sender,
+            &claimant,
+            "push",
+        )
+        .await
+    }
+
+    /// The apply of the merged pull request whose merge commit `sha` is (on `default_branch`):
+    /// the very job its merge event queues, so a merge seen several ways (the event, a push,
+    /// the reconcile loop) applies once. Any other commit applies nothing: only reviewed pull
+    /// requests are applied.
+    pub(super) async fn apply_merge_commit(
+        &self,
+        repo: &RepoClient,
+        default_branch: &str,
+        sha: &str,
+        actor: &str,
+        claimant: &str,
+        seen_as: &str,
+    ) -> Result<Handled, BotError> {
+        let merged = repo.commit_pull_requests(sha).await?.into_iter().find(|p| {
+            p.merged && p.base_ref == default_branch && p.merge_commit_sha.as_deref() == Some(sha)
+        });
+        let Some(pr) = merged else {
+            return Ok(Handled::Ignored(format!(
+                "{seen_as}: no merged pull request made this commit; only reviewed pull requests are applied"
+            )));
+        };
         match self
             .request_apply(
-                &repo,
+                repo,
                 &ApplyRequest {
                     number: pr.number,
                     trigger: Trigger::Merge,
-                    actor: &e.sender,
+                    actor,
                     origin: "merge",
                     only: None,
-                    claimant: &claimant,
+                    claimant,
                 },
             )
             .await?
         {
             Ok(r) => Ok(r.into()),
-            Err(why) => Ok(Handled::Ignored(format!("push: {why}"))),
+            Err(why) => Ok(Handled::Ignored(format!("{seen_as}: {why}"))),
         }
     }
 

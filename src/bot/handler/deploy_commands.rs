@@ -58,6 +58,24 @@ impl Bot {
             CommandKind::VerifyStorage | CommandKind::VerifyGraphics | CommandKind::VerifyMig => {
                 self.verify_command(repo, e, command, said).await?
             }
+            CommandKind::Reconcile => {
+                let Some(installation) = e.installation_id else {
+                    said.errors
+                        .push("/reconcile: the delivery names no installation".into());
+                    return Ok(());
+                };
+                let job = crate::bot::reconcile::ReconcileJob {
+                    installation_id: installation,
+                    repo: repo.repo().to_string(),
+                    origin: "command".into(),
+                };
+                said.jobs.push(job.to_job(&format!("c{}", e.comment_id)));
+                said.notes.push(
+                    "/reconcile: queued; the `fleet/drift` check on the default branch's head will say what differs"
+                        .into(),
+                );
+                "queued".to_string()
+            }
             CommandKind::Plan | CommandKind::Help => return Ok(()),
         };
         let entry = AuditEntry {

@@ -197,6 +197,7 @@ async fn run_commands(
                 | CommandKind::ApproveDestroy
                 | CommandKind::Unlock
                 | CommandKind::Status
+                | CommandKind::Reconcile
                 | CommandKind::VerifyStorage
                 | CommandKind::VerifyGraphics
                 | CommandKind::VerifyMig
@@ -211,6 +212,7 @@ async fn run_commands(
             | CommandKind::ApproveDestroy
             | CommandKind::Unlock
             | CommandKind::Status
+            | CommandKind::Reconcile
             | CommandKind::VerifyStorage
             | CommandKind::VerifyGraphics
             | CommandKind::VerifyMig => answers.fleet_commands.push(command.clone()),

@@ -10,6 +10,7 @@ mod apply;
 mod deploy_commands;
 mod issue_comment;
 mod pull_request;
+mod reconcile;
 mod verify_commands;
 
 use super::jobs::preflight::{PrHead, Published, preflight};
@@ -56,13 +57,22 @@ pub enum Handled {
     Deferred { reason: String, until: Option<i64> },
     /// An event worth a log line only (installations).
     Noted(String),
+    /// A reconcile pass published `fleet/drift` and queued what was missed.
+    Reconciled {
+        conclusion: CheckConclusion,
+        /// Pull request heads and merges whose delivery was lost, now queued.
+        recovered: usize,
+        jobs: Vec<NewJob>,
+    },
 }
 
 impl Handled {
     /// The jobs this one asks to queue.
     pub fn follow_ups(&self) -> &[NewJob] {
         match self {
-            Handled::Commands { jobs, .. } | Handled::Started { jobs, .. } => jobs,
+            Handled::Commands { jobs, .. }
+            | Handled::Started { jobs, .. }
+            | Handled::Reconciled { jobs, .. } => jobs,
             _ => &[],
         }
     }
@@ -106,11 +116,26 @@ impl BotError {
 pub struct Bot {
     github: GitHubClient,
     settings: BotSettings,
+    reconcile_intervals: crate::bot::reconcile::Intervals,
 }
 
 impl Bot {
     pub fn new(github: GitHubClient, settings: BotSettings) -> Self {
-        Bot { github, settings }
+        Bot {
+            github,
+            settings,
+            reconcile_intervals: Default::default(),
+        }
+    }
+
+    /// Each repository's reconcile interval, as its last pass read it from `.fleetbot.yml`.
+    pub fn reconcile_intervals(&self) -> &crate::bot::reconcile::Intervals {
+        &self.reconcile_intervals
+    }
+
+    /// The settings the bot runs with.
+    pub fn settings(&self) -> &BotSettings {
+        &self.settings
     }
 
     /// The GitHub client (for its metrics).
@@ -133,6 +158,9 @@ impl Bot {
     ) -> Result<Handled, BotError> {
         if kind == crate::bot::deploy::APPLY_JOB {
             return self.run_apply(id, payload).await;
+        }
+        if kind == crate::bot::reconcile::RECONCILE_JOB {
+            return self.run_reconcile(id, payload).await;
         }
         self.handle_delivery(id, event, payload).await
     }

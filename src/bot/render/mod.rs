@@ -23,7 +23,10 @@ use super::report::{CommandHelp, PrReport, ReplyNote, Verdict};
 use crate::github::CheckConclusion;
 use crate::privacy::{RuleId, Scanner};
 
+mod drift;
 mod escape;
+
+pub use drift::render_drift;
 
 /// Finds the sticky comment again; never changes once shipped.
 pub const COMMENT_MARKER: &str = "<!-- fleetbot:pr-comment v1 -->";
@@ -627,6 +630,7 @@ mod tests {
         | `/verify-graphics` | verify graphics on every GPU worker of the fleet's clusters (`fleet=NAME`, `clusters=render-*`) | write |
         | `/verify-mig` | verify the MIG layout, Operator and every slice of the fleet's MIG clusters (`fleet=NAME`, `clusters=mig-*`) | write |
         | `/status` | show the fleet's current state (`fleet=NAME`) | write |
+        | `/reconcile` | compare the default branch's fleets with the cloud now (updates `fleet/drift`) | write |
         | `/help` | list these commands | write |
 
         Commands go one per line, outside code, quotes and HTML comments; arguments are `key=value`.

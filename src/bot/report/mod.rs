@@ -12,6 +12,7 @@
 
 pub mod apply;
 mod budget;
+pub mod drift;
 mod outcome;
 mod plan;
 mod privacy;

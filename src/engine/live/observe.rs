@@ -7,6 +7,7 @@ use super::prune::ObservedPrune;
 use super::types::{Problem, ProblemKind};
 use crate::cloud::domain::*;
 use crate::engine::desired::{DesiredFilesystem, DesiredProject, DesiredTarget};
+use crate::store::TargetRecord;
 
 /// What exists for one project, read once.
 #[derive(Debug, Clone, Default)]
@@ -146,29 +147,72 @@ async fn find_project<C: Cloud>(
     Ok(matches.first().map(|p| (*p).clone()))
 }
 
-/// Reads the resources of an existing project, and what its targets name in it.
+/// Reads at once per project and per endpoint: enough to hide the round trips of a fleet of
+/// many clusters (tens of milliseconds each against a real cloud), few enough not to crowd
+/// the API's rate limits.
+const READS_AT_ONCE: usize = 8;
+
+/// Whether a target's live plan needs its cluster's marketplace releases: when it wants a
+/// release, or the inventory records one (to be removed). A target of manifests or of no
+/// add-on at all costs no release read.
+fn needs_releases(target: &DesiredTarget, record: Option<&TargetRecord>) -> bool {
+    target
+        .addons
+        .iter()
+        .any(|a| matches!(a.install, crate::engine::addons::Install::Release { .. }))
+        || record.is_some_and(|r| r.addons.iter().any(|a| !a.release_id.is_empty()))
+}
+
+/// Reads the resources of an existing project, and what its targets name in it: one listing
+/// per project and resource kind; node groups (whose parent is the cluster in the Nebius API)
+/// and releases (listed by cluster) per cluster that has them, several at once.
 async fn read_project<C: Cloud>(
     cloud: &C,
     project: &Project,
     desired: &DesiredProject,
     targets: &[DesiredTarget],
+    records: &[TargetRecord],
     op: &mut ObservedProject,
 ) -> CloudResult<()> {
-    op.subnets = cloud.list_subnets(&project.id).await?;
-    op.networks = cloud.list_networks(&project.id).await?;
-    op.clusters = cloud.list_clusters(&project.id).await?;
-    op.filesystems = cloud.list_filesystems(&project.id).await?;
-    op.gpu_clusters = cloud.list_gpu_clusters(&project.id).await?;
-    op.buckets = cloud.list_buckets(&project.id).await?;
-    for target in targets.iter().filter(|t| t.key.project_key == desired.key) {
-        if let Some(cluster) = op.clusters.iter().find(|c| c.name == target.key.cluster) {
-            let groups = cloud.list_node_groups(&cluster.id).await?;
-            op.node_groups.insert(cluster.id.clone(), groups);
-            if cluster.state == State::Ready {
-                let releases = cloud.list_releases(&project.id, &cluster.id).await?;
-                op.releases.insert(cluster.id.clone(), releases);
-            }
+    let id = project.id.as_str();
+    let (subnets, networks, clusters, filesystems, gpu_clusters, buckets) = futures_util::try_join!(
+        cloud.list_subnets(id),
+        cloud.list_networks(id),
+        cloud.list_clusters(id),
+        cloud.list_filesystems(id),
+        cloud.list_gpu_clusters(id),
+        cloud.list_buckets(id),
+    )?;
+    (op.subnets, op.networks, op.clusters) = (subnets, networks, clusters);
+    (op.filesystems, op.gpu_clusters, op.buckets) = (filesystems, gpu_clusters, buckets);
+    let ours: Vec<&DesiredTarget> = targets
+        .iter()
+        .filter(|t| t.key.project_key == desired.key)
+        .collect();
+    let mut reads = Vec::new();
+    for target in &ours {
+        let Some(cluster) = op.clusters.iter().find(|c| c.name == target.key.cluster) else {
+            continue;
+        };
+        let record = records.iter().find(|r| {
+            r.project_key == target.key.project_key && r.cluster_name == target.key.cluster
+        });
+        let releases = cluster.state == State::Ready && needs_releases(target, record);
+        reads.push(read_cluster(cloud, id, cluster.id.clone(), releases));
+    }
+    use futures_util::StreamExt;
+    let read: Vec<_> = futures_util::stream::iter(reads)
+        .buffer_unordered(READS_AT_ONCE)
+        .collect()
+        .await;
+    for result in read {
+        let (cluster_id, groups, releases) = result?;
+        if let Some(releases) = releases {
+            op.releases.insert(cluster_id.clone(), releases);
         }
+        op.node_groups.insert(cluster_id, groups);
+    }
+    for target in ours {
         if let Some(DesiredFilesystem::Existing { id }) = &target.filesystem {
             let fs = match cloud.get_filesystem(id).await {
                 Ok(fs) => Some(fs),
@@ -181,12 +225,60 @@ async fn read_project<C: Cloud>(
     Ok(())
 }
 
-/// Reads what exists for the desired projects and targets. Reads only.
+/// One cluster's node groups, and its releases when `releases`.
+async fn read_cluster<C: Cloud>(
+    cloud: &C,
+    project_id: &str,
+    cluster_id: String,
+    releases: bool,
+) -> CloudResult<(String, Vec<NodeGroup>, Option<Vec<Release>>)> {
+    let groups = cloud.list_node_groups(&cluster_id).await?;
+    let releases = if releases {
+        Some(cloud.list_releases(project_id, &cluster_id).await?)
+    } else {
+        None
+    };
+    Ok((cluster_id, groups, releases))
+}
+
+/// One desired project: found, checked and read.
+async fn observe_project<C: Cloud>(
+    cloud: &C,
+    tenant_id: &str,
+    desired: &DesiredProject,
+    listing: Option<&[Project]>,
+    targets: &[DesiredTarget],
+    records: &[TargetRecord],
+) -> CloudResult<(String, ObservedProject)> {
+    let mut op = ObservedProject::default();
+    let found = find_project(cloud, desired, listing, &mut op.problems).await?;
+    if let Some(project) = &found {
+        // An explicit project_id is not name-checked: local roles can differ from the provider name.
+        let expected_name = if desired.project_id.is_empty() {
+            desired.display_name.as_str()
+        } else {
+            ""
+        };
+        op.problems.extend(identity_problems(
+            project,
+            tenant_id,
+            &desired.region,
+            expected_name,
+        ));
+        read_project(cloud, project, desired, targets, records, &mut op).await?;
+    }
+    op.project = found;
+    Ok((desired.key.clone(), op))
+}
+
+/// Reads what exists for the desired projects and targets (`records`: the inventory's
+/// targets of the fleet, which say where an add-on release may be). Reads only.
 pub async fn observe<C: Cloud>(
     cloud: &C,
     tenant_id: &str,
     projects: &[DesiredProject],
     targets: &[DesiredTarget],
+    records: &[TargetRecord],
 ) -> CloudResult<Observed> {
     let mut observed = Observed {
         tenant_id: tenant_id.to_string(),
@@ -198,26 +290,26 @@ pub async fn observe<C: Cloud>(
     } else {
         None
     };
+    let listing = listing.as_deref();
+    // Collected first: a stream over a closure would tie the futures to one borrow of it,
+    // which a boxed `Send` future of the App cannot hold.
+    let mut reads = Vec::with_capacity(projects.len());
     for desired in projects {
-        let mut op = ObservedProject::default();
-        let found = find_project(cloud, desired, listing.as_deref(), &mut op.problems).await?;
-        if let Some(project) = &found {
-            // An explicit project_id is not name-checked: local roles can differ from the provider name.
-            let expected_name = if desired.project_id.is_empty() {
-                desired.display_name.as_str()
-            } else {
-                ""
-            };
-            op.problems.extend(identity_problems(
-                project,
-                tenant_id,
-                &desired.region,
-                expected_name,
-            ));
-            read_project(cloud, project, desired, targets, &mut op).await?;
-        }
-        op.project = found;
-        observed.projects.insert(desired.key.clone(), op);
+        reads.push(observe_project(
+            cloud, tenant_id, desired, listing, targets, records,
+        ));
+    }
+    use futures_util::StreamExt;
+    let read: Vec<_> = futures_util::stream::iter(reads)
+        .buffer_unordered(PROJECTS_AT_ONCE)
+        .collect()
+        .await;
+    for result in read {
+        let (key, op) = result?;
+        observed.projects.insert(key, op);
     }
     Ok(observed)
 }
+
+/// Projects read at once; each reads up to [`READS_AT_ONCE`] of its clusters at once.
+const PROJECTS_AT_ONCE: usize = 4;

@@ -205,6 +205,28 @@ impl RepoClient {
             .0)
     }
 
+    /// Whether this client's App has a run named `name` on `head_sha` (any state): how the
+    /// reconcile loop tells a head the App has seen from one whose delivery was lost.
+    pub async fn has_own_check_run(&self, name: &str, head_sha: &str) -> Result<bool, ClientError> {
+        Ok(!self.latest_runs(name, head_sha).await?.is_empty())
+    }
+
+    /// A run kept in place on a commit (`fleet/drift`): the App's latest run of the name on
+    /// `run.head_sha` is completed again with `run`'s conclusion and output; only a commit
+    /// without one gets a new run.
+    pub async fn publish_check_run_in_place(
+        &self,
+        run: &CheckRunPayload,
+    ) -> Result<u64, ClientError> {
+        match self.latest_runs(&run.name, &run.head_sha).await?.first() {
+            Some(existing) => {
+                self.complete_check_run(existing.id, run).await?;
+                Ok(existing.id)
+            }
+            None => Ok(self.publish_check_run(run).await?.id),
+        }
+    }
+
     /// Updates a running run's title and summary (progress).
     pub async fn report_progress(
         &self,

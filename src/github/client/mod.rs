@@ -23,6 +23,7 @@ mod paging;
 mod paths;
 pub use paths::is_safe_repo_path;
 mod pulls;
+mod repos;
 mod transport;
 
 use std::sync::Arc;
@@ -47,6 +48,7 @@ pub use error::ClientError;
 pub use manifest::RegisteredApp;
 pub use metrics::{ApiMetrics, ApiMetricsSnapshot, RateLimitState};
 pub use pulls::{FileStatus, MAX_PR_FILES, PrFile, PullRequestInfo, PullState};
+pub use repos::{OpenPullRequest, TreeFile};
 pub use transport::RetryPolicy;
 
 /// GitHub's REST API version the client speaks.

@@ -659,7 +659,9 @@ async fn handle(
         }
     } else if matches!(
         operation.as_str(),
-        "apps/create-installation-access-token" | "apps/get-authenticated"
+        "apps/create-installation-access-token"
+            | "apps/get-authenticated"
+            | "apps/list-installations"
     ) {
         verify_jwt(&bearer)
     } else if w.tokens.contains_key(&bearer) {
@@ -916,6 +918,94 @@ fn respond(
             v["id"] = json!(APP_ID.parse::<u64>().unwrap());
             v["slug"] = json!(BOT_LOGIN.trim_end_matches("[bot]"));
             Answer::json(200, v)
+        }
+        "apps/list-installations" => {
+            let mut item = openapi().example(operation, 200)[0].clone();
+            item["id"] = json!(INSTALLATION);
+            // `account` is a user or an enterprise; the example's user is given the fields
+            // the fake's validator also asks of the enterprise form.
+            for (k, v) in [
+                ("name", "Octo Org"),
+                ("slug", "octo-org"),
+                ("created_at", "2020-01-01T00:00:00Z"),
+                ("updated_at", "2020-01-01T00:00:00Z"),
+            ] {
+                item["account"][k] = json!(v);
+            }
+            Answer::json(200, json!([item]))
+        }
+        "apps/list-repos-accessible-to-installation" => {
+            let example = openapi().example(operation, 200);
+            let template = example["repositories"][0].clone();
+            let repos: Vec<Value> = w
+                .repos
+                .keys()
+                .map(|full| {
+                    let mut r = template.clone();
+                    r["full_name"] = json!(full);
+                    r["archived"] = json!(false);
+                    r
+                })
+                .collect();
+            Answer::json(
+                200,
+                json!({"total_count": repos.len(), "repositories": repos}),
+            )
+        }
+        "repos/get-branch" => {
+            let Some(sha) = w
+                .repos
+                .get(&full)
+                .and_then(|r| r.branches.get(&params["branch"]))
+            else {
+                return not_found();
+            };
+            let mut v = openapi().example(operation, 200);
+            v["name"] = json!(params["branch"]);
+            v["commit"]["sha"] = json!(sha);
+            Answer::json(200, v)
+        }
+        "git/get-tree" => {
+            let Some(tree) = w
+                .repos
+                .get(&full)
+                .and_then(|r| r.trees.get(&params["tree_sha"]))
+            else {
+                return not_found();
+            };
+            let entries: Vec<Value> = tree
+                .iter()
+                .map(|(path, bytes)| {
+                    json!({"path": path, "mode": "100644", "type": "blob", "sha": format!("{:040x}", bytes.len()), "size": bytes.len(), "url": format!("{base_url}/blob")})
+                })
+                .collect();
+            Answer::json(
+                200,
+                json!({"sha": params["tree_sha"], "url": format!("{base_url}/tree"), "tree": entries, "truncated": false}),
+            )
+        }
+        "pulls/list" => {
+            let Some(repo) = w.repos.get(&full) else {
+                return not_found();
+            };
+            let template = openapi().example(operation, 200)[0].clone();
+            let open: Vec<Value> = repo
+                .pulls
+                .values()
+                .filter(|p| p.state == "open")
+                .map(|p| {
+                    let mut v = template.clone();
+                    v["number"] = json!(p.number);
+                    v["state"] = json!("open");
+                    v["head"]["sha"] = json!(p.head_sha);
+                    v["head"]["ref"] = json!(p.head_ref);
+                    v["base"]["sha"] = json!(p.base_sha);
+                    v["base"]["ref"] = json!(p.base_ref);
+                    v["requested_teams"] = json!([]);
+                    v
+                })
+                .collect();
+            Answer::json(200, json!(open))
         }
         "repos/get" => {
             let Some(repo) = w.repos.get(&full) else {

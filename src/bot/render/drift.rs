@@ -1,0 +1,64 @@
+//! The `fleet/drift` check run's text: one table of fleets, then what differs in each, every
+//! name from a spec made inert (a spec's names are a pull request's text once merged).
+
+use super::escape::{cell, cell_code, code, md};
+use crate::bot::report::drift::{DriftReport, DriftState};
+use crate::privacy::Scanner;
+
+/// At most this many differences are listed per fleet; the rest are counted.
+const MAX_LINES: usize = 50;
+
+/// The summary of the check run, redacted as every public text is.
+pub fn render_drift(report: &DriftReport, scanner: &Scanner) -> String {
+    let mut out = format!(
+        "The specs of {} at {} compared with the live state in {}.\n\n",
+        code(&report.branch),
+        code(report.head_sha.get(..7).unwrap_or(&report.head_sha)),
+        md(&report.cloud)
+    );
+    if let Some(why) = &report.unlisted {
+        out.push_str(&format!(
+            "**Not compared:** {}. Nothing counts as in sync until the specs can be read.\n",
+            md(why)
+        ));
+        return super::redact_private(scanner, &out);
+    }
+    if report.fleets.is_empty() {
+        out.push_str("No file on the default branch matches `.fleetbot.yml`'s `specs` globs.\n");
+        return super::redact_private(scanner, &out);
+    }
+    out.push_str("| Spec | Fleet | State |\n|---|---|---|\n");
+    for f in &report.fleets {
+        let state = match f.state {
+            DriftState::InSync => "✅ in sync".to_string(),
+            DriftState::Drifted => format!("❌ drifted ({})", f.differences.len()),
+            DriftState::NotPlanned => "➖ nothing the engine plans (soperator only)".to_string(),
+            DriftState::Unreadable => format!("⚠️ not compared: {}", cell(&f.note)),
+            DriftState::Invalid => format!("⚠️ invalid on the default branch: {}", cell(&f.note)),
+        };
+        out.push_str(&format!(
+            "| {} | {} | {state} |\n",
+            cell_code(&f.path),
+            f.name
+                .as_deref()
+                .map(cell_code)
+                .unwrap_or_else(|| "—".into()),
+        ));
+    }
+    for f in report.fleets.iter().filter(|f| !f.differences.is_empty()) {
+        out.push_str(&format!("\n#### {}\n\n", code(&f.path)));
+        for d in f.differences.iter().take(MAX_LINES) {
+            out.push_str(&format!("- **{}**: {}\n", d.kind.label(), md(&d.line)));
+        }
+        if f.differences.len() > MAX_LINES {
+            out.push_str(&format!(
+                "- … and {} more\n",
+                f.differences.len() - MAX_LINES
+            ));
+        }
+    }
+    out.push_str(
+        "\nThe live state is read again every reconcile interval (`drift.interval_minutes` in `.fleetbot.yml`) and by `/reconcile`; this check run is updated in place while the default branch's head stays.\n",
+    );
+    super::redact_private(scanner, &out)
+}
