@@ -92,7 +92,12 @@ async fn live() -> Live {
 
 /// [`live`] with further server settings.
 async fn live_with(env: Vec<(&'static str, String)>) -> Live {
-    let sim = support::simulator(&fast_world()).await;
+    live_in(&fast_world(), env).await
+}
+
+/// [`live_with`] in another simulated world.
+async fn live_in(world: &str, env: Vec<(&'static str, String)>) -> Live {
+    let sim = support::simulator(world).await;
     let tenant = sim.tenant_id();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("fleetbot.sqlite");
@@ -1342,4 +1347,46 @@ async fn sim_clusters(sim: &fleetbot::sim::Simulator, tenant: &str) -> usize {
         n += client.list_clusters(&project.id).await.unwrap().len();
     }
     n
+}
+
+/// Issue 20: health-gated waves. With `rollout.waves` in `.fleetbot.yml`, a merge applies
+/// wave by wave; a cluster of wave 1 that does not become healthy (its nodes not all ready)
+/// stops the rollout before wave 2, and the check run says where.
+#[tokio::test]
+async fn a_wave_that_does_not_become_healthy_stops_the_rollout() {
+    let world = fast_world() + "degraded_clusters: [cluster]\n";
+    let live = live_in(&world, Vec::new()).await;
+    live.gh.world().repos.get_mut(REPO).unwrap().trees.get_mut(&sha(1)).unwrap().insert(
+        ".fleetbot.yml".into(),
+        b"specs: ['fleets/**/*.yaml']\nrollout:\n  waves:\n    - {projects: [a]}\n  health_timeout_minutes: 0\n".to_vec(),
+    );
+    let head = sha(2);
+    live.open(&head, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    live.merge(&sha(90), "merge-1").await;
+    let run = &live.applied(&sha(90), 1).await[0];
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        run.summary
+    );
+    assert!(
+        run.summary.contains("wave 1 of 2 (staging-a/cluster): applied, not healthy within 0 min (staging-a/cluster: 0 of 2 nodes ready); the rollout stopped here"),
+        "{}",
+        run.summary
+    );
+    assert!(
+        run.summary
+            .contains("wave 2 of 2 (staging-b/cluster): not started"),
+        "{}",
+        run.summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    assert!(
+        live.clusters("staging-b").await.is_empty(),
+        "wave 2 never started"
+    );
+    live.gh.assert_clean();
+    live.app.stop().await;
 }

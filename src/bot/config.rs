@@ -68,6 +68,48 @@ pub struct RepoConfig {
     /// The reconcile loop: how often the default branch's fleets are compared with the cloud.
     #[serde(default)]
     pub drift: DriftConfig,
+    /// How a merge rolls out: wave by wave, each only once the previous one is healthy.
+    #[serde(default)]
+    pub rollout: RolloutConfig,
+}
+
+/// Health-gated waves (`rollout:`). Without waves and `max_clusters`, a fleet is applied
+/// whole, as it always was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RolloutConfig {
+    /// The first waves, in order: a target goes to the first wave one of whose patterns
+    /// matches it.
+    #[serde(default)]
+    pub waves: Vec<WaveConfig>,
+    /// The targets no wave names follow in steps of at most this many (0: one last wave).
+    #[serde(default)]
+    pub max_clusters: usize,
+    /// How long each wave may take to become healthy before the rollout stops.
+    #[serde(default = "default_health_minutes")]
+    pub health_timeout_minutes: u64,
+}
+
+fn default_health_minutes() -> u64 {
+    10
+}
+
+/// One wave: the targets whose project key or cluster name matches one of its globs (`*`,
+/// `?`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaveConfig {
+    #[serde(default)]
+    pub projects: Vec<String>,
+    #[serde(default)]
+    pub clusters: Vec<String>,
+}
+
+impl RolloutConfig {
+    /// Whether the fleet rolls out in more than one step.
+    pub fn staged(&self) -> bool {
+        !self.waves.is_empty() || self.max_clusters > 0
+    }
 }
 
 /// The reconcile loop's settings (`drift:`).
@@ -137,6 +179,7 @@ impl Default for RepoConfig {
             privacy: PrivacyAllowlist::default(),
             verify_after_apply: Vec::new(),
             drift: DriftConfig::default(),
+            rollout: RolloutConfig::default(),
         }
     }
 }
@@ -296,6 +339,21 @@ impl RepoConfig {
         for (index, glob) in config.specs.iter().enumerate() {
             glob_to_regex(glob)
                 .map_err(|reason| ConfigError::new(None, format!("specs[{index}]: {reason}")))?;
+        }
+        for (w, wave) in config.rollout.waves.iter().enumerate() {
+            if wave.projects.is_empty() && wave.clusters.is_empty() {
+                return Err(ConfigError::new(
+                    None,
+                    format!("rollout.waves[{w}]: name projects or clusters (globs)"),
+                ));
+            }
+            for (field, globs) in [("projects", &wave.projects), ("clusters", &wave.clusters)] {
+                for (i, glob) in globs.iter().enumerate() {
+                    glob_to_regex(glob).map_err(|reason| {
+                        ConfigError::new(None, format!("rollout.waves[{w}].{field}[{i}]: {reason}"))
+                    })?;
+                }
+            }
         }
         Scanner::new(ScannerConfig {
             key: b"config-check".to_vec(),

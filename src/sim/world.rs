@@ -212,6 +212,10 @@ pub struct World {
     pub idempotency_window_seconds: i64,
     #[serde(default)]
     pub object_storage: ObjectStorageBehaviour,
+    /// Clusters (by name) whose node groups run with one node fewer ready than they ask for,
+    /// as when a node fails its health checks: for tests of health-gated rollouts.
+    #[serde(default)]
+    pub degraded_clusters: Vec<String>,
 }
 
 fn default_idempotency_window() -> i64 {

@@ -39,6 +39,17 @@ pub trait FleetApplier: LiveCloud {
         progress: Progress,
     ) -> LiveFuture<'a, DeployResult>;
 
+    /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
+    /// [`FleetApplier::apply_fleet`] does the whole fleet; never prunes.
+    fn apply_targets<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        only_projects: Vec<String>,
+        only_clusters: Vec<String>,
+        progress: Progress,
+    ) -> LiveFuture<'a, DeployResult>;
+
     /// The live status of the spec's targets.
     fn fleet_status<'a>(&'a self, spec: &'a FleetSpec) -> LiveFuture<'a, StatusResult>;
 
@@ -156,6 +167,34 @@ where
         Box::pin(async move {
             let (mk8s, _) = mk8s_only(spec);
             let options = bot_options(&mk8s, prune);
+            deploy(
+                self.cloud(),
+                self.inventory(),
+                &mk8s,
+                tenant_id,
+                &options,
+                progress,
+            )
+            .await
+            .map_err(|e| public_error(&e))
+        })
+    }
+
+    fn apply_targets<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        only_projects: Vec<String>,
+        only_clusters: Vec<String>,
+        progress: Progress,
+    ) -> LiveFuture<'a, DeployResult> {
+        Box::pin(async move {
+            let (mk8s, _) = mk8s_only(spec);
+            let options = LifecycleOptions {
+                only_projects,
+                only_clusters,
+                ..bot_options(&mk8s, false)
+            };
             deploy(
                 self.cloud(),
                 self.inventory(),

@@ -187,6 +187,7 @@ pub async fn run(
             job_id,
             job,
             runtime,
+            rollout: config.config.rollout.clone(),
             done: 0,
             total: specs.len(),
             lost,
@@ -369,6 +370,8 @@ struct Applying<'a> {
     job_id: &'a str,
     job: &'a ApplyJob,
     runtime: Option<&'a RuntimeValues>,
+    /// `rollout:` of the repository's config: health-gated waves, when set.
+    rollout: crate::bot::config::RolloutConfig,
     done: usize,
     total: usize,
     /// A lease was lost: no further fleet is applied.
@@ -450,19 +453,41 @@ impl Applying<'_> {
             );
         }
         let progress = self.progress(&path, planned.plan.targets.len());
-        let result = self
-            .deployer
-            .applier
-            .apply_fleet(&spec, &tenant, prune, progress.sink())
-            .await;
+        let staged = self.rollout.staged() && !quiet;
+        let result = if staged {
+            super::waves::roll_out(
+                self.deployer,
+                &spec,
+                &tenant,
+                prune,
+                &self.rollout,
+                &names,
+                progress.sink(),
+            )
+            .await
+            .map(|r| (r.result, r.lines, r.stopped))
+        } else {
+            self.deployer
+                .applier
+                .apply_fleet(&spec, &tenant, prune, progress.sink())
+                .await
+                .map(|r| (r, Vec::new(), false))
+        };
         progress.stop().await;
         match result {
-            Ok(result) if quiet && result.failed == 0 => {
+            Ok((result, _, _)) if quiet && result.failed == 0 => {
                 let mut fleet = FleetApply::new(&path, name, FleetOutcome::Unchanged);
                 fleet.counts.unchanged = planned.plan.targets.len();
                 fleet
             }
-            Ok(result) => applied(&path, name, &planned, &result, names),
+            Ok((result, waves, stopped)) => {
+                let mut fleet = applied(&path, name, &planned, &result, names);
+                fleet.waves = waves;
+                if stopped {
+                    fleet.outcome = FleetOutcome::Failed;
+                }
+                fleet
+            }
             Err(e) => FleetApply::new(&path, name, FleetOutcome::NotApplied { reason: e.message }),
         }
     }

@@ -345,6 +345,7 @@ fn apply_report(all: &[String], variant: u8) -> ApplyReport {
         },
         failed_targets: vec![g.s()],
         deleted_targets: vec![g.s()],
+        waves: vec![g.s()],
     };
     let reason = g.s();
     let refusals = [

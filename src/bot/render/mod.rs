@@ -347,7 +347,20 @@ pub fn render_apply(report: &ApplyReport, run_url: &str, scanner: &Scanner) -> R
         .fleets
         .iter()
         .map(|f| {
-            let (outcome, intro, items) = fleet_words(f);
+            let (outcome, mut intro, mut items) = fleet_words(f);
+            if !f.waves.is_empty() {
+                // The waves first: where a staged rollout got to is what a reader looks for.
+                let mut lines = f.waves.clone();
+                lines.append(&mut items);
+                items = lines;
+                intro = Some(match intro {
+                    Some(_) if f.failed_targets.is_empty() => {
+                        "The rollout stopped at a wave that did not become healthy:".to_string()
+                    }
+                    Some(said) => format!("Rolled out in waves. {said}"),
+                    None => "Rolled out in waves:".to_string(),
+                });
+            }
             context! {
                 path => &f.path,
                 name => &f.name,

@@ -50,6 +50,9 @@ pub struct FleetApply {
     pub failed_targets: Vec<String>,
     /// `project/cluster` of each target that was deleted (approved prune).
     pub deleted_targets: Vec<String>,
+    /// One line per wave of a staged rollout (`rollout:`), in order; empty when the fleet was
+    /// applied whole.
+    pub waves: Vec<String>,
 }
 
 impl FleetApply {
@@ -61,6 +64,7 @@ impl FleetApply {
             counts: ApplyCounts::default(),
             failed_targets: Vec::new(),
             deleted_targets: Vec::new(),
+            waves: Vec::new(),
         }
     }
 

@@ -84,7 +84,7 @@ impl BackendCounts {
 }
 
 /// The result of a deploy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DeployResult {
     pub name: String,
     pub tenant_id: String,
@@ -109,6 +109,34 @@ pub struct DeployResult {
     /// that is still running; deploy leaves it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_pruned: Vec<String>,
+}
+
+impl DeployResult {
+    /// Folds in the result of another deploy of the same fleet (a later wave): its targets
+    /// are added, counts summed, and the fleet's own fields kept from the first that had them.
+    pub fn absorb(&mut self, other: DeployResult) {
+        if self.name.is_empty() {
+            self.name = other.name;
+            self.tenant_id = other.tenant_id;
+            self.region = other.region;
+            self.project_prefix = other.project_prefix;
+            self.profile = other.profile;
+            self.cloud = other.cloud;
+            self.plan_digest = other.plan_digest;
+        }
+        self.changed |= other.changed;
+        self.clusters.extend(other.clusters);
+        self.deployed += other.deployed;
+        self.failed += other.failed;
+        self.backend_counts.mk8s += other.backend_counts.mk8s;
+        self.backend_counts.soperator += other.backend_counts.soperator;
+        self.pruned.extend(other.pruned);
+        for target in other.not_pruned {
+            if !self.not_pruned.contains(&target) {
+                self.not_pruned.push(target);
+            }
+        }
+    }
 }
 
 impl DeployResult {

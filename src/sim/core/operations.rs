@@ -196,6 +196,38 @@ impl Core {
             .find(|r| r.id() == p.resource_id)
         {
             slot.set_phase(Phase::Ready, &region);
+            if R::KIND == "mk8snodegroup" {
+                self.degrade_node_group(&p.resource_id);
+            }
+        }
+    }
+
+    /// A node group of a degraded cluster (the world's `degraded_clusters`) has one node fewer
+    /// ready than it asks for.
+    fn degrade_node_group(&mut self, id: &str) {
+        let Some(group) = self.state.node_groups.iter().find(|g| g.id() == id) else {
+            return;
+        };
+        let parent = group.parent_id().to_string();
+        let degraded = self.state.clusters.iter().any(|c| {
+            c.id() == parent
+                && self
+                    .world
+                    .degraded_clusters
+                    .iter()
+                    .any(|name| c.metadata.as_ref().is_some_and(|m| &m.name == name))
+        });
+        if !degraded {
+            return;
+        }
+        if let Some(status) = self
+            .state
+            .node_groups
+            .iter_mut()
+            .find(|g| g.id() == id)
+            .and_then(|g| g.status.as_mut())
+        {
+            status.ready_node_count = (status.ready_node_count - 1).max(0);
         }
     }
 

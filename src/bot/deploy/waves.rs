@@ -1,0 +1,251 @@
+//! Health-gated waves (`rollout:` in `.fleetbot.yml`): a fleet's targets applied step by step,
+//! each step only once every cluster of the previous one is healthy (the cluster running and
+//! its node groups with the nodes they declare, every add-on deployed), so one bad wave cannot
+//! take the whole fleet down. A wave that fails or stays unhealthy stops the rollout, and the
+//! check run says where.
+
+use std::time::Duration;
+
+use crate::bot::backend::Deployer;
+use crate::bot::config::RolloutConfig;
+use crate::bot::guard::PublicNames;
+use crate::bot::live::LiveError;
+use crate::engine::ops::{DeployResult, Progress};
+use crate::privacy::allowlist::glob_to_regex;
+use crate::spec::{Backend, FleetSpec};
+
+/// A wave: the spec's `(project, cluster)` positions, in spec order.
+pub type Wave = Vec<(usize, usize)>;
+
+/// The waves of `spec` under `rollout`: the configured waves first (a target in the first
+/// that names it), then the rest in steps of `max_clusters` (one step when 0). Empty waves
+/// are dropped; soperator targets are the engine's whole-fleet apply's, not a wave's.
+pub fn plan_waves(rollout: &RolloutConfig, spec: &FleetSpec) -> Vec<Wave> {
+    let matches = |globs: &[String], text: &str| {
+        globs
+            .iter()
+            .filter_map(|g| glob_to_regex(g).ok())
+            .any(|re| re.is_match(text))
+    };
+    let mut waves: Vec<Wave> = vec![Vec::new(); rollout.waves.len()];
+    let mut rest = Vec::new();
+    for (p, project) in spec.projects.iter().enumerate() {
+        for (c, cluster) in project.clusters.iter().enumerate() {
+            if cluster.backend == Backend::Soperator {
+                continue;
+            }
+            let key = project.key();
+            let wave = rollout
+                .waves
+                .iter()
+                .position(|w| matches(&w.projects, &key) || matches(&w.clusters, &cluster.name));
+            match wave {
+                Some(w) => waves[w].push((p, c)),
+                None => rest.push((p, c)),
+            }
+        }
+    }
+    if rollout.max_clusters > 0 {
+        waves.extend(rest.chunks(rollout.max_clusters).map(<[_]>::to_vec));
+    } else if !rest.is_empty() {
+        waves.push(rest);
+    }
+    waves.retain(|w| !w.is_empty());
+    waves
+}
+
+/// What the rollout did: the merged result of every wave applied, one public line per wave,
+/// and whether it stopped before the end.
+pub struct Rollout {
+    pub result: DeployResult,
+    pub lines: Vec<String>,
+    pub stopped: bool,
+}
+
+/// Applies the waves of `spec` under `rollout` one after another, each gated on the health of
+/// the one before; with `prune`, what the spec no longer declares is deleted after the last
+/// wave only.
+pub async fn roll_out(
+    deployer: &Deployer,
+    spec: &FleetSpec,
+    tenant: &str,
+    prune: bool,
+    rollout: &RolloutConfig,
+    names: &PublicNames,
+    progress: Progress,
+) -> Result<Rollout, LiveError> {
+    let waves = plan_waves(rollout, spec);
+    let health_timeout = Duration::from_secs(rollout.health_timeout_minutes * 60);
+    let mut names = names.clone();
+    let mut out = Rollout {
+        result: DeployResult::default(),
+        lines: Vec::new(),
+        stopped: false,
+    };
+    for (i, wave) in waves.iter().enumerate() {
+        let label = format!("wave {} of {}", i + 1, waves.len());
+        let shown: Vec<String> = wave
+            .iter()
+            .map(|&(p, c)| {
+                names.target(&format!(
+                    "{}/{}",
+                    spec.projects[p].key(),
+                    spec.projects[p].clusters[c].name
+                ))
+            })
+            .collect();
+        if out.stopped {
+            out.lines
+                .push(format!("{label} ({}): not started", shown.join(", ")));
+            continue;
+        }
+        progress(&format!("{label}: applying {}", shown.join(", ")));
+        // One engine call per project of the wave: the engine selects projects × clusters.
+        let mut projects: Vec<usize> = wave.iter().map(|&(p, _)| p).collect();
+        projects.dedup();
+        for p in projects {
+            let clusters: Vec<String> = wave
+                .iter()
+                .filter(|&&(q, _)| q == p)
+                .map(|&(_, c)| spec.projects[p].clusters[c].name.clone())
+                .collect();
+            let applied = deployer
+                .applier
+                .apply_targets(
+                    spec,
+                    tenant,
+                    vec![spec.projects[p].key()],
+                    clusters,
+                    progress.clone(),
+                )
+                .await?;
+            out.result.absorb(applied);
+        }
+        if out.result.failed > 0 {
+            out.lines.push(format!(
+                "{label} ({}): failed; the rollout stopped here",
+                shown.join(", ")
+            ));
+            out.stopped = true;
+            continue;
+        }
+        match healthy(deployer, spec, wave, health_timeout, &mut names).await? {
+            None => out
+                .lines
+                .push(format!("{label} ({}): applied, healthy", shown.join(", "))),
+            Some(why) => {
+                out.lines.push(format!(
+                    "{label} ({}): applied, not healthy within {} min ({why}); the rollout stopped here",
+                    shown.join(", "),
+                    health_timeout.as_secs() / 60
+                ));
+                out.stopped = true;
+            }
+        }
+    }
+    if prune && !out.stopped {
+        let pruned = deployer
+            .applier
+            .apply_fleet(spec, tenant, true, progress)
+            .await?;
+        out.result.absorb(pruned);
+    }
+    Ok(out)
+}
+
+/// `None` once every target of `wave` is healthy, else (after `timeout`) why the first that
+/// is not, in public names. Polled every few seconds; a timeout of 0 looks once.
+async fn healthy(
+    deployer: &Deployer,
+    spec: &FleetSpec,
+    wave: &Wave,
+    timeout: Duration,
+    names: &mut PublicNames,
+) -> Result<Option<String>, LiveError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let status = deployer.applier.fleet_status(spec).await?;
+        let unhealthy = wave.iter().find_map(|&(p, c)| {
+            let key = spec.projects[p].key();
+            let name = &spec.projects[p].clusters[c].name;
+            let entry = status
+                .clusters
+                .iter()
+                .find(|e| e.project_key == key && &e.cluster_name == name);
+            let why = match entry {
+                None => Some("no status".to_string()),
+                Some(e) => e.unhealthy(),
+            };
+            why.map(|why| format!("{}: {why}", names.target(&format!("{key}/{name}"))))
+        });
+        match unhealthy {
+            None => return Ok(None),
+            Some(why) if tokio::time::Instant::now() >= deadline => return Ok(Some(why)),
+            Some(_) => tokio::time::sleep(Duration::from_secs(5)).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bot::config::WaveConfig;
+
+    const SPEC: &str = "apiVersion: npa.fleet/v0.0.1\nname: w\nregion: eu-north1\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 8vcpu-32gb}\n  gpu_nodes: null\nprojects:\n  - name: canary\n  - name: eu\n    clusters: [{name: a}, {name: b}, {name: c}]\n  - name: us\n    clusters: [{name: a}, {name: edge-1}]\n";
+
+    fn waves(rollout: &RolloutConfig) -> Vec<Vec<String>> {
+        let spec = crate::spec::load_str(SPEC, "w.yaml").unwrap();
+        plan_waves(rollout, &spec)
+            .into_iter()
+            .map(|w| {
+                w.into_iter()
+                    .map(|(p, c)| {
+                        format!(
+                            "{}/{}",
+                            spec.projects[p].key(),
+                            spec.projects[p].clusters[c].name
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn named_waves_come_first_and_the_rest_follows_in_steps() {
+        let rollout = RolloutConfig {
+            waves: vec![
+                WaveConfig {
+                    projects: vec!["canary".into()],
+                    clusters: vec![],
+                },
+                WaveConfig {
+                    projects: vec![],
+                    clusters: vec!["edge-*".into(), "c".into()],
+                },
+            ],
+            max_clusters: 2,
+            health_timeout_minutes: 1,
+        };
+        assert_eq!(
+            waves(&rollout),
+            vec![
+                vec!["canary/cluster"],
+                vec!["eu/c", "us/edge-1"],
+                vec!["eu/a", "eu/b"],
+                vec!["us/a"],
+            ]
+        );
+        let whole = RolloutConfig::default();
+        assert!(!whole.staged());
+        assert_eq!(waves(&whole).len(), 1, "no rollout: one wave of everything");
+        let steps = RolloutConfig {
+            max_clusters: 4,
+            ..RolloutConfig::default()
+        };
+        assert_eq!(
+            waves(&steps).iter().map(Vec::len).collect::<Vec<_>>(),
+            [4, 2]
+        );
+    }
+}
