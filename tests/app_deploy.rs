@@ -1136,7 +1136,10 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
     live.comment(502, "admin-ada", "/reconcile").await;
     let drifted = live.drift_run(&main_head, "failure").await;
     assert_eq!(drifted.id, first.id, "one run, updated in place");
-    assert_eq!(drifted.title, "Drifted: 1 of 1 fleet differ from the cloud");
+    assert_eq!(
+        drifted.title,
+        "Drifted: 1 of 1 fleet differs from the cloud"
+    );
     assert!(
         drifted.summary.contains(
             "**changed**: node-group cluster-ng-gpu-0 in fleet1-test-a/cluster (node\\_count)"
@@ -1228,7 +1231,10 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
     // The pass compared the new head before the apply it queued ran: staging was missing
     // then; the next pass finds both fleets in sync, on the same run.
     let before = live.drift_run(&sha(90), "failure").await;
-    assert_eq!(before.title, "Drifted: 1 of 2 fleets differ from the cloud");
+    assert_eq!(
+        before.title,
+        "Drifted: 1 of 2 fleets differs from the cloud"
+    );
     assert!(
         before
             .summary
@@ -1389,4 +1395,79 @@ async fn a_wave_that_does_not_become_healthy_stops_the_rollout() {
     );
     live.gh.assert_clean();
     live.app.stop().await;
+}
+
+/// Issue 20: two replicas on one PostgreSQL, both ticking the reconcile clock every second,
+/// run one pass per repository and schedule slot, not one per replica.
+#[tokio::test]
+async fn two_replicas_run_one_reconcile_pass_per_slot() {
+    use fleetbot::store::OverviewStore;
+    let url = pg::fresh_database().await;
+    let sim = support::simulator(&fast_world()).await;
+    let tenant = sim.tenant_id();
+    let gh = fake_github::with_fleet(&base_spec()).await;
+    gh.world()
+        .repos
+        .get_mut(REPO)
+        .unwrap()
+        .trees
+        .get_mut(&sha(1))
+        .unwrap()
+        .insert(
+            ".fleetbot.yml".into(),
+            b"specs: ['fleets/**/*.yaml']\ndrift:\n  interval_minutes: 1\n".to_vec(),
+        );
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut replicas = Vec::new();
+    for dir in [&dir_a, &dir_b] {
+        let mut opts = options(&gh, &sim, dir, &tenant);
+        opts.store_url = Some(url.clone());
+        opts.env.push(("FLEETBOT_RECONCILE_TICK_SECS", "1".into()));
+        replicas.push(App::start(opts).await);
+    }
+    // About ten ticks between them, all in one or two slots of a minute.
+    let drift = eventually("a reconcile pass's fleet/drift on main", || {
+        gh.world()
+            .runs_on(REPO, &sha(1))
+            .into_iter()
+            .find(|r| r.name == "fleet/drift" && r.conclusion.is_some())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let store = fleetbot::store::PostgresStore::connect(&url).await.unwrap();
+    let passes: Vec<_> = store
+        .recent_jobs(1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|j| j.job.kind == "reconcile")
+        .collect();
+    let slots: std::collections::BTreeSet<&str> =
+        passes.iter().map(|j| j.job.id.as_str()).collect();
+    assert_eq!(slots.len(), passes.len(), "one job per slot: {passes:?}");
+    assert!(
+        (1..=2).contains(&passes.len()),
+        "two replicas ticking 1 s for ~5 s queued {} passes",
+        passes.len()
+    );
+    assert!(passes.iter().all(|j| j.job.attempts == 1), "{passes:?}");
+    // This store's fleet was never applied to this cloud: every target is missing.
+    assert_eq!(
+        drift.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        drift.summary
+    );
+    assert_eq!(drift.title, "Drifted: 1 of 1 fleet differs from the cloud");
+    assert!(
+        drift
+            .summary
+            .contains("**missing**: cluster cluster in fleet1-test-a/cluster"),
+        "{}",
+        drift.summary
+    );
+    for app in replicas {
+        app.stop().await;
+    }
+    gh.assert_clean();
 }

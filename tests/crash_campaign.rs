@@ -373,3 +373,426 @@ async fn a_killed_apply_converges_without_duplicates_or_orphans() {
     );
     assert_eq!((converged, duplicated, orphaned), (trials, 0, 0));
 }
+
+#[path = "support/postgres.rs"]
+mod pg;
+
+/// A small CPU-only fleet of its own per pull request: `f{i}` with two projects.
+fn campaign_spec(i: usize) -> String {
+    format!(
+        "apiVersion: npa.fleet/v0.0.1\nname: f{i}\nregion: us-central1\nproject_prefix: f{i}-\ndefaults:\n  cpu_nodes: {{count: 1, platform: cpu-d3, preset: 8vcpu-32gb}}\n  gpu_nodes: null\n  enable_filestore: false\nprojects:\n  - name: a\n  - name: b\n"
+    )
+}
+
+/// What one fault campaign found.
+#[derive(Debug, Default)]
+struct Campaign {
+    merges: usize,
+    /// Pull request heads without the App's fleet/preflight, merges without a successful
+    /// fleet/apply, at the end.
+    lost: Vec<String>,
+    duplicated: Vec<String>,
+    orphaned: Vec<String>,
+    /// Apply leases still held after every apply ended.
+    stuck_locks: Vec<String>,
+    /// Fleets whose live plan is quiet at the end.
+    converged: usize,
+    kills: usize,
+    dropped_deliveries: usize,
+}
+
+/// Two `fleetbot serve` replicas on one PostgreSQL against `fleetbot sim` failing 10 % of its
+/// calls (UNAVAILABLE or RESOURCE_EXHAUSTED) and a GitHub answering 502 to 10 % of repository
+/// calls; pull requests opened and merged with 10 % of their deliveries dropped, and one
+/// replica killed (SIGKILL) at a random moment and restarted with `--reconcile-now`.
+async fn campaign(rng: &mut Rng, fleets: usize) -> Campaign {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("world.yaml");
+    std::fs::write(
+        &world,
+        include_str!("../fixtures/sim/default.yaml")
+            .replace("operation_latency_ms: 150", "operation_latency_ms: 40")
+            + &format!(
+                "faults:\n  - {{method: '*', error_rate: 0.05, code: unavailable}}\n  - {{method: '*', error_rate: 0.05, code: resource_exhausted}}\nseed: {}\n",
+                rng.next()
+            ),
+    )
+    .unwrap();
+    let sim = SimProcess::start(TOKEN, &dir.path().join("sim-state.json"), Some(&world));
+    let gh = fake_github::FakeGitHub::start().await;
+    gh.world().add_repo(
+        REPO,
+        "main",
+        &sha(1),
+        &[
+            ("README.md", "# fleet config\n"),
+            (".fleetbot.yml", "specs: ['fleets/**/*.yaml']\n"),
+        ],
+    );
+    {
+        let mut w = gh.world();
+        w.flaky_rate = 0.1;
+        w.flaky_seed = rng.next() | 1;
+    }
+    let url = pg::fresh_database().await;
+    let mut options = Vec::new();
+    let mut replicas = Vec::new();
+    for r in 0..2 {
+        let replica_dir = dir.path().join(format!("replica-{r}"));
+        std::fs::create_dir_all(&replica_dir).unwrap();
+        let opts = AppOptions {
+            github_url: gh.url.clone(),
+            dir: replica_dir,
+            workers: 2,
+            cloud: Some((sim.endpoint.clone(), TOKEN.into(), sim.tenant.clone())),
+            store_url: Some(url.clone()),
+            webhook_secrets: None,
+            job_lease_secs: Some(2),
+            env: vec![("FLEETBOT_RECONCILE_TICK_SECS", "0".into())],
+        };
+        replicas.push(App::start(opts.clone()).await);
+        options.push(opts);
+    }
+    let mut out = Campaign {
+        merges: fleets,
+        ..Campaign::default()
+    };
+    let kill_at = rng.below(fleets as u64) as usize;
+    let mut heads = Vec::new();
+    for i in 0..fleets {
+        let number = 100 + i as u64;
+        let head = sha(200 + i as u64);
+        let base = gh.world().repos[REPO].branches["main"].clone();
+        {
+            let mut w = gh.world();
+            w.commit(
+                REPO,
+                &base,
+                &head,
+                &[(&format!("fleets/f{i}.yaml"), Some(&campaign_spec(i)))],
+            );
+            w.open_pr(REPO, number, &format!("change-{i}"), &head);
+        }
+        heads.push((number, head.clone()));
+        let to = rng.below(2) as usize;
+        if rng.below(10) == 0 {
+            out.dropped_deliveries += 1;
+        } else {
+            let body = fake_github::pr_delivery("opened", number, &head, &format!("change-{i}"));
+            replicas[to]
+                .deliver("pull_request", &format!("open-{i}"), &body)
+                .await;
+        }
+        // Reviewed (or, its delivery lost, reviewed by the pass /reconcile queues).
+        let reviewed = wait_for(&gh, &head, "fleet/preflight", Duration::from_secs(20)).await;
+        if !reviewed {
+            reconcile(&replicas[1 - to], &gh, number, &head, i).await;
+            wait_for(&gh, &head, "fleet/preflight", Duration::from_secs(30)).await;
+        }
+        let merge = sha(300 + i as u64);
+        gh.world().merge(REPO, number, &merge);
+        let pr = fixtures::PrRef {
+            owner: fake_github::OWNER.into(),
+            repo: fake_github::NAME.into(),
+            number,
+            head_sha: head.clone(),
+            base_sha: base.clone(),
+            head_ref: format!("change-{i}"),
+            base_ref: "main".into(),
+            installation_id: fake_github::INSTALLATION,
+        };
+        let to = rng.below(2) as usize;
+        if rng.below(10) == 0 {
+            out.dropped_deliveries += 1;
+        } else {
+            replicas[to]
+                .deliver(
+                    "pull_request",
+                    &format!("merge-{i}"),
+                    &fixtures::merged(&pr, &merge, "mia"),
+                )
+                .await;
+        }
+        if i == kill_at {
+            // One replica dies at a random moment of this merge's apply, and comes back
+            // with a reconcile pass of its own.
+            tokio::time::sleep(Duration::from_millis(rng.below(1500))).await;
+            let victim = rng.below(2) as usize;
+            replicas[victim].kill();
+            out.kills += 1;
+            let mut again = options[victim].clone();
+            again.env.push(("FLEETBOT_RECONCILE_NOW", "1".into()));
+            replicas[victim] = App::start(again).await;
+        }
+        // A merge whose delivery was lost is applied by the next pass while it is the head.
+        if !wait_for(&gh, &merge, "fleet/apply", Duration::from_secs(30)).await {
+            reconcile(&replicas[0], &gh, number, &merge, i).await;
+        }
+        let applied = wait_for_success(&gh, &merge, Duration::from_secs(90)).await;
+        if !applied {
+            out.lost
+                .push(format!("the merge of #{number} was not applied"));
+        }
+    }
+    for (number, head) in &heads {
+        if !gh
+            .world()
+            .runs_on(REPO, head)
+            .iter()
+            .any(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
+        {
+            out.lost
+                .push(format!("#{number} at {head} was never reviewed"));
+        }
+    }
+    for app in replicas {
+        app.stop().await;
+    }
+    let store = fleetbot::store::PostgresStore::connect(&url).await.unwrap();
+    let now = fleetbot::store::queue::now_ms();
+    use fleetbot::store::OverviewStore;
+    // Fleet locks only: an apply's acknowledgement (`ack:<job>`) is a marker that runs out by
+    // itself and holds nothing.
+    for lease in store.live_leases(now).await.unwrap() {
+        if !lease.fleet_key.starts_with("ack:") {
+            out.stuck_locks.push(lease.fleet_key);
+        }
+    }
+    let cloud = client(&sim);
+    for i in 0..fleets {
+        let spec = fleetbot::spec::load_str(&campaign_spec(i), "f.yaml").unwrap();
+        let (duplicated, orphaned) = resources(&cloud, &sim.tenant, &store, &spec).await;
+        out.duplicated.extend(duplicated);
+        out.orphaned.extend(orphaned);
+        let options = fleetbot::engine::ops::LifecycleOptions::default();
+        // The faults stay on: a plan that cannot be read is tried again.
+        for _ in 0..5 {
+            if let Ok(prepared) =
+                fleetbot::engine::ops::prepare(&cloud, &store, &spec, &sim.tenant, &options).await
+            {
+                if prepared.plan.is_quiet() && !prepared.plan.has_problems() {
+                    out.converged += 1;
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// `/reconcile` on pull request `number` (comments are delivered reliably).
+async fn reconcile(app: &App, gh: &fake_github::FakeGitHub, number: u64, head: &str, i: usize) {
+    let pr = fixtures::PrRef {
+        owner: fake_github::OWNER.into(),
+        repo: fake_github::NAME.into(),
+        number,
+        head_sha: head.to_string(),
+        base_sha: sha(1),
+        head_ref: format!("change-{i}"),
+        base_ref: "main".into(),
+        installation_id: fake_github::INSTALLATION,
+    };
+    gh.world().set_role(REPO, "admin-ada", "admin");
+    let body = fixtures::pr_comment(&pr, 9_000 + i as u64, "admin-ada", "User", "/reconcile");
+    app.deliver("issue_comment", &format!("reconcile-{i}-{head}"), &body)
+        .await;
+}
+
+async fn wait_for(gh: &fake_github::FakeGitHub, sha: &str, name: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if gh.world().runs_on(REPO, sha).iter().any(|r| r.name == name) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+async fn wait_for_success(gh: &fake_github::FakeGitHub, sha: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if gh
+            .world()
+            .runs_on(REPO, sha)
+            .iter()
+            .any(|r| r.name == "fleet/apply" && r.conclusion.as_deref() == Some("success"))
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Duplicated and orphaned resources of one fleet's projects (as [`inspect`], over any
+/// store).
+async fn resources(
+    cloud: &NebiusClient,
+    tenant: &str,
+    store: &impl InventoryStore,
+    spec: &fleetbot::spec::FleetSpec,
+) -> (Vec<String>, Vec<String>) {
+    let mut recorded: BTreeSet<String> = BTreeSet::new();
+    for t in store.targets(&spec.name).await.unwrap() {
+        recorded.insert(t.cluster_id.clone());
+        recorded.extend(t.node_group_ids.iter().cloned());
+    }
+    for p in store.projects(&spec.name).await.unwrap() {
+        recorded.insert(p.created_network_id.clone());
+        recorded.insert(p.created_subnet_id.clone());
+    }
+    let ours = |labels: &fleetbot::cloud::domain::Labels| {
+        labels
+            .get(fleetbot::engine::desired::LABEL_MANAGED_BY)
+            .map(String::as_str)
+            == Some(fleetbot::engine::desired::MANAGED_BY)
+    };
+    let (mut duplicated, mut orphaned) = (Vec::new(), Vec::new());
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let read = |what: &str| format!("cannot read {what} (faults on)");
+    for project in retry(|| cloud.list_projects(tenant))
+        .await
+        .expect(&read("projects"))
+    {
+        if !project.name.starts_with(&spec.project_prefix) {
+            continue;
+        }
+        *names
+            .entry(format!("project {}", project.name))
+            .or_default() += 1;
+        for c in retry(|| cloud.list_clusters(&project.id))
+            .await
+            .expect(&read("clusters"))
+        {
+            if !ours(&c.labels) {
+                continue;
+            }
+            *names
+                .entry(format!("cluster {} in {}", c.name, project.name))
+                .or_default() += 1;
+            if !recorded.contains(&c.id) {
+                orphaned.push(format!("cluster {} in {}", c.name, project.name));
+            }
+            for g in retry(|| cloud.list_node_groups(&c.id))
+                .await
+                .expect(&read("node groups"))
+            {
+                *names
+                    .entry(format!(
+                        "node group {} of {} in {}",
+                        g.name, c.name, project.name
+                    ))
+                    .or_default() += 1;
+                if ours(&g.labels) && !recorded.contains(&g.id) {
+                    orphaned.push(format!("node group {} in {}", g.name, project.name));
+                }
+            }
+        }
+    }
+    for (name, n) in names {
+        if n > 1 {
+            duplicated.push(format!("{n} × {name}"));
+        }
+    }
+    (duplicated, orphaned)
+}
+
+/// A read tried again while the simulator's faults refuse it.
+async fn retry<T, F, Fut>(call: F) -> Result<T, fleetbot::cloud::CloudError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, fleetbot::cloud::CloudError>>,
+{
+    let mut last = None;
+    for _ in 0..10 {
+        match call().await {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap())
+}
+
+#[tokio::test]
+#[ignore = "minutes long: run by scripts/fault-campaign.sh"]
+async fn a_fault_campaign_loses_nothing_and_converges() {
+    let runs: usize = std::env::var("FAULT_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let fleets: usize = std::env::var("FAULT_FLEETS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    let seed: u64 = std::env::var("FAULT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+        | 1;
+    let mut rng = Rng(seed);
+    println!("fault campaign: {runs} runs of {fleets} merges, seed {seed}");
+    let mut totals = Campaign::default();
+    for run in 0..runs {
+        let started = Instant::now();
+        let c = campaign(&mut rng, fleets).await;
+        println!(
+            "run {:>2}: {} merges, {} deliveries dropped, {} kill(s): lost {}, duplicated {}, orphaned {}, stuck locks {}, converged {}/{} fleets; {:.0} s",
+            run + 1,
+            c.merges,
+            c.dropped_deliveries,
+            c.kills,
+            c.lost.len(),
+            c.duplicated.len(),
+            c.orphaned.len(),
+            c.stuck_locks.len(),
+            c.converged,
+            c.merges,
+            started.elapsed().as_secs_f64()
+        );
+        for line in c
+            .lost
+            .iter()
+            .chain(&c.duplicated)
+            .chain(&c.orphaned)
+            .chain(&c.stuck_locks)
+        {
+            println!("    {line}");
+        }
+        totals.merges += c.merges;
+        totals.dropped_deliveries += c.dropped_deliveries;
+        totals.kills += c.kills;
+        totals.converged += c.converged;
+        totals.lost.extend(c.lost);
+        totals.duplicated.extend(c.duplicated);
+        totals.orphaned.extend(c.orphaned);
+        totals.stuck_locks.extend(c.stuck_locks);
+    }
+    println!(
+        "fault campaign (seed {seed}): {} merges, {} deliveries dropped, {} kills: {} lost, {} duplicated, {} orphaned, {} stuck locks; {}/{} fleets converged",
+        totals.merges,
+        totals.dropped_deliveries,
+        totals.kills,
+        totals.lost.len(),
+        totals.duplicated.len(),
+        totals.orphaned.len(),
+        totals.stuck_locks.len(),
+        totals.converged,
+        totals.merges
+    );
+    assert_eq!(
+        (
+            totals.lost.len(),
+            totals.duplicated.len(),
+            totals.orphaned.len(),
+            totals.stuck_locks.len(),
+            totals.converged
+        ),
+        (0, 0, 0, 0, totals.merges)
+    );
+}

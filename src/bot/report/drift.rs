@@ -232,11 +232,13 @@ impl DriftReport {
                 "Not known to be in sync: {unknown} of {total} fleets could not be compared"
             ),
             (_, 0) => format!(
-                "Drifted: {drifted} of {total} fleet{} differ from the cloud",
-                plural(total)
+                "Drifted: {drifted} of {total} fleet{} differ{} from the cloud",
+                plural(total),
+                if drifted == 1 { "s" } else { "" }
             ),
             (_, _) => format!(
-                "Drifted: {drifted} of {total} fleets differ from the cloud; {unknown} could not be compared"
+                "Drifted: {drifted} of {total} fleets differ{} from the cloud; {unknown} could not be compared",
+                if drifted == 1 { "s" } else { "" }
             ),
         }
     }
@@ -287,7 +289,7 @@ mod tests {
         ]);
         assert_eq!(
             r.title(),
-            "Drifted: 1 of 2 fleets differ from the cloud; 1 could not be compared"
+            "Drifted: 1 of 2 fleets differs from the cloud; 1 could not be compared"
         );
         let mut cut = report(vec![fleet(DriftState::InSync)]);
         cut.unlisted = Some("the tree listing was cut short".into());

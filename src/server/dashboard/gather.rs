@@ -157,6 +157,11 @@ fn requested(plans: &[ReviewedPlan], audit: &[AuditEntry]) -> super::quota::Requ
 fn lock_view(lease: &Lease) -> Option<LockView> {
     let mut parts = lease.fleet_key.splitn(3, ':');
     let (tenant, repo, path) = (parts.next()?, parts.next()?, parts.next()?);
+    // Other leases share the table (an apply's acknowledgement, `ack:<job>`): not locks.
+    let digest = tenant.strip_prefix('t')?;
+    if digest.is_empty() || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
     Some(LockView {
         repository: clean(repo),
         path: clean(path),
@@ -360,6 +365,12 @@ mod tests {
         assert_eq!(lock.repository, "octo/fleet");
         assert_eq!(lock.path, "fleets/a.yaml");
         assert_eq!(lock.tenant, super::super::quota::tenant_label("tenant-x"));
+        // An apply's acknowledgement shares the table and is not a lock.
+        let ack = Lease {
+            fleet_key: "ack:apply:octo/fleet#3@abc:merge".into(),
+            ..lease
+        };
+        assert!(lock_view(&ack).is_none());
     }
 
     #[test]

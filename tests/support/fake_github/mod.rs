@@ -264,6 +264,10 @@ pub struct World {
     pub caller: String,
     /// One-time codes of the App manifest flow → the slug of the App each creates.
     pub manifest_codes: BTreeMap<String, String>,
+    /// The share of repository calls answered `502 Bad Gateway` before they take effect, as
+    /// GitHub does on a bad day (the fault campaign); drawn from `flaky_seed`.
+    pub flaky_rate: f64,
+    pub flaky_seed: u64,
     pub faults: Vec<Fault>,
     next_id: u64,
 }
@@ -683,6 +687,17 @@ async fn handle(
         Answer::json(
             401,
             json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}),
+        )
+    } else if w.flaky_rate > 0.0 && !operation.starts_with("apps/") && {
+        // xorshift: the same seed gives the same campaign.
+        w.flaky_seed ^= w.flaky_seed << 13;
+        w.flaky_seed ^= w.flaky_seed >> 7;
+        w.flaky_seed ^= w.flaky_seed << 17;
+        (w.flaky_seed % 10_000) as f64 / 10_000.0 < w.flaky_rate
+    } {
+        Answer::json(
+            502,
+            json!({"message": "Server Error", "documentation_url": "https://docs.github.com/rest"}),
         )
     } else if let Some(i) = w
         .faults
