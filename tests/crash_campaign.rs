@@ -532,6 +532,23 @@ async fn campaign(rng: &mut Rng, fleets: usize) -> Campaign {
         if !applied {
             out.lost
                 .push(format!("the merge of #{number} was not applied"));
+            // Why, for whoever replays the seed.
+            for r in gh.world().runs_on(REPO, &merge) {
+                println!(
+                    "    run {} {}: {} {:?} {}",
+                    r.id, r.name, r.status, r.conclusion, r.title
+                );
+            }
+            for (n, app) in replicas.iter().enumerate() {
+                let logs = app.log_text();
+                let lines: Vec<&str> = logs
+                    .lines()
+                    .filter(|l| l.contains("WARN") || l.contains("ERROR") || l.contains("reconcil"))
+                    .collect();
+                for line in lines.iter().rev().take(15) {
+                    println!("    replica {n} | {line}");
+                }
+            }
         }
     }
     for (number, head) in &heads {

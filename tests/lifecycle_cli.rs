@@ -472,6 +472,10 @@ fn serve_help_documents_every_setting_and_never_shows_a_secret_value() {
         "FLEETBOT_RETENTION_DAYS",
         "FLEETBOT_CLOUD",
         "FLEETBOT_TENANT_ID",
+        "FLEETBOT_RUNTIME_VALUES",
+        "FLEETBOT_RECONCILE_NOW",
+        "FLEETBOT_RECONCILE_TICK_SECS",
+        "FLEETBOT_SHUTDOWN_GRACE_SECS",
     ] {
         assert!(
             help.contains(&format!("[env: {setting}")),

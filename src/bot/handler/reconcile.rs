@@ -39,11 +39,14 @@ impl Bot {
             }
         }
 
-        // A merge at the head that was never applied: its delivery was lost.
+        // A merge at the head that was never applied: its delivery was lost, or its apply was
+        // acknowledged and its job never queued (the pass that queued it failed after the
+        // acknowledgement). Asking again is safe: the request is the merge's own, whose job id
+        // and acknowledgement make a second ask change nothing.
         let applies = self.settings.deploy.is_some() && config.config.apply.applies_on_merge();
         if applies
             && !repo
-                .has_own_check_run(crate::bot::deploy::APPLY_CHECK, &head)
+                .own_check_run_concluded(crate::bot::deploy::APPLY_CHECK, &head)
                 .await?
         {
             let claimant = format!("{id}:merge");
@@ -61,9 +64,18 @@ impl Bot {
         // failing one on every repository.
         let conclusion = if self.settings.cloud.is_some() {
             let report = drift(&repo, &self.settings, &config, &branch, &head).await;
-            publish(&repo, &report, &self.alias_key(job.installation_id)).await?;
-            tracing::info!(repo = %job.repo, fleets = report.fleets.len(), title = %report.title(), "drift compared");
-            report.conclusion()
+            match publish(&repo, &report, &self.alias_key(job.installation_id)).await {
+                Ok(()) => {
+                    tracing::info!(repo = %job.repo, fleets = report.fleets.len(), title = %report.title(), "drift compared");
+                    report.conclusion()
+                }
+                // The jobs this pass queues must not be lost to a failed publication: the
+                // next pass publishes `fleet/drift` again.
+                Err(e) => {
+                    tracing::warn!(repo = %job.repo, "reconcile: fleet/drift could not be published: {e}");
+                    crate::github::CheckConclusion::Neutral
+                }
+            }
         } else {
             crate::github::CheckConclusion::Neutral
         };

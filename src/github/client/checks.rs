@@ -211,6 +211,20 @@ impl RepoClient {
         Ok(!self.latest_runs(name, head_sha).await?.is_empty())
     }
 
+    /// Whether this client's App's latest run named `name` on `head_sha` has concluded: an
+    /// acknowledged run still in progress may be one whose job was never queued.
+    pub async fn own_check_run_concluded(
+        &self,
+        name: &str,
+        head_sha: &str,
+    ) -> Result<bool, ClientError> {
+        Ok(self
+            .latest_runs(name, head_sha)
+            .await?
+            .first()
+            .is_some_and(|r| r.conclusion.is_some()))
+    }
+
     /// A run kept in place on a commit (`fleet/drift`): the App's latest run of the name on
     /// `run.head_sha` is completed again with `run`'s conclusion and output; only a commit
     /// without one gets a new run.
