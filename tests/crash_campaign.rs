@@ -667,10 +667,9 @@ async fn resources(
     };
     let (mut duplicated, mut orphaned) = (Vec::new(), Vec::new());
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    let read = |what: &str| format!("cannot read {what} (faults on)");
     for project in retry(|| cloud.list_projects(tenant))
         .await
-        .expect(&read("projects"))
+        .expect("cannot read projects (faults on)")
     {
         if !project.name.starts_with(&spec.project_prefix) {
             continue;
@@ -680,7 +679,7 @@ async fn resources(
             .or_default() += 1;
         for c in retry(|| cloud.list_clusters(&project.id))
             .await
-            .expect(&read("clusters"))
+            .expect("cannot read clusters (faults on)")
         {
             if !ours(&c.labels) {
                 continue;
@@ -693,7 +692,7 @@ async fn resources(
             }
             for g in retry(|| cloud.list_node_groups(&c.id))
                 .await
-                .expect(&read("node groups"))
+                .expect("cannot read node groups (faults on)")
             {
                 *names
                     .entry(format!(
