@@ -290,6 +290,7 @@ impl Options {
             ssh_public_key: spec.ssh_public_key.trim().to_string(),
             spec_path: spec.source.clone(),
             prune: self.prune,
+            reads: None,
         }
     }
 

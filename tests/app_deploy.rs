@@ -1253,6 +1253,141 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
     live.app.stop().await;
 }
 
+/// The GPU pool's node count of `project`'s cluster, read from the simulator.
+async fn gpu_pool_count(live: &Live, project: &str) -> i64 {
+    let client = support::client(&live.sim);
+    let projects = client.list_projects(&live.tenant).await.unwrap();
+    let p = projects.iter().find(|p| p.name == project).unwrap();
+    let cluster = client.list_clusters(&p.id).await.unwrap().remove(0);
+    client
+        .list_node_groups(&cluster.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.spec.platform.starts_with("gpu"))
+        .unwrap()
+        .spec
+        .node_count
+}
+
+/// Issue 20, item 1's options: with `drift: {issue: true, apply: true}` a change made by hand
+/// opens one tracking issue and is re-applied under the guards of merge-to-deploy; the next
+/// pass finds the fleet in sync and closes the issue. Nothing is opened while in sync.
+#[tokio::test]
+async fn drift_apply_repairs_a_change_by_hand_and_the_tracking_issue_follows() {
+    let live = live_with(vec![("FLEETBOT_RECONCILE_TICK_SECS", "0".into())]).await;
+    let main_head = sha(1);
+    live.gh
+        .world()
+        .repos
+        .get_mut(REPO)
+        .unwrap()
+        .trees
+        .get_mut(&main_head)
+        .unwrap()
+        .insert(
+            ".fleetbot.yml".into(),
+            b"drift:\n  issue: true\n  apply: true\n".to_vec(),
+        );
+    live.open(&sha(2), &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    live.comment(601, "admin-ada", "/reconcile").await;
+    let first = live.drift_run(&main_head, "success").await;
+    assert!(live.gh.world().issues.is_empty(), "an issue while in sync");
+
+    // Scaled down by hand: re-applying grows it back, which deletes nothing.
+    resize_gpu_pool_by_hand(&live, "fleet1-test-a", 0, "by-hand-down").await;
+    live.comment(602, "admin-ada", "/reconcile").await;
+    let drifted = live.drift_run(&main_head, "failure").await;
+    assert_eq!(drifted.id, first.id);
+    let issue = eventually("the drift issue", || {
+        live.gh.world().issues.values().next().cloned()
+    })
+    .await;
+    assert_eq!(issue.state, "open");
+    assert_eq!(
+        issue.title,
+        "Fleet drift on main: Drifted: 1 of 1 fleet differs from the cloud"
+    );
+    assert!(
+        issue.body.starts_with("<!-- fleetbot:drift -->\n"),
+        "{}",
+        issue.body
+    );
+    assert!(
+        issue.body.contains(
+            "**changed**: node-group cluster-ng-gpu-0 in fleet1-test-a/cluster (node\\_count)"
+        ),
+        "{}",
+        issue.body
+    );
+    // The repair: an apply of the default branch's head, held to the plan the pass published.
+    let runs = live.applied(&main_head, 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    assert!(
+        runs[0]
+            .summary
+            .contains("drift repair of the default branch by fleetbot"),
+        "{}",
+        runs[0].summary
+    );
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 1);
+    assert!(
+        live.gh
+            .world()
+            .comments
+            .values()
+            .all(|c| !c.body.contains("drift repair")),
+        "a repair has no pull request to reply on"
+    );
+
+    // The next pass: in sync on the same run, and the same issue closed.
+    live.comment(603, "admin-ada", "/reconcile").await;
+    let cleared = live.drift_run(&main_head, "success").await;
+    assert_eq!(cleared.id, first.id);
+    eventually("the drift issue closed", || {
+        let w = live.gh.world();
+        w.issues.values().find(|i| i.state == "closed").cloned()
+    })
+    .await;
+
+    // Scaled up by hand: re-applying would take nodes away, so it is reported, not repaired,
+    // and the same issue reopens.
+    resize_gpu_pool_by_hand(&live, "fleet1-test-a", 2, "by-hand-up").await;
+    live.comment(604, "admin-ada", "/reconcile").await;
+    live.drift_run(&main_head, "failure").await;
+    eventually("the drift issue reopened", || {
+        let w = live.gh.world();
+        w.issues.values().find(|i| i.state == "open").cloned()
+    })
+    .await;
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 2);
+    assert_eq!(
+        live.applied(&main_head, 1).await.len(),
+        1,
+        "no second repair"
+    );
+    resize_gpu_pool_by_hand(&live, "fleet1-test-a", 1, "by-hand-back").await;
+    live.comment(605, "admin-ada", "/reconcile").await;
+    live.drift_run(&main_head, "success").await;
+    let closed = eventually("the drift issue closed", || {
+        let w = live.gh.world();
+        w.issues.values().find(|i| i.state == "closed").cloned()
+    })
+    .await;
+    assert_eq!(closed.number, issue.number);
+    assert_eq!(closed.title, "Fleet drift on main: back in sync");
+    assert_eq!(live.gh.world().issues.len(), 1, "one tracking issue");
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
 /// Issue 20: SIGTERM during an apply loses nothing. The server stops taking jobs, lets the
 /// running apply go on for its grace period, then releases it, and exits; the next server
 /// (another replica in a rolling update) takes it over at once, not when its five-minute

@@ -1172,3 +1172,83 @@ async fn deployed_all(
         .unwrap();
     assert_eq!(result.failed, 0, "{result:#?}");
 }
+
+#[tokio::test]
+async fn the_plans_of_one_pass_share_their_reads_and_an_apply_reads_afresh() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let eng = spec(SPEC);
+    deploy(&cloud, &store, &eng, &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    // A second fleet of the same repository, in one of eng's projects.
+    let ops = spec(
+        "apiVersion: npa.fleet/v0.0.1\nname: ops\nregion: us-central1\nproject_prefix: eng-\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}\nprojects:\n  - name: a\n    clusters: [{name: tools}]\n",
+    );
+    let reads = fleetbot::engine::live::ReadCache::new();
+    let shared = LifecycleOptions {
+        reads: Some(reads.clone()),
+        ..options()
+    };
+
+    sim.service.clear_call_log();
+    let first = prepare(&cloud, &store, &eng, &tenant, &shared)
+        .await
+        .unwrap();
+    let eng_calls = sim.service.call_log().len();
+    assert!(eng_calls > 0);
+    assert_eq!(reads.reads(), eng_calls);
+
+    // The other fleet's project listing and tenant listing come from the pass's reads.
+    sim.service.clear_call_log();
+    let other = prepare(&cloud, &store, &ops, &tenant, &shared)
+        .await
+        .unwrap();
+    assert_eq!(sim.service.call_log(), Vec::<String>::new());
+    assert_eq!(other.plan.summary.create, 2, "{}", other.plan.render_text());
+
+    // The same fleet again in the pass: the same plan, no call.
+    let again = prepare(&cloud, &store, &eng, &tenant, &shared)
+        .await
+        .unwrap();
+    assert_eq!(sim.service.call_log(), Vec::<String>::new());
+    assert_eq!(again.plan.digest, first.plan.digest);
+    assert!(reads.hits() >= eng_calls);
+
+    // Outside the pass (an apply), everything is read again and a change made meanwhile shows.
+    let a = project_named(&cloud, &tenant, "eng-a").await;
+    let infer = cloud
+        .list_clusters(&a.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "infer")
+        .unwrap();
+    let group = cloud
+        .list_node_groups(&infer.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.name == "infer-ng-gpu-0")
+        .unwrap();
+    let mut resized = group.spec.clone();
+    resized.node_count = 5;
+    cloud
+        .update_node_group(
+            &group.id,
+            &resized,
+            &group.labels,
+            &idempotency_key(&["resize", &group.id]),
+        )
+        .await
+        .unwrap();
+    sim.service.clear_call_log();
+    let now = prepare(&cloud, &store, &eng, &tenant, &options())
+        .await
+        .unwrap();
+    assert_eq!(sim.service.call_log().len(), eng_calls);
+    assert_eq!(now.plan.summary.update, 1, "{}", now.plan.render_text());
+}

@@ -121,6 +121,14 @@ pub struct DriftConfig {
     /// reconcile off (`/reconcile` still runs one).
     #[serde(default = "default_drift_minutes")]
     pub interval_minutes: u64,
+    /// Keep one tracking issue open while the default branch is not in sync (reopened when
+    /// it drifts again, closed when it is back in sync). Needs the App's Issues permission.
+    #[serde(default)]
+    pub issue: bool,
+    /// Re-apply a drifted fleet under the guards of merge-to-deploy: only the plan the pass
+    /// published, never one that deletes, replaces or shrinks, never beside another apply.
+    #[serde(default)]
+    pub apply: bool,
 }
 
 /// Every half hour, as Flux and Argo CD reconcile by default within the hour.
@@ -134,6 +142,8 @@ impl Default for DriftConfig {
     fn default() -> Self {
         DriftConfig {
             interval_minutes: DEFAULT_DRIFT_MINUTES,
+            issue: false,
+            apply: false,
         }
     }
 }

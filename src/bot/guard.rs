@@ -23,6 +23,9 @@ pub enum Trigger {
     Command,
     /// The check's Apply button, pressed by someone with `/apply`'s permission.
     Button,
+    /// `drift: apply`: a reconcile pass found the default branch's fleet drifted and re-applies
+    /// the plan it published on `fleet/drift` (its "reviewed" plan), never a deletion.
+    Drift,
 }
 
 impl Trigger {
@@ -38,6 +41,7 @@ impl Trigger {
             Trigger::Rerun => "re-run",
             Trigger::Command => "/apply",
             Trigger::Button => "Apply button",
+            Trigger::Drift => "drift repair",
         }
     }
 }

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::cloud::domain::Cloud;
-use crate::engine::live::LivePlan;
+use crate::engine::live::{LivePlan, ReadCache};
 use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, prepare};
 use crate::engine::preflight::{live_evidence, proven_state};
 use crate::quota::InMemoryEvidence;
@@ -135,11 +135,13 @@ pub trait LiveCloud: Send + Sync + 'static {
     /// tenant must match.
     fn tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError>;
 
-    /// The live plan of the spec's mk8s targets (`Ok(None)` when it has none).
+    /// The live plan of the spec's mk8s targets (`Ok(None)` when it has none). `reads`: the
+    /// listings shared with the other specs of one pass or head (`None`: read afresh).
     fn plan_fleet<'a>(
         &'a self,
         spec: &'a FleetSpec,
         tenant_id: &'a str,
+        reads: Option<Arc<ReadCache>>,
     ) -> LiveFuture<'a, Option<PlannedFleet>>;
 
     /// The tenant's allowances and capacity blocks.
@@ -235,6 +237,7 @@ where
         &'a self,
         spec: &'a FleetSpec,
         tenant_id: &'a str,
+        reads: Option<Arc<ReadCache>>,
     ) -> LiveFuture<'a, Option<PlannedFleet>> {
         Box::pin(async move {
             // The API engine plans mk8s targets; soperator targets stay statically planned
@@ -247,6 +250,7 @@ where
             let options = LifecycleOptions {
                 // Only the spec's own key: a key on the bot's host means nothing to the fleet.
                 ssh_public_key: spec.ssh_public_key.trim().to_string(),
+                reads,
                 ..LifecycleOptions::default()
             };
             let prepared = prepare(&self.cloud, &self.inventory, &mk8s, tenant_id, &options)
@@ -295,11 +299,13 @@ pub(crate) fn mk8s_only(spec: &FleetSpec) -> (FleetSpec, BTreeMap<(usize, usize)
     (copy, index)
 }
 
-/// Plans every spec against `cloud`, reading each tenant's evidence once.
+/// Plans every spec of one head against `cloud`, reading each tenant's evidence once and each
+/// listing the specs share once.
 pub async fn read_live(
     cloud: &dyn LiveCloud,
     specs: &[(String, FleetSpec)],
 ) -> BTreeMap<String, LiveSpec> {
+    let reads = ReadCache::new();
     let mut evidence: BTreeMap<String, Result<Arc<InMemoryEvidence>, LiveError>> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for (path, spec) in specs {
@@ -318,7 +324,7 @@ pub async fn read_live(
                 continue;
             }
         };
-        let plan = cloud.plan_fleet(spec, &tenant).await;
+        let plan = cloud.plan_fleet(spec, &tenant, Some(reads.clone())).await;
         if !evidence.contains_key(&tenant) {
             let read = cloud.quota_evidence(&tenant).await.map(Arc::new);
             evidence.insert(tenant.clone(), read);

@@ -8,13 +8,16 @@
 //! repository's apply lane, so it never reads a fleet while an apply of the same repository
 //! changes it. It never mutates the cloud: it plans (reads), publishes, and queues jobs.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::bot::config::LoadedConfig;
-use crate::bot::guard::PublicNames;
-use crate::bot::report::drift::{DriftReport, DriftState, FleetDrift};
+use crate::bot::guard::{PublicNames, ReviewSummary};
+use crate::bot::report::drift::{DriftReport, DriftState, FleetDrift, Repair};
 use crate::bot::settings::BotSettings;
+use crate::engine::live::ReadCache;
 use crate::github::{OpenPullRequest, RepoClient};
 use crate::store::NewJob;
 
@@ -165,6 +168,9 @@ pub async fn drift(
     };
     let matcher = config.config.spec_matcher();
     let specs: Vec<_> = files.iter().filter(|f| matcher.matches(&f.path)).collect();
+    // One read of each listing for the whole pass: fleets split over several specs share
+    // their projects.
+    let reads = ReadCache::new();
     for (i, file) in specs.iter().enumerate() {
         let not_read =
             |why: String| FleetDrift::not_compared(&file.path, None, DriftState::Unreadable, &why);
@@ -184,7 +190,7 @@ pub async fn drift(
         }
         report
             .fleets
-            .push(compare(repo, settings, cloud.as_ref(), &file.path, head).await);
+            .push(compare(repo, settings, cloud.as_ref(), &file.path, head, &reads).await);
     }
     report
 }
@@ -196,6 +202,7 @@ async fn compare(
     cloud: &dyn crate::bot::live::LiveCloud,
     path: &str,
     head: &str,
+    reads: &Arc<ReadCache>,
 ) -> FleetDrift {
     let bytes = match repo
         .file_content_within(path, head, settings.max_spec_bytes)
@@ -233,9 +240,20 @@ async fn compare(
             );
         }
     };
-    match cloud.plan_fleet(&spec, &tenant).await {
+    match cloud.plan_fleet(&spec, &tenant, Some(reads.clone())).await {
         Ok(Some(planned)) => {
-            FleetDrift::from_plan(path, &spec.name, &planned.plan, &PublicNames::of(&spec))
+            let names = PublicNames::of(&spec);
+            let mut fleet = FleetDrift::from_plan(path, &spec.name, &planned.plan, &names);
+            let repairable = fleet.state == DriftState::Drifted
+                && !planned.plan.has_problems()
+                && planned.plan.destructive().is_empty();
+            if repairable {
+                fleet.repair = Some(Repair {
+                    digest: planned.plan.digest.clone(),
+                    summary: ReviewSummary::of(&planned, &names).to_json(),
+                });
+            }
+            fleet
         }
         Ok(None) => FleetDrift::not_compared(path, Some(&spec.name), DriftState::NotPlanned, ""),
         Err(e) => FleetDrift::not_compared(

@@ -216,7 +216,7 @@ async fn demo(dir: &Path, args: &DemoArgs, out: &mut Steps) -> Result<(), String
     let deployer = deploy_settings.deploy.take().ok_or("no deployer")?;
     let spec = crate::spec::load_str(FLEET, FLEET_PATH).map_err(|e| e.to_string())?;
     let planned = planner
-        .plan_fleet(&spec, &tenant)
+        .plan_fleet(&spec, &tenant, None)
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the fleet has no target the engine plans")?;

@@ -101,6 +101,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         ssh_public_key: String::new(),
         spec_path: args.spec.display().to_string(),
         prune: args.prune,
+        reads: None,
     };
     let filtered = !options.only_projects.is_empty() || !options.only_clusters.is_empty();
     let pruning = args.prune && !filtered;

@@ -12,6 +12,7 @@ mod observe;
 mod plan;
 mod project_diff;
 mod prune;
+mod reads;
 mod render;
 mod target_diff;
 mod types;
@@ -21,6 +22,7 @@ pub use observe::{Observed, ObservedProject, observe};
 pub use plan::plan;
 pub use project_diff::{bucket_name, choose_subnet};
 pub use prune::{ObservedPrune, REMOVED_FROM_SPEC, observe_pruned};
+pub use reads::ReadCache;
 pub use types::{
     Action, Change, LivePlan, Problem, ProblemKind, ProjectPlan, ResourceAction, Summary,
     TargetPlan, target_key_of,

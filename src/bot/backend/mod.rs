@@ -328,6 +328,7 @@ pub(crate) async fn plan_now(
     spec: &FleetSpec,
 ) -> Result<(String, Option<PlannedFleet>), LiveError> {
     let tenant = applier.tenant_for(spec)?;
-    let planned = applier.plan_fleet(spec, &tenant).await?;
+    // Never a shared read: an apply decides on what the cloud holds now.
+    let planned = applier.plan_fleet(spec, &tenant, None).await?;
     Ok((tenant, planned))
 }

@@ -32,6 +32,10 @@ use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
 use crate::store::{ApplyRun, AuditEntry, Lease, LeaseTake, NewJob, ReviewedPlan};
 
+/// The pull request number of a drift repair (`drift: apply`), which has none: pull requests
+/// are numbered from 1. Its reviewed plan is the one the reconcile pass published.
+pub const DRIFT_REPAIR: u64 = 0;
+
 /// An apply to run, as queued.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApplyJob {
@@ -698,8 +702,11 @@ async fn publish(
         },
     };
     repo.complete_check_run(job.check_run_id, &run).await?;
-    repo.upsert_marked_comment(job.number, &apply_reply_marker(&job.sha), &rendered.reply)
-        .await?;
+    // A drift repair belongs to no pull request: its check run and the drift issue say it.
+    if job.number != DRIFT_REPAIR {
+        repo.upsert_marked_comment(job.number, &apply_reply_marker(&job.sha), &rendered.reply)
+            .await?;
+    }
     Ok(())
 }
 

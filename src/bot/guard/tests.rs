@@ -206,3 +206,38 @@ fn projects_are_named_as_the_comment_names_them_never_by_key() {
     assert_eq!(text, "existing project #2/x: not fleetbot's");
     assert!(!plan_lines(&p, &mut PublicNames::of(&spec)).contains("e00abcdefgh"));
 }
+
+#[test]
+fn a_drift_repair_applies_only_the_plan_its_pass_published_and_never_a_deletion() {
+    let published = plan("d1", vec![action("node-group", "gpu", Action::Update)]);
+    let lines = lines(&published);
+    assert_eq!(
+        decide(&input(
+            Trigger::Drift,
+            Some(("d1", &lines)),
+            &published,
+            &[]
+        )),
+        Decision::Apply { prune: false }
+    );
+    // The cloud moved again between the pass and the apply: held, like a merge.
+    let now = plan("d2", vec![action("cluster", "train", Action::Create)]);
+    assert!(matches!(
+        decide(&input(Trigger::Drift, Some(("d1", &lines)), &now, &[])),
+        Decision::Refuse(Refusal::Drifted { .. })
+    ));
+    assert_eq!(
+        decide(&input(Trigger::Drift, None, &published, &[])),
+        Decision::Refuse(Refusal::NotReviewed)
+    );
+    // Nobody can approve a deletion for a repair.
+    assert!(matches!(
+        decide(&input(
+            Trigger::Drift,
+            Some(("d1", &lines)),
+            &published,
+            &[deletion()]
+        )),
+        Decision::Refuse(Refusal::NeedsApproval { .. })
+    ));
+}

@@ -35,7 +35,7 @@ pub(crate) struct Requested {
 /// The external id of an apply's check run: the pull request and the request's origin, so a
 /// button pressed on it leads back to the pull request (GitHub lists no pull request for a
 /// merge commit's runs).
-fn external_id(number: u64, origin: &str) -> String {
+pub(super) fn external_id(number: u64, origin: &str) -> String {
     format!("{number}:{origin}")
 }
 
@@ -185,6 +185,11 @@ impl Bot {
                 "the check run names no pull request".into(),
             ));
         };
+        if number == crate::bot::deploy::job::DRIFT_REPAIR {
+            return Ok(Handled::Ignored(
+                "a drift repair is not re-run: the next reconcile pass repairs again".into(),
+            ));
+        }
         let Some(installation) = e.installation_id else {
             return Ok(Handled::Ignored(
                 "the delivery names no installation".into(),
@@ -370,7 +375,7 @@ impl Bot {
     /// each would otherwise start its own `fleet/apply` run, one of which no job would ever
     /// complete. The first takes a lease on the job's acknowledgement; its job's retries
     /// re-take it (same delivery); the other is told it is handled.
-    async fn claim_acknowledgement(&self, job_id: &str, claimant: &str) -> bool {
+    pub(super) async fn claim_acknowledgement(&self, job_id: &str, claimant: &str) -> bool {
         const ACK_LEASE_MS: i64 = 10 * 60 * 1000;
         let Some(deployer) = &self.settings.deploy else {
             return true;

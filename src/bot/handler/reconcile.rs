@@ -2,11 +2,18 @@
 //! and a lost merge queued again, then the default branch compared with the cloud and
 //! `fleet/drift` kept in place on its head.
 
+use sha2::{Digest, Sha256};
+
 use super::{Bot, BotError, Handled};
+use crate::bot::deploy::job::{ApplyJob, DRIFT_REPAIR, acknowledge};
+use crate::bot::guard::Trigger;
 use crate::bot::jobs::load_config;
 use crate::bot::reconcile::{ReconcileJob, drift, recovery_job};
-use crate::bot::report::drift::DRIFT_CHECK;
+use crate::bot::render::DRIFT_ISSUE_MARKER;
+use crate::bot::report::drift::{DRIFT_CHECK, DriftReport, Repair};
 use crate::github::{CheckOutput, CheckRunPayload, RepoClient, RepoName};
+use crate::store::queue::{now_ms, pr_key};
+use crate::store::{NewJob, ReviewedPlan};
 
 impl Bot {
     pub(super) async fn run_reconcile(
@@ -44,6 +51,7 @@ impl Bot {
         // acknowledgement). Asking again is safe: the request is the merge's own, whose job id
         // and acknowledgement make a second ask change nothing.
         let applies = self.settings.deploy.is_some() && config.config.apply.applies_on_merge();
+        let mut merge_queued = false;
         if applies
             && !repo
                 .own_check_run_concluded(crate::bot::deploy::APPLY_CHECK, &head)
@@ -56,6 +64,7 @@ impl Bot {
             {
                 tracing::info!(repo = %job.repo, "reconcile: the merge at the head was never applied; queued its apply");
                 recovered += queued.len();
+                merge_queued = !queued.is_empty();
                 jobs.extend(queued);
             }
         }
@@ -64,7 +73,19 @@ impl Bot {
         // failing one on every repository.
         let conclusion = if self.settings.cloud.is_some() {
             let report = drift(&repo, &self.settings, &config, &branch, &head).await;
-            match publish(&repo, &report, &self.alias_key(job.installation_id)).await {
+            let alias_key = self.alias_key(job.installation_id);
+            // `drift: apply`. Not beside the merge's own apply this pass queued: that one
+            // applies the head whole, and the next pass sees what is left.
+            if config.config.drift.apply && !merge_queued {
+                jobs.extend(self.repair_drift(&repo, &report, id).await?);
+            }
+            if config.config.drift.issue
+                && let Err(e) = track(&repo, &report, &alias_key).await
+            {
+                // The issue is a convenience beside the check run; the next pass tries again.
+                tracing::warn!(repo = %job.repo, "reconcile: the drift issue could not be kept: {e}");
+            }
+            match publish(&repo, &report, &alias_key).await {
                 Ok(()) => {
                     tracing::info!(repo = %job.repo, fleets = report.fleets.len(), title = %report.title(), "drift compared");
                     report.conclusion()
@@ -94,6 +115,79 @@ impl Bot {
     }
 }
 
+impl Bot {
+    /// The apply that re-applies the fleets `report` found drifted and repairable, held to
+    /// the plans the pass published: the guard refuses a fleet whose plan changed since, and
+    /// a repair never deletes, replaces or shrinks. `None` when nothing is to be repaired.
+    async fn repair_drift(
+        &self,
+        repo: &RepoClient,
+        report: &DriftReport,
+        pass_id: &str,
+    ) -> Result<Option<NewJob>, BotError> {
+        let Some(deployer) = &self.settings.deploy else {
+            return Ok(None);
+        };
+        let repairs: Vec<(&str, &Repair)> = report
+            .fleets
+            .iter()
+            .filter_map(|f| f.repair.as_ref().map(|r| (f.path.as_str(), r)))
+            .collect();
+        if repairs.is_empty() {
+            return Ok(None);
+        }
+        let repo_name = repo.repo().to_string();
+        for (path, repair) in &repairs {
+            let plan = ReviewedPlan {
+                pr_key: pr_key(&repo_name, DRIFT_REPAIR),
+                head_sha: report.head_sha.clone(),
+                fleet_path: path.to_string(),
+                digest: repair.digest.clone(),
+                summary: repair.summary.clone(),
+                recorded_at: now_ms(),
+            };
+            // Fail closed: a repair whose plan is not on record would be refused anyway.
+            if let Err(e) = deployer.state.record_reviewed_plan(&plan).await {
+                tracing::warn!(repo = %repo_name, "reconcile: cannot record a drift repair's plan: {e}");
+                return Ok(None);
+            }
+        }
+        // One repair per pass, the same on a retry of the pass.
+        let origin = format!(
+            "drift-{}",
+            &hex::encode(Sha256::digest(pass_id.as_bytes()))[..16]
+        );
+        let job_id = ApplyJob::job_id(&repo_name, DRIFT_REPAIR, &report.head_sha, &origin);
+        if !self.claim_acknowledgement(&job_id, pass_id).await {
+            return Ok(None);
+        }
+        let run = acknowledge(
+            repo,
+            &report.head_sha,
+            &super::apply::external_id(DRIFT_REPAIR, &origin),
+        )
+        .await?;
+        let mut paths: Vec<String> = repairs.iter().map(|(p, _)| p.to_string()).collect();
+        paths.sort();
+        let apply = ApplyJob {
+            repo: repo_name.clone(),
+            installation_id: repo.installation_id(),
+            number: DRIFT_REPAIR,
+            sha: report.head_sha.clone(),
+            head_sha: report.head_sha.clone(),
+            base_sha: String::new(),
+            trigger: Trigger::Drift,
+            actor: "fleetbot".into(),
+            check_run_id: run.id,
+            check_run_url: run.html_url,
+            paths,
+            removed: Vec::new(),
+        };
+        tracing::info!(repo = %repo_name, fleets = apply.paths.len(), "reconcile: queued a drift repair");
+        Ok(Some(apply.to_job(&origin)))
+    }
+}
+
 /// `fleet/drift` on the head, updated in place while the head stays.
 async fn publish(
     repo: &RepoClient,
@@ -115,5 +209,27 @@ async fn publish(
         actions: Vec::new(),
     };
     repo.publish_check_run_in_place(&run).await?;
+    Ok(())
+}
+
+/// The tracking issue, brought in line with the report: opened (or reopened) and kept current
+/// while not in sync, closed once in sync. Nothing is opened for a repository in sync.
+async fn track(
+    repo: &RepoClient,
+    report: &crate::bot::report::drift::DriftReport,
+    alias_key: &[u8],
+) -> Result<(), BotError> {
+    let scanner = crate::bot::pr::output_scanner(alias_key);
+    let (title, body, open) = crate::bot::render::render_drift_issue(report, &scanner);
+    match repo.tracking_issue(DRIFT_ISSUE_MARKER).await? {
+        Some(issue) if issue.open == open && issue.title == title && issue.body == body => {}
+        // Closed and in sync: it stays closed with the text it was closed with.
+        Some(issue) if !issue.open && !open => {}
+        Some(issue) => repo.update_issue(issue.number, &title, &body, open).await?,
+        None if open => {
+            repo.create_issue(&title, &body).await?;
+        }
+        None => {}
+    }
     Ok(())
 }

@@ -62,3 +62,27 @@ pub fn render_drift(report: &DriftReport, scanner: &Scanner) -> String {
     );
     super::redact_private(scanner, &out)
 }
+
+/// The first line of the drift tracking issue, by which the App finds it again.
+pub const DRIFT_ISSUE_MARKER: &str = "<!-- fleetbot:drift -->";
+
+/// The drift tracking issue: its title, its body, and whether it should be open. Open exactly
+/// when `fleet/drift` is not a success, since both are decided by the same report.
+pub fn render_drift_issue(report: &DriftReport, scanner: &Scanner) -> (String, String, bool) {
+    let open = report.conclusion() != crate::github::CheckConclusion::Success;
+    let title = if open {
+        format!("Fleet drift on {}: {}", report.branch, report.title())
+    } else {
+        format!("Fleet drift on {}: back in sync", report.branch)
+    };
+    let lead = if open {
+        "fleetbot found the default branch's fleets out of step with the cloud. This issue is updated by every reconcile pass and closed once they are back in sync."
+    } else {
+        "Back in sync: fleetbot closed this issue. It reopens it if the fleets drift again."
+    };
+    let body = format!(
+        "{DRIFT_ISSUE_MARKER}\n{lead}\n\n{}",
+        render_drift(report, scanner)
+    );
+    (super::redact_private(scanner, &title), body, open)
+}

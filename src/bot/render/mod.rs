@@ -26,7 +26,7 @@ use crate::privacy::{RuleId, Scanner};
 mod drift;
 mod escape;
 
-pub use drift::render_drift;
+pub use drift::{DRIFT_ISSUE_MARKER, render_drift, render_drift_issue};
 
 /// Finds the sticky comment again; never changes once shipped.
 pub const COMMENT_MARKER: &str = "<!-- fleetbot:pr-comment v1 -->";

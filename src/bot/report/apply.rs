@@ -153,7 +153,8 @@ impl ApplyReport {
 
     /// Whether the Apply button (and `/apply`) could resolve it.
     pub fn offers_apply(&self) -> bool {
-        self.conclusion() == CheckConclusion::ActionRequired
+        // A drift repair has no pull request to `/apply` on: the next pass repairs again.
+        self.trigger != Trigger::Drift && self.conclusion() == CheckConclusion::ActionRequired
     }
 
     /// The check's title, one line.

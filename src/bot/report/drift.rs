@@ -40,6 +40,19 @@ pub struct FleetDrift {
     pub differences: Vec<Difference>,
     /// Why it could not be compared (`Unreadable`, `Invalid`) or was not (`NotPlanned`).
     pub note: String,
+    /// What `drift: apply` may re-apply: set when drifted in a way an apply restores without
+    /// deleting, replacing or shrinking anything, and without a problem.
+    #[serde(skip)]
+    pub repair: Option<Repair>,
+}
+
+/// The plan a drift repair is held to: the apply re-plans and applies only if its plan is
+/// still this one, as a merge applies only the plan its pull request was reviewed with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    pub digest: String,
+    /// [`crate::bot::guard::ReviewSummary`] as JSON, recorded as the reviewed plan.
+    pub summary: String,
 }
 
 /// Whether a fleet matches the cloud.
@@ -159,6 +172,7 @@ impl FleetDrift {
             },
             differences,
             note: String::new(),
+            repair: None,
         }
     }
 
@@ -175,6 +189,7 @@ impl FleetDrift {
             state,
             differences: Vec::new(),
             note: note.to_string(),
+            repair: None,
         }
     }
 }

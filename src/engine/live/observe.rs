@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::prune::ObservedPrune;
+use super::reads::{ReadCache, Reader};
 use super::types::{Problem, ProblemKind};
 use crate::cloud::domain::*;
 use crate::engine::desired::{DesiredFilesystem, DesiredProject, DesiredTarget};
@@ -102,7 +103,7 @@ fn identity_problems(
 /// The project a desired project names: by its pinned ID, else by its display name in the
 /// tenant's listing.
 async fn find_project<C: Cloud>(
-    cloud: &C,
+    cloud: Reader<'_, C>,
     desired: &DesiredProject,
     listing: Option<&[Project]>,
     problems: &mut Vec<Problem>,
@@ -167,7 +168,7 @@ fn needs_releases(target: &DesiredTarget, record: Option<&TargetRecord>) -> bool
 /// per project and resource kind; node groups (whose parent is the cluster in the Nebius API)
 /// and releases (listed by cluster) per cluster that has them, several at once.
 async fn read_project<C: Cloud>(
-    cloud: &C,
+    cloud: Reader<'_, C>,
     project: &Project,
     desired: &DesiredProject,
     targets: &[DesiredTarget],
@@ -227,7 +228,7 @@ async fn read_project<C: Cloud>(
 
 /// One cluster's node groups, and its releases when `releases`.
 async fn read_cluster<C: Cloud>(
-    cloud: &C,
+    cloud: Reader<'_, C>,
     project_id: &str,
     cluster_id: String,
     releases: bool,
@@ -243,7 +244,7 @@ async fn read_cluster<C: Cloud>(
 
 /// One desired project: found, checked and read.
 async fn observe_project<C: Cloud>(
-    cloud: &C,
+    cloud: Reader<'_, C>,
     tenant_id: &str,
     desired: &DesiredProject,
     listing: Option<&[Project]>,
@@ -272,14 +273,20 @@ async fn observe_project<C: Cloud>(
 }
 
 /// Reads what exists for the desired projects and targets (`records`: the inventory's
-/// targets of the fleet, which say where an add-on release may be). Reads only.
+/// targets of the fleet, which say where an add-on release may be). Reads only; a listing
+/// `reads` already holds is not read again.
 pub async fn observe<C: Cloud>(
     cloud: &C,
+    reads: &ReadCache,
     tenant_id: &str,
     projects: &[DesiredProject],
     targets: &[DesiredTarget],
     records: &[TargetRecord],
 ) -> CloudResult<Observed> {
+    let cloud = Reader {
+        cloud,
+        cache: reads,
+    };
     let mut observed = Observed {
         tenant_id: tenant_id.to_string(),
         ..Default::default()

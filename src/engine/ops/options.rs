@@ -40,6 +40,9 @@ pub struct LifecycleOptions {
     /// declares (only when the whole spec is selected). Without it deploy never deletes a
     /// target: it reports them as kept.
     pub prune: bool,
+    /// Listings shared with the other plans of a reconcile pass or a pull-request head; `None`
+    /// reads everything afresh (every apply).
+    pub reads: Option<Arc<crate::engine::live::ReadCache>>,
 }
 
 impl Default for LifecycleOptions {
@@ -57,6 +60,7 @@ impl Default for LifecycleOptions {
             ssh_public_key: String::new(),
             spec_path: "fleet.yaml".into(),
             prune: false,
+            reads: None,
         }
     }
 }

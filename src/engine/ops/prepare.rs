@@ -108,8 +108,23 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
     let projects = desired::desired_projects(spec, &selected, prefix);
     let targets = desired_targets(spec, &selected, &options.ssh_public_key)?;
     let project_list: Vec<DesiredProject> = projects.iter().map(|(_, p)| p.clone()).collect();
-    let mut observed =
-        live::observe(cloud, tenant_id, &project_list, &targets, &target_records).await?;
+    let fresh;
+    let reads = match &options.reads {
+        Some(shared) => shared.as_ref(),
+        None => {
+            fresh = live::ReadCache::default();
+            &fresh
+        }
+    };
+    let mut observed = live::observe(
+        cloud,
+        reads,
+        tenant_id,
+        &project_list,
+        &targets,
+        &target_records,
+    )
+    .await?;
     let orphans = undeclared(spec, options, &target_records);
     observed.pruned = live::observe_pruned(cloud, &spec.name, &orphans, &project_records).await?;
     let plan = live::plan(

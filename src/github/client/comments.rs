@@ -24,10 +24,10 @@ pub enum StickyComment {
 }
 
 #[derive(Deserialize)]
-struct WireUser {
-    login: String,
+pub(super) struct WireUser {
+    pub login: String,
     #[serde(rename = "type", default)]
-    kind: String,
+    pub kind: String,
 }
 
 #[derive(Deserialize)]
@@ -177,7 +177,7 @@ fn is_own(c: &IssueComment, bot_login: &str) -> bool {
 }
 
 /// Whether `body`'s first line is exactly `marker` (trailing white space aside).
-fn opens_with_marker(body: &str, marker: &str) -> bool {
+pub(super) fn opens_with_marker(body: &str, marker: &str) -> bool {
     body.lines()
         .next()
         .is_some_and(|first| first.trim_end() == marker)

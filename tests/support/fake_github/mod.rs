@@ -213,6 +213,18 @@ pub struct Comment {
 }
 
 #[derive(Debug, Clone)]
+pub struct Issue {
+    pub number: u64,
+    pub repo: String,
+    pub title: String,
+    pub body: String,
+    /// `open` or `closed`.
+    pub state: String,
+    pub user: String,
+    pub edits: usize,
+}
+
+#[derive(Debug, Clone)]
 pub struct CheckRun {
     pub id: u64,
     pub repo: String,
@@ -251,6 +263,8 @@ pub struct World {
     /// `(repo, user)` → role (`admin`, `maintain`, `write`, `triage`, `read`).
     pub roles: BTreeMap<(String, String), String>,
     pub comments: BTreeMap<u64, Comment>,
+    /// Issues (not pull requests), by number.
+    pub issues: BTreeMap<u64, Issue>,
     pub check_runs: BTreeMap<u64, CheckRun>,
     pub reactions: Vec<(String, u64, String)>,
     pub requests: Vec<Recorded>,
@@ -832,6 +846,36 @@ fn comment_json(w: &World, c: &Comment) -> Value {
     v
 }
 
+fn issue_json(w: &World, i: &Issue) -> Value {
+    let mut v = openapi().example("issues/create", 201);
+    v["number"] = json!(i.number);
+    v["id"] = json!(i.number);
+    v["title"] = json!(i.title);
+    v["body"] = json!(i.body);
+    v["state"] = json!(i.state);
+    v["state_reason"] = if i.state == "closed" {
+        json!("completed")
+    } else {
+        Value::Null
+    };
+    v["closed_at"] = if i.state == "closed" {
+        json!(iso(now_secs()))
+    } else {
+        Value::Null
+    };
+    v["user"]["login"] = json!(i.user);
+    v["user"]["type"] = json!("Bot");
+    v["labels"] = json!([]);
+    let object = v.as_object_mut().unwrap();
+    object.remove("pull_request");
+    v["html_url"] = json!(format!("https://github.com/{}/issues/{}", i.repo, i.number));
+    v["url"] = json!(format!(
+        "{}/repos/{}/issues/{}",
+        w.base_url, i.repo, i.number
+    ));
+    v
+}
+
 fn check_run_json(w: &World, r: &CheckRun) -> Value {
     let mut v = openapi().example("checks/create", 201);
     v["id"] = json!(r.id);
@@ -1241,6 +1285,70 @@ fn respond(
                 let c = c.clone();
                 Answer::json(200, comment_json(w, &c))
             }
+        }
+        "issues/list-for-repo" => {
+            let get = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.clone());
+            let state = get("state").unwrap_or_else(|| "open".into());
+            let creator = get("creator");
+            let all: Vec<Value> = w
+                .issues
+                .values()
+                .rev()
+                .filter(|i| i.repo == full && (state == "all" || i.state == state))
+                .filter(|i| {
+                    creator
+                        .as_ref()
+                        .is_none_or(|c| c.eq_ignore_ascii_case(&i.user))
+                })
+                .map(|i| issue_json(w, i))
+                .collect();
+            let (slice, headers) = page(&all, query, &base_url, path);
+            Answer {
+                status: 200,
+                body: Value::Array(slice),
+                headers,
+                raw: None,
+            }
+        }
+        "issues/create" => {
+            let b = body.cloned().unwrap_or_default();
+            let number = w.next_id();
+            let issue = Issue {
+                number,
+                repo: full,
+                title: b["title"].as_str().unwrap_or_default().into(),
+                body: b["body"].as_str().unwrap_or_default().into(),
+                state: "open".into(),
+                user: w.caller.clone(),
+                edits: 0,
+            };
+            let v = issue_json(w, &issue);
+            w.issues.insert(number, issue);
+            Answer::json(201, v)
+        }
+        "issues/update" => {
+            let b = body.cloned().unwrap_or_default();
+            let caller = w.caller.clone();
+            let Some(issue) = w.issues.get_mut(&num("issue_number")) else {
+                return not_found();
+            };
+            if issue.user != caller {
+                w.violations
+                    .push(format!("{operation}: the bot edited someone else's issue"));
+                return Answer::json(403, json!({"message": "Forbidden"}));
+            }
+            if let Some(t) = b["title"].as_str() {
+                issue.title = t.into();
+            }
+            if let Some(t) = b["body"].as_str() {
+                issue.body = t.into();
+            }
+            if let Some(t) = b["state"].as_str() {
+                issue.state = t.into();
+            }
+            issue.edits += 1;
+            let issue = issue.clone();
+            Answer::json(200, issue_json(w, &issue))
         }
         "reactions/create-for-issue-comment" => {
             let content = body
