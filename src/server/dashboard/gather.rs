@@ -9,6 +9,7 @@ use super::view::{
     ApplyView, ClusterView, DashboardView, FleetView, JobView, LockView, QuotaView, RepositoryView,
     ReviewState, ReviewView, SpecView,
 };
+use crate::bot::deploy::job::DRIFT_REPAIR;
 use crate::bot::guard::ReviewSummary;
 use crate::privacy::Scanner;
 use crate::store::{ApplyRun, AuditEntry, Lease, OverviewStore, ReviewedPlan, TargetRecord};
@@ -135,7 +136,8 @@ fn requested(plans: &[ReviewedPlan], audit: &[AuditEntry]) -> super::quota::Requ
             continue;
         }
         match split_pr_key(&plan.pr_key) {
-            Some(pr) if !closed.contains(&pr) => {}
+            // A drift repair's plan (number 0) is no pull request's request.
+            Some(pr) if !closed.contains(&pr) && pr.1 != DRIFT_REPAIR => {}
             _ => continue,
         }
         for r in ReviewSummary::parse(&plan.summary).requested {
@@ -230,7 +232,9 @@ fn repositories(
     }
     let mut reviews: BTreeMap<SpecKey, (ReviewView, String)> = BTreeMap::new();
     for plan in plans {
-        if let Some((repo, pr)) = split_pr_key(&plan.pr_key) {
+        if let Some((repo, pr)) = split_pr_key(&plan.pr_key)
+            && pr != DRIFT_REPAIR
+        {
             let key = entry(&repo, &plan.fleet_path);
             reviews.entry(key).or_insert_with(|| {
                 let summary = ReviewSummary::parse(&plan.summary);
