@@ -56,6 +56,12 @@ pub struct Core {
     pub kube_api: Option<(String, String)>,
     /// The S3 endpoint's `host:port`, once it listens.
     pub s3_api: Option<String>,
+    /// Bumped by every mutable reach into the resources ([`Core::items_mut`]).
+    generation: u64,
+    /// What [`Core::present_kube_api`] last presented: the generation, base URL and CA. A
+    /// read of a 1,000-cluster world would otherwise rewrite every cluster's endpoint and
+    /// compare every CA on each call.
+    kube_presented: Option<(u64, String, String)>,
 }
 
 impl Core {
@@ -67,9 +73,17 @@ impl Core {
     /// Points every running cluster's status at the Kubernetes API as it listens now (the
     /// port changes between runs; the stored state keeps the last one).
     pub fn present_kube_api(&mut self) {
-        let Some((base, ca)) = self.kube_api.clone() else {
+        let Some((base, ca)) = &self.kube_api else {
             return;
         };
+        if let Some((generation, b, c)) = &self.kube_presented
+            && *generation == self.generation
+            && b == base
+            && c == ca
+        {
+            return;
+        }
+        let (base, ca) = (base.clone(), ca.clone());
         for cluster in &mut self.state.clusters {
             let id = cluster.id().to_string();
             let Some(plane) = cluster
@@ -91,6 +105,14 @@ impl Core {
                 auth.cluster_ca_certificate = ca.clone();
             }
         }
+        self.kube_presented = Some((self.generation, base, ca));
+    }
+
+    /// A kind's resources, to change: every mutation goes through here, so the presentation
+    /// passes know when there is something new to present.
+    pub(crate) fn items_mut<R: crate::sim::resources::Resource>(&mut self) -> &mut Vec<R> {
+        self.generation += 1;
+        R::items_mut(&mut self.state)
     }
 
     /// Points every bucket's domain name at the S3 endpoint as it listens now, and applies

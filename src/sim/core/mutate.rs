@@ -61,7 +61,7 @@ impl Core {
             return self.conclude(ctx, op, "create", 0, Some(failure));
         }
         resource.set_phase(Phase::Creating, &region);
-        R::items_mut(&mut self.state).push(resource);
+        self.items_mut::<R>().push(resource);
         if R::KIND == "project" {
             self.create_default_network(&id)?;
         }
@@ -187,10 +187,7 @@ impl Core {
             return self.conclude(ctx, op, "update", 0, Some(failure));
         }
         next.set_phase(Phase::Updating, &region);
-        if let Some(slot) = R::items_mut(&mut self.state)
-            .iter_mut()
-            .find(|r| r.id() == id)
-        {
+        if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
             *slot = next;
         }
         self.conclude(ctx, op, "update", latency_ms, None)
@@ -223,10 +220,7 @@ impl Core {
         }
         let region = self.region_of(&current);
         let op = self.new_operation(R::SERVICE, &region, format!("Delete {}", R::KIND), id, ctx);
-        if let Some(slot) = R::items_mut(&mut self.state)
-            .iter_mut()
-            .find(|r| r.id() == id)
-        {
+        if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
             slot.set_phase(Phase::Deleting, &region);
         }
         self.conclude(ctx, op, "delete", latency_ms, None)

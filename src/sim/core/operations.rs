@@ -190,8 +190,9 @@ impl Core {
             self.release(&region, &current.charges(), &p.resource_id);
             // A bucket's objects go with it.
             self.state.objects.retain(|o| o.bucket_id != p.resource_id);
-            R::items_mut(&mut self.state).retain(|r| r.id() != p.resource_id);
-        } else if let Some(slot) = R::items_mut(&mut self.state)
+            self.items_mut::<R>().retain(|r| r.id() != p.resource_id);
+        } else if let Some(slot) = self
+            .items_mut::<R>()
             .iter_mut()
             .find(|r| r.id() == p.resource_id)
         {

@@ -29,6 +29,8 @@ impl Core {
             issued_tokens: HashMap::new(),
             kube_api: None,
             s3_api: None,
+            generation: 0,
+            kube_presented: None,
         };
         match core.state_file.clone() {
             Some(path) if path.exists() => {
