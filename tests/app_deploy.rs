@@ -1300,6 +1300,13 @@ async fn drift_apply_repairs_a_change_by_hand_and_the_tracking_issue_follows() {
     live.comment(602, "admin-ada", "/reconcile").await;
     let drifted = live.drift_run(&main_head, "failure").await;
     assert_eq!(drifted.id, first.id);
+    assert!(
+        drifted
+            .summary
+            .contains("Queued for a drift repair (`drift.apply`)"),
+        "{}",
+        drifted.summary
+    );
     let issue = eventually("the drift issue", || {
         live.gh.world().issues.values().next().cloned()
     })
@@ -1371,6 +1378,13 @@ async fn drift_apply_repairs_a_change_by_hand_and_the_tracking_issue_follows() {
         live.applied(&main_head, 1).await.len(),
         1,
         "no second repair"
+    );
+    let left = live.drift_run(&main_head, "failure").await;
+    assert!(
+        left.summary
+            .contains("Not repaired automatically: re-applying would delete, replace or shrink"),
+        "{}",
+        left.summary
     );
     resize_gpu_pool_by_hand(&live, "fleet1-test-a", 1, "by-hand-back").await;
     live.comment(605, "admin-ada", "/reconcile").await;

@@ -141,6 +141,7 @@ pub async fn drift(
         cloud: String::new(),
         fleets: Vec::new(),
         unlisted: None,
+        repairs: false,
     };
     let Some(cloud) = settings.cloud.as_ref() else {
         report.unlisted = Some("fleetbot has no cloud configured to compare with".into());

@@ -72,12 +72,16 @@ impl Bot {
         // Without a cloud there is nothing to compare with: no `fleet/drift` rather than a
         // failing one on every repository.
         let conclusion = if self.settings.cloud.is_some() {
-            let report = drift(&repo, &self.settings, &config, &branch, &head).await;
+            let mut report = drift(&repo, &self.settings, &config, &branch, &head).await;
             let alias_key = self.alias_key(job.installation_id);
             // `drift: apply`. Not beside the merge's own apply this pass queued: that one
             // applies the head whole, and the next pass sees what is left.
             if config.config.drift.apply && !merge_queued {
-                jobs.extend(self.repair_drift(&repo, &report, id).await?);
+                let repair = self.repair_drift(&repo, &report, id).await?;
+                // Said on the report only when it is so: every repairable fleet is queued.
+                let wanted = report.fleets.iter().any(|f| f.repair.is_some());
+                report.repairs = self.settings.deploy.is_some() && (repair.is_some() || !wanted);
+                jobs.extend(repair);
             }
             if config.config.drift.issue
                 && let Err(e) = track(&repo, &report, &alias_key).await

@@ -56,6 +56,13 @@ pub fn render_drift(report: &DriftReport, scanner: &Scanner) -> String {
                 f.differences.len() - MAX_LINES
             ));
         }
+        if report.repairs {
+            out.push_str(if f.repair.is_some() {
+                "\nQueued for a drift repair (`drift.apply`): its result is `fleet/apply` on this commit.\n"
+            } else {
+                "\nNot repaired automatically: re-applying would delete, replace or shrink something, or the plan has a problem. Change the spec, or restore the cloud by hand.\n"
+            });
+        }
     }
     out.push_str(
         "\nThe live state is read again every reconcile interval (`drift.interval_minutes` in `.fleetbot.yml`) and by `/reconcile`; this check run is updated in place while the default branch's head stays.\n",

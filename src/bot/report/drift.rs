@@ -27,6 +27,9 @@ pub struct DriftReport {
     pub fleets: Vec<FleetDrift>,
     /// Why the specs could not be listed at all (the tree was cut, the config is invalid).
     pub unlisted: Option<String>,
+    /// This pass queues a drift repair (`drift.apply`) for the fleets with a [`Repair`]; the
+    /// others that drifted are left for a person.
+    pub repairs: bool,
 }
 
 /// One spec of the default branch.
@@ -279,6 +282,7 @@ mod tests {
             cloud: "Nebius".into(),
             fleets,
             unlisted: None,
+            repairs: false,
         }
     }
 
