@@ -429,7 +429,7 @@ async fn a_plan_that_drifted_since_review_waits_for_a_maintainer() {
         .await;
     // The cloud drifts after review: b's GPU pool is scaled to zero out of band (growing it
     // back is not destructive, so /apply may apply it without /approve-destroy).
-    drift_gpu_pool(&live, "fleet1-test-b", 0).await;
+    resize_gpu_pool_by_hand(&live, "fleet1-test-b", 0, "drift-by-hand").await;
     live.sim.service.clear_call_log();
     live.merge(&sha(90), "merge-1").await;
     let runs = live.applied(&sha(90), 1).await;
@@ -477,25 +477,6 @@ async fn a_plan_that_drifted_since_review_waits_for_a_maintainer() {
     live.gh.assert_clean();
     live.assert_ids_kept().await;
     live.app.stop().await;
-}
-
-/// Sets the GPU pool of `project`'s cluster to `count` nodes, as someone in the console would.
-async fn drift_gpu_pool(live: &Live, project: &str, count: i64) {
-    let client = support::client(&live.sim);
-    let projects = client.list_projects(&live.tenant).await.unwrap();
-    let p = projects.iter().find(|p| p.name == project).unwrap();
-    let cluster = client.list_clusters(&p.id).await.unwrap().remove(0);
-    let groups = client.list_node_groups(&cluster.id).await.unwrap();
-    let gpu = groups
-        .into_iter()
-        .find(|g| g.spec.platform.starts_with("gpu"))
-        .unwrap();
-    let mut spec = gpu.spec.clone();
-    spec.node_count = count;
-    client
-        .update_node_group(&gpu.id, &spec, &gpu.labels, "drift-by-hand")
-        .await
-        .unwrap();
 }
 
 #[tokio::test]
@@ -1081,23 +1062,27 @@ async fn verify_after_apply_reports_storage_on_the_applied_commit() {
     live.assert_ids_kept().await;
 }
 
-/// Resizes `project`'s GPU node group directly in the cloud (outside fleetbot), with its own
-/// idempotency key so a later resize is a new request.
-async fn resize_gpu_pool_by_hand(live: &Live, project: &str, count: i64, key: &str) {
+/// `project`'s first cluster's GPU node group, read from the simulator.
+async fn gpu_pool(live: &Live, project: &str) -> fleetbot::cloud::domain::NodeGroup {
     let client = support::client(&live.sim);
     let projects = client.list_projects(&live.tenant).await.unwrap();
     let p = projects.iter().find(|p| p.name == project).unwrap();
     let cluster = client.list_clusters(&p.id).await.unwrap().remove(0);
-    let gpu = client
+    client
         .list_node_groups(&cluster.id)
         .await
         .unwrap()
         .into_iter()
         .find(|g| g.spec.platform.starts_with("gpu"))
-        .unwrap();
+        .unwrap()
+}
+
+/// Resizes `project`'s GPU pool outside fleetbot (`key`: the call's idempotency key).
+async fn resize_gpu_pool_by_hand(live: &Live, project: &str, count: i64, key: &str) {
+    let gpu = gpu_pool(live, project).await;
     let mut spec = gpu.spec.clone();
     spec.node_count = count;
-    client
+    support::client(&live.sim)
         .update_node_group(&gpu.id, &spec, &gpu.labels, key)
         .await
         .unwrap();
@@ -1253,21 +1238,9 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
     live.app.stop().await;
 }
 
-/// The GPU pool's node count of `project`'s cluster, read from the simulator.
+/// The node count of `project`'s GPU pool.
 async fn gpu_pool_count(live: &Live, project: &str) -> i64 {
-    let client = support::client(&live.sim);
-    let projects = client.list_projects(&live.tenant).await.unwrap();
-    let p = projects.iter().find(|p| p.name == project).unwrap();
-    let cluster = client.list_clusters(&p.id).await.unwrap().remove(0);
-    client
-        .list_node_groups(&cluster.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|g| g.spec.platform.starts_with("gpu"))
-        .unwrap()
-        .spec
-        .node_count
+    gpu_pool(live, project).await.spec.node_count
 }
 
 /// Issue 20, item 1's options: with `drift: {issue: true, apply: true}` a change made by hand

@@ -315,29 +315,37 @@ async fn inspect(sim: &SimProcess, dir: &std::path::Path) -> (Vec<String>, Vec<S
     (duplicated, orphaned, quiet)
 }
 
+/// A campaign setting from the environment, or its default.
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The seed `name` replays, or a fresh one; always odd (the generator's state).
+fn seed_from_env(name: &str) -> u64 {
+    let fresh = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    };
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(fresh)
+        | 1
+}
+
 #[tokio::test]
 #[ignore = "minutes long: run by scripts/crash-campaign.sh"]
 async fn a_killed_apply_converges_without_duplicates_or_orphans() {
-    let trials: usize = std::env::var("CRASH_TRIALS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50);
-    let seed: u64 = std::env::var("CRASH_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
-        | 1;
+    let trials: usize = env_or("CRASH_TRIALS", 50);
+    let seed = seed_from_env("CRASH_SEED");
     let mut rng = Rng(seed);
     // Kills land anywhere from the merge delivery to well past a whole apply's length.
-    let window_ms = std::env::var("CRASH_WINDOW_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1400);
+    let window_ms: u64 = env_or("CRASH_WINDOW_MS", 1400);
     println!("crash campaign: {trials} trials, seed {seed}, kill window {window_ms} ms");
     let mut results = Vec::new();
     for i in 0..trials {
@@ -733,24 +741,9 @@ where
 #[tokio::test]
 #[ignore = "minutes long: run by scripts/fault-campaign.sh"]
 async fn a_fault_campaign_loses_nothing_and_converges() {
-    let runs: usize = std::env::var("FAULT_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    let fleets: usize = std::env::var("FAULT_FLEETS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4);
-    let seed: u64 = std::env::var("FAULT_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
-        | 1;
+    let runs: usize = env_or("FAULT_RUNS", 3);
+    let fleets: usize = env_or("FAULT_FLEETS", 4);
+    let seed = seed_from_env("FAULT_SEED");
     let mut rng = Rng(seed);
     println!("fault campaign: {runs} runs of {fleets} merges, seed {seed}");
     let mut totals = Campaign::default();

@@ -152,40 +152,19 @@ pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
     }
 }
 
-impl<C, S> FleetApplier for super::live::CloudPlanner<C, S>
+impl<C, S> super::live::CloudPlanner<C, S>
 where
     C: Cloud + Clone + 'static,
     S: InventoryStore + Clone + 'static,
 {
-    fn apply_fleet<'a>(
+    /// Deploys the spec's mk8s targets, all of them or the `(projects, clusters)` selected
+    /// (empty: no filter); `prune` applies only to the whole spec, as in the engine.
+    fn apply_selected<'a>(
         &'a self,
         spec: &'a FleetSpec,
         tenant_id: &'a str,
         prune: bool,
-        progress: Progress,
-    ) -> LiveFuture<'a, DeployResult> {
-        Box::pin(async move {
-            let (mk8s, _) = mk8s_only(spec);
-            let options = bot_options(&mk8s, prune);
-            deploy(
-                self.cloud(),
-                self.inventory(),
-                &mk8s,
-                tenant_id,
-                &options,
-                progress,
-            )
-            .await
-            .map_err(|e| public_error(&e))
-        })
-    }
-
-    fn apply_targets<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        only_projects: Vec<String>,
-        only_clusters: Vec<String>,
+        (only_projects, only_clusters): (Vec<String>, Vec<String>),
         progress: Progress,
     ) -> LiveFuture<'a, DeployResult> {
         Box::pin(async move {
@@ -193,7 +172,7 @@ where
             let options = LifecycleOptions {
                 only_projects,
                 only_clusters,
-                ..bot_options(&mk8s, false)
+                ..bot_options(&mk8s, prune)
             };
             deploy(
                 self.cloud(),
@@ -206,6 +185,40 @@ where
             .await
             .map_err(|e| public_error(&e))
         })
+    }
+}
+
+impl<C, S> FleetApplier for super::live::CloudPlanner<C, S>
+where
+    C: Cloud + Clone + 'static,
+    S: InventoryStore + Clone + 'static,
+{
+    fn apply_fleet<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        prune: bool,
+        progress: Progress,
+    ) -> LiveFuture<'a, DeployResult> {
+        self.apply_selected(spec, tenant_id, prune, (Vec::new(), Vec::new()), progress)
+    }
+
+    fn apply_targets<'a>(
+        &'a self,
+        spec: &'a FleetSpec,
+        tenant_id: &'a str,
+        only_projects: Vec<String>,
+        only_clusters: Vec<String>,
+        progress: Progress,
+    ) -> LiveFuture<'a, DeployResult> {
+        // Never prune: deletions happen once, after the last wave, with the whole spec.
+        self.apply_selected(
+            spec,
+            tenant_id,
+            false,
+            (only_projects, only_clusters),
+            progress,
+        )
     }
 
     fn fleet_status<'a>(&'a self, spec: &'a FleetSpec) -> LiveFuture<'a, StatusResult> {

@@ -21,12 +21,16 @@ pub type Wave = Vec<(usize, usize)>;
 /// that names it), then the rest in steps of `max_clusters` (one step when 0). Empty waves
 /// are dropped; soperator targets are the engine's whole-fleet apply's, not a wave's.
 pub fn plan_waves(rollout: &RolloutConfig, spec: &FleetSpec) -> Vec<Wave> {
-    let matches = |globs: &[String], text: &str| {
-        globs
-            .iter()
-            .filter_map(|g| glob_to_regex(g).ok())
-            .any(|re| re.is_match(text))
+    // Compiled once, not once per cluster: a fleet can have a thousand.
+    let compile = |globs: &[String]| -> Vec<regex::Regex> {
+        globs.iter().filter_map(|g| glob_to_regex(g).ok()).collect()
     };
+    let patterns: Vec<(Vec<regex::Regex>, Vec<regex::Regex>)> = rollout
+        .waves
+        .iter()
+        .map(|w| (compile(&w.projects), compile(&w.clusters)))
+        .collect();
+    let matches = |res: &[regex::Regex], text: &str| res.iter().any(|re| re.is_match(text));
     let mut waves: Vec<Wave> = vec![Vec::new(); rollout.waves.len()];
     let mut rest = Vec::new();
     for (p, project) in spec.projects.iter().enumerate() {
@@ -35,10 +39,9 @@ pub fn plan_waves(rollout: &RolloutConfig, spec: &FleetSpec) -> Vec<Wave> {
                 continue;
             }
             let key = project.key();
-            let wave = rollout
-                .waves
-                .iter()
-                .position(|w| matches(&w.projects, &key) || matches(&w.clusters, &cluster.name));
+            let wave = patterns.iter().position(|(projects, clusters)| {
+                matches(projects, &key) || matches(clusters, &cluster.name)
+            });
             match wave {
                 Some(w) => waves[w].push((p, c)),
                 None => rest.push((p, c)),

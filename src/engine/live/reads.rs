@@ -57,19 +57,21 @@ struct Counts {
 }
 
 /// The reads of one pass. Create one per reconcile pass or per head, share it by `Arc`.
+/// Each slot is named after the [`Cloud`] method whose answers it keeps.
 #[derive(Default)]
 pub struct ReadCache {
-    projects: Slot<Vec<Project>>,
-    project: Slot<Project>,
-    subnets: Slot<Vec<Subnet>>,
-    networks: Slot<Vec<Network>>,
-    clusters: Slot<Vec<Cluster>>,
-    filesystems: Slot<Vec<Filesystem>>,
-    gpu_clusters: Slot<Vec<GpuCluster>>,
-    buckets: Slot<Vec<Bucket>>,
-    node_groups: Slot<Vec<NodeGroup>>,
-    releases: Slot<Vec<Release>>,
-    filesystem: Slot<Filesystem>,
+    list_projects: Slot<Vec<Project>>,
+    get_project: Slot<Project>,
+    list_subnets: Slot<Vec<Subnet>>,
+    list_networks: Slot<Vec<Network>>,
+    list_clusters: Slot<Vec<Cluster>>,
+    list_filesystems: Slot<Vec<Filesystem>>,
+    list_gpu_clusters: Slot<Vec<GpuCluster>>,
+    list_buckets: Slot<Vec<Bucket>>,
+    list_node_groups: Slot<Vec<NodeGroup>>,
+    /// By cluster ID (the project is the cluster's).
+    list_releases: Slot<Vec<Release>>,
+    get_filesystem: Slot<Filesystem>,
     counts: Counts,
 }
 
@@ -113,82 +115,30 @@ impl<C> Clone for Reader<'_, C> {
 
 impl<C> Copy for Reader<'_, C> {}
 
+/// Reads of one ID argument, each through the cache slot of the same name.
+macro_rules! cached {
+    ($($method:ident -> $ty:ty;)*) => {
+        $(
+            pub async fn $method(&self, id: &str) -> CloudResult<$ty> {
+                let c = self.cache;
+                c.$method.get(id, &c.counts, || self.cloud.$method(id)).await
+            }
+        )*
+    };
+}
+
 impl<C: Cloud> Reader<'_, C> {
-    pub async fn list_projects(&self, tenant_id: &str) -> CloudResult<Vec<Project>> {
-        let c = self.cache;
-        c.projects
-            .get(tenant_id, &c.counts, || self.cloud.list_projects(tenant_id))
-            .await
-    }
-
-    pub async fn get_project(&self, id: &str) -> CloudResult<Project> {
-        let c = self.cache;
-        c.project
-            .get(id, &c.counts, || self.cloud.get_project(id))
-            .await
-    }
-
-    pub async fn list_subnets(&self, project_id: &str) -> CloudResult<Vec<Subnet>> {
-        let c = self.cache;
-        c.subnets
-            .get(project_id, &c.counts, || {
-                self.cloud.list_subnets(project_id)
-            })
-            .await
-    }
-
-    pub async fn list_networks(&self, project_id: &str) -> CloudResult<Vec<Network>> {
-        let c = self.cache;
-        c.networks
-            .get(project_id, &c.counts, || {
-                self.cloud.list_networks(project_id)
-            })
-            .await
-    }
-
-    pub async fn list_clusters(&self, project_id: &str) -> CloudResult<Vec<Cluster>> {
-        let c = self.cache;
-        c.clusters
-            .get(project_id, &c.counts, || {
-                self.cloud.list_clusters(project_id)
-            })
-            .await
-    }
-
-    pub async fn list_filesystems(&self, project_id: &str) -> CloudResult<Vec<Filesystem>> {
-        let c = self.cache;
-        c.filesystems
-            .get(project_id, &c.counts, || {
-                self.cloud.list_filesystems(project_id)
-            })
-            .await
-    }
-
-    pub async fn list_gpu_clusters(&self, project_id: &str) -> CloudResult<Vec<GpuCluster>> {
-        let c = self.cache;
-        c.gpu_clusters
-            .get(project_id, &c.counts, || {
-                self.cloud.list_gpu_clusters(project_id)
-            })
-            .await
-    }
-
-    pub async fn list_buckets(&self, project_id: &str) -> CloudResult<Vec<Bucket>> {
-        let c = self.cache;
-        c.buckets
-            .get(project_id, &c.counts, || {
-                self.cloud.list_buckets(project_id)
-            })
-            .await
-    }
-
-    pub async fn list_node_groups(&self, cluster_id: &str) -> CloudResult<Vec<NodeGroup>> {
-        let c = self.cache;
-        c.node_groups
-            .get(cluster_id, &c.counts, || {
-                self.cloud.list_node_groups(cluster_id)
-            })
-            .await
+    cached! {
+        list_projects -> Vec<Project>;
+        get_project -> Project;
+        list_subnets -> Vec<Subnet>;
+        list_networks -> Vec<Network>;
+        list_clusters -> Vec<Cluster>;
+        list_filesystems -> Vec<Filesystem>;
+        list_gpu_clusters -> Vec<GpuCluster>;
+        list_buckets -> Vec<Bucket>;
+        list_node_groups -> Vec<NodeGroup>;
+        get_filesystem -> Filesystem;
     }
 
     pub async fn list_releases(
@@ -197,17 +147,10 @@ impl<C: Cloud> Reader<'_, C> {
         cluster_id: &str,
     ) -> CloudResult<Vec<Release>> {
         let c = self.cache;
-        c.releases
+        c.list_releases
             .get(cluster_id, &c.counts, || {
                 self.cloud.list_releases(project_id, cluster_id)
             })
-            .await
-    }
-
-    pub async fn get_filesystem(&self, id: &str) -> CloudResult<Filesystem> {
-        let c = self.cache;
-        c.filesystem
-            .get(id, &c.counts, || self.cloud.get_filesystem(id))
             .await
     }
 }

@@ -563,6 +563,17 @@ struct Answer {
 }
 
 impl Answer {
+    /// `200` with the page of `items` the query asks for, and its `Link` header.
+    fn page(items: &[Value], query: &[(String, String)], base_url: &str, path: &str) -> Self {
+        let (slice, headers) = page(items, query, base_url, path);
+        Answer {
+            status: 200,
+            body: Value::Array(slice),
+            headers,
+            raw: None,
+        }
+    }
+
     fn json(status: u16, body: Value) -> Self {
         Answer {
             status,
@@ -846,6 +857,20 @@ fn comment_json(w: &World, c: &Comment) -> Value {
     v
 }
 
+/// A pull request in the shape of `template` (an example of the operation answering).
+fn pull_json(template: &Value, p: &Pull) -> Value {
+    let mut v = template.clone();
+    v["number"] = json!(p.number);
+    v["state"] = json!(p.state);
+    v["head"]["sha"] = json!(p.head_sha);
+    v["head"]["ref"] = json!(p.head_ref);
+    v["base"]["sha"] = json!(p.base_sha);
+    v["base"]["ref"] = json!(p.base_ref);
+    // GitHub's example has a team without the required `type`.
+    v["requested_teams"] = json!([]);
+    v
+}
+
 fn issue_json(w: &World, i: &Issue) -> Value {
     let mut v = openapi().example("issues/create", 201);
     v["number"] = json!(i.number);
@@ -1052,17 +1077,7 @@ fn respond(
                 .pulls
                 .values()
                 .filter(|p| p.state == "open")
-                .map(|p| {
-                    let mut v = template.clone();
-                    v["number"] = json!(p.number);
-                    v["state"] = json!("open");
-                    v["head"]["sha"] = json!(p.head_sha);
-                    v["head"]["ref"] = json!(p.head_ref);
-                    v["base"]["sha"] = json!(p.base_sha);
-                    v["base"]["ref"] = json!(p.base_ref);
-                    v["requested_teams"] = json!([]);
-                    v
-                })
+                .map(|p| pull_json(&template, p))
                 .collect();
             Answer::json(200, json!(open))
         }
@@ -1164,20 +1179,13 @@ fn respond(
                 .values()
                 .filter(|p| p.head_sha == commit || p.merge_commit_sha.as_deref() == Some(&commit))
                 .map(|p| {
-                    let mut v = template.clone();
-                    v["number"] = json!(p.number);
-                    v["state"] = json!(p.state);
+                    let mut v = pull_json(&template, p);
                     v["merged_at"] = if p.merged {
                         json!(iso(now_secs()))
                     } else {
                         Value::Null
                     };
                     v["merge_commit_sha"] = json!(p.merge_commit_sha);
-                    v["head"]["sha"] = json!(p.head_sha);
-                    v["head"]["ref"] = json!(p.head_ref);
-                    v["base"]["sha"] = json!(p.base_sha);
-                    v["base"]["ref"] = json!(p.base_ref);
-                    v["requested_teams"] = json!([]);
                     v
                 })
                 .collect();
@@ -1216,13 +1224,7 @@ fn respond(
                 }
                 files.push(f);
             }
-            let (slice, headers) = page(&files, query, &base_url, path);
-            Answer {
-                status: 200,
-                body: Value::Array(slice),
-                headers,
-                raw: None,
-            }
+            Answer::page(&files, query, &base_url, path)
         }
         "issues/list-comments" => {
             let issue = num("issue_number");
@@ -1232,13 +1234,7 @@ fn respond(
                 .filter(|c| c.repo == full && c.issue == issue)
                 .map(|c| comment_json(w, c))
                 .collect();
-            let (slice, headers) = page(&all, query, &base_url, path);
-            Answer {
-                status: 200,
-                body: Value::Array(slice),
-                headers,
-                raw: None,
-            }
+            Answer::page(&all, query, &base_url, path)
         }
         "issues/create-comment" | "issues/update-comment" => {
             let text = body
@@ -1302,13 +1298,7 @@ fn respond(
                 })
                 .map(|i| issue_json(w, i))
                 .collect();
-            let (slice, headers) = page(&all, query, &base_url, path);
-            Answer {
-                status: 200,
-                body: Value::Array(slice),
-                headers,
-                raw: None,
-            }
+            Answer::page(&all, query, &base_url, path)
         }
         "issues/create" => {
             let b = body.cloned().unwrap_or_default();
