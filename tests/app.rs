@@ -720,7 +720,7 @@ async fn commands_are_acknowledged_checked_per_permission_and_answered_once() {
     app.deliver(
         "issue_comment",
         "d-2",
-        &fixtures::pr_comment(&pr, 501, "reader-rob", "User", body),
+        &gh.pr_comment(&pr, 501, "reader-rob", "User", body),
     )
     .await;
     let comments = eventually("the reply to the reader", || {
@@ -747,7 +747,7 @@ async fn commands_are_acknowledged_checked_per_permission_and_answered_once() {
     app.deliver(
         "issue_comment",
         "d-3",
-        &fixtures::pr_comment(&pr, 502, "maintainer-mia", "User", "LGTM\n/plan\n"),
+        &gh.pr_comment(&pr, 502, "maintainer-mia", "User", "LGTM\n/plan\n"),
     )
     .await;
     eventually("the re-plan found both checks again", || {
@@ -1301,7 +1301,7 @@ async fn a_marker_quoted_in_a_spec_cannot_hijack_the_sticky_comment() {
     app.deliver(
         "issue_comment",
         "d-2",
-        &fixtures::pr_comment(&pr, 601, "reader-rob", "User", "/help\n"),
+        &gh.pr_comment(&pr, 601, "reader-rob", "User", "/help\n"),
     )
     .await;
     let comments = eventually("the reply, as a comment of its own", || {

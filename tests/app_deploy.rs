@@ -193,7 +193,7 @@ impl Live {
             .deliver(
                 "issue_comment",
                 &format!("comment-{id}"),
-                &fixtures::pr_comment(&pr_ref(&head), id, author, "User", body),
+                &self.gh.pr_comment(&pr_ref(&head), id, author, "User", body),
             )
             .await;
     }
@@ -339,17 +339,27 @@ async fn a_merge_applies_the_reviewed_plan_once() {
     assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
 
-    // Re-running the check re-applies under the same guards: the plan is quiet now.
-    let body = fixtures::check_run_event(
-        &pr_ref(&head),
-        run.id,
-        "fleet/apply",
-        &sha(90),
-        run.external_id.as_deref().unwrap_or_default(),
-        None,
-        "writer-wes",
-    );
-    live.app.deliver("check_run", "rerun-1", &body).await;
+    // Re-running the check needs /apply's permission: a writer's Re-run does nothing.
+    let rerun = |who: &str| {
+        fixtures::check_run_event(
+            &pr_ref(&head),
+            run.id,
+            "fleet/apply",
+            &sha(90),
+            run.external_id.as_deref().unwrap_or_default(),
+            None,
+            who,
+        )
+    };
+    live.app
+        .deliver("check_run", "rerun-0", &rerun("writer-wes"))
+        .await;
+    live.app.settled().await;
+    assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
+    // A maintainer's re-applies under the same guards: the plan is quiet now.
+    live.app
+        .deliver("check_run", "rerun-1", &rerun("maintainer-mia"))
+        .await;
     let runs = live.applied(&sha(90), 2).await;
     let rerun = runs.iter().find(|r| r.id != run.id).unwrap();
     assert_eq!(
@@ -829,7 +839,7 @@ async fn manual_apply_status_and_refusals_say_why() {
     live.app
         .deliver("check_run", "press-1", &press("writer-wes"))
         .await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    live.app.settled().await;
     assert_eq!(live.applied(&sha(90), 1).await.len(), 1);
     live.app
         .deliver("check_run", "press-2", &press("maintainer-mia"))
@@ -1596,4 +1606,288 @@ async fn two_replicas_run_one_reconcile_pass_per_slot() {
         app.stop().await;
     }
     gh.assert_clean();
+}
+
+/// `.fleetbot.yml` with `apply: before-merge`: `/apply` may apply an open pull request's head.
+fn before_merge(live: &Live) {
+    live.gh.world().add_repo(
+        REPO,
+        "main",
+        &sha(1),
+        &[
+            ("README.md", "# fleet config\n"),
+            ("fleets/prod.yaml", &base_spec()),
+            (
+                ".fleetbot.yml",
+                "specs: ['fleets/**/*.yaml']\napply: before-merge\n",
+            ),
+        ],
+    );
+}
+
+/// The audit log as the server wrote it, newest first.
+async fn audit(live: &Live) -> Vec<fleetbot::store::AuditEntry> {
+    use fleetbot::store::DeployStore;
+    let store = fleetbot::store::SqliteStore::open(&live.dir.path().join("fleetbot.sqlite"))
+        .await
+        .unwrap();
+    store.audit(REPO, 100).await.unwrap()
+}
+
+/// Waits until the wall clock is in a later whole second than now: GitHub's times are whole
+/// seconds, so what happens next is after anything stamped so far.
+async fn next_second() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(
+        1_050 - u64::from(now.subsec_millis()),
+    ))
+    .await;
+}
+
+/// The reproduction of issue 32's first HIGH finding: with `apply: before-merge`, a
+/// maintainer's `/apply` applied head A; a writer pushed B; a Re-run of A's `fleet/apply`
+/// run, by anyone, applied B. Now a Re-run needs `/apply`'s permission (looked up every time,
+/// audited when refused) and applies only the commit its run was made for.
+#[tokio::test]
+async fn a_rerun_needs_applys_permission_and_applies_only_its_own_commit() {
+    let live = live().await;
+    before_merge(&live);
+    live.gh.world().set_role(REPO, "stranger-sam", "none");
+    let a = sha(2);
+    live.open(&a, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    live.comment(801, "maintainer-mia", "/apply\n").await;
+    let runs = live.applied(&a, 1).await;
+    let run_a = runs[0].clone();
+    assert_eq!(
+        run_a.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        run_a.summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    // A writer pushes B, which grows a GPU pool of prod; its preflight reviews it.
+    let b = sha(3);
+    live.push(&b, &[("fleets/prod.yaml", Some(&spec_with_a_grown()))])
+        .await;
+    live.sim.service.clear_call_log();
+    let lookups = |live: &Live| {
+        live.gh
+            .world()
+            .calls("repos/get-collaborator-permission-level")
+    };
+    let rerun = |who: &str, identifier: Option<&str>| {
+        fixtures::check_run_event(
+            &pr_ref(&b),
+            run_a.id,
+            "fleet/apply",
+            &a,
+            run_a.external_id.as_deref().unwrap_or_default(),
+            identifier,
+            who,
+        )
+    };
+    // A Re-run by someone without access: looked up, refused, audited; nothing on GitHub.
+    let before = lookups(&live);
+    live.app
+        .deliver("check_run", "rerun-stranger", &rerun("stranger-sam", None))
+        .await;
+    live.app.settled().await;
+    assert_eq!(
+        lookups(&live),
+        before + 1,
+        "the sender's permission is looked up"
+    );
+    let apply_runs = |live: &Live, sha: &str| {
+        live.gh
+            .world()
+            .runs_on(REPO, sha)
+            .into_iter()
+            .filter(|r| r.name == "fleet/apply")
+            .count()
+    };
+    assert_eq!(apply_runs(&live, &a), 1, "nothing was said on GitHub");
+    assert!(
+        live.gh
+            .world()
+            .runs_on(REPO, &b)
+            .iter()
+            .all(|r| r.name != "fleet/apply")
+    );
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    let refused = audit(&live).await;
+    let entry = refused
+        .iter()
+        .find(|e| e.actor == "stranger-sam")
+        .expect("the refused Re-run is audited");
+    assert_eq!(entry.action, "apply (re-run)");
+    assert!(
+        entry
+            .outcome
+            .starts_with("refused: applying needs maintain permission"),
+        "{}",
+        entry.outcome
+    );
+    // A writer is refused the same way.
+    live.app
+        .deliver("check_run", "rerun-writer", &rerun("writer-wes", None))
+        .await;
+    live.app.settled().await;
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    // A maintainer may re-run, but A's run no longer speaks for the pull request: the run
+    // says so (action required, no button) and nothing is applied, neither A nor B.
+    for (delivery, identifier) in [
+        ("rerun-maintainer", None),
+        ("press-maintainer", Some("apply")),
+    ] {
+        live.app
+            .deliver("check_run", delivery, &rerun("maintainer-mia", identifier))
+            .await;
+        live.app.settled().await;
+    }
+    let said: Vec<_> = live
+        .gh
+        .world()
+        .runs_on(REPO, &a)
+        .into_iter()
+        .filter(|r| r.name == "fleet/apply" && r.id != run_a.id)
+        .collect();
+    assert_eq!(said.len(), 2, "one answer on the run per request");
+    for r in &said {
+        assert_eq!(r.conclusion.as_deref(), Some("action_required"));
+        assert!(
+            r.actions.is_empty(),
+            "no button that would be refused again"
+        );
+        assert!(
+            r.summary.contains("has moved on to"),
+            "says why: {}",
+            r.summary
+        );
+    }
+    assert!(
+        live.gh
+            .world()
+            .runs_on(REPO, &b)
+            .iter()
+            .all(|r| r.name != "fleet/apply")
+    );
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 1);
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
+/// The reproduction of issue 32's `/apply` finding: a comment is acted on only as its author
+/// wrote it, when they wrote it. A comment written before a push, handled after it (late, or
+/// delivered again under a new delivery id), applies nothing; so does one edited to take the
+/// request back, one deleted, and one older than `command_max_age_minutes`.
+#[tokio::test]
+async fn apply_acts_only_on_the_head_its_comment_saw_as_the_comment_reads_now() {
+    let live = live().await;
+    before_merge(&live);
+    let a = sha(2);
+    live.open(&a, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    // Written on A, not yet delivered.
+    let late = live
+        .gh
+        .pr_comment(&pr_ref(&a), 821, "maintainer-mia", "User", "/apply\n");
+    next_second().await;
+    let b = sha(3);
+    live.push(&b, &[("fleets/prod.yaml", Some(&spec_with_a_grown()))])
+        .await;
+    live.sim.service.clear_call_log();
+    for delivery in ["comment-821", "comment-821-again"] {
+        live.app.deliver("issue_comment", delivery, &late).await;
+        live.app.settled().await;
+    }
+    let reply = live.reply_to(821).await;
+    assert!(
+        reply.contains(r"/apply: the head moved after your comment; comment \`/apply\` again"),
+        "{reply}"
+    );
+    // Taken back by an edit before it was handled.
+    let edited = live
+        .gh
+        .pr_comment(&pr_ref(&b), 822, "maintainer-mia", "User", "/apply\n");
+    live.gh.world().edit_comment(822, "never mind, not yet\n");
+    live.app
+        .deliver("issue_comment", "comment-822", &edited)
+        .await;
+    assert!(
+        live.reply_to(822).await.contains("no longer asks for this"),
+        "the edit takes it back"
+    );
+    // Deleted before it was handled.
+    let deleted = live
+        .gh
+        .pr_comment(&pr_ref(&b), 823, "maintainer-mia", "User", "/apply\n");
+    live.gh.world().comments.remove(&823);
+    live.app
+        .deliver("issue_comment", "comment-823", &deleted)
+        .await;
+    assert!(live.reply_to(823).await.contains("was deleted"));
+    // Written two hours ago (a delivery held back, or redelivered by hand).
+    let old = live
+        .gh
+        .pr_comment(&pr_ref(&b), 824, "maintainer-mia", "User", "/apply\n");
+    let two_hours_ago = fleetbot::github::app::format_github_time(
+        std::time::SystemTime::now() - Duration::from_secs(2 * 3600),
+    );
+    live.gh.world().comments.get_mut(&824).unwrap().created_at = two_hours_ago;
+    live.app.deliver("issue_comment", "comment-824", &old).await;
+    assert!(
+        live.reply_to(824)
+            .await
+            .contains("older than the 60 minutes"),
+        "an old command is refused"
+    );
+    live.app.settled().await;
+    for sha in [&a, &b] {
+        assert!(
+            live.gh
+                .world()
+                .runs_on(REPO, sha)
+                .iter()
+                .all(|r| r.name != "fleet/apply"),
+            "nothing was acknowledged on {sha}"
+        );
+    }
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    // The same approval is bound the same way: written before the push, it approves nothing.
+    let approve = live.gh.pr_comment(
+        &pr_ref(&b),
+        825,
+        "maintainer-mia",
+        "User",
+        "/approve-destroy\n",
+    );
+    next_second().await;
+    let c = sha(4);
+    live.push(&c, &[("README.md", Some("# fleet config, again\n"))])
+        .await;
+    live.app
+        .deliver("issue_comment", "comment-825", &approve)
+        .await;
+    assert!(live.reply_to(825).await.contains(
+        r"/approve-destroy: the head moved after your comment; comment \`/approve-destroy\` again"
+    ));
+    // Written now, on the head it sees: applied.
+    live.comment(826, "maintainer-mia", "/apply\n").await;
+    let runs = live.applied(&c, 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 2);
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
 }

@@ -618,7 +618,7 @@ async fn reconcile(app: &App, gh: &fake_github::FakeGitHub, number: u64, head: &
         installation_id: fake_github::INSTALLATION,
     };
     gh.world().set_role(REPO, "admin-ada", "admin");
-    let body = fixtures::pr_comment(&pr, 9_000 + i as u64, "admin-ada", "User", "/reconcile");
+    let body = gh.pr_comment(&pr, 9_000 + i as u64, "admin-ada", "User", "/reconcile");
     app.deliver("issue_comment", &format!("reconcile-{i}-{head}"), &body)
         .await;
 }

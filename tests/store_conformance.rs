@@ -67,6 +67,7 @@ conformance!(
     fleet_locks_are_exclusive_across_handles_and_released,
     reviewed_plans_and_approvals_upsert_and_miss_cleanly,
     an_apply_run_keeps_its_first_record_across_handles,
+    a_pull_requests_heads_are_kept_in_time_order_across_handles,
     the_audit_is_newest_first_per_repository_within_the_limit,
     a_lease_is_held_until_it_expires_or_its_owner_takes_it_again,
     lease_tokens_strictly_increase_across_release_and_break,
@@ -799,6 +800,38 @@ async fn reviewed_plans_and_approvals_upsert_and_miss_cleanly<B: Backend>(b: B) 
     );
 }
 
+async fn a_pull_requests_heads_are_kept_in_time_order_across_handles<B: Backend>(b: B) {
+    let store = b.open().await;
+    let replica = b.open().await;
+    let pr = pr_key("Octo-Org/Fleet", 7);
+    assert!(store.pr_heads(&pr).await.unwrap().is_empty());
+    // Recorded out of order and on two handles; a force-push back to `a` is a row of its own,
+    // and recording one head at one instant twice (a retried job) keeps one row.
+    store.record_pr_head(&pr, "b", T0 + 20).await.unwrap();
+    replica.record_pr_head(&pr, "a", T0 + 10).await.unwrap();
+    store.record_pr_head(&pr, "a", T0 + 30).await.unwrap();
+    replica.record_pr_head(&pr, "b", T0 + 20).await.unwrap();
+    store
+        .record_pr_head(&pr_key("octo-org/fleet", 8), "c", T0)
+        .await
+        .unwrap();
+    let heads: Vec<(String, i64)> = replica
+        .pr_heads(&pr)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.head_sha, h.seen_at))
+        .collect();
+    assert_eq!(
+        heads,
+        vec![
+            ("a".to_string(), T0 + 10),
+            ("b".to_string(), T0 + 20),
+            ("a".to_string(), T0 + 30),
+        ]
+    );
+}
+
 fn entry(repo: &str, at: i64, action: &str) -> AuditEntry {
     AuditEntry {
         at,
@@ -1168,6 +1201,7 @@ async fn a_closed_store_fails_closed_on_deploy_state<B: Backend>(b: B) {
             .unwrap_err(),
     );
     unreadable(store.audit("octo-org/fleet", 10).await.unwrap_err());
+    unreadable(store.pr_heads(&pr).await.unwrap_err());
     unreadable(store.lease("prod", T0).await.unwrap_err());
     let written = |e: StoreError| {
         assert!(matches!(e, StoreError::Write { .. }), "{e:?}");
@@ -1184,6 +1218,7 @@ async fn a_closed_store_fails_closed_on_deploy_state<B: Backend>(b: B) {
             .await
             .unwrap_err(),
     );
+    written(store.record_pr_head(&pr, "h2", T0).await.unwrap_err());
     written(
         store
             .take_lease("prod", "job-2", "a", T0 + LEASE, LEASE)

@@ -136,6 +136,24 @@ impl CommandKind {
     }
 }
 
+impl CommandKind {
+    /// The command as it is written in a comment (`/apply`).
+    pub fn slash(&self) -> &'static str {
+        match self {
+            CommandKind::Plan => "/plan",
+            CommandKind::Apply => "/apply",
+            CommandKind::ApproveDestroy => "/approve-destroy",
+            CommandKind::Unlock => "/unlock",
+            CommandKind::VerifyStorage => "/verify-storage",
+            CommandKind::VerifyGraphics => "/verify-graphics",
+            CommandKind::VerifyMig => "/verify-mig",
+            CommandKind::Status => "/status",
+            CommandKind::Reconcile => "/reconcile",
+            CommandKind::Help => "/help",
+        }
+    }
+}
+
 impl fmt::Display for CommandKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "/{}", self.name())

@@ -11,6 +11,8 @@
 //! # When a merged spec is applied: on-merge (default), manual (`/apply` or the check's Apply
 //! # button only), or before-merge (`/apply` also runs on an open pull request's head).
 //! apply: on-merge
+//! # How old `/apply` and `/approve-destroy` may be when acted on (minutes).
+//! command_max_age_minutes: 60
 //! # The least permission a commenter needs per command (none, read, triage, write, maintain, admin).
 //! commands:
 //!   plan: write
@@ -59,6 +61,10 @@ pub struct RepoConfig {
     /// Least permission per command.
     #[serde(default)]
     pub commands: CommandPermissions,
+    /// How old an `/apply` or `/approve-destroy` comment may be when it is acted on: a command
+    /// handled late (a backlog, a redelivery) acts on a pull request its author no longer sees.
+    #[serde(default = "default_command_max_age")]
+    pub command_max_age_minutes: u64,
     /// The privacy guard's exceptions (the `privacy:` section of `fleetbot scan --config`).
     #[serde(default)]
     pub privacy: PrivacyAllowlist,
@@ -186,12 +192,20 @@ impl Default for RepoConfig {
             specs: default_specs(),
             apply: ApplyMode::default(),
             commands: CommandPermissions::default(),
+            command_max_age_minutes: default_command_max_age(),
             privacy: PrivacyAllowlist::default(),
             verify_after_apply: Vec::new(),
             drift: DriftConfig::default(),
             rollout: RolloutConfig::default(),
         }
     }
+}
+
+/// The default of `command_max_age_minutes`: an hour.
+pub const DEFAULT_COMMAND_MAX_AGE_MINUTES: u64 = 60;
+
+fn default_command_max_age() -> u64 {
+    DEFAULT_COMMAND_MAX_AGE_MINUTES
 }
 
 /// When fleetbot applies a merged spec.

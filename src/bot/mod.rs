@@ -6,6 +6,7 @@
 //! turns fetched inputs into the [`report`] and, through [`render`], the comment and the two
 //! check runs, so the rules are tested without any network.
 
+pub mod authority;
 pub mod backend;
 pub mod commands;
 pub mod config;

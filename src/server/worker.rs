@@ -208,7 +208,7 @@ async fn run_job<Q: JobQueue + Clone>(
     };
 
     let work = bot
-        .run_job(&job.kind, &job.id, &job.event, &job.payload)
+        .run_job(&job.kind, &job.id, job.created_at, &job.event, &job.payload)
         .instrument(span.clone());
     // The lease is kept alive by a task of its own: whatever the job does on its task (a long
     // CPU burst included), the heartbeat is never starved, so no other worker takes a job that

@@ -42,6 +42,13 @@ pub struct ApplyRun {
     pub started_at: i64,
 }
 
+/// A head a pull request moved to, and when fleetbot learned of it (unix ms).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrHead {
+    pub head_sha: String,
+    pub seen_at: i64,
+}
+
 /// `/approve-destroy` given on a plan digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
@@ -106,6 +113,21 @@ pub trait DeployStore: Send + Sync + 'static {
         head_sha: &str,
         fleet_path: &str,
     ) -> impl Future<Output = Result<Option<ReviewedPlan>, StoreError>> + Send;
+
+    /// Records that the pull request's head was `head_sha` from `seen_at` on. Recording the
+    /// same head at the same instant again changes nothing.
+    fn record_pr_head(
+        &self,
+        pr_key: &str,
+        head_sha: &str,
+        seen_at: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Every head recorded for the pull request, oldest first.
+    fn pr_heads(
+        &self,
+        pr_key: &str,
+    ) -> impl Future<Output = Result<Vec<PrHead>, StoreError>> + Send;
 
     /// Records (or keeps the first record of) a job's guard pass for a fleet.
     fn record_apply_run(

@@ -12,6 +12,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("migrations/0005_deploys.sql")),
     (6, include_str!("migrations/0006_queue_heads.sql")),
     (7, include_str!("migrations/0007_addons.sql")),
+    (8, include_str!("migrations/0008_pr_heads.sql")),
 ];
 
 /// The PostgreSQL advisory-lock key that serializes migrations when several replicas start at

@@ -20,7 +20,9 @@ pub mod sqlite;
 mod sqlite_writer;
 pub mod url;
 
-pub use deploy::{ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan};
+pub use deploy::{
+    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, PrHead, ReviewedPlan,
+};
 pub use inventory::{AddonRecord, InventoryStore, ProjectRecord, TargetRecord};
 pub use lock::FleetLock;
 pub use overview::{JobSummary, OverviewStore};

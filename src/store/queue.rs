@@ -82,6 +82,8 @@ pub struct ClaimedJob {
     pub attempt: u32,
     /// Unique per claim: renewing and finishing need it.
     pub lease_token: String,
+    /// When the job was queued (unix ms): for a delivery, when it arrived.
+    pub created_at: i64,
 }
 
 /// How a claimed job ended.

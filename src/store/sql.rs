@@ -231,7 +231,7 @@ pub(crate) fn claim_sql(pick_suffix: &str) -> String {
     format!(
         "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_token = $2, lease_owner = $3, lease_until = $4 \
          WHERE id = COALESCE(({}), ({})) \
-         RETURNING id, kind, event, payload, pr_key, fleet_key, attempts, lease_token",
+         RETURNING id, kind, event, payload, pr_key, fleet_key, attempts, lease_token, created_at",
         pick_expired(pick_suffix),
         pick_due(pick_suffix)
     )
@@ -400,6 +400,7 @@ where
         fleet_key: row.try_get("fleet_key")?,
         attempt: attempts(row.try_get("attempts")?),
         lease_token: row.try_get("lease_token")?,
+        created_at: row.try_get("created_at")?,
     })
 }
 
@@ -447,6 +448,13 @@ pub(crate) fn fold_counts(
 pub(crate) const UPSERT_REVIEWED_PLAN: &str = "INSERT INTO deploy_reviewed_plans (pr_key, head_sha, fleet_path, digest, recorded_at, summary) \
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (pr_key, head_sha, fleet_path) \
      DO UPDATE SET digest = excluded.digest, recorded_at = excluded.recorded_at, summary = excluded.summary";
+
+/// `$1..$3`: pr_key, head_sha, seen_at.
+pub(crate) const INSERT_PR_HEAD: &str = "INSERT INTO deploy_pr_heads (pr_key, head_sha, seen_at) \
+     VALUES ($1, $2, $3) ON CONFLICT (pr_key, seen_at, head_sha) DO NOTHING";
+
+pub(crate) const SELECT_PR_HEADS: &str = "SELECT head_sha, seen_at FROM deploy_pr_heads \
+     WHERE pr_key = $1 ORDER BY seen_at, head_sha";
 
 /// `$1..$5`: job_id, fleet_path, digest, destructive_approved (0/1), started_at. The first
 /// record stays: a resumed job keeps what it was allowed when it started.
@@ -516,6 +524,18 @@ where
         digest: row.try_get("digest")?,
         summary: row.try_get("summary")?,
         recorded_at: row.try_get("recorded_at")?,
+    })
+}
+
+pub(crate) fn pr_head_from<R: Row>(row: &R) -> Result<super::PrHead, sqlx::Error>
+where
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(super::PrHead {
+        head_sha: row.try_get("head_sha")?,
+        seen_at: row.try_get("seen_at")?,
     })
 }
 

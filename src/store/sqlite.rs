@@ -32,8 +32,8 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use super::StoreError;
 use super::deploy::{
-    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, refuse_owner,
-    repo_key,
+    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, PrHead, ReviewedPlan,
+    refuse_owner, repo_key,
 };
 use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;
@@ -458,6 +458,31 @@ impl DeployStore for SqliteStore {
         row.as_ref()
             .map(sql::reviewed_plan_from)
             .transpose()
+            .map_err(|e| unreadable(&self.path, e))
+    }
+
+    async fn record_pr_head(
+        &self,
+        pr_key: &str,
+        head_sha: &str,
+        seen_at: i64,
+    ) -> Result<(), StoreError> {
+        let (pr_key, head_sha) = (pr_key.to_string(), head_sha.to_string());
+        self.on_writer(move |c| {
+            sqlite_writer::record_pr_head(&mut c.full, &pr_key, &head_sha, seen_at)
+        })
+        .await
+    }
+
+    async fn pr_heads(&self, pr_key: &str) -> Result<Vec<PrHead>, StoreError> {
+        let rows = sqlx::query(sql::SELECT_PR_HEADS)
+            .bind(pr_key)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| unreadable(&self.path, e))?;
+        rows.iter()
+            .map(sql::pr_head_from)
+            .collect::<Result<_, _>>()
             .map_err(|e| unreadable(&self.path, e))
     }
 

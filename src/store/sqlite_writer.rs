@@ -214,6 +214,7 @@ pub(crate) fn claim(
                     attempt: u32::try_from(row.get::<_, i64>("attempts")?.max(0))
                         .unwrap_or(u32::MAX),
                     lease_token: row.get("lease_token")?,
+                    created_at: row.get("created_at")?,
                 })
             },
         )
@@ -272,6 +273,17 @@ pub(crate) fn record_reviewed_plan(
         "$1": p.pr_key, "$2": p.head_sha, "$3": p.fleet_path, "$4": p.digest, "$5": p.recorded_at,
         "$6": p.summary,
     })?;
+    Ok(())
+}
+
+pub(crate) fn record_pr_head(
+    conn: &mut Connection,
+    pr_key: &str,
+    head_sha: &str,
+    seen_at: i64,
+) -> rusqlite::Result<()> {
+    let mut insert = conn.prepare_cached(sql::INSERT_PR_HEAD)?;
+    insert.execute(named_params! {"$1": pr_key, "$2": head_sha, "$3": seen_at})?;
     Ok(())
 }
 

@@ -201,6 +201,31 @@ impl App {
         )
     }
 
+    /// Waits until the server holds no queued or running job: every delivery accepted before
+    /// this call, and every job those queued (an apply, a verification), has run to its end.
+    /// The barrier a "nothing more happens" check waits on, instead of a fixed sleep.
+    pub async fn settled(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let (status, metrics) = self.get("/metrics").await;
+            let count = |state: &str| {
+                let prefix = format!("fleetbot_queue_jobs{{state=\"{state}\"}} ");
+                metrics
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&prefix))
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+            };
+            if status == 200 && count("queued") == Some(0) && count("running") == Some(0) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server never settled; /metrics:\n{metrics}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
     pub fn log_text(&self) -> String {
         self.logs.lock().unwrap().join("\n")
     }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::store::{
-    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, ReviewedPlan, StoreError,
+    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, PrHead, ReviewedPlan, StoreError,
 };
 
 /// A boxed store future.
@@ -27,6 +27,13 @@ pub trait DeployState: Send + Sync + 'static {
         fleet_path: &'a str,
         digest: &'a str,
     ) -> StateFuture<'a, Option<Approval>>;
+    fn record_pr_head<'a>(
+        &'a self,
+        pr_key: &'a str,
+        head_sha: &'a str,
+        seen_at: i64,
+    ) -> StateFuture<'a, ()>;
+    fn pr_heads<'a>(&'a self, pr_key: &'a str) -> StateFuture<'a, Vec<PrHead>>;
     fn record_apply_run<'a>(&'a self, run: &'a ApplyRun) -> StateFuture<'a, ()>;
     fn apply_run<'a>(
         &'a self,
@@ -73,6 +80,17 @@ impl<T: DeployStore> DeployState for T {
         digest: &'a str,
     ) -> StateFuture<'a, Option<Approval>> {
         Box::pin(DeployStore::approval(self, pr_key, fleet_path, digest))
+    }
+    fn record_pr_head<'a>(
+        &'a self,
+        pr_key: &'a str,
+        head_sha: &'a str,
+        seen_at: i64,
+    ) -> StateFuture<'a, ()> {
+        Box::pin(DeployStore::record_pr_head(self, pr_key, head_sha, seen_at))
+    }
+    fn pr_heads<'a>(&'a self, pr_key: &'a str) -> StateFuture<'a, Vec<PrHead>> {
+        Box::pin(DeployStore::pr_heads(self, pr_key))
     }
     fn record_apply_run<'a>(&'a self, run: &'a ApplyRun) -> StateFuture<'a, ()> {
         Box::pin(DeployStore::record_apply_run(self, run))

@@ -4,18 +4,20 @@
 //! the guards in the job.
 
 use super::{Bot, BotError, Handled};
-use crate::bot::config::ApplyMode;
+use crate::bot::authority::{self, Ask, AuthorityInput, Denied, PullNow};
 use crate::bot::deploy::job::{ApplyJob, acknowledge};
-use crate::bot::guard::Trigger;
 use crate::bot::jobs::load_config;
+use crate::github::client::{CheckConclusion, CheckOutput, CheckRunPayload};
 use crate::github::events::{CheckRunActionEvent, PullRequestEvent, PushEvent};
-use crate::github::{FileStatus, PullState, RepoClient};
+use crate::github::{FileStatus, PullRequestInfo, PullState, RepoClient};
+use crate::store::queue::{now_ms, pr_key};
 
 /// Who asks to apply which pull request, and how the request is told apart from others.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ApplyRequest<'a> {
     pub number: u64,
-    pub trigger: Trigger,
+    /// What asks: a merge, a run's Re-run or button, a comment (as re-read).
+    pub ask: Ask<'a>,
     pub actor: &'a str,
     /// Tells requests apart (`merge`, `c<comment>`, `d<delivery>`): part of the job id.
     pub origin: &'a str,
@@ -72,7 +74,7 @@ impl Bot {
                 &repo,
                 &ApplyRequest {
                     number: e.number,
-                    trigger: Trigger::Merge,
+                    ask: Ask::Merge,
                     actor: &e.sender,
                     origin: "merge",
                     only: None,
@@ -147,7 +149,7 @@ impl Bot {
                 repo,
                 &ApplyRequest {
                     number: pr.number,
-                    trigger: Trigger::Merge,
+                    ask: Ask::Merge,
                     actor,
                     origin: "merge",
                     only: None,
@@ -196,34 +198,17 @@ impl Bot {
             ));
         };
         let repo = self.github.repo(installation, e.repo.clone());
-        let (trigger, needs) = if rerun {
-            (Trigger::Rerun, None)
-        } else {
-            // The button applies a plan that drifted: the same permission as `/apply`.
-            let config = load_config(&repo).await?;
-            (
-                Trigger::Button,
-                Some(config.config.required_permission("apply")),
-            )
-        };
-        if let Some(needed) = needs {
-            let have = repo.collaborator_permission(&e.sender).await?;
-            if have < needed {
-                return Ok(Handled::Ignored(format!(
-                    "the Apply button needs {} permission; {} has {}",
-                    needed.as_str(),
-                    e.sender,
-                    have.as_str()
-                )));
-            }
-        }
         let origin = format!("d{}", if delivery.is_empty() { "0" } else { delivery });
+        let ask = Ask::Run {
+            button: !rerun,
+            run_sha: &e.head_sha,
+        };
         match self
             .request_apply(
                 &repo,
                 &ApplyRequest {
                     number,
-                    trigger,
+                    ask,
                     actor: &e.sender,
                     origin: &origin,
                     only: None,
@@ -246,7 +231,7 @@ impl Bot {
     ) -> Result<Result<Requested, String>, BotError> {
         let ApplyRequest {
             number,
-            trigger,
+            ask,
             actor,
             origin,
             only,
@@ -255,37 +240,44 @@ impl Bot {
         let pr = repo.pull_request(number).await?;
         // One read of the default branch and its config serves every decision below.
         let config = load_config(repo).await?;
-        let default_branch = config.branch().to_string();
-        if pr.base_ref != default_branch {
-            return Ok(Err(format!(
-                "the pull request targets {}, not the default branch {default_branch}; only merges into the default branch are applied",
-                pr.base_ref
-            )));
-        }
-        if pr.head_repo.as_deref() != Some(&repo.repo().to_string()) {
-            return Ok(Err(
-                "the pull request comes from a fork; fleetbot applies only pull requests from the repository itself".into(),
-            ));
-        }
-        let sha = if pr.merged {
-            match &pr.merge_commit_sha {
-                Some(sha) => sha.clone(),
-                None => return Ok(Err("GitHub reports no merge commit yet".into())),
+        let key = pr_key(&repo.repo().to_string(), number);
+        let sender = match ask {
+            Ask::Merge => None,
+            _ => Some(repo.collaborator_permission(actor).await?),
+        };
+        let heads = match ask {
+            Ask::Comment(Some(_)) => match self.pr_heads(&key).await {
+                Some(heads) => heads,
+                None => {
+                    let why = "fleetbot's store could not be read; nothing was applied";
+                    self.audit_refusal(repo, number, ask, actor, why).await;
+                    return Ok(Err(why.into()));
+                }
+            },
+            _ => Vec::new(),
+        };
+        let decided = authority::authorize(&AuthorityInput {
+            ask,
+            pull: pull_now(&pr, repo, config.branch()),
+            mode: config.config.apply,
+            sender,
+            needed: config.config.required_permission("apply"),
+            heads: &heads,
+            now_ms: now_ms(),
+            max_age_ms: minutes_ms(config.config.command_max_age_minutes),
+        });
+        let sha = match decided {
+            Ok(granted) => granted.sha,
+            Err(denied) => {
+                let why = denied.to_string();
+                self.audit_refusal(repo, number, ask, actor, &why).await;
+                if denied.said_on_the_run()
+                    && let Ask::Run { run_sha, .. } = ask
+                {
+                    say_on_the_run(repo, run_sha, number, origin, &denied).await?;
+                }
+                return Ok(Err(why));
             }
-        } else if pr.state != PullState::Open {
-            return Ok(Err(
-                "the pull request was closed without merging; nothing is applied".into(),
-            ));
-        } else if pr.draft {
-            return Ok(Err("the pull request is a draft; nothing is applied".into()));
-        } else {
-            if config.config.apply != ApplyMode::BeforeMerge {
-                return Ok(Err(format!(
-                    "the pull request is not merged; applying before merge needs apply: before-merge in .fleetbot.yml (it is {})",
-                    config.config.apply.as_str()
-                )));
-            }
-            pr.head_sha.clone()
         };
         let matcher = config.config.spec_matcher();
         let (files, _) = repo.pull_request_files(number).await?;
@@ -336,7 +328,7 @@ impl Bot {
             sha: sha.clone(),
             head_sha: pr.head_sha.clone(),
             base_sha: pr.base_sha.clone(),
-            trigger,
+            trigger: ask.trigger(),
             actor: actor.to_string(),
             check_run_id: run.id,
             check_run_url: run.html_url,
@@ -349,6 +341,59 @@ impl Bot {
             sha,
         }))
     }
+}
+
+/// The pull request as the authority rule reads it.
+pub(super) fn pull_now<'a>(
+    pr: &'a PullRequestInfo,
+    repo: &RepoClient,
+    default_branch: &str,
+) -> PullNow<'a> {
+    PullNow {
+        open: pr.state == PullState::Open,
+        merged: pr.merged,
+        draft: pr.draft,
+        head_sha: &pr.head_sha,
+        merge_commit_sha: pr.merge_commit_sha.as_deref(),
+        merged_at: pr.merged_at,
+        into_default_branch: pr.base_ref == default_branch,
+        from_repository: pr.head_repo.as_deref() == Some(&repo.repo().to_string()),
+    }
+}
+
+pub(super) fn minutes_ms(minutes: u64) -> i64 {
+    i64::try_from(minutes.saturating_mul(60_000)).unwrap_or(i64::MAX)
+}
+
+/// A Re-run or a button press on a run that no longer speaks for the pull request: a new
+/// `fleet/apply` run on the same commit says why, with no button (pressing it again would be
+/// refused again).
+async fn say_on_the_run(
+    repo: &RepoClient,
+    run_sha: &str,
+    number: u64,
+    origin: &str,
+    denied: &Denied,
+) -> Result<(), crate::github::ClientError> {
+    let run = CheckRunPayload {
+        name: crate::bot::deploy::APPLY_CHECK.into(),
+        head_sha: run_sha.to_string(),
+        // The request's own id: a retried job finds this run instead of adding another.
+        external_id: Some(format!(
+            "apply:{}",
+            external_id(number, &format!("{origin}-refused"))
+        )),
+        conclusion: CheckConclusion::ActionRequired,
+        output: CheckOutput {
+            title: "Not applied: the pull request moved on".into(),
+            summary: format!("Nothing was applied: {denied}."),
+            text: None,
+            annotations: Vec::new(),
+        },
+        actions: Vec::new(),
+    };
+    repo.publish_check_run(&run).await?;
+    Ok(())
 }
 
 /// Who claims an acknowledgement: the delivery (stable across the retries of its job).
@@ -370,6 +415,54 @@ impl From<Requested> for Handled {
 }
 
 impl Bot {
+    /// The heads recorded for a pull request; `None` when the store cannot be read (a
+    /// command is then refused: fail closed).
+    pub(super) async fn pr_heads(&self, pr_key: &str) -> Option<Vec<crate::store::PrHead>> {
+        let deployer = self.settings.deploy.as_ref()?;
+        match deployer.state.pr_heads(pr_key).await {
+            Ok(heads) => Some(heads),
+            Err(e) => {
+                tracing::warn!("cannot read the pull request's heads: {e}");
+                None
+            }
+        }
+    }
+
+    /// An audit record of a refused request to apply (a command records its own outcome).
+    async fn audit_refusal(
+        &self,
+        repo: &RepoClient,
+        number: u64,
+        ask: Ask<'_>,
+        actor: &str,
+        why: &str,
+    ) {
+        let Some(deployer) = &self.settings.deploy else {
+            return;
+        };
+        if matches!(ask, Ask::Comment(_)) {
+            return;
+        }
+        let entry = crate::store::AuditEntry {
+            at: now_ms(),
+            actor: actor.to_string(),
+            action: format!("apply ({})", ask.trigger().as_str()),
+            repo: repo.repo().to_string(),
+            pr: number,
+            sha: match ask {
+                Ask::Run { run_sha, .. } => run_sha.to_string(),
+                _ => String::new(),
+            },
+            fleet: String::new(),
+            outcome: format!("refused: {why}"),
+            digest: String::new(),
+            detail: String::new(),
+        };
+        if let Err(e) = deployer.state.append_audit(&entry).await {
+            tracing::error!("cannot write the audit record of a refused apply: {e}");
+        }
+    }
+
     /// One acknowledgement per apply job: two deliveries of one request (the merge event and
     /// the push of its merge commit, or a redelivery) may run at once on two replicas, and
     /// each would otherwise start its own `fleet/apply` run, one of which no job would ever

@@ -4,10 +4,10 @@
 
 use super::apply::{ApplyRequest, names_fleet};
 use super::{Bot, BotError};
+use crate::bot::authority::{Ask, CommentNow, bound_to_comment};
 use crate::bot::backend::{Deployer, fleet_lease_key};
 use crate::bot::commands::Command;
 use crate::bot::deploy::job::short;
-use crate::bot::guard::Trigger;
 use crate::bot::guard::{PublicNames, ReviewSummary, approval_digest};
 use crate::bot::jobs::load_config;
 use crate::bot::report::ReplyNote;
@@ -41,8 +41,8 @@ impl Bot {
         };
         let only = command.args.get("fleet").map(String::as_str);
         let outcome = match command.kind {
-            CommandKind::Apply => self.apply_command(repo, e, only, said).await?,
-            CommandKind::ApproveDestroy => approve(repo, deployer, e, only, said).await?,
+            CommandKind::Apply => self.apply_command(repo, e, command, said).await?,
+            CommandKind::ApproveDestroy => self.approve(repo, deployer, e, command, said).await?,
             CommandKind::Unlock => unlock(repo, deployer, e, only, said).await?,
             CommandKind::Status => {
                 status(
@@ -100,16 +100,18 @@ impl Bot {
         &self,
         repo: &RepoClient,
         e: &IssueCommentEvent,
-        only: Option<&str>,
+        command: &Command,
         said: &mut Said,
     ) -> Result<String, BotError> {
         let origin = format!("c{}", e.comment_id);
+        let only = command.args.get("fleet").map(String::as_str);
+        let comment = comment_now(repo, e, command).await?;
         match self
             .request_apply(
                 repo,
                 &ApplyRequest {
                     number: e.issue_number,
-                    trigger: Trigger::Command,
+                    ask: Ask::Comment(comment),
                     actor: &e.author,
                     origin: &origin,
                     only,
@@ -135,6 +137,29 @@ impl Bot {
             }
         }
     }
+}
+
+/// The comment as GitHub has it now (`None` once deleted), for the command about to act on
+/// it: re-read, because the delivery may be a late or repeated copy of a comment that was
+/// edited or deleted since.
+async fn comment_now(
+    repo: &RepoClient,
+    e: &IssueCommentEvent,
+    command: &Command,
+) -> Result<Option<CommentNow>, BotError> {
+    let Some(now) = repo.issue_comment(e.comment_id).await? else {
+        return Ok(None);
+    };
+    let still_asks = now.author == e.author
+        && crate::bot::commands::parse_comment(&now.body)
+            .commands
+            .iter()
+            .any(|c| c.kind == command.kind && c.args == command.args);
+    Ok(Some(CommentNow {
+        command: command.kind.slash(),
+        created_at: now.created_at,
+        still_asks,
+    }))
 }
 
 /// A changed spec of the pull request and the commit whose plan applies to it.
@@ -194,21 +219,57 @@ pub(super) fn commit_of(pr: &crate::github::PullRequestInfo) -> String {
     }
 }
 
-/// `/approve-destroy`: approves the plan each changed fleet was last reviewed with, bound to
-/// that plan's commit and digest (a later push, or a plan that changes, voids it).
-async fn approve(
-    repo: &RepoClient,
+impl Bot {
+    /// `/approve-destroy`: approves the plan each changed fleet was last reviewed with, bound
+    /// to that plan's commit and digest (a later push, or a plan that changes, voids it).
+    async fn approve(
+        &self,
+        repo: &RepoClient,
+        deployer: &Deployer,
+        e: &IssueCommentEvent,
+        command: &Command,
+        said: &mut Said,
+    ) -> Result<String, BotError> {
+        let only = command.args.get("fleet").map(String::as_str);
+        let Some((pr, targets)) =
+            changed_fleets(repo, e.issue_number, only, "/approve-destroy", said).await?
+        else {
+            return Ok("refused: no fleet".into());
+        };
+        let key = pr_key(&repo.repo().to_string(), e.issue_number);
+        // An approval is of the plan its author saw: the head current when the comment was
+        // written, as the comment reads now.
+        let comment = comment_now(repo, e, command).await?;
+        let config = load_config(repo).await?;
+        let Some(heads) = self.pr_heads(&key).await else {
+            said.errors.push(
+                "/approve-destroy: fleetbot's store could not be read; nothing was approved".into(),
+            );
+            return Ok("failed: store unreadable".into());
+        };
+        if let Err(denied) = bound_to_comment(
+            comment.as_ref(),
+            &super::apply::pull_now(&pr, repo, config.branch()),
+            &heads,
+            now_ms(),
+            super::apply::minutes_ms(config.config.command_max_age_minutes),
+        ) {
+            said.errors.push(format!("/approve-destroy: {denied}"));
+            return Ok(format!("refused: {denied}"));
+        }
+        approve_plans(deployer, e, &pr, &targets, &key, said).await
+    }
+}
+
+/// Records `/approve-destroy` on the plan each changed fleet was last reviewed with.
+async fn approve_plans(
     deployer: &Deployer,
     e: &IssueCommentEvent,
-    only: Option<&str>,
+    pr: &crate::github::PullRequestInfo,
+    targets: &[Target],
+    key: &str,
     said: &mut Said,
 ) -> Result<String, BotError> {
-    let Some((pr, targets)) =
-        changed_fleets(repo, e.issue_number, only, "/approve-destroy", said).await?
-    else {
-        return Ok("refused: no fleet".into());
-    };
-    let key = pr_key(&repo.repo().to_string(), e.issue_number);
     // After the merge, the plan the apply refused is at the merge commit; before, at the head.
     let mut commits = Vec::new();
     if pr.merged
@@ -223,7 +284,7 @@ async fn approve(
     for target in targets.iter().filter(|t| !t.removed) {
         let mut found = None;
         for sha in &commits {
-            match deployer.state.reviewed_plan(&key, sha, &target.path).await {
+            match deployer.state.reviewed_plan(key, sha, &target.path).await {
                 Ok(Some(plan)) => {
                     found = Some((sha.clone(), plan));
                     break;
@@ -258,7 +319,7 @@ async fn approve(
             continue;
         }
         let approval = Approval {
-            pr_key: key.clone(),
+            pr_key: key.to_string(),
             fleet_path: target.path.clone(),
             digest: approval_digest(&sha, &plan.digest),
             approver: e.author.clone(),

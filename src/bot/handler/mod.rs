@@ -143,16 +143,19 @@ impl Bot {
         &self.github
     }
 
-    /// Handles one verified delivery.
+    /// Handles one verified delivery, as having arrived now.
     pub async fn handle(&self, event: &str, payload: &[u8]) -> Result<Handled, BotError> {
-        self.handle_delivery("", event, payload).await
+        self.handle_delivery("", crate::store::queue::now_ms(), event, payload)
+            .await
     }
 
-    /// Runs one queued job: a webhook delivery (`delivery` is its id) or an apply.
+    /// Runs one queued job: a webhook delivery (`delivery` is its id) or an apply, queued at
+    /// `queued_at` (unix ms; for a delivery, when it arrived).
     pub async fn run_job(
         &self,
         kind: &str,
         id: &str,
+        queued_at: i64,
         event: &str,
         payload: &[u8],
     ) -> Result<Handled, BotError> {
@@ -162,19 +165,21 @@ impl Bot {
         if kind == crate::bot::reconcile::RECONCILE_JOB {
             return self.run_reconcile(id, payload).await;
         }
-        self.handle_delivery(id, event, payload).await
+        self.handle_delivery(id, queued_at, event, payload).await
     }
 
     /// Handles one verified delivery; `delivery` (its `X-GitHub-Delivery`) tells a
-    /// redelivered button press from a new one.
+    /// redelivered button press from a new one, and `arrived` (unix ms) is when fleetbot
+    /// received it.
     pub async fn handle_delivery(
         &self,
         delivery: &str,
+        arrived: i64,
         event: &str,
         payload: &[u8],
     ) -> Result<Handled, BotError> {
         match parse_event(event, payload)? {
-            Event::PullRequest(e) => self.on_pull_request(e, delivery).await,
+            Event::PullRequest(e) => self.on_pull_request(e, delivery, arrived).await,
             Event::Push(e) => self.on_push(e, delivery).await,
             Event::IssueComment(e) => self.on_comment(e).await,
             Event::CheckRunRequestedAction(e) => self.on_apply_check(e, delivery, false).await,

@@ -37,16 +37,37 @@ impl Bot {
         }
     }
 
+    /// Records that the pull request's head became `e.head_sha` when its delivery arrived:
+    /// `/apply` acts only on the head current when its comment was written. A head that
+    /// cannot be recorded is logged; the command that needs it then fails closed.
+    async fn record_head(&self, e: &PullRequestEvent, arrived: i64) {
+        let Some(deployer) = &self.settings.deploy else {
+            return;
+        };
+        let key = crate::store::queue::pr_key(&e.repo.to_string(), e.number);
+        if let Err(err) = deployer
+            .state
+            .record_pr_head(&key, &e.head_sha, arrived)
+            .await
+        {
+            tracing::warn!("cannot record the pull request's head: {err}");
+        }
+    }
+
     pub(super) async fn on_pull_request(
         &self,
         e: PullRequestEvent,
         delivery: &str,
+        arrived: i64,
     ) -> Result<Handled, BotError> {
         if e.action == PrAction::Closed {
             self.record_closed(&e).await;
         }
         if e.action == PrAction::Closed && e.merged {
             return self.on_merged(e, delivery).await;
+        }
+        if e.action.wants_preflight() {
+            self.record_head(&e, arrived).await;
         }
         if !e.action.wants_preflight() {
             return Ok(Handled::Ignored(format!(

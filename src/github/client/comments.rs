@@ -16,6 +16,15 @@ pub struct IssueComment {
     pub author_is_bot: bool,
 }
 
+/// A comment as it reads now, re-read before a command in it is acted on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentNow {
+    pub body: String,
+    pub author: String,
+    /// When it was written (unix ms).
+    pub created_at: i64,
+}
+
 /// What happened to the sticky comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StickyComment {
@@ -64,6 +73,42 @@ impl RepoClient {
             )
             .await?;
         Ok(comments.into_iter().map(IssueComment::from).collect())
+    }
+
+    /// `GET /issues/comments/{id}`: the comment as it reads now; `None` once deleted.
+    pub async fn issue_comment(&self, comment_id: u64) -> Result<Option<CommentNow>, ClientError> {
+        #[derive(Deserialize)]
+        struct Wire {
+            #[serde(default)]
+            body: Option<String>,
+            user: Option<WireUser>,
+            created_at: String,
+        }
+        let answer: Result<Wire, _> = self
+            .client
+            .get_json(
+                "issues/get-comment",
+                self.installation_id,
+                &self.repo_path(&format!("/issues/comments/{comment_id}")),
+                vec![],
+            )
+            .await;
+        let wire = match answer {
+            Ok(w) => w,
+            Err(e) if e.status() == Some(404) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // A time GitHub wrote that cannot be read is not "now": the command fails closed.
+        let created_at =
+            super::timestamp_ms(&wire.created_at).ok_or_else(|| ClientError::Decode {
+                op: "issues/get-comment",
+                message: "created_at is not an RFC 3339 time".into(),
+            })?;
+        Ok(Some(CommentNow {
+            body: wire.body.unwrap_or_default(),
+            author: wire.user.map(|u| u.login).unwrap_or_default(),
+            created_at,
+        }))
     }
 
     /// The App's own comment carrying `marker`: the first authored by the App's bot account

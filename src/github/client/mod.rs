@@ -43,7 +43,7 @@ pub use checks::{
     CheckRunRef, MAX_ANNOTATIONS_PER_REQUEST, MAX_CHECK_ACTIONS, PublishedCheckRun, RunningCheck,
 };
 pub use collaborators::Permission;
-pub use comments::{IssueComment, StickyComment};
+pub use comments::{CommentNow, IssueComment, StickyComment};
 pub use contents::MAX_CONTENT_BYTES;
 pub use error::ClientError;
 pub use issues::TrackedIssue;
@@ -247,4 +247,11 @@ impl RepoClient {
             })
             .await
     }
+}
+
+/// An RFC 3339 time as GitHub writes it (`2026-12-04T16:50:57Z`), in unix milliseconds.
+pub(crate) fn timestamp_ms(text: &str) -> Option<i64> {
+    text.parse::<jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond())
 }

@@ -62,6 +62,8 @@ pub struct PullRequestInfo {
     pub merged: bool,
     /// The merge commit, once merged (GitHub also fills it with a test merge while open).
     pub merge_commit_sha: Option<String>,
+    /// When it was merged (unix ms), once merged.
+    pub merged_at: Option<i64>,
 }
 
 impl RepoClient {
@@ -88,6 +90,8 @@ impl RepoClient {
             merged: bool,
             #[serde(default)]
             merge_commit_sha: Option<String>,
+            #[serde(default)]
+            merged_at: Option<String>,
             head: Ref,
             base: Ref,
         }
@@ -111,6 +115,7 @@ impl RepoClient {
             base_ref: pr.base.name,
             merged: pr.merged,
             merge_commit_sha: pr.merge_commit_sha.filter(|s| !s.is_empty()),
+            merged_at: pr.merged_at.as_deref().and_then(super::timestamp_ms),
         })
     }
 

@@ -163,6 +163,16 @@ pub fn pr_comment(
     serde_json::to_vec(&p).unwrap()
 }
 
+/// The `issue_comment` `created` delivery of a comment the fake holds: its id, author, body
+/// and times as GitHub states them.
+pub fn comment_delivery(pr: &PrRef, c: &super::Comment) -> Vec<u8> {
+    let mut p: Value =
+        serde_json::from_slice(&pr_comment(pr, c.id, &c.user, &c.user_type, &c.body)).unwrap();
+    p["comment"]["created_at"] = json!(c.created_at);
+    p["comment"]["updated_at"] = json!(c.updated_at);
+    serde_json::to_vec(&p).unwrap()
+}
+
 /// A `pull_request` `closed` delivery of a merged pull request (merged by `merger` as
 /// `merge_sha`).
 pub fn merged(pr: &PrRef, merge_sha: &str, merger: &str) -> Vec<u8> {

@@ -199,6 +199,8 @@ pub struct Pull {
     pub base_sha: String,
     pub merged: bool,
     pub merge_commit_sha: Option<String>,
+    /// When it was merged (GitHub's whole-second RFC 3339 time).
+    pub merged_at: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -210,6 +212,9 @@ pub struct Comment {
     pub user: String,
     pub user_type: String,
     pub edits: usize,
+    /// GitHub's whole-second RFC 3339 times.
+    pub created_at: String,
+    pub updated_at: String,
 }
 
 #[derive(Debug, Clone)]
@@ -350,6 +355,7 @@ impl World {
                 base_sha,
                 merged: false,
                 merge_commit_sha: None,
+                merged_at: None,
             },
         );
     }
@@ -386,6 +392,7 @@ impl World {
         pr.state = "closed".into();
         pr.merged = true;
         pr.merge_commit_sha = Some(merge_sha.to_string());
+        pr.merged_at = Some(iso(now_secs()));
     }
 
     pub fn push(&mut self, full: &str, number: u64, head_sha: &str) {
@@ -407,19 +414,42 @@ impl World {
         body: &str,
     ) -> u64 {
         let id = self.next_id();
-        self.comments.insert(
-            id,
-            Comment {
-                id,
-                repo: full.into(),
-                issue,
-                body: body.into(),
-                user: user.into(),
-                user_type: user_type.into(),
-                edits: 0,
-            },
-        );
+        self.put_comment(full, issue, id, user, user_type, body);
         id
+    }
+
+    /// A comment someone wrote now, under the id its webhook delivery will name.
+    pub fn put_comment(
+        &mut self,
+        full: &str,
+        issue: u64,
+        id: u64,
+        user: &str,
+        user_type: &str,
+        body: &str,
+    ) -> Comment {
+        let now = iso(now_secs());
+        let c = Comment {
+            id,
+            repo: full.into(),
+            issue,
+            body: body.into(),
+            user: user.into(),
+            user_type: user_type.into(),
+            edits: 0,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        self.comments.insert(id, c.clone());
+        c
+    }
+
+    /// Edits a person's comment as they would in the web page.
+    pub fn edit_comment(&mut self, id: u64, body: &str) {
+        let c = self.comments.get_mut(&id).expect("comment exists");
+        c.body = body.into();
+        c.edits += 1;
+        c.updated_at = iso(now_secs());
     }
 
     pub fn set_role(&mut self, full: &str, user: &str, role: &str) {
@@ -497,6 +527,23 @@ impl FakeGitHub {
             "requests that GitHub would refuse:\n{}",
             w.violations.join("\n")
         );
+    }
+
+    /// Someone comments `body` on the pull request: the comment exists on GitHub from now on,
+    /// and the returned `issue_comment` delivery announces it.
+    pub fn pr_comment(
+        &self,
+        pr: &fixtures::PrRef,
+        id: u64,
+        author: &str,
+        author_type: &str,
+        body: &str,
+    ) -> Vec<u8> {
+        let full = format!("{}/{}", pr.owner, pr.repo);
+        let c = self
+            .world()
+            .put_comment(&full, pr.number, id, author, author_type, body);
+        fixtures::comment_delivery(pr, &c)
     }
 
     /// Fails when `needle` occurs in any request the fake received.
@@ -844,6 +891,8 @@ fn comment_json(w: &World, c: &Comment) -> Value {
     let mut v = openapi().example("issues/create-comment", 201);
     v["id"] = json!(c.id);
     v["body"] = json!(c.body);
+    v["created_at"] = json!(c.created_at);
+    v["updated_at"] = json!(c.updated_at);
     v["user"]["login"] = json!(c.user);
     v["user"]["type"] = json!(c.user_type);
     v["html_url"] = json!(format!(
@@ -1158,6 +1207,7 @@ fn respond(
             v["draft"] = json!(false);
             v["merged"] = json!(pr.merged);
             v["merge_commit_sha"] = json!(pr.merge_commit_sha);
+            v["merged_at"] = json!(pr.merged_at);
             // GitHub's example has a team without the required `type`.
             v["requested_teams"] = json!([]);
             v["head"]["sha"] = json!(pr.head_sha);
@@ -1180,11 +1230,7 @@ fn respond(
                 .filter(|p| p.head_sha == commit || p.merge_commit_sha.as_deref() == Some(&commit))
                 .map(|p| {
                     let mut v = pull_json(&template, p);
-                    v["merged_at"] = if p.merged {
-                        json!(iso(now_secs()))
-                    } else {
-                        Value::Null
-                    };
+                    v["merged_at"] = json!(p.merged_at);
                     v["merge_commit_sha"] = json!(p.merge_commit_sha);
                     v
                 })
@@ -1226,6 +1272,17 @@ fn respond(
             }
             Answer::page(&files, query, &base_url, path)
         }
+        "issues/get-comment" => {
+            let Some(c) = w
+                .comments
+                .get(&num("comment_id"))
+                .filter(|c| c.repo == full)
+                .cloned()
+            else {
+                return not_found();
+            };
+            Answer::json(200, comment_json(w, &c))
+        }
         "issues/list-comments" => {
             let issue = num("issue_number");
             let all: Vec<Value> = w
@@ -1253,6 +1310,7 @@ fn respond(
             }
             if operation == "issues/create-comment" {
                 let id = w.next_id();
+                let now = iso(now_secs());
                 let c = Comment {
                     id,
                     repo: full,
@@ -1261,6 +1319,8 @@ fn respond(
                     user: w.caller.clone(),
                     user_type: "Bot".into(),
                     edits: 0,
+                    created_at: now.clone(),
+                    updated_at: now,
                 };
                 let v = comment_json(w, &c);
                 w.comments.insert(id, c);
@@ -1278,6 +1338,7 @@ fn respond(
                 }
                 c.body = text;
                 c.edits += 1;
+                c.updated_at = iso(now_secs());
                 let c = c.clone();
                 Answer::json(200, comment_json(w, &c))
             }
