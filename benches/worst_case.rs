@@ -71,6 +71,8 @@ fn preflight(base: &str, head: &str) -> Option<DiffWithheld> {
         quota: None,
         live: &BTreeMap::new(),
         runtime: None,
+        others: &[],
+        others_unread: None,
     });
     out.report.diffs[0].withheld
 }

@@ -693,7 +693,7 @@ async fn a_fleet_locked_by_a_dead_apply_waits_until_its_lease_expires_and_unlock
     let store = fleetbot::store::SqliteStore::open(&live.dir.path().join("fleetbot.sqlite"))
         .await
         .unwrap();
-    let key = fleetbot::bot::backend::fleet_lease_key(&live.tenant, REPO, "fleets/staging.yaml");
+    let key = fleetbot::bot::backend::fleet_lease_key(&live.tenant, "staging");
     let now = fleetbot::store::queue::now_ms();
     let taken = store
         .take_lease(&key, "apply:dead-job", "#11 at deadbee (merge)", now, 3_000)
@@ -1887,6 +1887,103 @@ async fn apply_acts_only_on_the_head_its_comment_saw_as_the_comment_reads_now() 
     );
     assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
     assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 2);
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
+/// The reproduction of issue 32's "two files, one fleet": a pull request that changes
+/// `fleets/prod.yaml` and adds a second file declaring the same fleet and clusters fails
+/// `fleet/preflight` on both files' lines, and its merge applies neither. A copy of a spec the
+/// pull request does not touch is caught too.
+#[tokio::test]
+async fn two_spec_files_declaring_one_fleet_fail_the_preflight_and_apply_nothing() {
+    let live = live().await;
+    let head = sha(2);
+    let preflight = live
+        .app
+        .open_reviewed(
+            &live.gh,
+            PR,
+            &head,
+            &[
+                ("fleets/prod.yaml", Some(&spec_with_a_grown())),
+                ("fleets/zz-copy.yaml", Some(&base_spec())),
+            ],
+        )
+        .await;
+    assert_eq!(
+        preflight.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        preflight.summary
+    );
+    let located: Vec<(String, u64)> = preflight
+        .annotations
+        .iter()
+        .filter(|a| {
+            a["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("is also declared in"))
+        })
+        .map(|a| {
+            (
+                a["path"].as_str().unwrap().to_string(),
+                a["start_line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    for file in ["fleets/prod.yaml", "fleets/zz-copy.yaml"] {
+        assert!(
+            located.iter().any(|(p, _)| p == file),
+            "{file} is annotated: {located:?}\n{}",
+            preflight.summary
+        );
+    }
+    assert!(
+        preflight
+            .summary
+            .contains("fleet fleet1-test is also declared in fleets/"),
+        "{}",
+        preflight.summary
+    );
+    // Merged anyway (branch protection off): neither file is applied.
+    live.sim.service.clear_call_log();
+    live.merge(&sha(90), "merge-copy").await;
+    let run = live.applied(&sha(90), 1).await.remove(0);
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        run.summary
+    );
+    assert!(run.summary.contains("is also declared in"), "{}", run.summary);
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 1);
+
+    // A copy of a spec the pull request leaves alone.
+    let copy_only = live
+        .app
+        .open_reviewed(
+            &live.gh,
+            PR + 1,
+            &sha(3),
+            &[("fleets/copy.yaml", Some(&base_spec()))],
+        )
+        .await;
+    assert_eq!(
+        copy_only.conclusion.as_deref(),
+        Some("failure"),
+        "{}",
+        copy_only.summary
+    );
+    assert!(
+        copy_only
+            .summary
+            .contains("is also declared in fleets/prod.yaml"),
+        "{}",
+        copy_only.summary
+    );
     live.gh.assert_clean();
     live.assert_ids_kept().await;
     live.app.stop().await;

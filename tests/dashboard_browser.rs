@@ -195,8 +195,7 @@ async fn seeded(dir: &Path, p: &Private) -> SqliteStore {
         })
         .await
         .unwrap();
-    let lease_key =
-        fleetbot::bot::backend::fleet_lease_key(&p.tenant, "Octo/Fleets", "fleets/infer.yaml");
+    let lease_key = fleetbot::bot::backend::fleet_lease_key(&p.tenant, "infer");
     store
         .take_lease(
             &lease_key,
@@ -348,10 +347,11 @@ async fn the_json_and_the_page_show_the_seeded_store_and_nothing_private() {
     assert_eq!(repo["name"], "octo/fleets");
     assert_eq!(repo["specs"][0]["path"], "fleets/infer.yaml");
     assert_eq!(repo["specs"][0]["review_state"], "pending");
-    assert_eq!(repo["specs"][0]["locked_by"], "#14 at abcdef0 (merge)");
     assert_eq!(repo["specs"][1]["review_state"], "applied");
     assert_eq!(repo["specs"][1]["last_apply"]["outcome"], "success");
-    assert_eq!(view["locks"][0]["path"], "fleets/infer.yaml");
+    assert_eq!(view["fleets"][0]["locked_by"], "#14 at abcdef0 (merge)");
+    assert_eq!(view["locks"][0]["fleet"], "infer");
+    assert_eq!(view["locks"][0]["repository"], "octo/fleets");
     let jobs: Vec<(&str, &str)> = view["jobs"]
         .as_array()
         .unwrap()

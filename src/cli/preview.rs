@@ -361,7 +361,14 @@ fn read_change(
                 .and_then(Result::ok);
         }
     }
+    let (others, others_unread) = if files.iter().any(|f| f.is_spec(&matcher)) {
+        other_specs(repo, settings, &matcher, &refs.head_sha, &files)?
+    } else {
+        (Vec::new(), None)
+    };
     Ok(Change {
+        others,
+        others_unread,
         repo: repo_name.unwrap_or_else(|| self::repo_name(repo, repo.dir())),
         number,
         head_sha: refs.head_sha.clone(),
@@ -372,6 +379,41 @@ fn read_change(
         // Aliases of private values differ from the App's (its key is per installation).
         alias_key: b"fleetbot-preview".to_vec(),
     })
+}
+
+/// The spec files at `head` the change did not touch, within the App's limits, as the App
+/// reads them (`bot::jobs::other_specs`).
+fn other_specs(
+    repo: &Git,
+    settings: &crate::bot::BotSettings,
+    matcher: &crate::bot::config::SpecMatcher,
+    head: &str,
+    changed: &[ChangedFile],
+) -> Result<(Vec<crate::bot::pr::OtherSpec>, Option<String>), String> {
+    let listing = repo.bytes(&["ls-tree", "-r", "-z", "--name-only", head])?;
+    let limit = settings
+        .max_spec_bytes
+        .min(crate::github::client::MAX_CONTENT_BYTES);
+    let mut others = Vec::new();
+    for path in listing.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let path = String::from_utf8_lossy(path).into_owned();
+        if !matcher.matches(&path) || changed.iter().any(|f| f.path == path) {
+            continue;
+        }
+        if others.len() >= settings.max_spec_files {
+            let why = format!("more than {} other spec files", settings.max_spec_files);
+            return Ok((others, Some(why)));
+        }
+        match repo.blob(head, &path, limit)? {
+            Some(Ok(content)) => others.push(crate::bot::pr::OtherSpec { path, content }),
+            Some(Err(size)) => {
+                let why = format!("{path} is {size} bytes, more than the {limit} bytes read");
+                return Ok((others, Some(why)));
+            }
+            None => return Ok((others, Some(format!("{path} could not be read")))),
+        }
+    }
+    Ok((others, None))
 }
 
 /// The changed files as GitHub lists them for a pull request: status, paths and the patch.

@@ -5,6 +5,7 @@
 //! [`load`] and [`load_str`] do both, which is what every command uses.
 
 pub mod error;
+pub mod identity;
 pub mod model;
 pub mod names;
 pub mod parse;

@@ -130,15 +130,12 @@ impl std::fmt::Debug for Deployer {
     }
 }
 
-/// The key of a fleet's apply lease: the tenant (as a digest, never the ID), the repository and
-/// the spec path. Two repositories (or tenants) never share a lease.
-pub fn fleet_lease_key(tenant_id: &str, repo: &str, path: &str) -> String {
+/// The key of a fleet's apply lease: the fleet's identity, its tenant (as a digest, never the
+/// ID) and its name, as the engine's labels and inventory know it. Whichever file or
+/// repository declares the fleet, one apply of it runs at a time.
+pub fn fleet_lease_key(tenant_id: &str, fleet: &str) -> String {
     let tenant = Sha256::digest(tenant_id.as_bytes());
-    format!(
-        "t{}:{}:{path}",
-        &hex::encode(tenant)[..12],
-        repo.to_ascii_lowercase()
-    )
+    format!("t{}:fleet:{fleet}", &hex::encode(tenant)[..12])
 }
 
 /// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::runtime::RuntimeValues;
 
+use super::specs::{Commit, SpecAt, one_fleet_one_file, read_spec};
 use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB};
 use crate::bot::backend::{Deployer, fleet_lease_key, plan_now};
 use crate::bot::config::LoadedConfig;
@@ -94,6 +95,14 @@ impl ApplyJob {
         pr_key(&self.repo, self.number)
     }
 
+    fn commit(&self) -> Commit<'_> {
+        Commit {
+            sha: &self.sha,
+            paths: &self.paths,
+            removed: &self.removed,
+        }
+    }
+
     fn holder(&self) -> String {
         format!(
             "#{} at {} ({})",
@@ -141,12 +150,13 @@ pub enum JobEnd {
 /// Runs one apply job.
 pub async fn run(
     repo: &RepoClient,
+    settings: &crate::bot::BotSettings,
     deployer: &Deployer,
     job_id: &str,
     job: &ApplyJob,
     scanner_key: &[u8],
-    runtime: Option<&RuntimeValues>,
 ) -> Result<JobEnd, ClientError> {
+    let runtime = settings.runtime.as_deref();
     let config = load_config(repo).await?;
     let mut report = ApplyReport {
         repo: job.repo.clone(),
@@ -161,8 +171,9 @@ pub async fn run(
     if report.blocked.is_none() {
         let mut specs = Vec::new();
         for path in &job.paths {
-            specs.push(read_spec(repo, job, path, runtime).await?);
+            specs.push(read_spec(repo, job.commit(), path, runtime).await?);
         }
+        let specs = one_fleet_one_file(repo, settings, &config, job.commit(), specs).await?;
         let leases = match take_leases(deployer, job_id, job, &specs).await {
             Ok(leases) => leases,
             Err(Wait(holder, until)) => {
@@ -266,42 +277,6 @@ fn blocked_by(config: &LoadedConfig, job: &ApplyJob) -> Option<ApplyBlocked> {
     }
 }
 
-/// One changed spec as read at the commit.
-enum SpecAt {
-    Removed(String),
-    Invalid(String),
-    Valid(String, Box<crate::spec::FleetSpec>),
-}
-
-impl SpecAt {
-    fn path(&self) -> &str {
-        match self {
-            SpecAt::Removed(p) | SpecAt::Invalid(p) | SpecAt::Valid(p, _) => p,
-        }
-    }
-}
-
-async fn read_spec(
-    repo: &RepoClient,
-    job: &ApplyJob,
-    path: &str,
-    runtime: Option<&RuntimeValues>,
-) -> Result<SpecAt, ClientError> {
-    if job.removed.iter().any(|p| p == path) {
-        return Ok(SpecAt::Removed(path.to_string()));
-    }
-    let Some(bytes) = repo.file_content(path, &job.sha).await? else {
-        return Ok(SpecAt::Removed(path.to_string()));
-    };
-    let parsed = std::str::from_utf8(&bytes)
-        .ok()
-        .and_then(|text| crate::runtime::load_str_with(text, path, runtime).ok());
-    Ok(match parsed {
-        Some(spec) => SpecAt::Valid(path.to_string(), Box::new(spec)),
-        None => SpecAt::Invalid(path.to_string()),
-    })
-}
-
 struct Wait(String, Option<i64>);
 
 /// Keeps the leases alive while the job applies (every third of their length). A lease that
@@ -341,11 +316,13 @@ async fn take_leases(
     let mut taken = Vec::new();
     let ttl = crate::store::queue::ms(deployer.lease);
     for spec in specs {
-        let SpecAt::Valid(path, parsed) = spec else {
+        let SpecAt::Valid(_, parsed) = spec else {
             continue;
         };
-        let _ = parsed;
-        let key = fleet_lease_key(&deployer.tenant_id, &job.repo, path);
+        let key = fleet_lease_key(&deployer.tenant_id, &parsed.name);
+        if taken.iter().any(|l: &Lease| l.fleet_key == key) {
+            continue;
+        }
         match deployer
             .state
             .take_lease(&key, job_id, &job.holder(), now_ms(), ttl)
@@ -395,6 +372,9 @@ impl Applying<'_> {
                         reason: "the spec does not parse or validate at this commit (see fleet/preflight)".into(),
                     },
                 );
+            }
+            SpecAt::Shared(_, reason) => {
+                return FleetApply::new(&path, None, FleetOutcome::NotApplied { reason });
             }
             SpecAt::Valid(_, spec) => spec,
         };

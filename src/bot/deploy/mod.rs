@@ -3,6 +3,7 @@
 //! [`super::backend`].
 
 pub mod job;
+mod specs;
 pub mod waves;
 
 /// The name of the apply check run (stable: branch protection and people look for it).

@@ -346,6 +346,22 @@ async fn approve_plans(
     Ok(format!("approved {approved} fleet(s)"))
 }
 
+/// The `name` of the spec at `path` in commit `sha`, when it reads as a spec (valid or not).
+async fn fleet_name_at(
+    repo: &RepoClient,
+    path: &str,
+    sha: &str,
+) -> Result<Option<String>, BotError> {
+    let Some(bytes) = repo.file_content(path, sha).await? else {
+        return Ok(None);
+    };
+    Ok(std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| crate::spec::spec_from_str(text, path).ok())
+        .map(|spec| spec.name)
+        .filter(|name| !name.is_empty()))
+}
+
 /// `/unlock`: frees the lease of each changed fleet, whoever holds it.
 async fn unlock(
     repo: &RepoClient,
@@ -354,13 +370,27 @@ async fn unlock(
     only: Option<&str>,
     said: &mut Said,
 ) -> Result<String, BotError> {
-    let Some((_, targets)) = changed_fleets(repo, e.issue_number, only, "/unlock", said).await?
+    let Some((pr, targets)) = changed_fleets(repo, e.issue_number, only, "/unlock", said).await?
     else {
         return Ok("refused: no fleet".into());
     };
     let mut freed = 0;
     for target in &targets {
-        let key = fleet_lease_key(&deployer.tenant_id, &repo.repo().to_string(), &target.path);
+        // Leases are per fleet: the spec names it (at the commit, or before a removal).
+        let sha = if target.removed {
+            pr.base_sha.clone()
+        } else {
+            commit_of(&pr)
+        };
+        let Some(fleet) = fleet_name_at(repo, &target.path, &sha).await? else {
+            said.errors.push(format!(
+                "/unlock: {} names no fleet at {} (it does not parse); nothing to unlock",
+                target.path,
+                short(&sha)
+            ));
+            continue;
+        };
+        let key = fleet_lease_key(&deployer.tenant_id, &fleet);
         match deployer.state.break_lease(&key).await {
             Ok(Some(lease)) => {
                 freed += 1;

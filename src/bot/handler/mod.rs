@@ -209,16 +209,7 @@ impl Bot {
             .ok_or_else(|| BotError::Job("the apply job names no repository".into()))?;
         let repo = self.github.repo(job.installation_id, name);
         let key = self.alias_key(job.installation_id);
-        match job::run(
-            &repo,
-            deployer,
-            id,
-            &job,
-            &key,
-            self.settings.runtime.as_deref(),
-        )
-        .await?
-        {
+        match job::run(&repo, &self.settings, deployer, id, &job, &key).await? {
             JobEnd::Published(report) => Ok(Handled::Applied {
                 conclusion: report.conclusion(),
                 refusals: report.refusals(),

@@ -2,6 +2,7 @@
 //! fetches its inputs through the repository client, runs the pure evaluation and publishes
 //! what it produced. Jobs know nothing of events, so a push and a `/plan` run the same one.
 
+pub mod other_specs;
 pub mod preflight;
 
 use super::config::{CONFIG_PATH, LoadedConfig};

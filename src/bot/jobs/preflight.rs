@@ -7,7 +7,9 @@ use super::load_config;
 use crate::bot::config::{LoadedConfig, SpecMatcher};
 use crate::bot::guard::{PublicNames, ReviewSummary};
 use crate::bot::live::{LiveSpec, read_live};
-use crate::bot::pr::{ChangedFile, PrInput, PrOutcome, QuotaInput, evaluate_pull_request};
+use crate::bot::pr::{
+    ChangedFile, OtherSpec, PrInput, PrOutcome, QuotaInput, evaluate_pull_request,
+};
 use crate::bot::render::COMMENT_MARKER;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
@@ -46,6 +48,11 @@ pub async fn preflight(
     let config = load_config(repo).await?;
     let matcher = config.config.spec_matcher();
     let (files, truncated) = fetch_changed_files(repo, settings, &matcher, pr).await?;
+    let (others, others_unread) = if files.iter().any(|f| f.is_spec(&matcher)) {
+        super::other_specs::read(repo, settings, &matcher, pr.head_sha, &files).await?
+    } else {
+        (Vec::new(), None)
+    };
     let repo_name = repo.repo().to_string();
     let change = Change {
         repo: repo_name.clone(),
@@ -56,6 +63,8 @@ pub async fn preflight(
         truncated,
         config,
         alias_key: alias_key.to_vec(),
+        others,
+        others_unread,
     };
     let Evaluated {
         outcome,
@@ -95,6 +104,10 @@ pub struct Change {
     pub config: LoadedConfig,
     /// Keys the privacy aliases.
     pub alias_key: Vec<u8>,
+    /// The repository's spec files at the head that the change did not touch.
+    pub others: Vec<OtherSpec>,
+    /// Why `others` is not all of them, when it is not.
+    pub others_unread: Option<String>,
 }
 
 /// What evaluating a change gave: what to publish, and what it was computed from.
@@ -140,6 +153,8 @@ pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluate
             }),
             live: &live,
             runtime: runtime.as_deref(),
+            others: &change.others,
+            others_unread: change.others_unread.as_deref(),
         });
         (outcome, live)
     })

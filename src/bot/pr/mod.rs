@@ -14,6 +14,7 @@ mod checks;
 mod cluster_fields;
 mod diff;
 mod digest;
+mod identity;
 mod live_summary;
 mod scan;
 mod spec;
@@ -79,6 +80,14 @@ impl ChangedFile {
     }
 }
 
+/// A spec file of the repository at the head commit that the pull request did not change:
+/// read only to hold the changed specs to one fleet, one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherSpec {
+    pub path: String,
+    pub content: Vec<u8>,
+}
+
 /// Where the quota budget comes from.
 pub struct QuotaInput<'a> {
     /// The tenant whose allowances apply (never shown).
@@ -107,6 +116,10 @@ pub struct PrInput<'a> {
     pub live: &'a BTreeMap<String, LiveSpec>,
     /// The server's runtime values (`FLEETBOT_RUNTIME_VALUES`), never from the change.
     pub runtime: Option<&'a crate::runtime::RuntimeValues>,
+    /// The repository's other spec files at the head commit.
+    pub others: &'a [OtherSpec],
+    /// Why `others` is not every other spec file, when it is not.
+    pub others_unread: Option<&'a str>,
 }
 
 /// What to publish.
@@ -130,13 +143,20 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
     } else {
         scan::scan_changed_files(&scanner, input.files)
     };
-    let (fleets, diffs): (Vec<_>, Vec<_>) = specs
+    let (mut fleets, diffs): (Vec<_>, Vec<_>) = specs
         .iter()
         .map(|file| {
             let live = input.live.get(&file.path);
             spec::evaluate_spec(file, &scanner, input.quota.as_ref(), live, input.runtime)
         })
         .unzip();
+    identity::one_fleet_one_file(
+        &mut fleets,
+        &specs,
+        input.others,
+        input.others_unread,
+        input.runtime,
+    );
     let config_report = config_report(input);
     let mut privacy = privacy.report();
     // Files GitHub did not list were not scanned either (only when anything was scanned).

@@ -33,6 +33,8 @@ fn run(files: &[ChangedFile], config: &LoadedConfig) -> PrOutcome {
         quota: None,
         live: &BTreeMap::new(),
         runtime: None,
+        others: &[],
+        others_unread: None,
     })
 }
 
@@ -257,6 +259,8 @@ fn run_live_over(base: &str, live: LiveSpec) -> PrOutcome {
         quota: None,
         live: &live,
         runtime: None,
+        others: &[],
+        others_unread: None,
     })
 }
 
@@ -566,6 +570,8 @@ fn a_privacy_scan_that_could_not_read_every_changed_line_never_passes() {
         quota: None,
         live: &BTreeMap::new(),
         runtime: None,
+        others: &[],
+        others_unread: None,
     });
     assert_eq!(truncated.privacy.conclusion, CheckConclusion::Failure);
     assert!(

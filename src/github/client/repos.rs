@@ -15,6 +15,8 @@ pub const MAX_LISTED: usize = 10_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeFile {
     pub path: String,
+    /// The blob's SHA: its content's name, the same wherever and whenever it is listed.
+    pub sha: String,
     /// The size GitHub states, for the fetch limits.
     pub size: u64,
 }
@@ -134,6 +136,8 @@ impl RepoClient {
             #[serde(rename = "type")]
             kind: String,
             #[serde(default)]
+            sha: String,
+            #[serde(default)]
             size: Option<u64>,
         }
         #[derive(Deserialize)]
@@ -157,6 +161,7 @@ impl RepoClient {
             .filter(|e| e.kind == "blob")
             .map(|e| TreeFile {
                 path: e.path,
+                sha: e.sha,
                 size: e.size.unwrap_or(0),
             })
             .collect();

@@ -95,8 +95,8 @@ pub async fn gather<S: OverviewStore>(
     DashboardView {
         generated_at: now,
         store: clean(store_kind),
-        repositories: repositories(&audit, &plans, &runs, &locks),
-        fleets: fleets(&targets),
+        repositories: repositories(&audit, &plans, &runs),
+        fleets: fleets(&targets, &locks),
         locks,
         jobs: jobs
             .into_iter()
@@ -154,19 +154,20 @@ fn requested(plans: &[ReviewedPlan], audit: &[AuditEntry]) -> super::quota::Requ
         .collect()
 }
 
-/// A lease key is `t<tenant digest>:<owner/name>:<path>` (`bot::backend::fleet_lease_key`);
-/// another shape is not a fleet lease this page knows.
+/// A lease key is `t<tenant digest>:fleet:<name>` (`bot::backend::fleet_lease_key`), held by
+/// an apply job (whose id names its repository); another shape is not a fleet lease this page
+/// knows.
 fn lock_view(lease: &Lease) -> Option<LockView> {
     let mut parts = lease.fleet_key.splitn(3, ':');
-    let (tenant, repo, path) = (parts.next()?, parts.next()?, parts.next()?);
+    let (tenant, kind, fleet) = (parts.next()?, parts.next()?, parts.next()?);
     // Other leases share the table (an apply's acknowledgement, `ack:<job>`): not locks.
     let digest = tenant.strip_prefix('t')?;
-    if digest.is_empty() || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if kind != "fleet" || digest.is_empty() || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     Some(LockView {
-        repository: clean(repo),
-        path: clean(path),
+        fleet: clean(fleet),
+        repository: clean(&apply_run_repo(&lease.owner).unwrap_or_default()),
         tenant: clean(tenant),
         holder: clean(&lease.holder),
         expires_at: lease.expires_at,
@@ -193,7 +194,6 @@ fn repositories(
     audit: &[AuditEntry],
     plans: &[ReviewedPlan],
     runs: &[ApplyRun],
-    locks: &[LockView],
 ) -> Vec<RepositoryView> {
     let mut specs: BTreeMap<SpecKey, SpecView> = BTreeMap::new();
     let mut entry = |repo: &str, path: &str| -> SpecKey {
@@ -250,15 +250,6 @@ fn repositories(
             });
         }
     }
-    let locked: Vec<(SpecKey, String)> = locks
-        .iter()
-        .map(|l| (entry(&l.repository, &l.path), l.holder.clone()))
-        .collect();
-    for (key, holder) in locked {
-        if let Some(spec) = specs.get_mut(&key) {
-            spec.locked_by = Some(holder);
-        }
-    }
     let mut by_repo: BTreeMap<String, Vec<SpecView>> = BTreeMap::new();
     for (key, mut spec) in specs {
         let applied = applied_digests.get(&key);
@@ -297,7 +288,7 @@ fn review_state(applied: Option<&(i64, String)>, review: Option<(i64, &str)>) ->
     }
 }
 
-fn fleets(targets: &[TargetRecord]) -> Vec<FleetView> {
+fn fleets(targets: &[TargetRecord], locks: &[LockView]) -> Vec<FleetView> {
     let mut by_fleet: BTreeMap<&str, Vec<ClusterView>> = BTreeMap::new();
     for t in targets {
         by_fleet.entry(&t.fleet).or_default().push(ClusterView {
@@ -321,6 +312,10 @@ fn fleets(targets: &[TargetRecord]) -> Vec<FleetView> {
     by_fleet
         .into_iter()
         .map(|(name, clusters)| FleetView {
+            locked_by: locks
+                .iter()
+                .find(|l| l.fleet == clean(name))
+                .map(|l| l.holder.clone()),
             name: clean(name),
             clusters,
         })
@@ -357,17 +352,17 @@ mod tests {
         assert_eq!(split_pr_key("o/r"), None);
         let id = crate::bot::deploy::job::ApplyJob::job_id("Octo/Fleet", 3, "abc", "merge");
         assert_eq!(apply_run_repo(&id).as_deref(), Some("octo/fleet"));
-        let key = crate::bot::backend::fleet_lease_key("tenant-x", "Octo/Fleet", "fleets/a.yaml");
+        let key = crate::bot::backend::fleet_lease_key("tenant-x", "research");
         let lease = Lease {
             fleet_key: key,
-            owner: "job".into(),
+            owner: id.clone(),
             holder: "#3 at abc (merge)".into(),
             token: 1,
             expires_at: 9,
         };
         let lock = lock_view(&lease).unwrap();
         assert_eq!(lock.repository, "octo/fleet");
-        assert_eq!(lock.path, "fleets/a.yaml");
+        assert_eq!(lock.fleet, "research");
         assert_eq!(lock.tenant, super::super::quota::tenant_label("tenant-x"));
         // An apply's acknowledgement shares the table and is not a lock.
         let ack = Lease {

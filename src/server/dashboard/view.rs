@@ -45,8 +45,6 @@ pub struct SpecView {
     pub review_state: ReviewState,
     /// [`ReviewState::label`], for readers of the JSON.
     pub review_label: String,
-    /// Who holds the spec's apply lease now, if anyone.
-    pub locked_by: Option<String>,
 }
 
 /// How the newest reviewed plan of a spec compares with its last apply. The store records
@@ -119,6 +117,8 @@ pub struct ReviewView {
 pub struct FleetView {
     /// The spec's `name`.
     pub name: String,
+    /// Who holds the fleet's apply lease now, if anyone.
+    pub locked_by: Option<String>,
     pub clusters: Vec<ClusterView>,
 }
 
@@ -148,8 +148,10 @@ pub struct ClusterView {
 /// A held apply lease.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LockView {
+    /// The fleet's name: leases are per fleet, whichever file declares it.
+    pub fleet: String,
+    /// The repository of the apply holding it.
     pub repository: String,
-    pub path: String,
     /// The tenant's digest.
     pub tenant: String,
     /// What holds it (`#12 at abc1234 (merge)`).

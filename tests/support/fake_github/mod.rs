@@ -590,6 +590,16 @@ fn parse_query(q: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A blob's name as git makes it: a hash of its content (SHA-256 cut to git's 40 digits here;
+/// what matters is that equal contents, and only they, share a name).
+fn blob_sha(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(format!("blob {}\0", bytes.len()).as_bytes());
+    h.update(bytes);
+    hex::encode(h.finalize())[..40].to_string()
+}
+
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -1109,7 +1119,7 @@ fn respond(
             let entries: Vec<Value> = tree
                 .iter()
                 .map(|(path, bytes)| {
-                    json!({"path": path, "mode": "100644", "type": "blob", "sha": format!("{:040x}", bytes.len()), "size": bytes.len(), "url": format!("{base_url}/blob")})
+                    json!({"path": path, "mode": "100644", "type": "blob", "sha": blob_sha(bytes), "size": bytes.len(), "url": format!("{base_url}/blob")})
                 })
                 .collect();
             Answer::json(

@@ -18,6 +18,7 @@ fn view() -> DashboardView {
         }],
         fleets: vec![FleetView {
             name: "train".into(),
+            locked_by: None,
             clusters: vec![ClusterView {
                 project: "research".into(),
                 cluster: "h100-a".into(),
