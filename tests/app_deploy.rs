@@ -1957,7 +1957,11 @@ async fn two_spec_files_declaring_one_fleet_fail_the_preflight_and_apply_nothing
         "{}",
         run.summary
     );
-    assert!(run.summary.contains("is also declared in"), "{}", run.summary);
+    assert!(
+        run.summary.contains("is also declared in"),
+        "{}",
+        run.summary
+    );
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
     assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 1);
 

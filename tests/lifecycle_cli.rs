@@ -445,6 +445,21 @@ fn an_empty_selection_in_json_prints_the_error_document_and_exits_1() {
 }
 
 #[test]
+fn demo_help_says_what_no_wait_does() {
+    let env = Env::new();
+    let out = env.run(&["demo", "--help"], "");
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    let line = help
+        .lines()
+        .skip_while(|l| !l.contains("--no-wait"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(line.contains("Clean up at once"), "{help}");
+}
+
+#[test]
 fn serve_help_documents_every_setting_and_never_shows_a_secret_value() {
     let out = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
         .args(["serve", "--help"])

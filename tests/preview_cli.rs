@@ -119,8 +119,76 @@ fn a_ref_that_does_not_exist_is_a_usage_error() {
     let repo = repository(&[]);
     let out = preview(repo.path(), &["--base", "no-such-branch", "--no-cloud"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("fleetbot preview: git rev-parse"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("fleetbot preview: --base `no-such-branch` is not a commit of "),
+        "says which ref, in words, not git's: {stderr}"
+    );
+    assert!(!stderr.contains("rev-parse"), "{stderr}");
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn uncommitted_changes_are_said_to_be_left_out() {
+    let repo = repository(&[]);
+    write(repo.path(), "fleets/wip.yaml", "name: not committed\n");
+    let out = preview(repo.path(), &["--no-cloud"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 uncommitted change(s) in the work tree are not previewed"),
+        "{stderr}"
+    );
+    // What is previewed is the commits: the uncommitted spec is not in the comment.
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("wip.yaml"));
+}
+
+#[test]
+fn open_writes_the_html_page_and_hands_it_to_the_desktop() {
+    let repo = repository(&[]);
+    // A stand-in for the desktop's opener that records what it was given.
+    let bin = repo.path().join(".bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opener = bin.join("xdg-open");
+    let log = repo.path().join(".opened");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" > {}\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for args in [
+        &["--no-cloud", "--open"][..],
+        &["--no-cloud", "--output", "html", "--open"][..],
+    ] {
+        let _ = std::fs::remove_file(&log);
+        let out = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+            .arg("preview")
+            .args(args)
+            .current_dir(repo.path())
+            .env("PATH", &path)
+            .env("HOME", repo.path().join(".home"))
+            .env_remove("NEBIUS_IAM_TOKEN")
+            .env_remove("FLEETBOT_CLOUD")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let opened = std::fs::read_to_string(&log).expect("the opener ran");
+        let page = std::fs::read_to_string(opened.trim()).unwrap();
+        assert!(page.starts_with("<!doctype html>"), "{args:?}");
+    }
+    let json = preview(repo.path(), &["--no-cloud", "--output", "json", "--open"]);
+    assert_eq!(json.status.code(), Some(2));
 }
 
 #[test]

@@ -32,8 +32,8 @@ pub struct DemoArgs {
     /// Keep the throwaway repository and the simulator's state, and say where they are.
     #[arg(long)]
     pub keep: bool,
-    /// On a terminal, wait before cleaning up so the dashboard can be looked at (the
-    /// default); without a terminal the demo never waits.
+    /// Clean up at once instead of waiting on a terminal for Enter (without a terminal the
+    /// demo never waits).
     #[arg(long = "no-wait")]
     pub no_wait: bool,
 }

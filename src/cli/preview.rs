@@ -69,8 +69,8 @@ pub struct PreviewArgs {
     #[arg(long, value_enum, default_value_t = PreviewFormat::Markdown, value_name = "fmt")]
     pub output: PreviewFormat,
     /// Write the HTML page to a temporary file and open it in the browser (stdout stays
-    /// empty; stderr names the file).
-    #[arg(long, conflicts_with = "output")]
+    /// empty; stderr names the file). Implies `--output html`; any other output is refused.
+    #[arg(long)]
     pub open: bool,
     /// In a GitHub Actions job for a pull request (the Action, action.yml): preview the
     /// event's pull request and post the comment and both check runs with GITHUB_TOKEN.
@@ -82,6 +82,12 @@ pub struct PreviewArgs {
 /// Exit 0 when both checks would pass (success or neutral), 1 when either would fail, 2 when
 /// the repository or a ref cannot be read.
 pub fn run(args: PreviewArgs) -> ExitCode {
+    if args.open && args.output == PreviewFormat::Json {
+        eprintln!(
+            "fleetbot preview: --open shows the HTML page; it cannot be used with --output json"
+        );
+        return ExitCode::from(2);
+    }
     let repo = Git::new(&args.repo);
     let post = match args.post.then(ActionsContext::from_env).transpose() {
         Ok(post) => post,
@@ -287,14 +293,49 @@ fn resolve_refs(repo: &Git, base: Option<&str>, head: &str) -> Result<Refs, Stri
         Some(b) => b.to_string(),
         None => default_branch(repo)?,
     };
-    let head_sha = repo.text(&["rev-parse", "--verify", &format!("{head}^{{commit}}")])?;
-    let branch_sha = repo.text(&["rev-parse", "--verify", &format!("{branch}^{{commit}}")])?;
-    let base_sha = repo.text(&["merge-base", &branch_sha, &head_sha])?;
+    let commit = |what: &str, name: &str| {
+        repo.text(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{name}^{{commit}}"),
+        ])
+        .map_err(|_| {
+            format!(
+                "{what} `{name}` is not a commit of {}",
+                repo.dir().display()
+            )
+        })
+    };
+    let head_sha = commit("--head", head)?;
+    let branch_sha = commit("--base", &branch)?;
+    let base_sha = repo
+        .text(&["merge-base", &branch_sha, &head_sha])
+        .map_err(|_| format!("--base `{branch}` and --head `{head}` share no history"))?;
+    if head == "HEAD"
+        && let Some(note) = uncommitted(repo)
+    {
+        eprintln!("fleetbot preview: {note}");
+    }
     Ok(Refs {
         branch,
         branch_sha,
         base_sha,
         head_sha,
+    })
+}
+
+/// A note when the work tree has changes the preview does not see: it previews commits, as
+/// the App sees pushes, so uncommitted edits to specs are left out (and said to be).
+fn uncommitted(repo: &Git) -> Option<String> {
+    let status = repo
+        .text(&["status", "--porcelain", "--untracked-files=normal"])
+        .ok()?;
+    let count = status.lines().filter(|l| !l.trim().is_empty()).count();
+    (count > 0).then(|| {
+        format!(
+            "{count} uncommitted change(s) in the work tree are not previewed (commit them first; the preview shows commits, as the App sees pushes)"
+        )
     })
 }
 
