@@ -290,3 +290,70 @@ fn destroy_with_a_comma_for_a_selector_destroys_nothing() {
     assert!(stderr(&out).contains("--only-clusters names nothing"));
     env.assert_untouched();
 }
+
+/// `verify-mig` printed compute instance IDs as node names; verification output is what the
+/// reference calls safe to publish. Nodes are now worker ordinals, in text and JSON, and the
+/// names are kept only in the receipt under `--evidence-dir`.
+#[test]
+fn verify_mig_names_workers_by_ordinal_and_keeps_node_names_in_the_receipt() {
+    let env = Env::new();
+    let spec = "fixtures/specs/rtxpro-mig.yaml";
+    let values = "fixtures/runtime/embedded-default.yaml";
+    let out = env.run(
+        &["deploy", "-f", spec, "--runtime-values", values, "--yes"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let out = env.run(&["verify-mig", "-f", spec, "--runtime-values", values], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.starts_with("MIG ready: 2 node(s)"), "{text}");
+    assert!(
+        text.contains("\n  worker-1: ") && text.contains("\n  worker-2: "),
+        "{text}"
+    );
+    for shown in [&text, &stderr(&out)] {
+        assert!(!shown.contains("computeinstance-"), "{shown}");
+    }
+
+    let evidence = env.home.path().join("evidence");
+    let out = env.run(
+        &[
+            "verify-mig",
+            "-f",
+            spec,
+            "--runtime-values",
+            values,
+            "--output",
+            "json",
+            "--evidence-dir",
+            evidence.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["nodes"][0]["name"], "worker-1");
+    assert_eq!(doc["hardware"][1]["node"], "worker-2");
+    assert!(!stdout(&out).contains("computeinstance-"));
+    let run = std::fs::read_dir(&evidence)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let receipt = std::fs::read_dir(&run)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+    let node = receipt["workers"]["worker-1"].as_str().unwrap();
+    assert!(node.starts_with("computeinstance-"), "{receipt:#}");
+    assert_eq!(receipt["report"]["nodes"][0]["name"], node);
+    let digest = doc["evidence_sha256"].as_str().unwrap();
+    assert_eq!(digest.len(), 64);
+}
