@@ -454,7 +454,9 @@ impl Fleet {
     }
 
     /// Creates and converges the selected targets (`fleetbot deploy --yes`): live plan and
-    /// preflight first, nothing mutated if either refuses; idempotent and restart-safe.
+    /// preflight first, nothing mutated if either refuses; idempotent and restart-safe. A plan
+    /// that deletes, replaces or shrinks inside a target is refused unless
+    /// [`Options::allow_destroy`] is set, as `--yes` refuses it without `--allow-destroy`.
     ///
     /// ```
     /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
