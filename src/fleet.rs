@@ -216,6 +216,11 @@ pub struct Options {
     /// Also delete the targets fleetbot deployed for this fleet that the spec no longer
     /// declares (only with no selector), as `deploy --prune` does.
     pub prune: bool,
+    /// Also apply what deletes, replaces or shrinks inside a target (a node group or an
+    /// add-on deleted, a filesystem detached, a pool shrunk, a bucket cap lowered), as
+    /// `deploy --allow-destroy` does; without it such a deploy is refused before any
+    /// mutation (default: false).
+    pub allow_destroy: bool,
     /// Per-target time limit.
     pub timeout: std::time::Duration,
     /// One line per step (`a/cluster: creating node group …`); default: none.
@@ -232,6 +237,7 @@ impl Default for Options {
             fail_fast: false,
             preflight: true,
             prune: false,
+            allow_destroy: false,
             timeout: std::time::Duration::from_secs(120 * 60),
             progress: Arc::new(|_| {}),
         }
@@ -248,6 +254,7 @@ impl std::fmt::Debug for Options {
             .field("fail_fast", &self.fail_fast)
             .field("preflight", &self.preflight)
             .field("prune", &self.prune)
+            .field("allow_destroy", &self.allow_destroy)
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
@@ -290,6 +297,7 @@ impl Options {
             ssh_public_key: spec.ssh_public_key.trim().to_string(),
             spec_path: spec.source.clone(),
             prune: self.prune,
+            allow_destructive: self.allow_destroy,
             reads: None,
         }
     }
@@ -446,7 +454,9 @@ impl Fleet {
     }
 
     /// Creates and converges the selected targets (`fleetbot deploy --yes`): live plan and
-    /// preflight first, nothing mutated if either refuses; idempotent and restart-safe.
+    /// preflight first, nothing mutated if either refuses; idempotent and restart-safe. A plan
+    /// that deletes, replaces or shrinks inside a target is refused unless
+    /// [`Options::allow_destroy`] is set, as `--yes` refuses it without `--allow-destroy`.
     ///
     /// ```
     /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {

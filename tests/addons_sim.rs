@@ -363,9 +363,24 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
                 && d.why == "replaced: a release's values cannot change in place")
     );
 
-    // A changed value replaces the release: a new one, the old one gone.
+    // Not allowed, the replacement is refused before anything changes (issue #32).
+    let refused = deploy(&cloud, &store, &grown, &tenant, &options(), recorded().0)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains(
+            "replace add-on kuberay in a/train: replaced: a release's values cannot change in place"
+        ),
+        "{refused}"
+    );
+
+    // Allowed, a changed value replaces the release: a new one, the old one gone.
+    let allowed = LifecycleOptions {
+        allow_destructive: true,
+        ..options()
+    };
     let (progress, changed) = recorded();
-    let result = deploy(&cloud, &store, &grown, &tenant, &options(), progress)
+    let result = deploy(&cloud, &store, &grown, &tenant, &allowed, progress)
         .await
         .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:#?}");

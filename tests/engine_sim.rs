@@ -707,7 +707,12 @@ async fn deployed(
     tenant: &str,
     what: &str,
 ) {
-    let result = deploy(cloud, store, fleet, tenant, &options(), quiet())
+    // These rounds replace and remove pools on purpose: allowed, as `--allow-destroy` does.
+    let allowed = LifecycleOptions {
+        allow_destructive: true,
+        ..options()
+    };
+    let result = deploy(cloud, store, fleet, tenant, &allowed, quiet())
         .await
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(

@@ -327,13 +327,138 @@ fn diff_mode_reports_only_added_lines() {
     assert_eq!(code, 2);
 }
 
+/// At most 100 MB of data (heap and anonymous mappings): what `scan` must fit in whatever it
+/// is given (issue #32, item 6).
+fn capped(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    const CAP: libc::rlim_t = 100 * 1000 * 1000;
+    // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: CAP,
+                rlim_max: CAP,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Runs `cmd`, killing it after `limit`: a scan that blocks must fail the test, not hang it.
+fn run_within(cmd: &mut Command, limit: std::time::Duration) -> (i32, String, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fleetbot");
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
 #[test]
-fn an_endless_input_is_refused_not_read_until_memory_runs_out() {
-    // A device reports no length; the cap is on the bytes read (issue 22, item 10).
+fn an_endless_device_is_refused_before_a_byte_is_read() {
+    // Issue 22, item 10 capped the bytes read; issue #32: `scan /dev/zero` still read 256 MiB
+    // (271 MB RSS) before refusing. A device is refused from its metadata, under a 100 MB cap.
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
-    let (code, _, err) = run(fleetbot(dir.path()).arg("/dev/zero"));
+    let (code, out, err) = run_within(
+        capped(fleetbot(dir.path()).arg("/dev/zero")),
+        std::time::Duration::from_secs(30),
+    );
+    let took = started.elapsed();
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("cannot read /dev/zero: more than"), "{err}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "error: cannot read /dev/zero: not a regular file (a device, FIFO or socket); refusing to read it\n"
+    );
+    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+}
+
+#[test]
+fn a_fifo_is_refused_without_waiting_for_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.yaml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (code, _, err) = run_within(
+        fleetbot(dir.path()).arg("pipe.yaml"),
+        std::time::Duration::from_secs(10),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cannot read pipe.yaml: not a regular file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_endless_binary_pipe_on_stdin_is_skipped_after_its_first_piece() {
+    let dir = tempfile::tempdir().unwrap();
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let (code, out, err) = run_within(
+        capped(
+            fleetbot(dir.path())
+                .args(["--stdin", "--output", "json"])
+                .stdin(zero),
+        ),
+        std::time::Duration::from_secs(30),
+    );
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["skipped"][0]["reason"], "binary", "{doc}");
+}
+
+/// Issue #32, item 7: a standalone AWS secret access key (`aws_secret_access_key = …`,
+/// `AWS_SECRET_ACCESS_KEY=…`) is found, and its value is never printed.
+#[test]
+fn aws_secret_access_keys_are_found_and_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut synth = testdata::Synth::new(32);
+    const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+";
+    let (a, b) = (synth.string(BASE64, 40), synth.string(BASE64, 40));
+    write(
+        dir.path(),
+        "credentials",
+        &format!("[default]\naws_secret_access_key = {a}\n"),
+    );
+    write(
+        dir.path(),
+        "deploy.env",
+        &format!("AWS_SECRET_ACCESS_KEY={b}\n"),
+    );
+    for output in ["text", "json", "sarif"] {
+        let (code, out, err) =
+            run(fleetbot(dir.path()).args(["--output", output, "credentials", "deploy.env"]));
+        assert_eq!(code, 1, "{output}: {err}");
+        assert!(out.matches("aws-secret-access-key").count() >= 2, "{out}");
+        for value in [&a, &b] {
+            assert!(!out.contains(value.as_str()) && !err.contains(value.as_str()));
+        }
+    }
+    let (_, out, _) = run(fleetbot(dir.path()).args(["credentials", "deploy.env"]));
+    assert_eq!(
+        out,
+        format!(
+            "credentials:2:25 aws-secret-access-key {}\ndeploy.env:1:23 aws-secret-access-key {}\n",
+            alias(DEFAULT_LOCAL_KEY, &a),
+            alias(DEFAULT_LOCAL_KEY, &b)
+        )
+    );
 }

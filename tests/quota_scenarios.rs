@@ -360,11 +360,11 @@ fn unresolved_tenant_fails_closed() {
 fn selectors_narrow_the_demand() {
     let mut cmd = command("fleet1-test.yaml", Some("allowances-room.json"));
     cmd.json = true;
-    cmd.only_projects = " fleet1-test-b , ".into();
+    cmd.only_projects = Some(" fleet1-test-b , ".into());
     let doc = json(&exec(&cmd));
     assert_eq!(doc["demand"]["us-central1"]["mk8s.cluster.count"], 1);
     assert_eq!(doc["new_buckets"]["us-central1"], 0);
-    cmd.only_projects = "a".into();
+    cmd.only_projects = Some("a".into());
     let doc = json(&exec(&cmd));
     assert_eq!(doc["new_buckets"]["us-central1"], 1);
     assert_eq!(doc["demand"]["us-central1"]["vpc.network.count"], 1);
@@ -372,7 +372,7 @@ fn selectors_narrow_the_demand() {
     // A selector naming nothing is a typo, refused before any evidence is read; in JSON mode
     // the report document still says why.
     let mut cmd = command("fleet1-test.yaml", None);
-    cmd.only_clusters = "no-such-cluster".into();
+    cmd.only_clusters = Some("no-such-cluster".into());
     let out = exec(&cmd);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(
@@ -386,6 +386,21 @@ fn selectors_narrow_the_demand() {
     assert_eq!(
         json(&out)["error"],
         "cluster selector has no target in selected projects: no-such-cluster"
+    );
+
+    // Issue #32: a comma is not "every cluster"; the document says which flag names nothing.
+    cmd.only_clusters = Some(" , ".into());
+    let out = exec(&cmd);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let error = json(&out)["error"].as_str().unwrap().to_string();
+    assert!(
+        error.starts_with("--only-clusters names nothing"),
+        "{error}"
+    );
+    assert!(
+        json(&out)["demand"]
+            .as_object()
+            .is_none_or(|d| d.is_empty())
     );
 }
 

@@ -532,16 +532,17 @@ fn capacity_block_group_parses_on_gpu_pool_and_rejects_cpu_pool() {
 fn single_gpu_preset_auto_disables_gpu_cluster() {
     let spec = ok(&cluster(""));
     assert!(!spec.projects[0].clusters[0].resolved_enable_gpu_cluster());
-    // Read without validating: the backend model resolves the same pool to a GPU cluster
-    // (model_resolves_an_unset_gpu_cluster_from_the_8gpu_preset).
+    // Read without validating: an unset flag resolves from the `8gpu-` prefix whatever the
+    // platform, as the reference's does (fleet-engine §2.14), so validation then refuses it
+    // (an_unset_gpu_cluster_resolves_from_the_8gpu_preset).
     let spec = spec_from_str(
         &cluster("gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}\n"),
         "fleet.yaml",
     )
     .unwrap();
     assert!(
-        !spec.projects[0].clusters[0].resolved_enable_gpu_cluster(),
-        "8-GPU RTX PCIe is not fabric-capable"
+        spec.projects[0].clusters[0].resolved_enable_gpu_cluster(),
+        "an unset flag on an 8-GPU RTX PCIe pool resolves true"
     );
     let spec = ok(&cluster(
         "gpu_nodes: {count: 2, platform: gpu-h200-sxm, preset: 8gpu-128vcpu-1600gb}\ninfiniband_fabric: fabric-2\n",
@@ -680,8 +681,17 @@ fn mig_tuple_is_enforced() {
         ),
         "hardware MIG is currently supported only for RTX PRO 6000",
     );
+    // An unset `enable_gpu_cluster` on an `8gpu-` pool resolves true and rule 12 comes first;
+    // with it off, the MIG rule names the preset.
     assert_err(
         &wrong("{count: 2, preset: 8gpu-192vcpu-1744gb, capacity_block_group: x}"),
+        "enable_gpu_cluster requires a fabric-capable 8-GPU SXM/NVL preset",
+    );
+    assert_err(
+        &format!(
+            "{}        enable_gpu_cluster: false\n",
+            wrong("{count: 2, preset: 8gpu-192vcpu-1744gb, capacity_block_group: x}")
+        ),
         "requires the tested one-GPU preset '1gpu-24vcpu-218gb'; got '8gpu-192vcpu-1744gb'",
     );
     assert_err(
@@ -1073,16 +1083,22 @@ fn model_cpu_pool_cannot_select_a_gpu_platform() {
 }
 
 #[test]
-fn model_resolves_an_unset_gpu_cluster_from_the_8gpu_preset() {
-    // The spec resolves `enable_gpu_cluster` from the fabric-capable SXM/NVL topology, so an
-    // 8-GPU RTX PCIe pool passes rules 1-18; the model resolves it from the `8gpu-` prefix and
-    // then needs a fabric.
+fn an_unset_gpu_cluster_resolves_from_the_8gpu_preset() {
+    // Issue #32: the reference resolves an unset `enable_gpu_cluster` true for any populated
+    // `8gpu-` pool, whatever the platform, so an 8-GPU RTX PCIe pool, which is not
+    // fabric-capable, is refused by rule 12 with or without a fabric unless it says `false`
+    // (as the examples write).
     let rtx8 = "gpu_nodes: {count: 1, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}";
-    let e = assert_err(
-        &bare(rtx8),
-        "cluster 'c': mk8s enable_gpu_cluster requires infiniband_fabric",
-    );
-    assert_eq!(e.path, "projects[0].clusters[0].enable_gpu_cluster");
+    for text in [
+        bare(rtx8),
+        bare(&format!("{rtx8}\ninfiniband_fabric: fabric-2")),
+    ] {
+        let e = assert_err(
+            &text,
+            "cluster 'c': enable_gpu_cluster requires a fabric-capable 8-GPU SXM/NVL preset (got '8gpu-192vcpu-1744gb' if any)",
+        );
+        assert_eq!(e.path, "projects[0].clusters[0].enable_gpu_cluster");
+    }
     ok(&bare(&format!("{rtx8}\nenable_gpu_cluster: false")));
 }
 
@@ -1099,11 +1115,11 @@ fn model_gpu_cluster_needs_an_8gpu_preset_prefix() {
 }
 
 #[test]
-fn model_rechecks_the_driver_strategy_with_its_gpu_cluster_resolution() {
-    // With a fabric the model calls the 8-GPU RTX pool a GPU cluster, so operator mode becomes
-    // the unsafe NVSwitch case the spec's own resolution did not see.
+fn an_auto_gpu_cluster_makes_operator_mode_the_unsafe_nvswitch_case() {
+    // An unset flag on a populated 8-GPU SXM pool is a GPU cluster, so operator mode is the
+    // unsafe NVSwitch case unless acknowledged.
     let text = bare(
-        "gpu_nodes: {count: 1, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}\ninfiniband_fabric: fabric-2\ngpu_driver_mode: operator",
+        "gpu_nodes: {count: 1, platform: gpu-h200-sxm, preset: 8gpu-128vcpu-1600gb}\ninfiniband_fabric: fabric-2\ngpu_driver_mode: operator",
     );
     let e = assert_err(
         &text,

@@ -486,7 +486,9 @@ fn check_arg(kind: CommandKind, line: u32, key: &str, value: &str) -> Result<(),
             key: echo(key),
         });
     }
-    if value.is_empty() {
+    // A list of patterns that is only commas names nothing; dropping its empty items would
+    // leave no pattern at all, which reads as "every cluster".
+    if value.is_empty() || (is_pattern(key) && value.split(',').all(str::is_empty)) {
         return Err(CommandError::EmptyValue {
             line,
             command: kind,
@@ -623,6 +625,32 @@ mod tests {
         let p = parse_comment("/verify-graphics clusters=render-*,gpu-?\n/status fleet=a*\n");
         assert_eq!(p.commands[0].args["clusters"], "render-*,gpu-?");
         assert!(matches!(p.errors[0], CommandError::InvalidValue { .. }));
+    }
+
+    /// Issue #32: an empty, blank or comma-only selector is an error, never "all".
+    #[test]
+    fn a_selector_that_names_nothing_is_an_error() {
+        for line in [
+            "/status fleet=",
+            "/status fleet=\"\"",
+            "/status fleet=\" \"",
+            "/verify-graphics clusters=,",
+            "/verify-storage clusters=\",,\"",
+            "/verify-mig fleet=a clusters=",
+        ] {
+            let p = parse_comment(&format!("{line}\n"));
+            assert!(p.commands.is_empty(), "{line}: {:?}", p.commands);
+            assert!(
+                matches!(
+                    p.errors[..],
+                    [CommandError::EmptyValue { .. } | CommandError::InvalidValue { .. }]
+                ),
+                "{line}: {:?}",
+                p.errors
+            );
+        }
+        let p = parse_comment("/verify-graphics clusters=,render-*\n");
+        assert_eq!(p.commands[0].args["clusters"], ",render-*");
     }
 
     #[test]

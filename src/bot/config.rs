@@ -558,6 +558,28 @@ mod tests {
         assert_eq!(e.line, Some(2));
         let e = RepoConfig::parse("specs: []\n").unwrap_err();
         assert!(e.message.contains("at least one glob"));
+        // Issue #32: an empty, blank or path-less entry is an error naming its key, never "all".
+        for (text, key) in [
+            ("specs: ['']\n", "specs[0]"),
+            ("specs: ['fleets/*.yaml', ' ']\n", "specs[1]"),
+            ("specs: ['/']\n", "specs[0]"),
+            (
+                "rollout:\n  waves:\n    - projects: ['']\n",
+                "rollout.waves[0].projects[0]",
+            ),
+            (
+                "rollout:\n  waves:\n    - clusters: ['a', ' ']\n",
+                "rollout.waves[0].clusters[1]",
+            ),
+            (
+                "privacy:\n  allow:\n    patterns: ['']\n",
+                "allow.patterns[0]",
+            ),
+            ("privacy:\n  allow:\n    paths: [' ']\n", "allow.paths[0]"),
+        ] {
+            let e = RepoConfig::parse(text).unwrap_err();
+            assert!(e.message.contains(key), "{text:?}: {e}");
+        }
         let e = RepoConfig::parse("specs: ['a/[b']\n").unwrap_err();
         assert!(e.message.starts_with("specs[0]: unclosed"), "{e}");
         let e = RepoConfig::parse("privacy:\n  allow:\n    patterns: ['(']\n").unwrap_err();

@@ -9,10 +9,12 @@ use serde_json::json;
 
 use super::lifecycle::{
     confirm, open_cloud, open_inventory, progress_for, resolve_ssh_key, resolve_tenant, runtime,
+    selection_refused, selectors,
 };
 use super::output::{OutputFormat, print_json};
 use super::plan::load_spec;
-use crate::engine::ops::{LifecycleOptions, csv, deploy, select};
+use crate::engine::live::{Action, LivePlan};
+use crate::engine::ops::{LifecycleOptions, deploy_prepared, prepare, select};
 
 #[derive(Debug, Args)]
 pub struct DeployArgs {
@@ -36,11 +38,11 @@ pub struct DeployArgs {
     #[arg(long = "no-create-projects")]
     pub no_create_projects: bool,
     /// Only these projects (keys or display names, comma-separated).
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_projects: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_projects: Option<String>,
     /// Only these clusters (names, comma-separated), in every selected project.
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_clusters: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_clusters: Option<String>,
     /// Keep going after a target fails (the default).
     #[arg(long = "continue-on-error", overrides_with = "fail_fast")]
     pub continue_on_error: bool,
@@ -61,6 +63,11 @@ pub struct DeployArgs {
     /// --only-projects/--only-clusters; without --prune deploy never deletes them.
     #[arg(long)]
     pub prune: bool,
+    /// Allow what deletes, replaces or shrinks inside the selected targets (a node group or an
+    /// add-on deleted, a filesystem detached, a pool shrunk, a bucket cap lowered). Without it
+    /// --yes refuses such a plan; the prompt lists each one and asks.
+    #[arg(long)]
+    pub allow_destroy: bool,
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -81,16 +88,57 @@ pub struct DeployArgs {
     pub output: OutputFormat,
 }
 
+/// The plan's part of the confirmation: what the deploy would do, counted as Terraform counts
+/// (a replacement is one to create and one to delete), then each thing it deletes, replaces or
+/// shrinks. Whole targets the spec no longer declares count only when they are pruned.
+fn plan_lines(plan: &LivePlan, pruning: bool) -> String {
+    let (mut create, mut change, mut delete) = (0, 0, 0);
+    let applied = plan.projects.iter().flat_map(|p| &p.actions).chain(
+        plan.targets
+            .iter()
+            .filter(|t| pruning || !t.prune)
+            .flat_map(|t| &t.actions),
+    );
+    for a in applied {
+        match a.action {
+            Action::Create => create += 1,
+            Action::Update => change += 1,
+            Action::Replace => {
+                create += 1;
+                delete += 1;
+            }
+            Action::Delete => delete += 1,
+            Action::NoChange | Action::Reuse => {}
+        }
+    }
+    let mut out = format!("Plan: {create} to create, {change} to change, {delete} to delete.\n");
+    let destructive = if pruning {
+        plan.destructive()
+    } else {
+        plan.destructive_within()
+    };
+    for d in destructive {
+        out.push_str(&format!("  ! {}\n", d.line()));
+    }
+    out
+}
+
 pub fn run(args: DeployArgs) -> ExitCode {
     let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
         Ok(spec) => spec,
         Err(code) => return code,
     };
     let json = args.output == OutputFormat::Json;
+    let refused_doc = json!({"name": spec.name, "clusters": [], "deployed": 0, "failed": 1});
+    let (only_projects, only_clusters) =
+        match selectors(args.only_projects.as_deref(), args.only_clusters.as_deref()) {
+            Ok(lists) => lists,
+            Err(e) => return selection_refused(&e, json, refused_doc),
+        };
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let options = LifecycleOptions {
-        only_projects: csv(&args.only_projects),
-        only_clusters: csv(&args.only_clusters),
+        only_projects,
+        only_clusters,
         project_prefix: args.project_prefix.clone(),
         profile: profile.clone(),
         concurrency: args.concurrency.max(1) as usize,
@@ -101,6 +149,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         ssh_public_key: String::new(),
         spec_path: args.spec.display().to_string(),
         prune: args.prune,
+        allow_destructive: args.allow_destroy,
         reads: None,
     };
     let filtered = !options.only_projects.is_empty() || !options.only_clusters.is_empty();
@@ -119,13 +168,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
     );
     let selected = match selected {
         Ok(selected) => selected,
-        Err(e) => {
-            return super::lifecycle::selection_refused(
-                &e,
-                json,
-                json!({"name": spec.name, "clusters": [], "deployed": 0, "failed": 1}),
-            );
-        }
+        Err(e) => return selection_refused(&e, json, refused_doc),
     };
     let targets: Vec<(String, String)> = selected
         .iter()
@@ -157,19 +200,6 @@ pub fn run(args: DeployArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let prune_note = "  --prune: targets deployed for this fleet that the spec no longer declares are deleted too (node groups, cluster, GPU cluster and filesystem fleetbot created); plan --live lists them.";
-    if !confirm(
-        "create/update",
-        &spec,
-        &targets,
-        project_count.len(),
-        args.yes,
-        json,
-        pruning.then_some(prune_note),
-    ) {
-        eprintln!("Aborted.");
-        return ExitCode::FAILURE;
-    }
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -199,16 +229,54 @@ pub fn run(args: DeployArgs) -> ExitCode {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
-        let options = LifecycleOptions {
+        let mut options = LifecycleOptions {
             ssh_public_key: resolve_ssh_key(&spec, true),
             ..options
         };
-        match deploy(
+        // The plan is read first (nothing is changed) so the confirmation can say what the
+        // deploy deletes or shrinks, and what is applied is exactly what was confirmed.
+        let prepared = match prepare(&connection.client, &store, &spec, &tenant, &options).await {
+            Ok(p) => p,
+            Err(e) => return fail(e.to_string()),
+        };
+        // A plan with problems is refused by the engine before anything else: nothing to ask.
+        if !prepared.plan.has_problems() {
+            let mut note = plan_lines(&prepared.plan, pruning);
+            if pruning {
+                note.push_str("  --prune: targets deployed for this fleet that the spec no longer declares are deleted too (node groups, cluster, GPU cluster and filesystem fleetbot created); plan --live lists them.\n");
+            }
+            let within = prepared.plan.destructive_within();
+            let refuse = args.yes && !args.allow_destroy && !within.is_empty();
+            let proceed = confirm(
+                "create/update",
+                &spec,
+                &targets,
+                project_count.len(),
+                args.yes,
+                json,
+                Some(note.trim_end()),
+            );
+            if refuse {
+                let lines: Vec<String> = within.iter().map(|d| d.line()).collect();
+                return fail(format!(
+                    "fleetbot: deploy --yes does not delete, replace or shrink inside the fleet's targets unless --allow-destroy is given; nothing was changed:\n  - {}",
+                    lines.join("\n  - ")
+                ));
+            }
+            if !proceed {
+                eprintln!("Aborted.");
+                return ExitCode::FAILURE;
+            }
+            // Answering the prompt that listed each destructive line allows exactly those.
+            options.allow_destructive |= !args.yes;
+        }
+        match deploy_prepared(
             &connection.client,
             &store,
             &spec,
             &tenant,
             &options,
+            prepared,
             progress_for(targets.len(), json),
         )
         .await

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::lifecycle::{confirm, open_cloud, open_inventory, progress_for, runtime};
 use super::output::{OutputFormat, print_json};
 use super::plan::load_spec;
-use crate::engine::ops::{LifecycleOptions, csv, destroy, select};
+use crate::engine::ops::{LifecycleOptions, destroy, select};
 
 #[derive(Debug, Args)]
 pub struct DestroyArgs {
@@ -25,11 +25,11 @@ pub struct DestroyArgs {
     #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
     pub runtime_values: Option<PathBuf>,
     /// Only these projects (keys or display names, comma-separated).
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_projects: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_projects: Option<String>,
     /// Only these clusters (names, comma-separated), in every selected project.
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_clusters: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_clusters: Option<String>,
     /// Minutes allowed per target.
     #[arg(long, default_value_t = 120, value_name = "MINUTES")]
     pub timeout: u64,
@@ -59,10 +59,18 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         Err(code) => return code,
     };
     let json = args.output == OutputFormat::Json;
+    let refused_doc = json!({"name": spec.name, "clusters": [], "networks": [], "failed": 1});
+    let (only_projects, only_clusters) = match super::lifecycle::selectors(
+        args.only_projects.as_deref(),
+        args.only_clusters.as_deref(),
+    ) {
+        Ok(lists) => lists,
+        Err(e) => return super::lifecycle::selection_refused(&e, json, refused_doc),
+    };
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let options = LifecycleOptions {
-        only_projects: csv(&args.only_projects),
-        only_clusters: csv(&args.only_clusters),
+        only_projects,
+        only_clusters,
         profile: profile.clone(),
         concurrency: args.concurrency.max(1) as usize,
         timeout: Duration::from_secs(args.timeout.max(1) * 60),
@@ -77,13 +85,7 @@ pub fn run(args: DestroyArgs) -> ExitCode {
     );
     let selected = match selected {
         Ok(selected) => selected,
-        Err(e) => {
-            return super::lifecycle::selection_refused(
-                &e,
-                json,
-                json!({"name": spec.name, "clusters": [], "networks": [], "failed": 1}),
-            );
-        }
+        Err(e) => return super::lifecycle::selection_refused(&e, json, refused_doc),
     };
     let targets: Vec<(String, String)> = selected
         .iter()

@@ -12,7 +12,7 @@ use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime};
 use super::plan::load_spec;
 use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
 use crate::clusters::{ClusterEndpoint, context_name};
-use crate::engine::ops::{csv, deployed_clusters};
+use crate::engine::ops::deployed_clusters;
 
 #[derive(Debug, Args)]
 pub struct KubeconfigArgs {
@@ -27,11 +27,11 @@ pub struct KubeconfigArgs {
     #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
     pub runtime_values: Option<PathBuf>,
     /// Only these projects (CSV of keys or display names).
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_projects: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_projects: Option<String>,
     /// Only these clusters (CSV of names).
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_clusters: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_clusters: Option<String>,
     /// Nebius profile (default: the spec's); the exec credential uses it too.
     #[arg(long, default_value = "")]
     pub profile: String,
@@ -77,14 +77,15 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    if let Err(code) = super::lifecycle::refuse_unknown_selectors(
+    let (only_projects, only_clusters) = match super::lifecycle::refuse_unknown_selectors(
         &spec,
-        &args.only_projects,
-        &args.only_clusters,
+        args.only_projects.as_deref(),
+        args.only_clusters.as_deref(),
         &spec.project_prefix,
     ) {
-        return code;
-    }
+        Ok(lists) => lists,
+        Err(code) => return code,
+    };
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -112,8 +113,8 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             &connection.client,
             &store,
             &spec,
-            &csv(&args.only_projects),
-            &csv(&args.only_clusters),
+            &only_projects,
+            &only_clusters,
         )
         .await
         {

@@ -9,6 +9,7 @@ use super::connect::{ConnectOptions, Connection, connect};
 use crate::cloud::profile::{NebiusConfig, default_config_path};
 use crate::engine::ops::Progress;
 use crate::spec::FleetSpec;
+use crate::spec::select::{SelectError, parse_selector, select};
 use crate::store::SqliteStore;
 
 /// The tokio runtime for one command.
@@ -29,28 +30,41 @@ pub async fn open_cloud(profile: &str) -> Result<Connection, String> {
     Ok(connection)
 }
 
-/// The Nebius profile: `--profile` when given, else the spec's `profile`.
+/// The names `--only-projects` and `--only-clusters` give (each `None` when not given: no
+/// filter). A flag given with nothing in it is an error, never "every target".
+pub fn selectors(
+    only_projects: Option<&str>,
+    only_clusters: Option<&str>,
+) -> Result<(Vec<String>, Vec<String>), SelectError> {
+    Ok((
+        parse_selector("--only-projects", only_projects)?,
+        parse_selector("--only-clusters", only_clusters)?,
+    ))
+}
+
 /// Refuses selectors that name nothing, before anything is contacted: fleet-engine §7.1's
-/// rule, for every command that selects. The message is the engine's, prefixed.
+/// rule, for every command that selects, and an empty, blank or comma-only selector too. The
+/// message is the engine's, prefixed. Returns the names the selectors give.
 pub fn check_selectors(
     spec: &FleetSpec,
-    only_projects: &str,
-    only_clusters: &str,
+    only_projects: Option<&str>,
+    only_clusters: Option<&str>,
     prefix: &str,
-) -> Result<(), String> {
-    use crate::engine::ops::{csv, select};
-    select(spec, &csv(only_projects), &csv(only_clusters), prefix)
-        .map(|_| ())
-        .map_err(|e| format!("fleetbot: {e}"))
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let checked = selectors(only_projects, only_clusters).and_then(|(projects, clusters)| {
+        select(spec, &projects, &clusters, prefix)?;
+        Ok((projects, clusters))
+    });
+    checked.map_err(|e| format!("fleetbot: {e}"))
 }
 
 /// [`check_selectors`] for a command that stops on it: the message on stderr, exit 1.
 pub fn refuse_unknown_selectors(
     spec: &FleetSpec,
-    only_projects: &str,
-    only_clusters: &str,
+    only_projects: Option<&str>,
+    only_clusters: Option<&str>,
     prefix: &str,
-) -> Result<(), std::process::ExitCode> {
+) -> Result<(Vec<String>, Vec<String>), std::process::ExitCode> {
     check_selectors(spec, only_projects, only_clusters, prefix).map_err(|e| {
         eprintln!("{e}");
         std::process::ExitCode::FAILURE
@@ -61,7 +75,7 @@ pub fn refuse_unknown_selectors(
 /// contacted): the message on stderr and, in JSON mode, the command's error document `doc`
 /// with the message as `error`; exit 1.
 pub fn selection_refused(
-    e: &crate::spec::select::SelectError,
+    e: &SelectError,
     json: bool,
     mut doc: serde_json::Value,
 ) -> std::process::ExitCode {
@@ -73,6 +87,7 @@ pub fn selection_refused(
     std::process::ExitCode::FAILURE
 }
 
+/// The Nebius profile: `--profile` when given, else the spec's `profile`.
 pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
     if flag.is_empty() {
         spec.profile.clone()

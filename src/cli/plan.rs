@@ -34,11 +34,11 @@ pub struct PlanArgs {
     #[arg(long)]
     pub live: bool,
     /// With --live: only these projects (keys or display names, comma-separated).
-    #[arg(long, default_value = "", value_name = "CSV", requires = "live")]
-    pub only_projects: String,
+    #[arg(long, value_name = "CSV", requires = "live")]
+    pub only_projects: Option<String>,
     /// With --live: only these clusters (names, comma-separated).
-    #[arg(long, default_value = "", value_name = "CSV", requires = "live")]
-    pub only_clusters: String,
+    #[arg(long, value_name = "CSV", requires = "live")]
+    pub only_clusters: Option<String>,
     /// Nebius CLI configuration to read profiles from.
     #[arg(long, env = "FLEETBOT_NEBIUS_CONFIG", value_name = "PATH", hide = true)]
     pub nebius_config: Option<PathBuf>,
@@ -143,7 +143,7 @@ pub fn run(args: PlanArgs) -> ExitCode {
 /// `plan --live`: reads only; exits 1 when the plan finds problems deploy would refuse.
 fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
     use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
-    use crate::engine::ops::{LifecycleOptions, csv, prepare};
+    use crate::engine::ops::{LifecycleOptions, prepare};
     let prefix = if args.project_prefix.is_empty() {
         &spec.project_prefix
     } else {
@@ -151,13 +151,14 @@ fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
     };
     let checked = super::lifecycle::refuse_unknown_selectors(
         spec,
-        &args.only_projects,
-        &args.only_clusters,
+        args.only_projects.as_deref(),
+        args.only_clusters.as_deref(),
         prefix,
     );
-    if let Err(code) = checked {
-        return code;
-    }
+    let (only_projects, only_clusters) = match checked {
+        Ok(lists) => lists,
+        Err(code) => return code,
+    };
     let profile = super::lifecycle::profile_for(spec, &args.profile);
     let runtime = match runtime() {
         Ok(rt) => rt,
@@ -172,8 +173,8 @@ fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
             let tenant = resolve_tenant(spec, &connection, &profile)?;
             let store = open_inventory(&connection).await?;
             let options = LifecycleOptions {
-                only_projects: csv(&args.only_projects),
-                only_clusters: csv(&args.only_clusters),
+                only_projects: only_projects.clone(),
+                only_clusters: only_clusters.clone(),
                 project_prefix: args.project_prefix.clone(),
                 profile: profile.clone(),
                 ssh_public_key: resolve_ssh_key(spec, false),

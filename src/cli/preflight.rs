@@ -42,11 +42,11 @@ pub struct PreflightArgs {
     #[arg(long, default_value = "", value_name = "P")]
     pub profile: String,
     /// Only these projects (comma-separated keys or display names).
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_projects: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_projects: Option<String>,
     /// Only clusters with these names (comma-separated), in every selected project.
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_clusters: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_clusters: Option<String>,
     /// Output format: text or json.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
@@ -96,7 +96,7 @@ pub fn run(args: PreflightArgs) -> ExitCode {
 fn run_live(args: PreflightArgs) -> ExitCode {
     use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
     use super::preflight_run::run_with;
-    use crate::engine::ops::{LifecycleOptions, csv, prepare};
+    use crate::engine::ops::{LifecycleOptions, prepare};
     use crate::engine::preflight::{live_evidence, proven_state};
 
     let spec = match super::plan::load_spec(&args.spec, args.strict, args.runtime_values.as_deref())
@@ -104,14 +104,15 @@ fn run_live(args: PreflightArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    if let Err(code) = super::lifecycle::refuse_unknown_selectors(
+    let (only_projects, only_clusters) = match super::lifecycle::refuse_unknown_selectors(
         &spec,
-        &args.only_projects,
-        &args.only_clusters,
+        args.only_projects.as_deref(),
+        args.only_clusters.as_deref(),
         &spec.project_prefix,
     ) {
-        return code;
-    }
+        Ok(lists) => lists,
+        Err(code) => return code,
+    };
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let runtime = match runtime() {
         Ok(rt) => rt,
@@ -129,8 +130,8 @@ fn run_live(args: PreflightArgs) -> ExitCode {
         };
         let store = open_inventory(&connection).await?;
         let options = LifecycleOptions {
-            only_projects: csv(&args.only_projects),
-            only_clusters: csv(&args.only_clusters),
+            only_projects,
+            only_clusters,
             profile: profile.clone(),
             ssh_public_key: resolve_ssh_key(&spec, false),
             ..LifecycleOptions::default()

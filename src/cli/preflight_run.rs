@@ -36,10 +36,10 @@ pub struct PreflightCommand {
     pub tenant_id: String,
     /// `--profile`; empty keeps the spec's profile.
     pub profile: String,
-    /// `--only-projects` CSV.
-    pub only_projects: String,
-    /// `--only-clusters` CSV.
-    pub only_clusters: String,
+    /// `--only-projects` CSV (`None`: not given).
+    pub only_projects: Option<String>,
+    /// `--only-clusters` CSV (`None`: not given).
+    pub only_clusters: Option<String>,
     /// `--output json` instead of text.
     pub json: bool,
     /// Also write the Markdown budget (for a pull request comment) here.
@@ -76,8 +76,8 @@ pub fn run_with(
     if !command.json
         && let Err(e) = super::lifecycle::check_selectors(
             &spec,
-            &command.only_projects,
-            &command.only_clusters,
+            command.only_projects.as_deref(),
+            command.only_clusters.as_deref(),
             &spec.project_prefix,
         )
     {
@@ -118,8 +118,22 @@ pub fn evaluate(
     proven: &ProvenState,
     progress: &mut dyn FnMut(&str),
 ) -> PreflightReport {
+    let selected = super::lifecycle::selectors(
+        command.only_projects.as_deref(),
+        command.only_clusters.as_deref(),
+    );
+    let (projects, clusters) = match selected {
+        Ok(lists) => lists,
+        Err(e) => {
+            let demand = FleetDemand {
+                name: spec.name.clone(),
+                ..FleetDemand::default()
+            };
+            return stopped(demand, "", e.to_string());
+        }
+    };
     let options = ScopeOptions {
-        selection: Selection::from_csv(&command.only_projects, &command.only_clusters),
+        selection: Selection { projects, clusters },
         project_prefix: None,
     };
     let demand = match fleet_demand(spec, &options, proven) {

@@ -89,20 +89,71 @@ pub fn run(args: ScanArgs) -> ExitCode {
     }
 }
 
-/// The most one input may hold. Far above any source file, and what keeps a device or an
-/// endless pipe (`/dev/zero`) from being read until memory runs out.
-const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+/// The most one input may hold: far above any source file, and the bound on what one scan
+/// holds in memory (the scanner works on a whole file at once).
+const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Reads at most [`MAX_INPUT_BYTES`]; more is an error, never a silently shortened scan.
-fn read_capped(reader: impl Read) -> std::io::Result<Vec<u8>> {
+/// Reads in pieces of this size, so a binary input is known as such from its first piece.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Reads at most [`MAX_INPUT_BYTES`]; more is an error, never a silently shortened scan. A NUL
+/// byte ends the read early: the input is binary and is skipped whatever follows, so an
+/// endless binary pipe (`/dev/zero` on standard input) costs one piece, not the cap.
+fn read_capped(mut reader: impl Read) -> std::io::Result<Vec<u8>> {
     let mut content = Vec::new();
-    reader.take(MAX_INPUT_BYTES + 1).read_to_end(&mut content)?;
-    if content.len() as u64 > MAX_INPUT_BYTES {
-        return Err(std::io::Error::other(format!(
-            "more than {MAX_INPUT_BYTES} bytes; the limit is {MAX_INPUT_BYTES} bytes"
-        )));
+    let mut chunk = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(content),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if content.len() as u64 + n as u64 > MAX_INPUT_BYTES {
+            return Err(too_large());
+        }
+        content.extend_from_slice(&chunk[..n]);
+        if chunk[..n].contains(&0) {
+            return Ok(content);
+        }
     }
-    Ok(content)
+}
+
+fn too_large() -> std::io::Error {
+    std::io::Error::other(format!(
+        "more than {MAX_INPUT_BYTES} bytes; the limit is {MAX_INPUT_BYTES} bytes"
+    ))
+}
+
+/// Opens a file named on the command line or found by the walk, refusing before any byte is
+/// read what is not a regular file (a device such as `/dev/zero`, a FIFO, a socket: endless
+/// or blocking, and never something git commits) and a file over the cap.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a device, FIFO or socket); refusing to read it",
+        ));
+    }
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(too_large());
+    }
+    // Swapped for a FIFO since the check, an ordinary open would wait for a writer; without
+    // blocking, the handle's own metadata says what was opened.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a device, FIFO or socket); refusing to read it",
+        ));
+    }
+    Ok(file)
 }
 
 fn execute(args: &ScanArgs) -> Result<ExitCode, UsageError> {
@@ -193,7 +244,7 @@ fn scan_path(
             });
             continue;
         }
-        match std::fs::File::open(&file).and_then(read_capped) {
+        match open_regular(&file).and_then(read_capped) {
             Ok(content) => report.add(&shown, scanner.scan_text(&shown, &content, None)),
             Err(e) => {
                 eprintln!("error: cannot read {shown}: {e}");

@@ -16,7 +16,6 @@ use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, ru
 use super::output::OutputFormat;
 use super::plan::load_spec;
 use crate::clusters::load_kubeconfig_map;
-use crate::engine::ops::csv;
 use crate::engine::verify::graphics_report::GraphicsReport;
 use crate::engine::verify::{
     GraphicsOptions, StorageOptions, StorageReport, verify_graphics, verify_storage,
@@ -36,11 +35,11 @@ pub struct VerifyStorageArgs {
     #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
     pub runtime_values: Option<PathBuf>,
     /// Only these projects (CSV of keys or display names); an unknown one is an error.
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_projects: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_projects: Option<String>,
     /// Only these clusters (CSV of names); an unknown one is an error.
-    #[arg(long, default_value = "", value_name = "CSV")]
-    pub only_clusters: String,
+    #[arg(long, value_name = "CSV")]
+    pub only_clusters: Option<String>,
     /// Prefix of project display names (default: the spec's).
     #[arg(long)]
     pub project_prefix: Option<String>,
@@ -146,20 +145,22 @@ pub(super) fn finish<R>(
     }
 }
 
-/// The selection must name targets before anything is contacted (fleet-engine §7.1).
-fn check_selection(spec: &FleetSpec, args: &VerifyStorageArgs) -> Result<(), String> {
+/// The selection must name targets before anything is contacted (fleet-engine §7.1); returns
+/// the names the selectors give.
+fn check_selection(
+    spec: &FleetSpec,
+    args: &VerifyStorageArgs,
+) -> Result<(Vec<String>, Vec<String>), String> {
     let prefix = args
         .project_prefix
         .as_deref()
         .unwrap_or(&spec.project_prefix);
-    crate::engine::verify::select_targets(
-        spec,
-        &csv(&args.only_projects),
-        &csv(&args.only_clusters),
-        prefix,
-    )
-    .map(|_| ())
-    .map_err(|e| e.to_string())
+    let (projects, clusters) =
+        super::lifecycle::selectors(args.only_projects.as_deref(), args.only_clusters.as_deref())
+            .map_err(|e| e.to_string())?;
+    crate::engine::verify::select_targets(spec, &projects, &clusters, prefix)
+        .map_err(|e| e.to_string())?;
+    Ok((projects, clusters))
 }
 
 /// The profile's own tenant (not the spec's: identity compares the two).
@@ -174,14 +175,14 @@ pub(super) fn profile_tenant(
 }
 
 async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<StorageReport, String> {
-    check_selection(spec, args)?;
+    let (only_projects, only_clusters) = check_selection(spec, args)?;
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;
     let store = open_inventory(&connection).await?;
     let image = probe_image(args, &connection)?;
     let mut options = StorageOptions::new(&image);
-    options.only_projects = csv(&args.only_projects);
-    options.only_clusters = csv(&args.only_clusters);
+    options.only_projects = only_projects;
+    options.only_clusters = only_clusters;
     options.project_prefix = args
         .project_prefix
         .clone()
@@ -255,14 +256,14 @@ async fn run_graphics_async(
     spec: &FleetSpec,
 ) -> Result<GraphicsReport, String> {
     let c = &args.common;
-    check_selection(spec, c)?;
+    let (only_projects, only_clusters) = check_selection(spec, c)?;
     let profile = profile_for(spec, &c.profile);
     let connection = open_cloud(&profile).await?;
     let store = open_inventory(&connection).await?;
     let image = probe_image(c, &connection)?;
     let mut options = GraphicsOptions::new(&image);
-    options.only_projects = csv(&c.only_projects);
-    options.only_clusters = csv(&c.only_clusters);
+    options.only_projects = only_projects;
+    options.only_clusters = only_clusters;
     options.project_prefix = c
         .project_prefix
         .clone()

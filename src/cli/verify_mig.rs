@@ -2,7 +2,8 @@
 //! (fleet-engine §7.3, §8.1): exactly one target by `--project`/`--cluster` (else a usage
 //! error, exit 2), identity proven, `--wait` for two identical snapshots, `--reconcile` to
 //! replace stale OnDelete driver pods as maintenance, then the MIG probe on every GPU node.
-//! The report names nodes: it is for the operator's terminal. Exit 1 when not ready.
+//! The report names each GPU node by its worker ordinal (a node's own name is its compute
+//! instance's ID); the names go only to `--evidence-dir`. Exit 1 when not ready.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, ru
 use super::output::OutputFormat;
 use super::plan::load_spec;
 use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
+use crate::engine::verify::evidence_dir::EvidenceDir;
 use crate::engine::verify::{
     MigError, MigOptions, MigVerificationReport, select_mig_target, verify_mig,
 };
@@ -55,6 +57,10 @@ pub struct VerifyMigArgs {
     pub project_prefix: Option<String>,
     #[arg(long, env = "FLEETBOT_PROBE_IMAGE", value_name = "IMAGE")]
     pub probe_image: Option<String>,
+    /// Write the private receipt (the report with each worker's node name) under a fresh
+    /// directory here, mode 0600; never inside a git checkout.
+    #[arg(long, value_name = "PATH")]
+    pub evidence_dir: Option<PathBuf>,
     /// Seconds between snapshots under `--wait`.
     #[arg(long, default_value_t = 5, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub poll_seconds: u64,
@@ -66,6 +72,13 @@ async fn run_async(
     args: &VerifyMigArgs,
     spec: &FleetSpec,
 ) -> Result<MigVerificationReport, String> {
+    // A directory that cannot keep the receipt is refused before anything is contacted.
+    let evidence = args
+        .evidence_dir
+        .as_deref()
+        .map(EvidenceDir::create)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;
     let store = open_inventory(&connection).await?;
@@ -99,7 +112,14 @@ async fn run_async(
     )
     .await;
     signals.abort();
-    report.map_err(|e| e.to_string())
+    let (mut public, receipt) = report.map_err(|e| e.to_string())?.published();
+    if let Some(dir) = &evidence {
+        public.evidence_sha256 = dir
+            .write(0, receipt.as_bytes())
+            .map_err(|e| e.to_string())?;
+        eprintln!("fleetbot: receipts in {}", dir.path.display());
+    }
+    Ok(public)
 }
 
 pub fn run(args: VerifyMigArgs) -> ExitCode {

@@ -23,6 +23,7 @@ pub use plan::plan;
 pub use project_diff::{bucket_name, choose_subnet};
 pub use prune::{ObservedPrune, REMOVED_FROM_SPEC, observe_pruned};
 pub use reads::ReadCache;
+pub use target_diff::DETACHES_FILESYSTEM;
 pub use types::{
     Action, Change, LivePlan, Problem, ProblemKind, ProjectPlan, ResourceAction, Summary,
     TargetPlan, target_key_of,

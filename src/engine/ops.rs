@@ -22,14 +22,14 @@ mod reach;
 mod records;
 mod status;
 
-pub use deploy::deploy;
+pub use deploy::{deploy, deploy_prepared};
 pub use deploy_result::{BackendCounts, DeployResult, TargetResult};
 pub use destroy::{DestroyEntry, DestroyResult, destroy};
 pub use error::{EngineError, ErrorSource};
 pub use object_storage::{
     KEY_DESCRIPTION, ObjectStorageResult, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
 };
-pub use options::{LifecycleOptions, Progress, SelectError, csv, select};
+pub use options::{LifecycleOptions, Progress, SelectError, parse_selector, select};
 pub use prepare::{Prepared, prepare};
 pub use reach::{DeployedCluster, deployed_clusters};
 pub use status::{StatusEntry, StatusResult, status};

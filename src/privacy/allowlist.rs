@@ -61,6 +61,14 @@ pub enum AllowlistError {
         /// The regex error.
         source: Box<regex::Error>,
     },
+    /// An `allow.patterns` entry is empty or blank: as a regex it would match every value.
+    #[error(
+        "privacy allow.patterns[{index}] is empty; an empty pattern would allow every value (write '^…$' for one value)"
+    )]
+    EmptyPattern {
+        /// Position in the list.
+        index: usize,
+    },
     /// An `allow.paths` entry is not a usable glob.
     #[error("privacy allow.paths[{index}] is not a valid glob: {reason}")]
     Glob {
@@ -114,6 +122,9 @@ impl CompiledAllowlist {
             .iter()
             .enumerate()
             .map(|(index, p)| {
+                if p.trim().is_empty() {
+                    return Err(AllowlistError::EmptyPattern { index });
+                }
                 Regex::new(p).map_err(|e| AllowlistError::Pattern {
                     index,
                     source: Box::new(e),
@@ -169,6 +180,10 @@ pub(crate) fn glob_to_regex(glob: &str) -> Result<Regex, String> {
     let mut g = normalize_path(glob);
     if let Some(rest) = g.strip_prefix('/') {
         g = rest.to_string();
+    }
+    if g.is_empty() {
+        // `/` or `./`: no path at all, which a reader could take for "everything".
+        return Err(format!("{glob:?} names no path"));
     }
     let dir_only = g.ends_with('/');
     let chars: Vec<char> = g.chars().collect();
@@ -291,6 +306,36 @@ mod tests {
             CompiledAllowlist::new(&bad),
             Err(AllowlistError::Glob { index: 0, .. })
         ));
+        // Issue #32: an empty entry is an error, never "allow everything".
+        for blank in ["", " "] {
+            let bad = PrivacyAllowlist {
+                allow: AllowEntries {
+                    patterns: vec!["^a$".into(), blank.into()],
+                    paths: vec![],
+                },
+            };
+            let e = CompiledAllowlist::new(&bad).unwrap_err();
+            assert!(
+                matches!(e, AllowlistError::EmptyPattern { index: 1 }),
+                "{e}"
+            );
+            assert!(e.to_string().contains("allow.patterns[1] is empty"), "{e}");
+        }
+        for blank in ["", " ", "/", "./"] {
+            let bad = PrivacyAllowlist {
+                allow: AllowEntries {
+                    patterns: vec![],
+                    paths: vec![blank.into()],
+                },
+            };
+            assert!(
+                matches!(
+                    CompiledAllowlist::new(&bad),
+                    Err(AllowlistError::Glob { index: 0, .. })
+                ),
+                "{blank:?}"
+            );
+        }
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub enum RuleId {
     /// AWS access key ID.
     #[serde(rename = "aws-access-key-id")]
     AwsAccessKeyId,
+    /// AWS secret access key, recognised by the key name it is assigned to.
+    #[serde(rename = "aws-secret-access-key")]
+    AwsSecretAccessKey,
     /// Slack token.
     #[serde(rename = "slack-token")]
     SlackToken,
@@ -167,11 +170,12 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every rule, in reporting priority order (earlier wins when two rules cover the same text).
-    pub const ALL: [RuleId; 51] = [
+    pub const ALL: [RuleId; 52] = [
         RuleId::PrivateKey,
         RuleId::ServiceAccountCredentials,
         RuleId::GithubToken,
         RuleId::AwsAccessKeyId,
+        RuleId::AwsSecretAccessKey,
         RuleId::SlackToken,
         RuleId::SlackWebhookUrl,
         RuleId::StripeSecretKey,
@@ -233,6 +237,7 @@ impl RuleId {
             RuleId::SshPublicKey => "ssh-public-key",
             RuleId::GithubToken => "github-token",
             RuleId::AwsAccessKeyId => "aws-access-key-id",
+            RuleId::AwsSecretAccessKey => "aws-secret-access-key",
             RuleId::SlackToken => "slack-token",
             RuleId::SlackWebhookUrl => "slack-webhook-url",
             RuleId::StripeSecretKey => "stripe-secret-key",
@@ -306,6 +311,9 @@ impl RuleId {
             RuleId::GithubToken => "GitHub token; revoke it and load tokens at runtime instead",
             RuleId::AwsAccessKeyId => {
                 "AWS access key ID; deactivate it in IAM and load credentials at runtime instead"
+            }
+            RuleId::AwsSecretAccessKey => {
+                "AWS secret access key; deactivate its access key in IAM and load credentials at runtime instead"
             }
             RuleId::SlackToken => "Slack token; revoke it and load tokens at runtime instead",
             RuleId::SlackWebhookUrl => {
@@ -442,6 +450,7 @@ impl RuleId {
             RuleId::SshPublicKey => "SshPublicKey",
             RuleId::GithubToken => "GithubToken",
             RuleId::AwsAccessKeyId => "AwsAccessKeyId",
+            RuleId::AwsSecretAccessKey => "AwsSecretAccessKey",
             RuleId::SlackToken => "SlackToken",
             RuleId::SlackWebhookUrl => "SlackWebhookUrl",
             RuleId::StripeSecretKey => "StripeSecretKey",
@@ -497,6 +506,7 @@ impl RuleId {
                 | RuleId::PrivateKey
                 | RuleId::GithubToken
                 | RuleId::AwsAccessKeyId
+                | RuleId::AwsSecretAccessKey
                 | RuleId::SlackToken
                 | RuleId::SlackWebhookUrl
                 | RuleId::StripeSecretKey

@@ -23,24 +23,7 @@ pub struct Selection {
     pub clusters: Vec<String>,
 }
 
-/// Splits a CSV selector on commas, trims each part and drops empty parts.
-pub fn split_csv(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 impl Selection {
-    pub fn from_csv(projects: &str, clusters: &str) -> Selection {
-        Selection {
-            projects: split_csv(projects),
-            clusters: split_csv(clusters),
-        }
-    }
-
     /// A project matches by its key or its display name.
     pub fn project_in_scope(&self, project: &ProjectSpec, prefix: &str) -> bool {
         self.projects.is_empty()
@@ -321,13 +304,6 @@ impl FleetDemand {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn csv_selectors_split_trim_and_drop_empty_parts() {
-        assert_eq!(split_csv(" a, b ,,c ,"), ["a", "b", "c"]);
-        assert!(split_csv(" , ").is_empty());
-        assert!(split_csv("").is_empty());
-    }
 
     #[test]
     fn partial_evidence_is_not_proof() {

@@ -367,13 +367,17 @@ impl ClusterSpec {
         }
     }
 
+    /// `enable_gpu_cluster` as set, else true exactly for a populated `8gpu-` pool, whatever
+    /// its platform: the reference's `resolved_enable_gpu_cluster` (fleet-engine §2.14), in
+    /// the spec and its backend model alike. An 8-GPU RTX PCIe pool therefore resolves true
+    /// and rule 12 refuses it, its topology not being fabric-capable, unless it says `false`.
     pub fn resolved_enable_gpu_cluster(&self) -> bool {
         if let Some(explicit) = self.enable_gpu_cluster {
             return explicit;
         }
         self.gpu_nodes
             .as_ref()
-            .is_some_and(|g| g.count > 0 && is_fabric_capable_topology(&g.platform, &g.preset))
+            .is_some_and(|g| g.count > 0 && g.preset.starts_with("8gpu-"))
     }
 
     pub fn gpu_count(&self) -> i64 {
@@ -382,17 +386,6 @@ impl ClusterSpec {
 
     pub fn cpu_count(&self) -> i64 {
         self.cpu_nodes.as_ref().map_or(0, |p| p.count)
-    }
-
-    /// `MK8sDesired.resolved_enable_gpu_cluster`: the backend model resolves an unset value
-    /// from the preset prefix alone, not from the fabric-capable topology.
-    pub fn model_enable_gpu_cluster(&self) -> bool {
-        if let Some(explicit) = self.enable_gpu_cluster {
-            return explicit;
-        }
-        self.gpu_nodes
-            .as_ref()
-            .is_some_and(|g| g.count > 0 && g.preset.starts_with("8gpu-"))
     }
 
     /// The driver selection as deploy will use it (mode lowered; `auto` becomes `managed-image`

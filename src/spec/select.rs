@@ -13,6 +13,32 @@ pub enum SelectError {
     UnknownCluster(String),
     #[error("no Fleet target is selected")]
     Empty,
+    /// A selector given with nothing in it: `--only-clusters=","`, `--only-projects " "`.
+    /// Never read as "no filter", which would select everything.
+    #[error(
+        "{0} names nothing (it is empty, blank or only commas); name at least one, or leave {0} out to select every target"
+    )]
+    NamesNothing(&'static str),
+}
+
+/// The names one selector value gives (`--only-projects`, `--only-clusters`): split on commas,
+/// each trimmed, empty items dropped. `None` (not given) is no filter; a value given that names
+/// nothing once split is an error naming `flag`, so a stray comma or a blank variable can never
+/// widen a command to every target.
+pub fn parse_selector(flag: &'static str, value: Option<&str>) -> Result<Vec<String>, SelectError> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let names: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if names.is_empty() {
+        return Err(SelectError::NamesNothing(flag));
+    }
+    Ok(names)
 }
 
 /// The selected targets as `(project index, cluster index)`, in spec order. Every project
@@ -26,6 +52,16 @@ pub fn select(
     only_clusters: &[String],
     prefix: &str,
 ) -> Result<Vec<(usize, usize)>, SelectError> {
+    // A blank name (from a caller that split a list itself) would name nothing and must not
+    // pass for "no filter" once dropped.
+    for (flag, list) in [
+        ("--only-projects", only_projects),
+        ("--only-clusters", only_clusters),
+    ] {
+        if list.iter().any(|name| name.trim().is_empty()) {
+            return Err(SelectError::NamesNothing(flag));
+        }
+    }
     let names = |p: &super::ProjectSpec, wanted: &String| {
         &p.key() == wanted || &p.display_name(prefix) == wanted
     };
@@ -99,6 +135,34 @@ mod tests {
         assert_eq!(
             SelectError::UnknownCluster("one".into()).to_string(),
             "cluster selector has no target in selected projects: one"
+        );
+    }
+
+    /// Issue #32: `destroy --only-clusters=","` destroyed every cluster. A selector given with
+    /// nothing in it is an error naming the flag, never "all".
+    #[test]
+    fn a_selector_that_names_nothing_is_an_error_not_all() {
+        assert_eq!(parse_selector("--only-clusters", None), Ok(vec![]));
+        assert_eq!(
+            parse_selector("--only-clusters", Some(" a, b ,,c ,")).unwrap(),
+            ["a", "b", "c"]
+        );
+        for blank in ["", " ", ",", " , ,", "\t"] {
+            let e = parse_selector("--only-clusters", Some(blank)).unwrap_err();
+            assert_eq!(e, SelectError::NamesNothing("--only-clusters"), "{blank:?}");
+            assert!(
+                e.to_string().starts_with("--only-clusters names nothing"),
+                "{e}"
+            );
+        }
+        // A list built elsewhere (the library) with a blank name in it is refused too.
+        assert_eq!(
+            sel(&[" "], &[]),
+            Err(SelectError::NamesNothing("--only-projects"))
+        );
+        assert_eq!(
+            sel(&[], &["one", ""]),
+            Err(SelectError::NamesNothing("--only-clusters"))
         );
     }
 }

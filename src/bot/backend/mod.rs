@@ -139,11 +139,14 @@ pub fn fleet_lease_key(tenant_id: &str, fleet: &str) -> String {
 }
 
 /// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the
-/// bot's host means nothing to the fleet), preflight on.
+/// bot's host means nothing to the fleet), preflight on. What the plan deletes or shrinks
+/// inside a target is allowed here because `bot::guard::decide` already required
+/// `/approve-destroy` on exactly this plan before any apply was queued.
 pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
     LifecycleOptions {
         ssh_public_key: spec.ssh_public_key.trim().to_string(),
         prune,
+        allow_destructive: true,
         preflight: true,
         ..LifecycleOptions::default()
     }

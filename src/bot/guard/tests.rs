@@ -241,3 +241,50 @@ fn a_drift_repair_applies_only_the_plan_its_pass_published_and_never_a_deletion(
         Decision::Refuse(Refusal::NeedsApproval { .. })
     ));
 }
+
+/// Issue #32: a typo (`cuont:`) that empties a GPU pool deletes its node group and its device
+/// plugin; a filesystem turned off detaches it; a smaller bucket lowers its cap. Each is
+/// destructive as a pruned target is, so a merge waits for `/approve-destroy`.
+#[test]
+fn deletions_and_shrinks_inside_a_target_need_approval_like_a_pruned_target() {
+    let mut gpu = action("node-group", "train-ng-gpu-0", Action::Delete);
+    gpu.reason = "no longer in the spec".into();
+    let mut plugin = action("add-on", "device-plugin", Action::Delete);
+    plugin.reason = "no longer in the spec".into();
+    let mut cpu = action("node-group", "train-ng-cpu", Action::Update);
+    cpu.reason = crate::engine::live::DETACHES_FILESYSTEM.into();
+    let mut p = plan("d1", vec![gpu, plugin, cpu]);
+    let mut bucket = action("bucket", "(generated name)", Action::Update);
+    bucket.changes.push(Change {
+        field: "max_size_bytes",
+        from: (2048_i64 << 30).to_string(),
+        to: (1024_i64 << 30).to_string(),
+    });
+    p.projects.push(crate::engine::live::ProjectPlan {
+        key: "platform".into(),
+        actions: vec![bucket],
+        problems: Vec::new(),
+    });
+    let lines = lines(&p);
+    let d = p.destructive();
+    let Decision::Refuse(Refusal::NeedsApproval { deletions }) =
+        decide(&input(Trigger::Merge, Some(("d1", &lines)), &p, &d))
+    else {
+        panic!("an in-target deletion was applied without approval");
+    };
+    assert_eq!(
+        deletions,
+        vec![
+            "shrink bucket (generated name) of fleet-platform: size cap lowered from 2048 GiB to 1024 GiB"
+                .to_string(),
+            "delete node-group train-ng-gpu-0 of fleet-platform/train: no longer in the spec"
+                .to_string(),
+            "delete add-on device-plugin of fleet-platform/train: no longer in the spec".to_string(),
+            "shrink node-group train-ng-cpu of fleet-platform/train: detaches a filesystem its nodes mount"
+                .to_string(),
+        ]
+    );
+    let mut approved = input(Trigger::Merge, Some(("d1", &lines)), &p, &d);
+    approved.approved = true;
+    assert_eq!(decide(&approved), Decision::Apply { prune: true });
+}

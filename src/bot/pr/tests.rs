@@ -601,3 +601,49 @@ fn a_privacy_scan_that_could_not_read_every_changed_line_never_passes() {
     );
     assert_eq!(out.privacy.conclusion, CheckConclusion::Success);
 }
+
+/// Issue #32: `cuont:` for `count:` under `defaults.gpu_nodes` is only a warning to the CLI,
+/// as in the reference, but it would empty every GPU pool; on a pull request it fails
+/// `fleet/preflight` with an annotation on its own line and shows in the sticky comment.
+#[test]
+fn a_count_typo_in_the_gpu_defaults_fails_preflight_on_its_line() {
+    let typo = SPEC.replacen(
+        "  gpu_nodes:\n    count: 1\n",
+        "  gpu_nodes:\n    cuont: 2\n",
+        1,
+    );
+    assert_ne!(typo, SPEC);
+    let line = typo.lines().position(|l| l == "    cuont: 2").unwrap() as u32 + 1;
+    let config = LoadedConfig::from_default_branch("main", None);
+    let out = run(
+        &[file(
+            "fleets/a.yaml",
+            FileStatus::Modified,
+            Some(&typo),
+            Some(SPEC),
+        )],
+        &config,
+    );
+    assert_eq!(out.report.fleets[0].status, FleetStatus::Invalid);
+    assert_eq!(out.preflight.conclusion, CheckConclusion::Failure);
+    let annotations = &out.preflight.output.annotations;
+    assert_eq!(annotations.len(), 1, "{annotations:?}");
+    let a = &annotations[0];
+    assert_eq!(
+        (a.path.as_str(), a.start_line, a.end_line),
+        ("fleets/a.yaml", line, line)
+    );
+    assert_eq!(a.start_column, Some(5));
+    assert!(
+        a.message
+            .contains("cuont: unknown key; did you mean 'count'?"),
+        "{}",
+        a.message
+    );
+    assert!(out.comment.contains("cuont"), "{}", out.comment);
+    assert!(
+        out.comment.contains("did you mean 'count'?"),
+        "{}",
+        out.comment
+    );
+}

@@ -1,10 +1,11 @@
-//! The destructive part of a live plan: every deletion, every replacement and every node group
-//! that shrinks, by the spec's names, so a caller can ask for approval before it applies one.
+//! The destructive part of a live plan: every deletion, every replacement, every node group
+//! that shrinks or stops mounting a filesystem, and every bucket whose size cap is lowered, by
+//! the spec's names, so a caller can ask for approval before it applies one.
 
 use serde::Serialize;
 
-use super::target_diff::REPLACE_ONLY_FIELDS;
-use super::types::{Action, LivePlan, ResourceAction};
+use super::target_diff::{DETACHES_FILESYSTEM, REPLACE_ONLY_FIELDS};
+use super::types::{Action, LivePlan, ResourceAction, TargetPlan};
 
 /// One action of a plan that deletes something, or takes nodes away.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -47,12 +48,39 @@ fn shrinks(a: &ResourceAction) -> Option<String> {
     (to < from).then(|| format!("shrinks from {from} to {to} nodes"))
 }
 
+/// A node-group update that takes a filesystem away from nodes that mount it: what they wrote
+/// there is out of their reach, and whatever runs on them loses its data path.
+fn detaches(a: &ResourceAction) -> Option<String> {
+    (a.resource == "node-group" && a.reason == DETACHES_FILESYSTEM).then(|| a.reason.clone())
+}
+
+/// A bucket update that lowers its size cap: writes fail once the bucket holds more.
+fn lowers_cap(a: &ResourceAction) -> Option<String> {
+    if a.resource != "bucket" {
+        return None;
+    }
+    let change = a.changes.iter().find(|c| c.field == "max_size_bytes")?;
+    let from: i64 = change.from.parse().ok()?;
+    let to: i64 = change.to.parse().ok()?;
+    const GIB: i64 = 1 << 30;
+    let size = |bytes: i64| {
+        if bytes % GIB == 0 {
+            format!("{} GiB", bytes / GIB)
+        } else {
+            format!("{bytes} bytes")
+        }
+    };
+    (to < from).then(|| format!("size cap lowered from {} to {}", size(from), size(to)))
+}
+
 fn destructive(target: &str, a: &ResourceAction) -> Option<Destructive> {
     let why = match a.action {
         Action::Delete if a.reason.is_empty() => "deleted".to_string(),
         Action::Delete => a.reason.clone(),
         Action::Replace => replaced(a),
-        Action::Update => shrinks(a)?,
+        Action::Update => shrinks(a)
+            .or_else(|| detaches(a))
+            .or_else(|| lowers_cap(a))?,
         Action::Create | Action::NoChange | Action::Reuse => return None,
     };
     Some(Destructive {
@@ -64,10 +92,42 @@ fn destructive(target: &str, a: &ResourceAction) -> Option<Destructive> {
     })
 }
 
+impl Destructive {
+    /// One line for a terminal: `delete node-group a-ng-gpu-0 in p/a: no longer in the spec`.
+    pub fn line(&self) -> String {
+        let verb = match self.action {
+            Action::Delete => "delete",
+            Action::Replace => "replace",
+            _ => "change",
+        };
+        let scope = if self.target.contains('/') {
+            self.target.clone()
+        } else {
+            format!("project {}", self.target)
+        };
+        format!(
+            "{verb} {} {} in {scope}: {}",
+            self.resource, self.name, self.why
+        )
+    }
+}
+
 impl LivePlan {
-    /// Every action that deletes or replaces something, and every node group that shrinks, in
-    /// plan order: what a reviewer must approve before a deploy may apply the plan.
+    /// Every action that deletes or replaces something, every node group that shrinks or
+    /// detaches a filesystem and every bucket whose cap is lowered, in plan order: what a
+    /// reviewer must approve before a deploy may apply the plan.
     pub fn destructive(&self) -> Vec<Destructive> {
+        self.destructive_where(|_| true)
+    }
+
+    /// [`LivePlan::destructive`] without the targets the spec no longer declares: what a
+    /// deploy deletes, replaces or shrinks inside the projects and targets it applies, which
+    /// the CLI asks for (`--allow-destroy`) apart from pruning whole targets (`--prune`).
+    pub fn destructive_within(&self) -> Vec<Destructive> {
+        self.destructive_where(|t| !t.prune)
+    }
+
+    fn destructive_where(&self, keep: impl Fn(&TargetPlan) -> bool) -> Vec<Destructive> {
         let projects = self
             .projects
             .iter()
@@ -75,6 +135,7 @@ impl LivePlan {
         let targets = self
             .targets
             .iter()
+            .filter(|t| keep(t))
             .flat_map(|t| t.actions.iter().map(move |a| (t.target.as_str(), a)));
         projects
             .chain(targets)
@@ -86,7 +147,7 @@ impl LivePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::live::types::{Change, ProjectPlan, Summary, TargetPlan};
+    use crate::engine::live::types::{Change, ProjectPlan, Summary};
 
     fn action(resource: &'static str, name: &str, action: Action) -> ResourceAction {
         ResourceAction::new(resource, name, action)
@@ -242,5 +303,60 @@ mod tests {
             )],
         );
         assert!(plan.destructive().is_empty());
+    }
+
+    /// Issue #32: what deletes or shrinks inside a target is destructive like a pruned
+    /// target: a detached filesystem and a lowered bucket cap too, not only deletions.
+    #[test]
+    fn a_detached_filesystem_and_a_lowered_bucket_cap_are_destructive() {
+        let gib = |n: i64| (n << 30).to_string();
+        let mut lowered = action("bucket", "(generated name)", Action::Update);
+        lowered.changes = vec![change("max_size_bytes", &gib(2048), &gib(1024))];
+        let mut raised = action("bucket", "(explicit name)", Action::Update);
+        raised.changes = vec![change("max_size_bytes", &gib(1024), &gib(2048))];
+        let mut detached = action("node-group", "a-ng-cpu", Action::Update);
+        detached.changes = vec![change("filesystems", "(current)", "(spec)")];
+        detached.reason = DETACHES_FILESYSTEM.into();
+        let mut attached = action("node-group", "a-ng-gpu-0", Action::Update);
+        attached.changes = vec![change("filesystems", "(current)", "(spec)")];
+        let mut gone = action("node-group", "a-ng-gpu-1", Action::Delete);
+        gone.reason = "no longer in the spec".into();
+        let mut pruned = action("cluster", "old", Action::Delete);
+        pruned.reason = "removed from the spec".into();
+        let plan = plan(
+            vec![
+                ProjectPlan {
+                    key: "p".into(),
+                    actions: vec![lowered],
+                    problems: Vec::new(),
+                },
+                ProjectPlan {
+                    key: "q".into(),
+                    actions: vec![raised],
+                    problems: Vec::new(),
+                },
+            ],
+            vec![
+                target("p/a", vec![detached, attached, gone], false),
+                target("p/old", vec![pruned], true),
+            ],
+        );
+        let lines: Vec<String> = plan.destructive().iter().map(Destructive::line).collect();
+        assert_eq!(
+            lines,
+            [
+                "change bucket (generated name) in project p: size cap lowered from 2048 GiB to 1024 GiB",
+                "change node-group a-ng-cpu in p/a: detaches a filesystem its nodes mount",
+                "delete node-group a-ng-gpu-1 in p/a: no longer in the spec",
+                "delete cluster old in p/old: removed from the spec",
+            ]
+        );
+        // Within the declared targets: everything but the pruned target's deletions.
+        let within: Vec<String> = plan
+            .destructive_within()
+            .iter()
+            .map(|d| d.target.clone())
+            .collect();
+        assert_eq!(within, ["p", "p/a", "p/a"]);
     }
 }

@@ -73,6 +73,20 @@ fn replace_changes(have: &NodeGroupSpec, want: &NodeGroupSpec) -> Vec<Change> {
     out
 }
 
+/// Why a node-group update is destructive although it changes in place: a filesystem the
+/// group's nodes mount today is no longer attached ([`super::destructive`] reads it).
+pub const DETACHES_FILESYSTEM: &str = "detaches a filesystem its nodes mount";
+
+/// Whether `want` drops a filesystem `have` attaches (a changed mount tag is not a detach).
+fn detaches_filesystem(have: &NodeGroupSpec, want: &NodeGroupSpec) -> bool {
+    have.filesystems.iter().any(|h| {
+        !want
+            .filesystems
+            .iter()
+            .any(|w| w.filesystem_id == h.filesystem_id)
+    })
+}
+
 /// The node-group fields that change in place.
 fn update_changes(have: &NodeGroupSpec, want: &NodeGroupSpec) -> Vec<Change> {
     let mut out = Vec::new();
@@ -122,6 +136,9 @@ fn node_group_action(found: &NodeGroup, want: &NodeGroupSpec, labels: &Labels) -
     } else if !update.is_empty() {
         a.action = Action::Update;
         a.changes = update;
+        if detaches_filesystem(&found.spec, want) {
+            a.reason = DETACHES_FILESYSTEM.into();
+        }
     }
     a
 }

@@ -57,6 +57,31 @@ fn refuse_before_mutation(
     Ok(())
 }
 
+/// A plan that deletes, replaces or shrinks inside the targets it applies is refused unless
+/// the caller allowed it: one typo (`cuont:` for `count:`) must not quietly delete a GPU pool.
+fn refuse_unallowed_destruction(
+    prepared: &Prepared,
+    options: &LifecycleOptions,
+) -> Result<(), EngineError> {
+    if options.allow_destructive {
+        return Ok(());
+    }
+    let lines: Vec<String> = prepared
+        .plan
+        .destructive_within()
+        .iter()
+        .map(|d| d.line())
+        .collect();
+    if lines.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::new(format!(
+        "the plan deletes, replaces or shrinks {} resource(s) and that was not allowed (fleetbot deploy --allow-destroy); nothing was changed:\n  - {}",
+        lines.len(),
+        lines.join("\n  - ")
+    )))
+}
+
 /// Quota preflight against the live tenant; a shortfall refuses the deploy.
 async fn preflight<C: Cloud>(
     cloud: &C,
@@ -264,7 +289,23 @@ pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'sta
     progress: Progress,
 ) -> Result<DeployResult, EngineError> {
     let prepared = prepare(cloud, store, spec, tenant_id, options).await?;
+    deploy_prepared(cloud, store, spec, tenant_id, options, prepared, progress).await
+}
+
+/// [`deploy`] of a plan already read with [`prepare`] (and the same options): what a caller
+/// that shows the plan and asks before applying it uses, so that what is applied is exactly
+/// what was shown.
+pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'static>(
+    cloud: &C,
+    store: &S,
+    spec: &FleetSpec,
+    tenant_id: &str,
+    options: &LifecycleOptions,
+    prepared: Prepared,
+    progress: Progress,
+) -> Result<DeployResult, EngineError> {
     refuse_before_mutation(&prepared, options)?;
+    refuse_unallowed_destruction(&prepared, options)?;
     if options.preflight && !prepared.selected.is_empty() {
         preflight(cloud, spec, tenant_id, options, &prepared.plan, &progress).await?;
     }

@@ -8,17 +8,7 @@ use crate::spec::FleetSpec;
 /// Progress sink: one human-readable line per step. JSON mode sends these to stderr.
 pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
-pub use crate::spec::select::{SelectError, select};
-
-/// Splits a CSV selector: trimmed, empty parts dropped; empty means no filter.
-pub fn csv(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
+pub use crate::spec::select::{SelectError, parse_selector, select};
 
 /// Options shared by the lifecycle commands.
 #[derive(Debug, Clone)]
@@ -40,6 +30,12 @@ pub struct LifecycleOptions {
     /// declares (only when the whole spec is selected). Without it deploy never deletes a
     /// target: it reports them as kept.
     pub prune: bool,
+    /// Deploy may apply what deletes, replaces or shrinks inside the projects and targets it
+    /// applies (a node group or an add-on deleted, a filesystem detached, a pool shrunk, a
+    /// bucket cap lowered): `--allow-destroy`, or a confirmation that listed each one, or the
+    /// App's guard after `/approve-destroy`. Without it such a plan is refused before the
+    /// first mutation. Whole targets the spec no longer declares are `prune`'s.
+    pub allow_destructive: bool,
     /// Listings shared with the other plans of a reconcile pass or a pull-request head; `None`
     /// reads everything afresh (every apply).
     pub reads: Option<Arc<crate::engine::live::ReadCache>>,
@@ -60,6 +56,7 @@ impl Default for LifecycleOptions {
             ssh_public_key: String::new(),
             spec_path: "fleet.yaml".into(),
             prune: false,
+            allow_destructive: false,
             reads: None,
         }
     }

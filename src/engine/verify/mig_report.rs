@@ -4,8 +4,9 @@
 //! layout's slices for its GPUs, and it is Ready and schedulable.
 //!
 //! Unlike the storage and graphics reports, this one names nodes: that is the reference's
-//! shape, for the operator's own terminal. It must never reach a check run, a comment or any
-//! other public surface.
+//! shape. A Nebius node's name is its compute instance's ID, so what is printed is
+//! [`MigVerificationReport::published`] (`mig_public.rs`: workers by ordinal); the names
+//! themselves go only to `--evidence-dir`, and never to a check run or a comment.
 
 use std::collections::BTreeMap;
 
@@ -356,6 +357,9 @@ pub struct MigVerificationReport {
     pub hardware: Vec<MigHardware>,
     pub cuda_smoke: CudaSmoke,
     pub errors: Vec<MigFinding>,
+    /// The SHA-256 of the private receipt written under `--evidence-dir`; absent without one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub evidence_sha256: String,
 }
 
 impl MigVerificationReport {
@@ -435,6 +439,7 @@ impl MigVerificationReport {
             hardware,
             cuda_smoke,
             errors,
+            evidence_sha256: String::new(),
         }
     }
 
@@ -500,6 +505,9 @@ impl MigVerificationReport {
         }
         for e in &self.errors {
             out.push_str(&format!("[FAIL] {e}\n"));
+        }
+        if !self.evidence_sha256.is_empty() {
+            out.push_str(&format!("Evidence sha256: {}\n", self.evidence_sha256));
         }
         out
     }

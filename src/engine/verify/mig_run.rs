@@ -252,8 +252,15 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
         Err(e) => return Ok(failed(e)),
     };
     if options.reconcile && snapshot.stale.iter().any(|s| s.on_delete) {
+        // Progress is printed: nodes by the worker names the printed report gives them.
+        let workers = super::mig_public::worker_names(
+            snapshot.judgement.nodes.iter().map(|n| n.name.as_str()),
+        );
         for stale in snapshot.stale.iter().filter(|s| s.on_delete) {
-            progress(&format!("replacing a stale driver pod on {}", stale.node));
+            let worker = workers
+                .get(&stale.node)
+                .map_or("a GPU node", String::as_str);
+            progress(&format!("replacing a stale driver pod on {worker}"));
             if let Err(finding) = replace_stale(&kube, stale, deadline).await {
                 extra.push(finding);
             }

@@ -2,8 +2,8 @@
 //! public reports and how their verdicts follow from typed evidence, the JSON and text they
 //! are printed as, and the owner-private evidence directory. The public reports (storage,
 //! graphics) have no field for a node name, an address, a cloud ID or a path, so nothing
-//! private can reach their text. The MIG report names nodes, as the reference's does: it is
-//! for the operator's own terminal only.
+//! private can reach their text. The MIG report names nodes, as the reference's does, and is
+//! printed with each node as its worker ordinal (`mig_public`).
 
 pub mod cluster_checks;
 pub mod evidence_dir;
@@ -12,6 +12,7 @@ pub mod graphics_run;
 pub mod identity;
 pub mod json;
 pub mod manifests;
+pub mod mig_public;
 pub mod mig_report;
 pub mod mig_run;
 pub mod select;

@@ -1,5 +1,6 @@
-//! Nebius service-account credentials files: the `subject-credentials` key, JSON or YAML,
-//! however deeply quoted, aliased by the whole object it opens.
+//! Credentials known by the name they are assigned to: Nebius service-account credentials
+//! files (the `subject-credentials` key, JSON or YAML, however deeply quoted, aliased by the
+//! whole object it opens) and AWS secret access keys.
 
 use std::sync::LazyLock;
 
@@ -18,6 +19,41 @@ static SA_CREDENTIALS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?-u)subject-credentials(\\?"|')?[ \t]*:"#)
         .expect("service-account credentials regex")
 });
+
+/// An AWS secret access key is 40 characters of base64 with no prefix of its own, so only the
+/// name it is assigned to tells it from a hash or any other 40 characters: a credentials file's
+/// `aws_secret_access_key = …`, an environment's `AWS_SECRET_ACCESS_KEY=…`, the AWS CLI's
+/// `"SecretAccessKey": "…"`; any case, plain or quoted (also `\"` inside a JSON string), with
+/// `=`, `:` or `=>`.
+static AWS_SECRET_ACCESS_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i-u)\b(?:aws[_.-]?)?secret[_.-]?access[_.-]?key(?:\\?["'])?[ \t]*(?::|=>?)[ \t]*(?:\\?["'])?([A-Za-z0-9/+]{40})"#,
+    )
+    .expect("AWS secret access key regex")
+});
+
+/// The base64 alphabet with padding: a 40-character run followed by one of these is part of
+/// something longer, not a secret access key.
+fn continues_base64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'/' | b'+' | b'=')
+}
+
+pub(super) fn aws_secret_access_keys(text: &[u8], out: &mut Vec<Candidate>) {
+    for caps in AWS_SECRET_ACCESS_KEY.captures_iter(text) {
+        let value = caps.get(1).expect("value group");
+        if text.get(value.end()).copied().is_some_and(continues_base64)
+            || super::is_stand_in(value.as_bytes())
+        {
+            continue;
+        }
+        out.push(Candidate::new(
+            value.start(),
+            value.end(),
+            RuleId::AwsSecretAccessKey,
+            value.as_bytes().to_vec(),
+        ));
+    }
+}
 
 pub(super) fn service_account_credentials(text: &[u8], out: &mut Vec<Candidate>) {
     for (n, caps) in SA_CREDENTIALS.captures_iter(text).enumerate() {

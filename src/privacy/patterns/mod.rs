@@ -43,6 +43,7 @@ pub(crate) fn detect(text: &[u8], out: &mut Vec<Candidate>) {
     keys::encoded_private_keys(text, out);
     keys::putty_keys(text, out);
     credentials::service_account_credentials(text, out);
+    credentials::aws_secret_access_keys(text, out);
     tokens::github_tokens(text, out);
     vendor::vendor_tokens(text, out);
     tokens::iam_tokens(text, out);

@@ -517,3 +517,58 @@ fn vendor_look_alikes_and_stand_ins_are_ignored() {
     .join("\n");
     assert_eq!(rules(&text), vec![]);
 }
+
+/// A synthetic AWS secret access key: 40 characters of base64, built at run time.
+fn aws_secret(seed: u64) -> String {
+    const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+";
+    testdata::Synth::new(seed).string(BASE64, 40)
+}
+
+/// Issue #32: a standalone AWS secret access key in each form it is written in is found, at
+/// the value, by the name it is assigned to.
+#[test]
+fn aws_secret_access_keys_are_found_by_the_name_they_are_assigned_to() {
+    let key = aws_secret(3);
+    for (text, at) in [
+        (format!("aws_secret_access_key = {key}\n"), 24),
+        (format!("export AWS_SECRET_ACCESS_KEY={key}\n"), 29),
+        (format!("AWS_SECRET_ACCESS_KEY=\"{key}\"\n"), 23),
+        (format!("  aws_secret_access_key: '{key}'\n"), 26),
+        (format!("{{\"SecretAccessKey\": \"{key}\"}}"), 21),
+        (format!("{{\"aws_secret_access_key\":\"{key}\"}}"), 26),
+        (
+            format!("env: \"{{\\\"AWS_SECRET_ACCESS_KEY\\\": \\\"{key}\\\"}}\""),
+            36,
+        ),
+        (format!("secret_access_key => {key},\n"), 21),
+    ] {
+        assert_eq!(
+            rules(&text),
+            vec![(at, RuleId::AwsSecretAccessKey)],
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn aws_secret_look_alikes_and_stand_ins_are_ignored() {
+    let key = aws_secret(4);
+    let text = [
+        // 40 base64 characters with no key name: a hash, a token of another kind.
+        format!("checksum = {key}"),
+        format!("secret = {key}"),
+        // Longer or shorter than a key, or a reference to one.
+        format!("aws_secret_access_key = {key}A"),
+        format!("aws_secret_access_key = {key}=="),
+        format!("AWS_SECRET_ACCESS_KEY={}", &key[..39]),
+        "AWS_SECRET_ACCESS_KEY=${{ secrets.AWS_SECRET_ACCESS_KEY }}".to_string(),
+        "aws_secret_access_key = ${AWS_SECRET}".to_string(),
+        // AWS's documented example and filler.
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_string(),
+        format!("aws_secret_access_key = {}", "x".repeat(40)),
+        // The name in prose.
+        "set aws_secret_access_key in ~/.aws/credentials".to_string(),
+    ]
+    .join("\n");
+    assert_eq!(rules(&text), vec![]);
+}

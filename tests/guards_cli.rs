@@ -1,0 +1,359 @@
+//! Issue #32's reproductions through the binary on the embedded simulator: a typo that would
+//! delete a GPU pool, a detached filesystem and a lowered bucket cap are destructive, so
+//! `deploy --yes` refuses them without `--allow-destroy` and the prompt lists them; a selector
+//! that names nothing (empty, blank, only commas) is an error for every command, never "all".
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+struct Env {
+    home: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let world = self.home.path().join("world.yaml");
+        if !world.exists() {
+            let text = include_str!("../fixtures/sim/default.yaml")
+                .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
+            std::fs::write(&world, text).unwrap();
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("HOME", self.home.path())
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env("FLEETBOT_CLOUD", "simulator")
+            .env("FLEETBOT_SIM_WORLD", &world)
+            .env("FLEETBOT_SIM_STATE", self.home.path().join("sim.state"))
+            .env(
+                "FLEETBOT_NEBIUS_CONFIG",
+                self.home.path().join("absent.yaml"),
+            )
+            .env_remove("NEBIUS_IAM_TOKEN")
+            .env_remove("FLEETBOT_RUNTIME_VALUES")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// The example fleet changed by `edit`, written beside the simulator's state.
+    fn spec_with(&self, name: &str, edit: impl Fn(&str) -> String) -> String {
+        let text = edit(include_str!("../fixtures/specs/fleet1-test.yaml"));
+        let path = self.home.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+
+    fn deployed(&self) {
+        let out = self.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], "");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(json(&out)["deployed"], 2);
+    }
+
+    /// The live plan of the unchanged example: what is deployed is still all there.
+    fn assert_untouched(&self) {
+        let plan = self.run(&["plan", "--live", "--spec", SPEC, "--output", "json"], "");
+        let plan = json(&plan);
+        assert_eq!(plan["summary"]["unchanged"], 2, "{plan:#}");
+        assert_eq!(plan["summary"]["delete"], 0, "{plan:#}");
+    }
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const SPEC: &str = "fixtures/specs/fleet1-test.yaml";
+
+/// `cuont:` for `count:` under `defaults.gpu_nodes`: a warning (the reference accepts unknown
+/// keys), the GPU pools become empty, and the plan deletes both GPU node groups and the device
+/// plugin. `deploy --yes` must refuse that and change nothing; the prompt must list it.
+#[test]
+fn a_count_typo_that_empties_the_gpu_pools_is_refused_and_listed() {
+    let env = Env::new();
+    env.deployed();
+    let typo = env.spec_with("typo.yaml", |s| {
+        s.replacen(
+            "  gpu_nodes:\n    count: 1\n",
+            "  gpu_nodes:\n    cuont: 2\n",
+            1,
+        )
+    });
+
+    let out = env.run(&["deploy", "--spec", &typo, "--yes"], "");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cuont: unknown key; did you mean 'count'?"),
+        "the typo is still a warning: {err}"
+    );
+    assert!(
+        err.contains("deploy --yes does not delete, replace or shrink inside the fleet's targets unless --allow-destroy is given; nothing was changed"),
+        "{err}"
+    );
+    for target in ["a/cluster", "b/cluster"] {
+        let line = format!("delete node-group cluster-ng-gpu-0 in {target}: no longer in the spec");
+        assert!(err.contains(&line), "{line}: {err}");
+        assert!(
+            err.contains("delete add-on ")
+                && err.contains(&format!(" in {target}: no longer in the spec")),
+            "the device plugin's deletion is named: {err}"
+        );
+    }
+    let banner = stdout(&out);
+    assert!(
+        banner.contains("About to create/update fleet 'fleet1-test'")
+            && banner.contains(" to delete.\n")
+            && banner.contains("  ! delete node-group cluster-ng-gpu-0 in a/cluster"),
+        "{banner}"
+    );
+    env.assert_untouched();
+
+    // Asked without --yes: the prompt counts and lists every deletion; declining changes nothing.
+    let out = env.run(&["deploy", "--spec", &typo], "n\n");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let prompt = stdout(&out);
+    let counts = prompt
+        .lines()
+        .find(|l| l.starts_with("Plan: "))
+        .unwrap_or_else(|| panic!("no counts line: {prompt}"));
+    assert!(
+        counts.starts_with("Plan: 0 to create, ") && counts.ends_with(" to delete."),
+        "{counts}"
+    );
+    let deletes: usize = counts
+        .trim_end_matches(" to delete.")
+        .rsplit(", ")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        prompt.matches("\n  ! delete ").count(),
+        deletes,
+        "each deletion is listed: {prompt}"
+    );
+    assert!(deletes >= 4, "{prompt}");
+    assert!(stderr(&out).contains("Proceed to create? [y/N]: Aborted."));
+    env.assert_untouched();
+
+    // Allowed explicitly, the same deploy applies it.
+    let out = env.run(&["deploy", "--spec", &typo, "--yes", "--allow-destroy"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan = env.run(&["plan", "--live", "--spec", &typo, "--output", "json"], "");
+    assert_eq!(json(&plan)["summary"]["unchanged"], 2);
+}
+
+/// Turning the filesystem off detaches it from every node group, and a smaller bucket lowers
+/// its cap: both take something away inside a target, so both need --allow-destroy.
+#[test]
+fn a_detached_filesystem_and_a_lowered_bucket_cap_need_allow_destroy() {
+    let env = Env::new();
+    env.deployed();
+    let smaller = env.spec_with("smaller.yaml", |s| {
+        s.replacen("enable_filestore: true", "enable_filestore: false", 1)
+            .replacen("      size_gibibytes: 1024", "      size_gibibytes: 512", 1)
+    });
+    let out = env.run(
+        &["deploy", "--spec", &smaller, "--yes", "--output", "json"],
+        "",
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let doc = json(&out);
+    let error = doc["error"].as_str().unwrap();
+    assert_eq!(doc["failed"], 1);
+    assert!(
+        error.contains(
+            "change bucket (generated name) in project a: size cap lowered from 1024 GiB to 512 GiB"
+        ),
+        "{error}"
+    );
+    for target in ["a/cluster", "b/cluster"] {
+        for group in ["cluster-ng-cpu", "cluster-ng-gpu-0"] {
+            let line = format!(
+                "change node-group {group} in {target}: detaches a filesystem its nodes mount"
+            );
+            assert!(error.contains(&line), "{line}: {error}");
+        }
+        let csi = format!("delete add-on filesystem-csi in {target}: no longer in the spec");
+        assert!(error.contains(&csi), "{csi}: {error}");
+    }
+    env.assert_untouched();
+}
+
+/// `destroy --only-clusters=","` destroyed every cluster and `plan --live --only-projects=" "`
+/// planned everything. An empty, blank or comma-only selector is now an error naming the flag,
+/// for every command that selects, before anything is contacted.
+#[test]
+fn a_selector_that_names_nothing_is_an_error_for_every_command() {
+    let env = Env::new();
+    for command in [
+        &["plan", "--live"][..],
+        &["deploy", "--yes"],
+        &["destroy", "--yes"],
+        &["preflight"],
+        &["kubeconfig"],
+        &["verify-storage"],
+        &["verify-graphics"],
+    ] {
+        for (flag, value) in [
+            ("--only-clusters", ","),
+            ("--only-projects", " "),
+            ("--only-projects", ""),
+            ("--only-clusters", " , ,"),
+        ] {
+            let mut args = command.to_vec();
+            let assigned = format!("{flag}={value}");
+            args.extend(["--spec", SPEC, &assigned]);
+            let out = env.run(&args, "");
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{flag} names nothing")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                !err.contains("simulator"),
+                "{args:?} contacted the cloud: {err}"
+            );
+        }
+    }
+    assert!(!env.home.path().join("sim.state").exists());
+
+    // JSON mode: the command's error document, naming the flag.
+    let out = env.run(
+        &[
+            "deploy",
+            "--spec",
+            SPEC,
+            "--only-clusters=,",
+            "--output",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    assert_eq!(
+        (doc["deployed"].as_u64(), doc["failed"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("--only-clusters names nothing")
+    );
+}
+
+/// The reproduction itself: on a deployed fleet, `destroy --only-clusters=","` destroys nothing.
+#[test]
+fn destroy_with_a_comma_for_a_selector_destroys_nothing() {
+    let env = Env::new();
+    env.deployed();
+    let out = env.run(
+        &["destroy", "--spec", SPEC, "--only-clusters=,", "--yes"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--only-clusters names nothing"));
+    env.assert_untouched();
+}
+
+/// `verify-mig` printed compute instance IDs as node names; verification output is what the
+/// reference calls safe to publish. Nodes are now worker ordinals, in text and JSON, and the
+/// names are kept only in the receipt under `--evidence-dir`.
+#[test]
+fn verify_mig_names_workers_by_ordinal_and_keeps_node_names_in_the_receipt() {
+    let env = Env::new();
+    let spec = "fixtures/specs/rtxpro-mig.yaml";
+    let values = "fixtures/runtime/embedded-default.yaml";
+    let out = env.run(
+        &["deploy", "-f", spec, "--runtime-values", values, "--yes"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let out = env.run(&["verify-mig", "-f", spec, "--runtime-values", values], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.starts_with("MIG ready: 2 node(s)"), "{text}");
+    assert!(
+        text.contains("\n  worker-1: ") && text.contains("\n  worker-2: "),
+        "{text}"
+    );
+    for shown in [&text, &stderr(&out)] {
+        assert!(!shown.contains("computeinstance-"), "{shown}");
+    }
+
+    let evidence = env.home.path().join("evidence");
+    let out = env.run(
+        &[
+            "verify-mig",
+            "-f",
+            spec,
+            "--runtime-values",
+            values,
+            "--output",
+            "json",
+            "--evidence-dir",
+            evidence.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["nodes"][0]["name"], "worker-1");
+    assert_eq!(doc["hardware"][1]["node"], "worker-2");
+    assert!(!stdout(&out).contains("computeinstance-"));
+    let run = std::fs::read_dir(&evidence)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let receipt = std::fs::read_dir(&run)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+    let node = receipt["workers"]["worker-1"].as_str().unwrap();
+    assert!(node.starts_with("computeinstance-"), "{receipt:#}");
+    assert_eq!(receipt["report"]["nodes"][0]["name"], node);
+    let digest = doc["evidence_sha256"].as_str().unwrap();
+    assert_eq!(digest.len(), 64);
+}
