@@ -1992,3 +1992,52 @@ async fn two_spec_files_declaring_one_fleet_fail_the_preflight_and_apply_nothing
     live.assert_ids_kept().await;
     live.app.stop().await;
 }
+
+/// The reproduction of issue 32's "one typo deleted every GPU node group": `cuont:` for
+/// `count:` under `defaults.gpu_nodes` leaves the GPU pools at 0. The preflight shows the
+/// unknown key at its line, and the merge applies nothing until `/approve-destroy`.
+#[tokio::test]
+async fn a_typo_that_empties_the_gpu_pools_is_annotated_and_never_applied_unapproved() {
+    let live = live().await;
+    let typo = base_spec().replacen(
+        "  gpu_nodes:\n    count: 1\n",
+        "  gpu_nodes:\n    cuont: 2\n",
+        1,
+    );
+    assert_ne!(typo, base_spec());
+    let head = sha(2);
+    let preflight = live
+        .app
+        .open_reviewed(&live.gh, PR, &head, &[("fleets/prod.yaml", Some(&typo))])
+        .await;
+    let annotated = preflight.annotations.iter().any(|a| {
+        a["path"] == "fleets/prod.yaml"
+            && a["start_line"] == 29
+            && a["message"].as_str().is_some_and(|m| m.contains("cuont"))
+    });
+    assert!(annotated, "{:?}", preflight.annotations);
+    let comment = eventually("the sticky comment", || {
+        live.bot_comments()
+            .into_iter()
+            .find(|c| c.body.starts_with("<!-- fleetbot:pr-comment"))
+    })
+    .await;
+    assert!(comment.body.contains("cuont"), "{}", comment.body);
+    live.sim.service.clear_call_log();
+    live.merge(&sha(90), "merge-typo").await;
+    let run = live.applied(&sha(90), 1).await.remove(0);
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("action_required"),
+        "{}",
+        run.summary
+    );
+    assert!(run.summary.contains("/approve-destroy"), "{}", run.summary);
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    for project in ["fleet1-test-a", "fleet1-test-b"] {
+        assert_eq!(gpu_pool_count(&live, project).await, 1, "{project}");
+    }
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}

@@ -337,3 +337,59 @@ fn completions_cover_every_command() {
     let o = fleetbot(&["completions", "tcsh"], None);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn specs_planned_together_own_their_fleet_and_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("zz-copy.yaml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/specs/fleet1-test.yaml"),
+        &copy,
+    )
+    .unwrap();
+    let copy = copy.display().to_string();
+    let out = fleetbot(
+        &["plan", "-f", "fixtures/specs/fleet1-test.yaml", "-f", &copy],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "Invalid fleet spec: {copy}:8:7: name: fleet fleet1-test is also declared in fixtures/specs/fleet1-test.yaml:8:7"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cluster cluster of project fleet1-test-b is also declared in fixtures/specs/fleet1-test.yaml:47:9"),
+        "{stderr}"
+    );
+    // Two specs that own their own fleets plan together: one JSON array, in the order given.
+    let out = fleetbot(
+        &[
+            "plan",
+            "-f",
+            "fixtures/specs/fleet1-test.yaml",
+            "-f",
+            "fixtures/specs/custom-and-mixed.yaml",
+            "--output",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plans: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = plans
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["fleet1-test", "custom-mixed"], "{plans}");
+}

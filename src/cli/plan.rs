@@ -11,9 +11,11 @@ use crate::engine::{PlanOptions, plan};
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
+    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input). Give it more than
+    /// once to plan several specs together: two that declare one fleet (tenant and name) or
+    /// one cluster of a project are refused, as the App refuses them.
+    #[arg(long = "spec", short = 'f', value_name = "PATH", required = true)]
+    pub spec: Vec<PathBuf>,
     /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
     #[arg(long)]
     pub strict: bool,
@@ -110,38 +112,101 @@ pub(crate) fn profile_tenant(config: Option<PathBuf>, profile: &str) -> Option<S
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
-        Ok(spec) => spec,
-        Err(code) => return code,
-    };
-    if args.live {
-        return run_live(&spec, &args);
+    let mut specs = Vec::new();
+    for path in &args.spec {
+        match load_spec(path, args.strict, args.runtime_values.as_deref()) {
+            Ok(spec) => specs.push(spec),
+            Err(code) => return code,
+        }
     }
-    let effective_profile = if args.profile.is_empty() {
-        spec.profile.clone()
-    } else {
-        args.profile.clone()
-    };
-    let options = PlanOptions {
-        project_prefix: Some(args.project_prefix),
-        profile: Some(args.profile),
-        profile_tenant_id: if spec.tenant_id.is_empty() {
-            profile_tenant(args.nebius_config, &effective_profile)
-        } else {
-            None
-        },
-        ..PlanOptions::default()
-    };
-    let plan = plan(&spec, &options);
-    match args.output {
-        OutputFormat::Json => print_json(&plan),
-        OutputFormat::Text => print!("{}", plan.render_text()),
+    if let Err(code) = one_fleet_one_file(&specs, &args) {
+        return code;
+    }
+    if args.live {
+        return run_live(&specs, &args);
+    }
+    let plans: Vec<_> = specs
+        .iter()
+        .map(|spec| {
+            let effective_profile = if args.profile.is_empty() {
+                spec.profile.clone()
+            } else {
+                args.profile.clone()
+            };
+            let options = PlanOptions {
+                project_prefix: Some(args.project_prefix.clone()),
+                profile: Some(args.profile.clone()),
+                profile_tenant_id: if spec.tenant_id.is_empty() {
+                    profile_tenant(args.nebius_config.clone(), &effective_profile)
+                } else {
+                    None
+                },
+                ..PlanOptions::default()
+            };
+            plan(spec, &options)
+        })
+        .collect();
+    match (args.output, plans.as_slice()) {
+        (OutputFormat::Json, [one]) => print_json(one),
+        (OutputFormat::Json, all) => print_json(&all),
+        (OutputFormat::Text, all) => {
+            let texts: Vec<String> = all.iter().map(|p| p.render_text()).collect();
+            print!("{}", texts.join("\n"));
+        }
     }
     ExitCode::SUCCESS
 }
 
-/// `plan --live`: reads only; exits 1 when the plan finds problems deploy would refuse.
-fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
+/// Several specs planned together must each own their fleet and clusters, and selectors
+/// (which name one spec's projects and clusters) need exactly one spec.
+fn one_fleet_one_file(specs: &[crate::spec::FleetSpec], args: &PlanArgs) -> Result<(), ExitCode> {
+    if specs.len() < 2 {
+        return Ok(());
+    }
+    let refs: Vec<&crate::spec::FleetSpec> = specs.iter().collect();
+    let conflicts = crate::spec::identity::conflicts(&refs);
+    for c in &conflicts {
+        eprintln!("Invalid fleet spec: {}", c.error());
+    }
+    if !conflicts.is_empty() {
+        return Err(ExitCode::from(EXIT_INVALID_SPEC));
+    }
+    if args.only_projects.is_some() || args.only_clusters.is_some() {
+        eprintln!("fleetbot plan: --only-projects and --only-clusters need exactly one --spec");
+        return Err(ExitCode::from(EXIT_INVALID_SPEC));
+    }
+    Ok(())
+}
+
+/// `plan --live`: reads only; exits 1 when a plan finds problems deploy would refuse.
+fn run_live(specs: &[crate::spec::FleetSpec], args: &PlanArgs) -> ExitCode {
+    let mut plans = Vec::new();
+    for spec in specs {
+        match live_plan(spec, args) {
+            Ok(plan) => plans.push(plan),
+            Err(code) => return code,
+        }
+    }
+    match (args.output, plans.as_slice()) {
+        (OutputFormat::Json, [one]) => print_json(one),
+        (OutputFormat::Json, all) => print_json(&all),
+        (OutputFormat::Text, all) => {
+            let texts: Vec<String> = all.iter().map(|p| p.render_text()).collect();
+            print!("{}", texts.join("\n"));
+        }
+    }
+    if plans.iter().any(|p| p.has_problems()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// One spec's live plan, or the exit code of why it could not be made (said on stderr).
+fn live_plan(
+    spec: &crate::spec::FleetSpec,
+    args: &PlanArgs,
+) -> Result<crate::engine::live::LivePlan, ExitCode> {
     use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
     use crate::engine::ops::{LifecycleOptions, prepare};
     let prefix = if args.project_prefix.is_empty() {
@@ -149,26 +214,19 @@ fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
     } else {
         &args.project_prefix
     };
-    let checked = super::lifecycle::refuse_unknown_selectors(
+    let (only_projects, only_clusters) = super::lifecycle::refuse_unknown_selectors(
         spec,
         args.only_projects.as_deref(),
         args.only_clusters.as_deref(),
         prefix,
-    );
-    let (only_projects, only_clusters) = match checked {
-        Ok(lists) => lists,
-        Err(code) => return code,
-    };
+    )?;
     let profile = super::lifecycle::profile_for(spec, &args.profile);
-    let runtime = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async {
-        let outcome = async {
+    let runtime = runtime().map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::FAILURE
+    })?;
+    runtime
+        .block_on(async {
             let connection = open_cloud(&profile).await?;
             let tenant = resolve_tenant(spec, &connection, &profile)?;
             let store = open_inventory(&connection).await?;
@@ -182,25 +240,11 @@ fn run_live(spec: &crate::spec::FleetSpec, args: &PlanArgs) -> ExitCode {
             };
             prepare(&connection.client, &store, spec, &tenant, &options)
                 .await
+                .map(|prepared| prepared.plan)
                 .map_err(|e| e.to_string())
-        }
-        .await;
-        match outcome {
-            Ok(prepared) => {
-                match args.output {
-                    OutputFormat::Json => print_json(&prepared.plan),
-                    OutputFormat::Text => print!("{}", prepared.plan.render_text()),
-                }
-                if prepared.plan.has_problems() {
-                    ExitCode::FAILURE
-                } else {
-                    ExitCode::SUCCESS
-                }
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::FAILURE
-            }
-        }
-    })
+        })
+        .map_err(|e: String| {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        })
 }
