@@ -42,7 +42,7 @@ pub fn load_str_with(
     if let Some(runtime) = runtime {
         spec.runtime_notes = runtime.apply(&mut spec)?;
     }
-    crate::spec::validate::validate_fleet(&spec)?;
+    crate::spec::validate(&spec)?;
     Ok(spec)
 }
 

@@ -145,13 +145,42 @@ fn an_endless_spec_is_refused_at_the_size_limit() {
 }
 
 #[test]
+fn a_wrong_value_under_defaults_is_located_where_it_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/specs/fleet1-test.yaml"),
+    )
+    .unwrap()
+    .replacen(
+        "  gpu_nodes:\n    count: 1\n",
+        "  gpu_nodes:\n    count: \"2\"\n",
+        1,
+    );
+    let path = dir.path().join("fleet.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let path = path.display().to_string();
+    let out = fleetbot(&["plan", "--spec", &path], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "Invalid fleet spec: {path}:29:12: defaults.gpu_nodes.count: expected an integer, found \"2\" (inherited by projects[0].clusters[0].gpu_nodes.count)"
+        )
+    );
+}
+
+#[test]
 fn missing_file_and_bad_output_are_usage_errors() {
     let out = fleetbot(&["plan", "--spec", "/nonexistent/fleet.yaml"], None);
     assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A file that cannot be read is not an invalid spec: it says so, and why.
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("Invalid fleet spec: /nonexistent/fleet.yaml: cannot read file")
+        stderr.starts_with("Cannot read fleet spec /nonexistent/fleet.yaml: No such file"),
+        "{stderr}"
     );
+    assert!(!stderr.contains("Invalid"), "{stderr}");
     let out = fleetbot(
         &[
             "plan",

@@ -351,9 +351,15 @@ fn inherited_values_point_at_defaults() {
     let text =
         BASE.replace("enable_filestore: true", "enable_filestore: \"yes\"") + "  - name: a\n";
     let e = err(&text);
-    // The value was written in `defaults` (line 9); the path names the cluster it applies to.
+    // The value was written in `defaults` (line 9): the position and the path are where to fix
+    // it; the message names the cluster it was found in.
     assert_eq!(e.pos.unwrap().line, 9);
-    assert_eq!(e.path, "projects[0].clusters[0].enable_filestore");
+    assert_eq!(e.path, "defaults.enable_filestore");
+    assert!(
+        e.message
+            .ends_with("(inherited by projects[0].clusters[0].enable_filestore)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -73,7 +73,11 @@ pub(crate) fn load_spec_to(
         EXIT_INVALID_SPEC
     })?;
     let spec = crate::runtime::load_with(path, runtime.as_ref()).map_err(|e| {
-        let _ = writeln!(stderr, "Invalid fleet spec: {e}");
+        match crate::spec::unreadable_reason(&e) {
+            Some(reason) => writeln!(stderr, "Cannot read fleet spec {}: {reason}", e.file),
+            None => writeln!(stderr, "Invalid fleet spec: {e}"),
+        }
+        .ok();
         EXIT_INVALID_SPEC
     })?;
     if let Some(runtime) = runtime.as_ref().filter(|r| !r.covers(&spec.name)) {

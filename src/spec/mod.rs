@@ -27,19 +27,71 @@ pub fn spec_from_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
     let root = yaml::parse(text, yaml::Limits::default())
         .map_err(|e| SpecError::new(file, Some(e.pos), "", e.message))?;
     parse::spec_from_node(&root, file)
+        .map_err(|e| locate_inherited(&parse::defaults_positions(&root), e))
 }
 
 /// Reads, type-checks and validates a spec held in memory. `file` names it in errors.
 pub fn load_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
     let spec = spec_from_str(text, file)?;
-    validate::validate_fleet(&spec)?;
+    validate(&spec)?;
     Ok(spec)
+}
+
+/// Validates a spec read by [`spec_from_str`], locating an error about an inherited value
+/// where it was written.
+pub fn validate(spec: &FleetSpec) -> Result<(), SpecError> {
+    validate::validate_fleet(spec).map_err(|e| locate_inherited(&spec.positions.fields, e))
+}
+
+/// A value a cluster inherited from `defaults` is wrong where it was written: an error at a
+/// position under `defaults` is given that `defaults.` path (it was found at a cluster's merged
+/// path, which the message keeps), so the file, line and field all point at the one place to
+/// fix, once for every cluster.
+fn locate_inherited(
+    fields: &std::collections::BTreeMap<String, yaml::Pos>,
+    e: SpecError,
+) -> SpecError {
+    let Some(pos) = e.pos else {
+        return e;
+    };
+    if e.path.starts_with("defaults") {
+        return e;
+    }
+    let Some((path, _)) = fields
+        .iter()
+        .filter(|(k, _)| k.starts_with("defaults."))
+        .find(|(_, p)| **p == pos)
+    else {
+        return e;
+    };
+    let merged = if e.path.is_empty() {
+        String::new()
+    } else {
+        format!(" (inherited by {})", e.path)
+    };
+    SpecError {
+        path: path.clone(),
+        message: format!("{}{merged}", e.message),
+        ..e
+    }
 }
 
 /// Reads, type-checks and validates a spec file. The file is capped before it is read whole.
 pub fn load(path: &Path) -> Result<FleetSpec, SpecError> {
     let (text, file) = read_capped(path)?;
     load_str(&text, &file)
+}
+
+/// How [`read_capped`] words a file it could not read, as opposed to one it read and refused.
+const CANNOT_READ: &str = "cannot read file: ";
+
+/// The reason a spec could not be read at all (missing, unreadable), when that is what `e`
+/// says: the CLI words it "cannot read", not "invalid spec".
+pub fn unreadable_reason(e: &SpecError) -> Option<&str> {
+    if e.pos.is_some() || !e.path.is_empty() {
+        return None;
+    }
+    e.message.strip_prefix(CANNOT_READ)
 }
 
 /// A spec file's text and the name errors call it by, read within the reader's limit
@@ -53,8 +105,7 @@ pub fn read_capped(path: &Path) -> Result<(String, String), SpecError> {
         path.display().to_string()
     };
     let limit = yaml::Limits::default().max_bytes as u64;
-    let io_error =
-        |e: std::io::Error| SpecError::new(&file, None, "", format!("cannot read file: {e}"));
+    let io_error = |e: std::io::Error| SpecError::new(&file, None, "", format!("{CANNOT_READ}{e}"));
     let source: Box<dyn std::io::Read> = if stdin {
         Box::new(std::io::stdin().lock())
     } else {

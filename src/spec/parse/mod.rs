@@ -65,7 +65,11 @@ pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
         projects,
         profile: top_fields.string("profile", "", "")?,
         source: file.to_string(),
-        positions: positions_of(top, root.pos, "", 0),
+        positions: {
+            let mut positions = positions_of(top, root.pos, "", 0);
+            positions.fields.extend(defaults_positions(root));
+            positions
+        },
         warnings: r.take_warnings(),
         runtime_notes: Vec::new(),
     })
@@ -88,6 +92,16 @@ fn check_api_version(r: &Reader<'_>, top: &[Entry], root: Pos) -> Result<(), Spe
             super::names::py_repr(&api)
         ),
     ))
+}
+
+/// Where each value under `defaults` was written, by its `defaults.` path: what an error about
+/// an inherited value is located by (`super::locate_inherited`).
+pub(crate) fn defaults_positions(root: &Node) -> std::collections::BTreeMap<String, Pos> {
+    let mut out = crate::spec::model::Positions::default();
+    if let Some(entries) = root.get("defaults").and_then(Node::as_map) {
+        reader::record_positions(entries, "defaults", &mut out, 16);
+    }
+    out.fields
 }
 
 /// The top-level `defaults` mapping every cluster merges over; absent or `null` is none.

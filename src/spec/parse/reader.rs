@@ -271,7 +271,7 @@ pub(super) fn positions_of(entries: &[Entry], at: Pos, path: &str, depth: usize)
     positions
 }
 
-fn record_positions(entries: &[Entry], prefix: &str, out: &mut Positions, depth: usize) {
+pub(super) fn record_positions(entries: &[Entry], prefix: &str, out: &mut Positions, depth: usize) {
     for e in entries {
         let key = join(prefix, &e.key);
         out.fields.insert(key.clone(), e.value.pos);
