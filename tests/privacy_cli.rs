@@ -225,7 +225,10 @@ fn binary_files_are_skipped_with_a_note_and_walks_skip_git_and_caches() {
     write(dir.path(), "target/debug/out.txt", &format!("{id}\n"));
     let (code, out, err) = run(fleetbot(dir.path()).arg("."));
     assert_eq!(code, 0, "{out}");
-    assert!(err.contains("img.bin: binary file"), "{err}");
+    assert!(
+        err.contains("note: 1 binary file(s) (NUL bytes) not scanned: img.bin\n"),
+        "{err}"
+    );
     let (_, json, _) = run(fleetbot(dir.path()).args(["--output", "json", "."]));
     let json: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["clean"], true);
@@ -374,20 +377,20 @@ fn run_within(cmd: &mut Command, limit: std::time::Duration) -> (i32, String, St
 fn an_endless_device_is_refused_before_a_byte_is_read() {
     // Issue 22, item 10 capped the bytes read; issue #32: `scan /dev/zero` still read 256 MiB
     // (271 MB RSS) before refusing. A device is refused from its metadata, under a 100 MB cap.
+    // The memory cap is what holds it: reading the device at all would run past it. The time
+    // bound only turns a hang into a failure.
     let dir = tempfile::tempdir().unwrap();
-    let started = std::time::Instant::now();
     let (code, out, err) = run_within(
         capped(fleetbot(dir.path()).arg("/dev/zero")),
         std::time::Duration::from_secs(30),
     );
-    let took = started.elapsed();
     assert_eq!(code, 2, "{err}");
     assert_eq!(out, "");
     assert_eq!(
         err,
-        "error: cannot read /dev/zero: not a regular file (a device, FIFO or socket); refusing to read it\n"
+        "error: cannot read /dev/zero: not a regular file (a device, FIFO or socket); refusing to read it\n\
+         fleetbot scan: 0 file(s) scanned, 0 skipped, 0 finding(s); some input could not be read (above), so the scan is incomplete\n"
     );
-    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
 }
 
 #[test]
@@ -461,4 +464,34 @@ fn aws_secret_access_keys_are_found_and_never_echoed() {
             alias(DEFAULT_LOCAL_KEY, &b)
         )
     );
+}
+
+#[test]
+fn many_skipped_files_are_summed_up_not_listed_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..7 {
+        std::fs::write(dir.path().join(format!("blob-{i}.bin")), b"a\0b").unwrap();
+    }
+    std::fs::write(dir.path().join("spec.yaml"), "name: clean\n").unwrap();
+    let (code, stdout, stderr) = run(fleetbot(dir.path()).arg("."));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "one note per reason and a summary: {stderr}"
+    );
+    assert!(
+        lines[0].starts_with("note: 7 binary file(s) (NUL bytes) not scanned: blob-0.bin, blob-1.bin, blob-2.bin, and 4 more"),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[1],
+        "fleetbot scan: 1 file(s) scanned, 7 skipped, 0 finding(s)"
+    );
+    // The JSON report still lists every skipped file.
+    let (_, json, _) = run(fleetbot(dir.path()).args(["--output", "json", "."]));
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["skipped"].as_array().unwrap().len(), 7);
 }

@@ -180,7 +180,7 @@ fn execute(args: &ScanArgs) -> Result<ExitCode, UsageError> {
         }
     }
     report.sort();
-    print_report(&report, args.output);
+    print_report(&report, args.output, unreadable);
     Ok(if unreadable {
         ExitCode::from(2)
     } else if report.clean() {
@@ -427,13 +427,13 @@ fn display_path(path: &Path) -> String {
     shown
 }
 
-fn print_report(report: &ScanReport, output: ScanOutput) {
+fn print_report(report: &ScanReport, output: ScanOutput, unreadable: bool) {
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not worth a panic; the exit status still tells the result.
     let _ = match output {
         ScanOutput::Text => {
             let _ = stdout.write_all(report.to_text().as_bytes());
-            print_notes(report);
+            print_notes(report, unreadable);
             Ok(())
         }
         ScanOutput::Json => writeln!(stdout, "{:#}", report.to_json()),
@@ -441,23 +441,52 @@ fn print_report(report: &ScanReport, output: ScanOutput) {
     };
 }
 
-/// Skip notes and a summary on stderr, so stdout stays one finding per line.
-fn print_notes(report: &ScanReport) {
-    let mut allowlisted = 0usize;
+/// Skip notes and a summary on stderr, so stdout stays one finding per line. Skips are
+/// grouped by reason, a few paths each: a repository with a fuzz corpus skips hundreds of
+/// binary files, and a line each would bury the one line that matters.
+fn print_notes(report: &ScanReport, unreadable: bool) {
+    const SHOWN: usize = 3;
+    let mut by_reason: Vec<(SkipReason, Vec<&str>)> = Vec::new();
     for skipped in &report.skipped {
-        if skipped.reason == SkipReason::AllowlistedPath {
-            allowlisted += 1;
-        } else {
-            eprintln!("note: {}: {}", skipped.path, skipped.reason.note());
+        match by_reason.iter_mut().find(|(r, _)| *r == skipped.reason) {
+            Some((_, paths)) => paths.push(&skipped.path),
+            None => by_reason.push((skipped.reason, vec![&skipped.path])),
         }
     }
-    if allowlisted > 0 {
-        eprintln!("note: {allowlisted} file(s) skipped by the privacy path allowlist");
-    }
-    if !report.clean() {
-        let n = report.findings.len();
+    for (reason, paths) in &by_reason {
+        if *reason == SkipReason::AllowlistedPath {
+            eprintln!(
+                "note: {} file(s) skipped by the privacy path allowlist",
+                paths.len()
+            );
+            continue;
+        }
+        let more = paths.len().saturating_sub(SHOWN);
+        let shown = paths[..paths.len().min(SHOWN)].join(", ");
+        let tail = if more > 0 {
+            format!(", and {more} more (`--output json` lists them all)")
+        } else {
+            String::new()
+        };
         eprintln!(
-            "fleetbot scan: {n} finding(s); values are not shown, equal aliases mean equal values (rules: docs/privacy.md)"
+            "note: {} {}: {shown}{tail}",
+            paths.len(),
+            reason.note_plural()
         );
     }
+    let n = report.findings.len();
+    let mut summary = format!(
+        "fleetbot scan: {} file(s) scanned, {} skipped, {n} finding(s)",
+        report.scanned,
+        report.skipped.len()
+    );
+    if unreadable {
+        summary.push_str("; some input could not be read (above), so the scan is incomplete");
+    }
+    if n > 0 {
+        summary.push_str(
+            "; values are not shown, equal aliases mean equal values (rules: docs/privacy.md)",
+        );
+    }
+    eprintln!("{summary}");
 }

@@ -67,6 +67,15 @@ impl SkipReason {
         }
     }
 
+    /// The note for several files skipped for this reason ("3 binary files (…)").
+    pub fn note_plural(&self) -> &'static str {
+        match self {
+            SkipReason::Binary => "binary file(s) (NUL bytes) not scanned",
+            SkipReason::InvalidUtf8 => "file(s) not valid UTF-8, treated as binary and not scanned",
+            SkipReason::AllowlistedPath => "file(s) allowlisted in the privacy config",
+        }
+    }
+
     /// A short human note.
     pub fn note(&self) -> &'static str {
         match self {

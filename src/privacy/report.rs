@@ -34,13 +34,18 @@ pub struct ScanReport {
     pub findings: Vec<Finding>,
     /// Every skipped file.
     pub skipped: Vec<SkippedFile>,
+    /// How many files were scanned (skipped ones not counted).
+    pub scanned: usize,
 }
 
 impl ScanReport {
     /// Adds one file's result.
     pub fn add(&mut self, path: &str, scan: FileScan) {
         match scan {
-            FileScan::Findings(findings) => self.findings.extend(findings),
+            FileScan::Findings(findings) => {
+                self.scanned += 1;
+                self.findings.extend(findings)
+            }
             FileScan::Skipped { reason } => self.skipped.push(SkippedFile {
                 path: path.to_string(),
                 reason,
