@@ -17,6 +17,7 @@ pub mod probe;
 mod register;
 pub mod scan;
 pub mod serve;
+mod serve_start;
 pub mod sim;
 pub mod status;
 pub mod verify;
