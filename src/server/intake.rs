@@ -333,6 +333,8 @@ pub struct Intake {
     budget: Arc<ByteBudget>,
     floor: RateFloor,
     body_timeout: Duration,
+    /// When a refusal was last logged as a warning, and how many were not since.
+    warned: Mutex<(Option<Instant>, u64)>,
 }
 
 impl Intake {
@@ -358,7 +360,25 @@ impl Intake {
                 bytes_per_sec: limits.min_body_rate,
             },
             body_timeout: limits.body_timeout,
+            warned: Mutex::new((None, 0)),
         }
+    }
+
+    /// Whether a refusal may be logged as a warning now (at most one a second), with how many
+    /// were refused since the last one that was.
+    pub fn may_warn(&self) -> Option<u64> {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if warned
+            .0
+            .is_some_and(|at| now.duration_since(at) < Duration::from_secs(1))
+        {
+            warned.1 += 1;
+            return None;
+        }
+        let unlogged = std::mem::take(&mut warned.1);
+        warned.0 = Some(now);
+        Some(unlogged)
     }
 
     /// Bodies being read and the bytes they hold beyond their first block.
@@ -441,6 +461,7 @@ impl Intake {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn budget(limit: usize) -> Arc<ByteBudget> {
         Arc::new(ByteBudget {
@@ -515,6 +536,53 @@ mod tests {
         body.push(b"abc", Some(1)).unwrap();
         body.push(b"def", Some(1)).unwrap();
         assert_eq!(&body.into_bytes()[..], b"abcdef");
+    }
+
+    proptest! {
+        /// However a stranger splits a body, it is kept whole, what it holds of the budget is
+        /// exact to the block, and all of it goes back.
+        #[test]
+        fn any_split_is_kept_whole_and_charged_by_the_block(
+            len in 0usize..(4 * BLOCK + 100),
+            cuts in proptest::collection::vec(1usize..(BLOCK + 10), 1..40),
+            declare in any::<bool>(),
+        ) {
+            let b = budget(usize::MAX);
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut body = Unverified::new(b.clone());
+            let declared = declare.then_some(len as u64);
+            let (mut at, mut i) = (0, 0);
+            while at < len {
+                let n = cuts[i % cuts.len()].min(len - at);
+                body.push(&data[at..at + n], declared).unwrap();
+                (at, i) = (at + n, i + 1);
+            }
+            let charged = b.used.load(Ordering::Acquire);
+            let past_first = len.saturating_sub(BLOCK);
+            prop_assert!(charged >= past_first);
+            prop_assert!(charged <= past_first.div_ceil(BLOCK) * BLOCK);
+            prop_assert_eq!(&body.into_bytes()[..], &data[..]);
+            prop_assert_eq!(b.used.load(Ordering::Acquire), 0);
+        }
+
+        #[test]
+        fn the_rate_floor_never_moves_back(a in 0u64..(1 << 30), b in 0u64..(1 << 30), rate in 1u64..(1 << 24)) {
+            let floor = RateFloor { grace: BODY_GRACE, bytes_per_sec: rate };
+            let (lo, hi) = (a.min(b), a.max(b));
+            prop_assert!(floor.next_byte_due(lo) <= floor.next_byte_due(hi));
+        }
+    }
+
+    #[test]
+    fn refusals_are_warned_of_once_a_second_with_the_count_left_unlogged() {
+        let intake = Intake::new(&ServerLimits::default());
+        assert_eq!(intake.may_warn(), Some(0));
+        assert_eq!(intake.may_warn(), None);
+        assert_eq!(intake.may_warn(), None);
+        let earlier = Instant::now().checked_sub(Duration::from_secs(2));
+        intake.warned.lock().unwrap().0 = earlier;
+        assert_eq!(intake.may_warn(), Some(2));
+        assert_eq!(intake.may_warn(), None);
     }
 
     #[tokio::test]

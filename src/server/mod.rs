@@ -278,13 +278,24 @@ async fn webhook(State(state): State<AppState>, request: Request) -> Response {
                 .metrics
                 .delivery(label, refusal.outcome(), started.elapsed());
             state.metrics.refusal(refusal.reason());
-            // The peer's address and the reason only: never a header.
-            tracing::warn!(
-                event = label,
-                reason = refusal.reason(),
-                peer = %peer.map_or_else(|| "unknown".to_string(), |p| p.to_string()),
-                "webhook refused before its body was used"
-            );
+            // The peer's address and the reason only: never a header. At most one warning a
+            // second: strangers must not be able to flood the log (the metrics count each).
+            let peer = peer.map_or_else(|| "unknown".to_string(), |p| p.to_string());
+            match state.intake.may_warn() {
+                Some(unlogged) => tracing::warn!(
+                    event = label,
+                    reason = refusal.reason(),
+                    %peer,
+                    unlogged,
+                    "webhook refused before its body was used"
+                ),
+                None => tracing::debug!(
+                    event = label,
+                    reason = refusal.reason(),
+                    %peer,
+                    "webhook refused before its body was used"
+                ),
+            }
             return text(refusal.status(), refusal.answer());
         }
     };
