@@ -1474,3 +1474,400 @@ async fn slow_large_and_unsigned_clients_cost_the_server_little() {
     drop(idle);
     app.stop().await;
 }
+
+/// A connection to the server from `source`, another loopback address: a peer of its own,
+/// as a stranger's machine would be.
+async fn connect_from(url: &str, source: [u8; 4]) -> tokio::net::TcpStream {
+    let addr: std::net::SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(std::net::SocketAddr::from((source, 0)))
+        .unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+/// The head of a `POST /webhook` of `length` bytes signed as `signature` says.
+fn webhook_head(id: &str, length: usize, signature: &str) -> String {
+    format!(
+        "POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: pull_request\r\nX-GitHub-Delivery: {id}\r\nX-Hub-Signature-256: {signature}\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+/// A stranger's signature: well-formed, and wrong.
+fn forged() -> String {
+    format!("sha256={}", "0".repeat(64))
+}
+
+/// The status line that comes back on `tcp` within `wait` ("" when the connection was closed
+/// or reset first, "(no answer in time)" when nothing came).
+async fn status_line(tcp: &mut tokio::net::tcp::OwnedReadHalf, wait: Duration) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 256];
+    match tokio::time::timeout(wait, tcp.read(&mut buf)).await {
+        Ok(Ok(n)) => String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        Ok(Err(_)) => String::new(),
+        Err(_) => "(no answer in time)".into(),
+    }
+}
+
+/// The value of one metric line (`name{labels}`), 0 when absent.
+fn metric(metrics: &str, series: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Opens `n` uploads from `sources` in turn, each the head of a 1 MB body with a forged
+/// signature and one byte of it, and then nothing.
+async fn slow_strangers(
+    url: &str,
+    n: usize,
+    sources: &[[u8; 4]],
+) -> Vec<(
+    tokio::net::tcp::OwnedReadHalf,
+    tokio::net::tcp::OwnedWriteHalf,
+)> {
+    use tokio::io::AsyncWriteExt;
+    let mut strangers = Vec::new();
+    for i in 0..n {
+        let tcp = connect_from(url, sources[i % sources.len()]).await;
+        let (read, mut write) = tcp.into_split();
+        let head = webhook_head(&format!("stranger-{i}"), 1_000_000, &forged());
+        write.write_all(head.as_bytes()).await.unwrap();
+        write.write_all(b"{").await.unwrap();
+        strangers.push((read, write));
+    }
+    strangers
+}
+
+#[tokio::test]
+async fn strangers_holding_slow_fake_signed_bodies_cannot_stall_intake() {
+    // Issue 32: 16 connections with a forged signature, `Content-Length: 1000000` and a byte
+    // now and then took every body slot, and genuine deliveries got 503 for ~28 s.
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::start(options(&gh, &dir, 1)).await;
+    // 24 strangers on six addresses, each within its address's bound.
+    let sources: Vec<[u8; 4]> = (2..8).map(|d| [127, 0, 0, d]).collect();
+    let mut strangers = slow_strangers(&app.url, 24, &sources).await;
+    // Time for the server to start reading each of them (it reads headers at once).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A genuine delivery is taken meanwhile (202), and its job runs.
+    let head = sha(61);
+    let preflight = app
+        .open_reviewed(
+            &gh,
+            61,
+            &head,
+            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+        )
+        .await;
+    assert!(preflight.conclusion.is_some());
+    // The strangers are cut off by the rate floor (408), long before the body timeout (30 s).
+    let answers = futures_util::future::join_all(
+        strangers
+            .iter_mut()
+            .map(|(read, _)| status_line(read, Duration::from_secs(20))),
+    )
+    .await;
+    for answer in &answers {
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answers:?}");
+    }
+    let (_, metrics) = app.get("/metrics").await;
+    assert_eq!(
+        metric(
+            &metrics,
+            "fleetbot_webhook_refusals_total{reason=\"too_slow\"}"
+        ),
+        24,
+        "{metrics}"
+    );
+    drop(strangers);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_peer_over_its_bound_waits_then_is_refused_without_taking_a_shared_slot() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    // Four shared slots, two per address, and no rate floor: the strangers' uploads stay.
+    opts.env = vec![
+        ("FLEETBOT_MAX_BODY_READERS", "4".into()),
+        ("FLEETBOT_MAX_BODIES_PER_PEER", "2".into()),
+        ("FLEETBOT_MIN_BODY_RATE", "0".into()),
+    ];
+    let app = App::start(opts).await;
+    // One stranger's address opens six uploads: two are read, four wait for that address's
+    // own slots. Had they waited for (or taken) shared ones, the genuine delivery below would
+    // find none free.
+    let mut strangers = slow_strangers(&app.url, 6, &[[127, 0, 0, 9]]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let head = sha(62);
+    app.open_reviewed(
+        &gh,
+        62,
+        &head,
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    )
+    .await;
+    let answers = futures_util::future::join_all(
+        strangers
+            .iter_mut()
+            .map(|(read, _)| status_line(read, Duration::from_secs(8))),
+    )
+    .await;
+    let refused = answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 429"))
+        .count();
+    let read = answers
+        .iter()
+        .filter(|a| *a == "(no answer in time)")
+        .count();
+    assert_eq!((refused, read), (4, 2), "{answers:?}");
+    let (_, metrics) = app.get("/metrics").await;
+    assert_eq!(
+        metric(
+            &metrics,
+            "fleetbot_webhook_refusals_total{reason=\"peer_busy\"}"
+        ),
+        4,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(&metrics, "fleetbot_webhook_unverified_bodies"),
+        2,
+        "{metrics}"
+    );
+    drop(strangers);
+    app.stop().await;
+}
+
+/// The peak resident memory of process `pid` (MiB).
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+#[tokio::test]
+async fn concurrent_large_fake_signed_bodies_leave_memory_bounded() {
+    // Issue 32: 16 fake-signed 25 MB bodies sent at once peaked at 400–480 MB resident.
+    use tokio::io::AsyncWriteExt;
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::start(options(&gh, &dir, 1)).await;
+    let before = peak_rss_mib(app.pid());
+    let body = std::sync::Arc::new(vec![b' '; 25 << 20]);
+    let strangers: Vec<_> = (0..16u8)
+        .map(|i| {
+            let (url, body) = (app.url.clone(), body.clone());
+            tokio::spawn(async move {
+                let tcp = connect_from(&url, [127, 0, 1, 1 + i]).await;
+                let (mut read, mut write) = tcp.into_split();
+                let writer = tokio::spawn(async move {
+                    let head = webhook_head(&format!("big-{i}"), body.len(), &forged());
+                    let _ = write.write_all(head.as_bytes()).await;
+                    // Refused part-way, the server closes: the rest cannot be sent.
+                    let _ = write.write_all(&body).await;
+                    // Open until the answer is read, as an HTTP client keeps it (hyper takes
+                    // a half-closed connection for one given up on).
+                    std::future::pending::<()>().await;
+                    drop(write);
+                });
+                let answer = status_line(&mut read, Duration::from_secs(120)).await;
+                writer.abort();
+                answer
+            })
+        })
+        .collect();
+    // A genuine delivery is taken meanwhile: its body fits in its first block, which the
+    // strangers' bytes cannot take from it.
+    let head = sha(63);
+    app.open_reviewed(
+        &gh,
+        63,
+        &head,
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    )
+    .await;
+    let answers: Vec<String> = futures_util::future::join_all(strangers)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        !answers.iter().any(|a| a.starts_with("HTTP/1.1 2")),
+        "{answers:?}"
+    );
+    // The bodies may hold the unverified-byte budget (64 MiB) and what each connection
+    // buffers besides; before the budget, the same 16 bodies added
+    // about 320 MiB to a debug build's 50 MiB (issue 32: 400–480 MB peaks).
+    let peak = peak_rss_mib(app.pid());
+    eprintln!("peak resident memory {peak} MiB ({before} MiB before the bodies)");
+    assert!(
+        peak - before < 120,
+        "peak resident memory {peak} MiB ({before} MiB before the bodies)"
+    );
+    let (_, metrics) = app.get("/metrics").await;
+    let refused = metric(
+        &metrics,
+        "fleetbot_webhook_refusals_total{reason=\"memory\"}",
+    ) + metric(
+        &metrics,
+        "fleetbot_webhook_refusals_total{reason=\"signature\"}",
+    );
+    assert_eq!(refused, 16, "{metrics}");
+    assert_eq!(metric(&metrics, "fleetbot_webhook_unverified_bytes"), 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn webhooks_are_taken_only_from_the_allowed_sources() {
+    use tokio::io::AsyncWriteExt;
+    let gh = fake_github(&base_spec()).await;
+    gh.world().hook_ranges = vec!["127.0.0.1/32".into(), "2001:db8::/32".into()];
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.env = vec![("FLEETBOT_WEBHOOK_SOURCE_RANGES", "github".into())];
+    let app = App::start(opts.clone()).await;
+    assert_eq!(
+        gh.world().calls("meta/get"),
+        1,
+        "GitHub's ranges are read at start"
+    );
+    // From a listed address: taken, and its job runs.
+    let head = sha(64);
+    app.open_reviewed(
+        &gh,
+        64,
+        &head,
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    )
+    .await;
+    // Correctly signed, from an address GitHub does not list: refused before its body.
+    let body = pull_request("opened", 65, &sha(65));
+    let tcp = connect_from(&app.url, [127, 0, 0, 3]).await;
+    let (mut read, mut write) = tcp.into_split();
+    let head = webhook_head("d-65", body.len(), &sign(SECRET.as_bytes(), &body));
+    write.write_all(head.as_bytes()).await.unwrap();
+    let _ = write.write_all(&body).await;
+    let answer = status_line(&mut read, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    let (_, metrics) = app.get("/metrics").await;
+    assert_eq!(
+        metric(
+            &metrics,
+            "fleetbot_webhook_refusals_total{reason=\"source\"}"
+        ),
+        1,
+        "{metrics}"
+    );
+    app.stop().await;
+    // Asked for and unknowable: the server does not start (fails closed).
+    gh.world().faults.push(Fault {
+        operation: "meta/get".into(),
+        status: 404,
+        headers: vec![],
+        body: json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
+        times: 10,
+    });
+    let (code, out) = app::run_to_exit(&opts, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("FLEETBOT_WEBHOOK_SOURCE_RANGES=github: cannot read GitHub's hook ranges"),
+        "{out}"
+    );
+    // Fixed ranges need no GitHub: 127.0.0.1 is not among them.
+    opts.env = vec![(
+        "FLEETBOT_WEBHOOK_SOURCE_RANGES",
+        "127.0.0.3, 10.0.0.0/8".into(),
+    )];
+    let app = App::start(opts).await;
+    let (status, _) = app
+        .post(
+            "pull_request",
+            "d-66",
+            &body,
+            Some(sign(SECRET.as_bytes(), &body)),
+        )
+        .await;
+    assert_eq!(status, 403);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_dashboard_can_have_a_listener_of_its_own_or_none() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.env = vec![("FLEETBOT_DASHBOARD", "127.0.0.1:0".into())];
+    let app = App::start(opts.clone()).await;
+    let logs = app.log_text();
+    let dashboard = logs
+        .lines()
+        .find_map(|l| l.strip_prefix("fleetbot serve: dashboard on "))
+        .unwrap_or_else(|| panic!("the dashboard's address is printed:\n{logs}"))
+        .trim()
+        .to_string();
+    let http = reqwest::Client::new();
+    let get = |url: String| {
+        let http = http.clone();
+        async move { http.get(url).send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(get(format!("http://{dashboard}/")).await, 200);
+    assert_eq!(get(format!("http://{dashboard}/api/dashboard")).await, 200);
+    // Off the webhook's listener, and the webhook is not on the dashboard's.
+    assert_eq!(app.get("/").await.0, 404);
+    assert_eq!(app.get("/api/dashboard").await.0, 404);
+    assert_eq!(get(format!("http://{dashboard}/webhook")).await, 404);
+    assert_eq!(app.get("/healthz").await.0, 200);
+    app.stop().await;
+    opts.env = vec![("FLEETBOT_DASHBOARD", "off".into())];
+    let app = App::start(opts).await;
+    assert_eq!(app.get("/").await.0, 404);
+    assert_eq!(app.get("/api/dashboard").await.0, 404);
+    assert_eq!(app.get("/healthz").await.0, 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_store_at_start_is_given_up_on_with_each_attempt_logged() {
+    // Issue 32: an unreachable PostgreSQL at start-up was 30 s of silence, then exit 1.
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    // Port 1 on loopback refuses every connection.
+    opts.store_url = Some("postgres://fleetbot:hunter2@127.0.0.1:1/fleetbot".into());
+    opts.env = vec![("FLEETBOT_STORE_CONNECT_SECS", "3".into())];
+    let (code, out) = app::run_to_exit(&opts, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(1), "{out}");
+    let attempts = out
+        .lines()
+        .filter(|l| l.contains("connecting to the store"))
+        .count();
+    assert!(attempts >= 2, "each attempt is logged:\n{out}");
+    assert!(
+        out.contains("store=postgres://fleetbot:***@127.0.0.1:1/fleetbot"),
+        "{out}"
+    );
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("cannot reach the store at postgres://fleetbot:***@127.0.0.1:1/fleetbot")
+            && last.contains("in 3 s")
+            && last.contains("last error:")
+            && last.contains("FLEETBOT_STORE_CONNECT_SECS"),
+        "{out}"
+    );
+    assert!(!out.contains("hunter2"), "{out}");
+}

@@ -17,6 +17,7 @@ pub mod probe;
 mod register;
 pub mod scan;
 pub mod serve;
+mod serve_start;
 pub mod sim;
 pub mod status;
 pub mod verify;
@@ -60,7 +61,7 @@ pub enum Command {
     /// Print a Kubernetes exec credential with a fresh Nebius IAM token (kubeconfig runs it).
     KubeToken(kubeconfig::KubeTokenArgs),
     /// Run the GitHub App: the webhook server and its worker.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Register the GitHub App from its manifest (GitHub's manifest flow) and keep its
     /// credentials for `serve`.
     Register(register::RegisterArgs),
@@ -136,7 +137,7 @@ pub fn main() -> ExitCode {
         Command::Status(args) => status::run(args),
         Command::Kubeconfig(args) => kubeconfig::run(args),
         Command::KubeToken(args) => kubeconfig::run_token(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Register(args) => register::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Probe(args) => probe::run(args),

@@ -14,15 +14,15 @@ use std::time::Duration;
 use clap::Args;
 
 use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
+use super::serve_start::{DashboardPlace, OpenStore, open_store};
 use crate::bot::backend::{DeployState, Deployer, FleetApplier};
 use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
 use crate::bot::{Bot, BotSettings};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
-use crate::server::{Metrics, WorkerSettings};
-use crate::store::{
-    DeployStore, InventoryStore, JobQueue, OverviewStore, PostgresStore, SqliteStore, StoreUrl,
-};
+use crate::server::sources::SourceSetting;
+use crate::server::{MAX_BODY_BYTES, Metrics, WorkerSettings};
+use crate::store::{DeployStore, InventoryStore, JobQueue, OverviewStore, StoreUrl};
 
 /// How long a shutdown waits, past the workers' grace, for them to release what still runs.
 const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
@@ -181,14 +181,70 @@ pub struct ServeArgs {
         value_name = "SECS"
     )]
     pub body_timeout_secs: u64,
-    /// Webhook bodies read at once (each up to 25 MB); more wait, then get 503.
+    /// Unverified webhook bodies read at once, all peers together; more wait 5 s, then get
+    /// 503.
     #[arg(
         long,
         env = "FLEETBOT_MAX_BODY_READERS",
-        default_value_t = 16,
+        default_value_t = 256,
         value_name = "N"
     )]
     pub max_body_readers: usize,
+    /// Unverified webhook bodies of one peer address read at once; more wait 2 s, then get
+    /// 429. 0: no per-peer bound (behind a proxy, where every peer is the proxy).
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_BODIES_PER_PEER",
+        default_value_t = 8,
+        value_name = "N"
+    )]
+    pub max_bodies_per_peer: usize,
+    /// Bytes all unverified webhook bodies may hold together beyond each one's first 64 KiB;
+    /// a body that needs more gets 503. At least 26214400 (GitHub's largest delivery).
+    #[arg(
+        long,
+        env = "FLEETBOT_MAX_UNVERIFIED_BYTES",
+        default_value_t = 64 << 20,
+        value_name = "BYTES"
+    )]
+    pub max_unverified_bytes: usize,
+    /// Bytes a second a webhook body must average once its first 2 seconds are over; a
+    /// slower one gets 408. 0: no floor.
+    #[arg(
+        long,
+        env = "FLEETBOT_MIN_BODY_RATE",
+        default_value_t = 64 * 1024,
+        value_name = "BYTES_PER_SEC"
+    )]
+    pub min_body_rate: u64,
+    /// Peers webhooks are taken from: `github` (the `hooks` ranges of GitHub's GET /meta,
+    /// read at start and hourly), CIDR ranges, or both, comma-separated. Off when empty. The
+    /// peer is the TCP peer: behind a proxy, filter at the proxy instead.
+    #[arg(
+        long,
+        env = "FLEETBOT_WEBHOOK_SOURCE_RANGES",
+        default_value = "",
+        value_name = "github|CIDR[,…]"
+    )]
+    pub webhook_source_ranges: String,
+    /// Where the dashboard (no login) is served: `same` (beside the webhook), `off`, or
+    /// ADDR:PORT for a listener of its own.
+    #[arg(
+        long,
+        env = "FLEETBOT_DASHBOARD",
+        default_value = "same",
+        value_name = "same|off|ADDR:PORT"
+    )]
+    pub dashboard: String,
+    /// Seconds to keep trying to reach a PostgreSQL store at start (each attempt is logged)
+    /// before giving up with exit status 1.
+    #[arg(
+        long,
+        env = "FLEETBOT_STORE_CONNECT_SECS",
+        default_value_t = 60,
+        value_name = "SECS"
+    )]
+    pub store_connect_secs: u64,
     /// Changed specs read per pull request; more fail `fleet/preflight` as not read.
     #[arg(
         long,
@@ -274,6 +330,8 @@ struct Checked {
     credentials: Arc<AppCredentials>,
     store: StoreUrl,
     cloud: Option<CloudChoice>,
+    sources: Option<SourceSetting>,
+    dashboard: DashboardPlace,
 }
 
 fn check(args: &ServeArgs) -> Result<Checked, String> {
@@ -307,11 +365,18 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
     {
         return Err("FLEETBOT_GITHUB_API_URL must be an http(s) URL".to_string());
     }
+    if args.max_unverified_bytes < MAX_BODY_BYTES {
+        return Err(format!(
+            "FLEETBOT_MAX_UNVERIFIED_BYTES must be at least {MAX_BODY_BYTES}: GitHub's largest deliveries would never pass"
+        ));
+    }
     Ok(Checked {
         secrets,
         credentials: Arc::new(credentials),
         store,
         cloud: cloud_choice(&args.cloud)?,
+        sources: SourceSetting::parse(&args.webhook_source_ranges)?,
+        dashboard: DashboardPlace::parse(&args.dashboard)?,
     })
 }
 
@@ -343,17 +408,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
 }
 
 async fn serve_until_signal(args: ServeArgs, checked: Checked) -> Result<(), String> {
-    match &checked.store {
-        StoreUrl::Sqlite(path) => {
-            let store = SqliteStore::open(path).await.map_err(|e| e.to_string())?;
-            serve_with(store, args, checked).await
-        }
-        StoreUrl::Postgres(url) => {
-            let store = PostgresStore::connect(url)
-                .await
-                .map_err(|e| e.to_string())?;
-            serve_with(store, args, checked).await
-        }
+    let within = Duration::from_secs(args.store_connect_secs.max(1));
+    match open_store(&checked.store, within).await? {
+        OpenStore::Sqlite(store) => serve_with(store, args, checked).await,
+        OpenStore::Postgres(store) => serve_with(store, args, checked).await,
     }
 }
 
@@ -371,6 +429,18 @@ async fn serve_with<
         ..ClientConfig::default()
     })
     .map_err(|e| e.to_string())?;
+    let sources = match &checked.sources {
+        Some(setting) => {
+            let ranges = Arc::new(crate::server::sources::load(setting, &github).await?);
+            tracing::info!(
+                ranges = ranges.len(),
+                github = setting.github,
+                "webhooks are taken only from FLEETBOT_WEBHOOK_SOURCE_RANGES"
+            );
+            Some(ranges)
+        }
+        None => None,
+    };
     // Held for the server's life: an embedded simulator stops when its connection drops.
     let connection = open_cloud(checked.cloud).await?;
     let applier: Option<Arc<dyn FleetApplier>> = connection.as_ref().map(|c| {
@@ -426,11 +496,13 @@ async fn serve_with<
         StoreUrl::Sqlite(_) => "SQLite",
         StoreUrl::Postgres(_) => "PostgreSQL",
     };
-    let dashboard = crate::server::dashboard::router(crate::server::dashboard::Dashboard::new(
-        store.clone(),
-        store_kind,
-        quota,
-    ));
+    let dashboard = (checked.dashboard != DashboardPlace::Off).then(|| {
+        crate::server::dashboard::router(crate::server::dashboard::Dashboard::new(
+            store.clone(),
+            store_kind,
+            quota,
+        ))
+    });
     let deploy = match (applier, tenant) {
         (Some(applier), Some(tenant_id)) => {
             tracing::info!("merges into the default branch are applied");
@@ -476,6 +548,46 @@ async fn serve_with<
     }
     let listener = listen(args.listen, args.listen_backlog)
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let limits = crate::server::ServerLimits {
+        max_connections: args.max_connections.max(1),
+        header_timeout: Duration::from_secs(args.header_timeout_secs.max(1)),
+        body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
+        max_body_readers: args.max_body_readers.max(1),
+        max_bodies_per_peer: args.max_bodies_per_peer,
+        max_unverified_bytes: args.max_unverified_bytes,
+        min_body_rate: args.min_body_rate,
+        sources: sources.clone(),
+    };
+    let (stop_side, side_stopped) = tokio::sync::watch::channel(false);
+    let (routes, dashboard_server) = match (checked.dashboard, dashboard) {
+        (DashboardPlace::Listen(addr), Some(dashboard)) => {
+            let listener = listen(addr, args.listen_backlog)
+                .map_err(|e| format!("cannot listen on {addr} (FLEETBOT_DASHBOARD): {e}"))?;
+            let local = listener.local_addr().map_err(|e| e.to_string())?;
+            let mut stopped = side_stopped.clone();
+            let stop = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            let limits = limits.clone();
+            eprintln!("fleetbot serve: dashboard on {local}");
+            tracing::info!(dashboard = %local, "the dashboard has a listener of its own");
+            let server = tokio::spawn(async move {
+                crate::server::serve_with_limits(listener, dashboard, stop, &limits).await
+            });
+            (None, Some(server))
+        }
+        (_, dashboard) => (dashboard, None),
+    };
+    if checked.dashboard == DashboardPlace::Off {
+        tracing::info!("FLEETBOT_DASHBOARD=off: no dashboard is served");
+    }
+    let refresh = sources.as_ref().filter(|r| r.uses_github()).map(|ranges| {
+        tokio::spawn(crate::server::sources::refresh_github(
+            ranges.clone(),
+            bot.github().clone(),
+            side_stopped.clone(),
+        ))
+    });
     let settings = DurableSettings {
         workers: args.workers,
         worker: WorkerSettings {
@@ -484,16 +596,10 @@ async fn serve_with<
             ..WorkerSettings::default()
         },
         retention: Duration::from_secs(args.retention_days * 24 * 3600),
-        limits: crate::server::ServerLimits {
-            max_connections: args.max_connections.max(1),
-            header_timeout: Duration::from_secs(args.header_timeout_secs.max(1)),
-            body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
-            max_body_readers: args.max_body_readers.max(1),
-        },
-        routes: Some(dashboard),
+        limits,
+        routes,
         ..DurableSettings::default()
     };
-    let (stop_schedule, schedule_stopped) = tokio::sync::watch::channel(false);
     let schedule = (args.reconcile_tick_secs > 0 || args.reconcile_now).then(|| {
         let settings = crate::server::reconcile::ScheduleSettings {
             tick: Duration::from_secs(if args.reconcile_tick_secs == 0 {
@@ -509,7 +615,7 @@ async fn serve_with<
             bot.clone(),
             store.clone(),
             settings,
-            schedule_stopped,
+            side_stopped.clone(),
         ))
     });
     let server = start(
@@ -537,9 +643,15 @@ async fn serve_with<
     );
     shutdown_signal().await;
     eprintln!("fleetbot serve: shutting down");
-    let _ = stop_schedule.send(true);
+    let _ = stop_side.send(true);
     if let Some(schedule) = schedule {
         let _ = schedule.await;
+    }
+    if let Some(refresh) = refresh {
+        let _ = refresh.await;
+    }
+    if let Some(dashboard) = dashboard_server {
+        let _ = dashboard.await;
     }
     // The workers release what is still running after their grace; this only bounds the
     // wait for them to do so.
@@ -655,7 +767,13 @@ mod tests {
             max_connections: 4096,
             header_timeout_secs: 10,
             body_timeout_secs: 30,
-            max_body_readers: 16,
+            max_body_readers: 256,
+            max_bodies_per_peer: 8,
+            max_unverified_bytes: 64 << 20,
+            min_body_rate: 65536,
+            webhook_source_ranges: String::new(),
+            dashboard: "same".into(),
+            store_connect_secs: 60,
             max_spec_files: 100,
             max_spec_bytes: 4 << 20,
             max_scanned_files: 300,
@@ -717,5 +835,27 @@ mod tests {
         let mut short = args();
         short.retention_days = 2;
         assert!(check(&short).unwrap_err().contains("at least 3"));
+        let mut small = args();
+        small.max_unverified_bytes = 1 << 20;
+        assert!(
+            check(&small)
+                .unwrap_err()
+                .contains("FLEETBOT_MAX_UNVERIFIED_BYTES")
+        );
+        let mut ranges = args();
+        ranges.webhook_source_ranges = "github,10.0.0.0/8".into();
+        ranges.dashboard = "127.0.0.1:3001".into();
+        let c = check(&ranges).unwrap();
+        assert!(c.sources.is_some_and(|s| s.github && s.ranges.len() == 1));
+        assert_eq!(
+            c.dashboard,
+            DashboardPlace::Listen("127.0.0.1:3001".parse().unwrap())
+        );
+        ranges.webhook_source_ranges = "10.0.0.0/99".into();
+        assert!(
+            check(&ranges)
+                .unwrap_err()
+                .contains("FLEETBOT_WEBHOOK_SOURCE_RANGES")
+        );
     }
 }

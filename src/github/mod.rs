@@ -22,7 +22,7 @@ pub use client::{
     TreeFile,
 };
 pub use events::{Event, EventError, parse_event};
-pub use webhook::{SignatureError, WebhookSecrets, sign};
+pub use webhook::{SignatureError, Verifier, WebhookSecrets, sign};
 
 /// The default REST base URL; GitHub Enterprise Server uses `https://HOST/api/v3`.
 pub const DEFAULT_API_URL: &str = "https://api.github.com";

@@ -94,18 +94,56 @@ impl WebhookSecrets {
         self.0.is_empty()
     }
 
-    /// Checks `header` (the `X-Hub-Signature-256` value) against `body`, the raw bytes received.
-    ///
-    /// Every secret is tried, even after a match, so the time taken does not tell which secret
-    /// (or whether any) matched; each comparison is constant-time (`Mac::verify_slice`).
+    /// Checks `header` (the `X-Hub-Signature-256` value) against `body`, the raw bytes received
+    /// (see [`Verifier::finish`] for how the secrets are compared).
     pub fn verify(&self, body: &[u8], header: Option<&[u8]>) -> Result<(), SignatureError> {
+        let mut verifier = self.verifier(header)?;
+        verifier.update(body);
+        verifier.finish()
+    }
+
+    /// A verifier fed the body piece by piece as it arrives, so a body is checked without a
+    /// second pass over it (and without it being contiguous).
+    pub fn verifier(&self, header: Option<&[u8]>) -> Result<Verifier, SignatureError> {
         let expected = parse_signature(header)?;
+        let macs = self
+            .0
+            .iter()
+            .map(|secret| {
+                HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length")
+            })
+            .collect();
+        Ok(Verifier { expected, macs })
+    }
+}
+
+/// [`WebhookSecrets::verify`] over a body that arrives in pieces: one HMAC per secret.
+pub struct Verifier {
+    expected: [u8; 32],
+    macs: Vec<HmacSha256>,
+}
+
+impl fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Verifier(<{} secrets>)", self.macs.len())
+    }
+}
+
+impl Verifier {
+    /// Adds the next bytes of the body.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for mac in &mut self.macs {
+            mac.update(bytes);
+        }
+    }
+
+    /// Whether any secret signed the body. Every secret is compared, even after a match, so
+    /// the time taken does not tell which secret (or whether any) matched; each comparison is
+    /// constant-time (`Mac::verify_slice`).
+    pub fn finish(self) -> Result<(), SignatureError> {
         let mut matched = false;
-        for secret in &self.0 {
-            let mut mac =
-                HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length");
-            mac.update(body);
-            matched |= mac.verify_slice(&expected).is_ok();
+        for mac in self.macs {
+            matched |= mac.verify_slice(&self.expected).is_ok();
         }
         if matched {
             Ok(())
@@ -187,6 +225,24 @@ mod tests {
         // Upper-case hex digits are hex all the same; only the prefix is case-sensitive.
         let upper_hex = format!("sha256={}", good[7..].to_uppercase());
         assert_eq!(secrets.verify(b"body", Some(upper_hex.as_bytes())), Ok(()));
+    }
+
+    #[test]
+    fn a_body_verified_in_pieces_is_verified_as_a_whole() {
+        let secrets = WebhookSecrets::from_comma_separated("new,old").unwrap();
+        let sig = sign(b"old", GITHUB_BODY);
+        let mut v = secrets.verifier(Some(sig.as_bytes())).unwrap();
+        for piece in GITHUB_BODY.chunks(3) {
+            v.update(piece);
+        }
+        assert_eq!(v.finish(), Ok(()));
+        let mut short = secrets.verifier(Some(sig.as_bytes())).unwrap();
+        short.update(&GITHUB_BODY[..5]);
+        assert_eq!(short.finish(), Err(SignatureError::Mismatch));
+        assert_eq!(
+            secrets.verifier(Some(b"sha256=zz")).unwrap_err(),
+            SignatureError::Malformed
+        );
     }
 
     #[test]

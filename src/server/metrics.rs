@@ -1,5 +1,6 @@
-//! Prometheus text exposition for `GET /metrics`: deliveries by event and outcome, intake and
-//! job latency, GitHub API calls and rate-limit headroom.
+//! Prometheus text exposition for `GET /metrics`: deliveries by event and outcome, refusals
+//! by reason and what unverified bodies hold, intake and job latency, GitHub API calls and
+//! rate-limit headroom.
 //!
 //! A handful of counters and two histograms do not justify a metrics crate; the text format
 //! (version 0.0.4) is simple and stable. Label values are fixed strings chosen by fleetbot, never
@@ -106,6 +107,8 @@ struct Inner {
     lock_waits: u64,
     /// Fleets the guard refused, by reason.
     refusals: BTreeMap<&'static str, u64>,
+    /// Webhooks refused before their body was used, by reason.
+    intake_refusals: BTreeMap<&'static str, u64>,
 }
 
 /// The server's own metrics.
@@ -124,6 +127,7 @@ impl Default for Metrics {
                 applies: BTreeMap::new(),
                 lock_waits: 0,
                 refusals: BTreeMap::new(),
+                intake_refusals: BTreeMap::new(),
             }),
         }
     }
@@ -139,6 +143,11 @@ impl Metrics {
         let mut m = self.lock();
         *m.deliveries.entry((event, outcome)).or_default() += 1;
         m.intake.observe(intake.as_secs_f64());
+    }
+
+    /// Counts a webhook refused before its body was used (`reason`: [`super::intake::Refusal::reason`]).
+    pub fn refusal(&self, reason: &'static str) {
+        *self.lock().intake_refusals.entry(reason).or_default() += 1;
     }
 
     /// Records one job.
@@ -190,6 +199,14 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "fleetbot_webhook_deliveries_total{{event=\"{event}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP fleetbot_webhook_refusals_total Webhooks refused before their body was used, by reason.\n");
+        out.push_str("# TYPE fleetbot_webhook_refusals_total counter\n");
+        for (reason, n) in &m.intake_refusals {
+            let _ = writeln!(
+                out,
+                "fleetbot_webhook_refusals_total{{reason=\"{reason}\"}} {n}"
             );
         }
         out.push_str("# HELP fleetbot_webhook_intake_seconds Time from request to answer.\n");
@@ -300,6 +317,22 @@ pub fn render_queue(out: &mut String, counts: &Result<crate::store::QueueCounts,
     let _ = writeln!(out, "fleetbot_webhook_deliveries_stored {}", c.deliveries);
 }
 
+/// Appends what webhook bodies not yet verified hold now.
+pub fn render_intake(out: &mut String, in_flight: super::intake::InFlight) {
+    out.push_str(
+        "# HELP fleetbot_webhook_unverified_bodies Webhook bodies being read, not yet verified.\n",
+    );
+    out.push_str("# TYPE fleetbot_webhook_unverified_bodies gauge\n");
+    let _ = writeln!(
+        out,
+        "fleetbot_webhook_unverified_bodies {}",
+        in_flight.bodies
+    );
+    out.push_str("# HELP fleetbot_webhook_unverified_bytes Bytes those bodies hold beyond each one's first block (the byte budget in use).\n");
+    out.push_str("# TYPE fleetbot_webhook_unverified_bytes gauge\n");
+    let _ = writeln!(out, "fleetbot_webhook_unverified_bytes {}", in_flight.bytes);
+}
+
 /// A label value from GitHub's headers, kept to a safe alphabet.
 fn label_value(v: &str) -> String {
     v.chars()
@@ -345,6 +378,8 @@ mod tests {
         m.delivery("pull_request", "accepted", Duration::from_micros(700));
         m.delivery("other", "ignored", Duration::from_millis(3));
         m.job("pull_request", "ok", Duration::from_millis(120));
+        m.refusal("peer_busy");
+        m.refusal("peer_busy");
         let mut gh = ApiMetricsSnapshot::default();
         gh.calls.insert(("checks/create".into(), "201".into()), 2);
         gh.rate_limits.insert(
@@ -361,6 +396,17 @@ mod tests {
         ));
         assert!(text.contains("fleetbot_webhook_intake_seconds_bucket{le=\"0.001\"} 1"));
         assert!(text.contains("fleetbot_webhook_intake_seconds_count 2"));
+        assert!(text.contains("fleetbot_webhook_refusals_total{reason=\"peer_busy\"} 2"));
+        let mut gauges = String::new();
+        render_intake(
+            &mut gauges,
+            crate::server::intake::InFlight {
+                bodies: 3,
+                bytes: 65536,
+            },
+        );
+        assert!(gauges.contains("fleetbot_webhook_unverified_bodies 3\n"));
+        assert!(gauges.contains("fleetbot_webhook_unverified_bytes 65536\n"));
         assert!(text.contains(
             "fleetbot_job_duration_seconds_bucket{event=\"pull_request\",outcome=\"ok\",le=\"0.25\"} 1"
         ));

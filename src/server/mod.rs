@@ -1,9 +1,10 @@
 //! `fleetbot serve`'s HTTP layer (axum): webhook intake, health, readiness and metrics (and the
 //! read-only [`dashboard`], merged in by `fleetbot serve`).
 //!
-//! `POST /webhook`, in this order and nothing more: read the body (capped at
-//! [`MAX_BODY_BYTES`]), verify `X-Hub-Signature-256` over those exact bytes, read the two
-//! headers needed, hand the delivery to the [`DeliverySink`] (deduplicated by
+//! `POST /webhook`, in this order and nothing more: read the body within [`intake`]'s limits
+//! (capped at [`MAX_BODY_BYTES`]; a stranger's unverified body cannot hold what a genuine
+//! delivery needs), verify `X-Hub-Signature-256` over those exact bytes as they arrive, read
+//! the two headers needed, hand the delivery to the [`DeliverySink`] (deduplicated by
 //! `X-GitHub-Delivery`), answer `202`. Parsing and every GitHub call happen later, in the
 //! worker, so GitHub's 10-second answer deadline is never at risk. `ping` and events the bot
 //! does not handle are acknowledged (`202`) and not stored. Request headers are never logged:
@@ -11,18 +12,20 @@
 
 pub mod dashboard;
 pub mod durable;
+pub mod intake;
 pub mod metrics;
 pub mod reconcile;
 pub mod sink;
+pub mod sources;
 pub mod worker;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -31,7 +34,6 @@ use tracing::Instrument;
 
 use crate::bot::{Bot, Handled};
 use crate::github::WebhookSecrets;
-use crate::github::webhook::SIGNATURE_HEADER;
 
 pub use durable::{DurableServer, DurableSettings, StoreSink};
 pub use metrics::Metrics;
@@ -56,7 +58,7 @@ const QUEUE_COUNT_LIMIT: Duration = Duration::from_secs(2);
 const MAX_DELIVERY_ID_LEN: usize = 100;
 
 /// What the HTTP layer allows a client: how many connections, how long for headers and for a
-/// body, and how many webhook bodies are read at once (each may be 25 MB).
+/// body, and what unverified webhook bodies may hold ([`intake`]).
 #[derive(Debug, Clone)]
 pub struct ServerLimits {
     /// Open connections served normally. Past it, up to three times as many more are still
@@ -69,8 +71,21 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// A webhook body must arrive within this.
     pub body_timeout: Duration,
-    /// Webhook bodies read at once; more wait up to [`BODY_SLOT_WAIT`], then get `503`.
+    /// Webhook bodies read at once, all peers together; more wait up to [`BODY_SLOT_WAIT`],
+    /// then get `503`.
     pub max_body_readers: usize,
+    /// Webhook bodies of one peer address read at once (0: no bound); more wait up to
+    /// [`intake::PEER_WAIT`], then get `429`. Behind a proxy every peer is the proxy.
+    pub max_bodies_per_peer: usize,
+    /// Bytes all unverified bodies may hold beyond each one's first [`intake::BLOCK`]; a body
+    /// that would need more is answered `503`. At least [`MAX_BODY_BYTES`], or the largest
+    /// deliveries can never pass.
+    pub max_unverified_bytes: usize,
+    /// Bytes a second a body must average once [`intake::BODY_GRACE`] is over (0: no floor);
+    /// a slower one is answered `408`.
+    pub min_body_rate: u64,
+    /// The peers `POST /webhook` is taken from; `None`: any.
+    pub sources: Option<Arc<sources::SourceRanges>>,
 }
 
 impl Default for ServerLimits {
@@ -79,10 +94,19 @@ impl Default for ServerLimits {
             max_connections: 4096,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
-            max_body_readers: 16,
+            max_body_readers: 256,
+            max_bodies_per_peer: 8,
+            max_unverified_bytes: 64 << 20,
+            min_body_rate: 64 * 1024,
+            sources: None,
         }
     }
 }
+
+/// The most a connection's read buffer grows to. hyper's default (about 400 KiB) is reached by
+/// every fast sender, and is memory outside the unverified-byte budget: 40 large bodies held
+/// 30 MiB in read buffers alone. Headers must fit too; GitHub's are a few KiB.
+pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// The header timeout of connections past [`ServerLimits::max_connections`].
 pub const OVERFLOW_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
@@ -98,8 +122,7 @@ pub struct AppState {
     metrics: Arc<Metrics>,
     /// The GitHub client, for its call counters and rate-limit headroom in `/metrics`.
     github: Option<crate::github::GitHubClient>,
-    body_slots: Arc<tokio::sync::Semaphore>,
-    body_timeout: Duration,
+    intake: Arc<intake::Intake>,
 }
 
 impl AppState {
@@ -124,8 +147,7 @@ impl AppState {
             sink,
             metrics,
             github,
-            body_slots: Arc::new(tokio::sync::Semaphore::new(limits.max_body_readers.max(1))),
-            body_timeout: limits.body_timeout,
+            intake: Arc::new(intake::Intake::new(limits)),
         }
     }
 }
@@ -133,10 +155,7 @@ impl AppState {
 /// The router: `/webhook`, `/healthz`, `/readyz`, `/metrics`.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route(
-            "/webhook",
-            post(webhook).layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
-        )
+        .route("/webhook", post(webhook))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
@@ -154,15 +173,17 @@ pub async fn serve(
 
 /// [`serve`] under `limits`: a connection past the cap is closed at once, headers must arrive
 /// within the header timeout (hyper enforces it only with a timer, which `axum::serve` does
-/// not set), and a shutdown lets open requests finish.
+/// not set), and a shutdown lets open requests finish. Each request carries its peer's
+/// address as [`ConnectInfo`], for the per-peer bound and the source allowlist.
 pub async fn serve_with_limits(
     listener: tokio::net::TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: &ServerLimits,
 ) -> std::io::Result<()> {
+    use hyper::body::Incoming;
+    use hyper::http::Request;
     use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
     let cap = limits.max_connections.max(1);
     let slots = Arc::new(tokio::sync::Semaphore::new(cap));
     let overflow = Arc::new(tokio::sync::Semaphore::new(cap.saturating_mul(3)));
@@ -171,15 +192,17 @@ pub async fn serve_with_limits(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        .max_buf_size(READ_BUFFER_BYTES)
         .keep_alive(true);
     let mut crowded = hyper::server::conn::http1::Builder::new();
     crowded
         .timer(TokioTimer::new())
         .header_read_timeout(OVERFLOW_HEADER_TIMEOUT)
+        .max_buf_size(READ_BUFFER_BYTES)
         .keep_alive(false);
     tokio::pin!(shutdown);
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) => {
@@ -205,11 +228,19 @@ pub async fn serve_with_limits(
         // Answers are a few bytes: without TCP_NODELAY, Nagle's algorithm can hold one back
         // until the client's delayed ACK (tens of milliseconds).
         let _ = tcp.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let mut router = router.clone();
+            // A router is always ready: no `poll_ready` is needed before `call`.
+            async move { tower::Service::call(&mut router, request).await }
+        });
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
         tokio::spawn(async move {
             let _slot = slot;
-            let _ = conn.await;
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
         });
     }
     drop(listener);
@@ -230,82 +261,45 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Reads a webhook body within the limits, or says why not. Nothing is read for a request
-/// that declares a body over the cap or carries no well-formed signature: an unsigned
-/// sender never costs more than its headers.
-async fn read_body(
-    state: &AppState,
-    headers: &HeaderMap,
-    body: axum::body::Body,
-) -> Result<Bytes, (StatusCode, &'static str, &'static str)> {
-    let declared =
-        header_str(headers, header::CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            "payload too large\n",
-        ));
-    }
-    let signature = headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes());
-    if crate::github::webhook::parse_signature(signature).is_err() {
-        return Err((StatusCode::UNAUTHORIZED, "refused", "signature refused\n"));
-    }
-    let slot = tokio::time::timeout(BODY_SLOT_WAIT, state.body_slots.clone().acquire_owned());
-    let Ok(Ok(_slot)) = slot.await else {
-        return Err((
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy",
-            "too many deliveries at once; redeliver later\n",
-        ));
-    };
-    match tokio::time::timeout(
-        state.body_timeout,
-        axum::body::to_bytes(body, MAX_BODY_BYTES),
-    )
-    .await
-    {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            "payload too large\n",
-        )),
-        Err(_) => Err((
-            StatusCode::REQUEST_TIMEOUT,
-            "timeout",
-            "body not received in time\n",
-        )),
-    }
-}
-
-async fn webhook(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Body,
-) -> Response {
+async fn webhook(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
-    let event = header_str(&headers, "x-github-event");
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip().to_canonical());
+    let event = header_str(headers, "x-github-event");
     let label = metrics::event_label(event);
-    let body = match read_body(&state, &headers, body).await {
+    let body = match state.intake.read(peer, headers, body, &state.secrets).await {
         Ok(bytes) => bytes,
-        Err((status, outcome, answer)) => {
-            state.metrics.delivery(label, outcome, started.elapsed());
-            tracing::warn!(
-                event = label,
-                outcome,
-                "webhook refused before its body was used"
-            );
-            return text(status, answer);
+        Err(refusal) => {
+            state
+                .metrics
+                .delivery(label, refusal.outcome(), started.elapsed());
+            state.metrics.refusal(refusal.reason());
+            // The peer's address and the reason only: never a header. At most one warning a
+            // second: strangers must not be able to flood the log (the metrics count each).
+            let peer = peer.map_or_else(|| "unknown".to_string(), |p| p.to_string());
+            match state.intake.may_warn() {
+                Some(unlogged) => tracing::warn!(
+                    event = label,
+                    reason = refusal.reason(),
+                    %peer,
+                    unlogged,
+                    "webhook refused before its body was used"
+                ),
+                None => tracing::debug!(
+                    event = label,
+                    reason = refusal.reason(),
+                    %peer,
+                    "webhook refused before its body was used"
+                ),
+            }
+            return text(refusal.status(), refusal.answer());
         }
     };
-    let signature = headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes());
-    if let Err(e) = state.secrets.verify(&body, signature) {
-        state.metrics.delivery(label, "refused", started.elapsed());
-        tracing::warn!(event = label, "webhook refused: {e}");
-        return text(StatusCode::UNAUTHORIZED, "signature refused\n");
-    }
-    let (Some(event), Some(id)) = (event, header_str(&headers, "x-github-delivery")) else {
+    let (Some(event), Some(id)) = (event, header_str(headers, "x-github-delivery")) else {
         state
             .metrics
             .delivery(label, "bad_request", started.elapsed());
@@ -379,6 +373,7 @@ async fn metrics_text(State(state): State<AppState>) -> Response {
         }
         metrics::render_queue(&mut text, &counts);
     }
+    metrics::render_intake(&mut text, state.intake.in_flight());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -15,6 +15,7 @@ pub mod migrate;
 pub mod overview;
 pub mod postgres;
 pub mod queue;
+pub mod reach;
 mod sql;
 pub mod sqlite;
 mod sqlite_writer;
@@ -49,6 +50,16 @@ pub enum StoreError {
     /// The store's location is not usable (a malformed `FLEETBOT_STORE`).
     #[error("{0}")]
     Config(String),
+    /// The store could not be reached at start within the time allowed ([`reach`]).
+    #[error(
+        "cannot reach the store at {location}: gave up after {attempts} attempts in {secs} s; last error: {reason}"
+    )]
+    Unreachable {
+        location: String,
+        attempts: u32,
+        secs: u64,
+        reason: String,
+    },
 }
 
 impl StoreError {

@@ -41,53 +41,81 @@ pub struct App {
     http: reqwest::Client,
 }
 
+/// `fleetbot serve` as [`App::start`] runs it.
+fn command(options: &AppOptions) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetbot"));
+    cmd.arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &options.dir)
+        .env("XDG_DATA_HOME", options.dir.join("data"))
+        .env("FLEETBOT_LISTEN", "127.0.0.1:0")
+        .env(
+            "FLEETBOT_WEBHOOK_SECRET",
+            options.webhook_secrets.as_deref().unwrap_or(SECRET),
+        )
+        .env("FLEETBOT_APP_ID", APP_ID)
+        .env("FLEETBOT_APP_PRIVATE_KEY_PATH", app_private_key_path())
+        .env("FLEETBOT_GITHUB_API_URL", &options.github_url)
+        .env(
+            "FLEETBOT_STORE",
+            options.store_url.clone().unwrap_or_else(|| {
+                format!("sqlite://{}", options.dir.join("fleetbot.sqlite").display())
+            }),
+        )
+        .env("FLEETBOT_WORKERS", options.workers.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in &options.env {
+        cmd.env(name, value);
+    }
+    if let Some(secs) = options.job_lease_secs {
+        cmd.env("FLEETBOT_JOB_LEASE_SECS", secs.to_string())
+            .env("FLEETBOT_APPLY_LEASE_SECS", secs.to_string());
+    }
+    match &options.cloud {
+        Some((endpoint, token, tenant)) => {
+            cmd.env("FLEETBOT_CLOUD", "nebius")
+                .env("NEBIUS_ENDPOINT", endpoint)
+                .env("NEBIUS_IAM_TOKEN", token)
+                .env("FLEETBOT_TENANT_ID", tenant);
+        }
+        None => {
+            cmd.env("FLEETBOT_CLOUD", "none");
+        }
+    }
+    cmd
+}
+
+/// Runs `fleetbot serve` with `options` where it is expected to stop on its own (a
+/// configuration it refuses, a store it cannot reach): its exit code and its output, or a
+/// failure when it still runs after `limit`.
+pub async fn run_to_exit(options: &AppOptions, limit: Duration) -> (Option<i32>, String) {
+    let mut cmd = command(options);
+    cmd.stderr(Stdio::piped());
+    let child = cmd.spawn().expect("fleetbot serve starts");
+    let id = child.id();
+    let waited = tokio::task::spawn_blocking(move || child.wait_with_output());
+    match tokio::time::timeout(limit, waited).await {
+        Ok(Ok(Ok(out))) => (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ),
+        _ => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &id.to_string()])
+                .status();
+            panic!("fleetbot serve was still running after {limit:?}");
+        }
+    }
+}
+
 impl App {
     pub async fn start(options: AppOptions) -> App {
         // reqwest is built without a default TLS provider; the binary installs ring likewise.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetbot"));
-        cmd.arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &options.dir)
-            .env("XDG_DATA_HOME", options.dir.join("data"))
-            .env("FLEETBOT_LISTEN", "127.0.0.1:0")
-            .env(
-                "FLEETBOT_WEBHOOK_SECRET",
-                options.webhook_secrets.as_deref().unwrap_or(SECRET),
-            )
-            .env("FLEETBOT_APP_ID", APP_ID)
-            .env("FLEETBOT_APP_PRIVATE_KEY_PATH", app_private_key_path())
-            .env("FLEETBOT_GITHUB_API_URL", &options.github_url)
-            .env(
-                "FLEETBOT_STORE",
-                options.store_url.clone().unwrap_or_else(|| {
-                    format!("sqlite://{}", options.dir.join("fleetbot.sqlite").display())
-                }),
-            )
-            .env("FLEETBOT_WORKERS", options.workers.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (name, value) in &options.env {
-            cmd.env(name, value);
-        }
-        if let Some(secs) = options.job_lease_secs {
-            cmd.env("FLEETBOT_JOB_LEASE_SECS", secs.to_string())
-                .env("FLEETBOT_APPLY_LEASE_SECS", secs.to_string());
-        }
-        match &options.cloud {
-            Some((endpoint, token, tenant)) => {
-                cmd.env("FLEETBOT_CLOUD", "nebius")
-                    .env("NEBIUS_ENDPOINT", endpoint)
-                    .env("NEBIUS_IAM_TOKEN", token)
-                    .env("FLEETBOT_TENANT_ID", tenant);
-            }
-            None => {
-                cmd.env("FLEETBOT_CLOUD", "none");
-            }
-        }
-        let mut child = cmd.spawn().expect("fleetbot serve starts");
+        let mut child = command(&options).spawn().expect("fleetbot serve starts");
         let stderr = child.stderr.take().expect("stderr is piped");
         let logs = Arc::new(Mutex::new(Vec::new()));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();

@@ -19,6 +19,7 @@ mod error;
 mod headers;
 mod issues;
 mod manifest;
+mod meta;
 mod metrics;
 mod paging;
 mod paths;

@@ -288,6 +288,8 @@ pub struct World {
     pub flaky_rate: f64,
     pub flaky_seed: u64,
     pub faults: Vec<Fault>,
+    /// The `hooks` ranges `GET /meta` lists; empty: the description's example.
+    pub hook_ranges: Vec<String>,
     next_id: u64,
 }
 
@@ -734,7 +736,16 @@ async fn handle(
         .strip_prefix("Bearer ")
         .unwrap_or_default()
         .to_string();
-    let auth = if operation == "apps/create-from-manifest" {
+    let auth = if operation == "meta/get" {
+        // Public, as on GitHub; a token sent along would be spent for nothing.
+        if bearer.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{operation}: a token was sent to a public endpoint"
+            ))
+        }
+    } else if operation == "apps/create-from-manifest" {
         // The one-time code is the credential; a token sent along would be a token leaked.
         if bearer.is_empty() {
             Ok(())
@@ -1046,6 +1057,13 @@ fn respond(
     };
     let base_url = w.base_url.clone();
     match operation {
+        "meta/get" => {
+            let mut v = openapi().example(operation, 200);
+            if !w.hook_ranges.is_empty() {
+                v["hooks"] = json!(w.hook_ranges);
+            }
+            Answer::json(200, v)
+        }
         "apps/create-installation-access-token" => {
             let id = num("installation_id");
             let token = format!("ghs_fake{}x{}", id, w.tokens.len() + 1);
