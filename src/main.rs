@@ -2,6 +2,11 @@
 
 use std::process::ExitCode;
 
+/// Planning a large fleet is allocation-bound: mimalloc's small-object paths cost a fraction
+/// of glibc malloc's there (docs/status.md, "Static plan").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     fleetbot::cli::main()
 }

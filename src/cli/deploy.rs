@@ -71,15 +71,9 @@ pub struct DeployArgs {
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Targets applied at once (values below 1 mean 1).
-    #[arg(
-        long,
-        short = 'j',
-        default_value_t = 1,
-        value_name = "INT",
-        allow_negative_numbers = true
-    )]
-    pub concurrency: i64,
+    /// Targets applied at once (values below 1 mean 1; default 8, or 1 with --fail-fast).
+    #[arg(long, short = 'j', value_name = "INT", allow_negative_numbers = true)]
+    pub concurrency: Option<i64>,
     /// Minutes allowed per target.
     #[arg(long, default_value_t = 120, value_name = "MINUTES")]
     pub timeout: u64,
@@ -141,7 +135,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         only_clusters,
         project_prefix: args.project_prefix.clone(),
         profile: profile.clone(),
-        concurrency: args.concurrency.max(1) as usize,
+        concurrency: super::lifecycle::concurrency(args.concurrency, args.fail_fast),
         continue_on_error: !args.fail_fast,
         create_projects: !args.no_create_projects,
         preflight: !args.no_preflight,

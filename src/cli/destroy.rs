@@ -33,15 +33,9 @@ pub struct DestroyArgs {
     /// Minutes allowed per target.
     #[arg(long, default_value_t = 120, value_name = "MINUTES")]
     pub timeout: u64,
-    /// Targets destroyed at once.
-    #[arg(
-        long,
-        short = 'j',
-        default_value_t = 1,
-        value_name = "INT",
-        allow_negative_numbers = true
-    )]
-    pub concurrency: i64,
+    /// Targets destroyed at once (values below 1 mean 1; default 8).
+    #[arg(long, short = 'j', value_name = "INT", allow_negative_numbers = true)]
+    pub concurrency: Option<i64>,
     /// ~/.nebius profile to authenticate as (overrides the spec's 'profile').
     #[arg(long, default_value = "", value_name = "P")]
     pub profile: String,
@@ -72,7 +66,7 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         only_projects,
         only_clusters,
         profile: profile.clone(),
-        concurrency: args.concurrency.max(1) as usize,
+        concurrency: super::lifecycle::concurrency(args.concurrency, false),
         timeout: Duration::from_secs(args.timeout.max(1) * 60),
         spec_path: args.spec.display().to_string(),
         ..LifecycleOptions::default()

@@ -12,6 +12,21 @@ use crate::spec::FleetSpec;
 use crate::spec::select::{SelectError, parse_selector, select};
 use crate::store::SqliteStore;
 
+/// Targets deployed, destroyed or verified at once when `-j` is not given. Targets are
+/// independent (their own clusters, node groups and state), and on Nebius each takes minutes,
+/// so one at a time adds them up; eight keeps the API calls in flight modest. `--fail-fast`
+/// keeps one at a time: "stop at the first failure" needs an order.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// `-j` as given, else [`DEFAULT_CONCURRENCY`] (one at a time when ordered); below 1 is 1.
+pub fn concurrency(given: Option<i64>, ordered: bool) -> usize {
+    match given {
+        Some(n) => n.max(1) as usize,
+        None if ordered => 1,
+        None => DEFAULT_CONCURRENCY,
+    }
+}
+
 /// The tokio runtime for one command.
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -261,4 +276,17 @@ pub fn confirm(
     let mut answer = String::new();
     let _ = std::io::stdin().lock().read_line(&mut answer);
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn targets_run_eight_at_a_time_unless_asked_or_ordered() {
+        use super::{DEFAULT_CONCURRENCY, concurrency};
+        assert_eq!(concurrency(None, false), DEFAULT_CONCURRENCY);
+        assert_eq!(concurrency(None, true), 1, "--fail-fast keeps an order");
+        assert_eq!(concurrency(Some(3), true), 3, "-j wins");
+        assert_eq!(concurrency(Some(0), false), 1);
+        assert_eq!(concurrency(Some(-4), false), 1);
+    }
 }

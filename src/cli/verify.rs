@@ -61,6 +61,9 @@ pub struct VerifyStorageArgs {
     /// Output format: text or json.
     #[arg(long, alias = "output-format", value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
+    /// Targets verified at once (values below 1 become 1; default 8).
+    #[arg(long, short = 'j', value_name = "INT", allow_negative_numbers = true)]
+    pub concurrency: Option<i64>,
 }
 
 /// The probe image on the embedded simulator: this binary, named by its own digest, which
@@ -189,6 +192,7 @@ async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<Storage
         .unwrap_or_else(|| spec.project_prefix.clone());
     options.tenant = profile_tenant(spec, &connection, &profile);
     options.evidence_dir = args.evidence_dir.clone();
+    options.concurrency = super::lifecycle::concurrency(args.concurrency, false);
     options.kubeconfigs = args
         .kubeconfigs
         .as_deref()
@@ -239,9 +243,6 @@ pub fn run(args: VerifyStorageArgs) -> ExitCode {
 pub struct VerifyGraphicsArgs {
     #[command(flatten)]
     pub common: VerifyStorageArgs,
-    /// Targets verified at once (values below 1 become 1).
-    #[arg(long, short = 'j', default_value_t = 1)]
-    pub concurrency: usize,
     /// Seconds the GPUs must be advertised unchanged before probing (default: each
     /// cluster's gpu_health_stabilization_seconds).
     #[arg(long)]
@@ -275,7 +276,7 @@ async fn run_graphics_async(
         .as_deref()
         .map(load_kubeconfig_map)
         .transpose()?;
-    options.concurrency = args.concurrency.max(1);
+    options.concurrency = super::lifecycle::concurrency(c.concurrency, false);
     options.stabilization = args
         .stabilization_seconds
         .map(std::time::Duration::from_secs);

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
@@ -61,6 +62,8 @@ pub struct StorageOptions {
     pub cleanup_timeout: Duration,
     /// Private receipts go to a fresh directory under here.
     pub evidence_dir: Option<PathBuf>,
+    /// Targets verified at once (each target's probes stay in order within it).
+    pub concurrency: usize,
 }
 
 impl StorageOptions {
@@ -73,6 +76,7 @@ impl StorageOptions {
             kubeconfigs: None,
             probe_image: probe_image.to_string(),
             namespace: "default".into(),
+            concurrency: 1,
             start_timeout: Duration::from_secs(300),
             phase_timeout: Duration::from_secs(600),
             cleanup_timeout: Duration::from_secs(300),
@@ -218,68 +222,69 @@ pub async fn verify_storage<C: Cloud, S: InventoryStore>(
         options.evidence_dir.as_deref(),
     )
     .await?;
-    let mut clusters = Vec::new();
+    let mut targets = Vec::new();
     for (index, &(pi, ci)) in selection.targets.iter().enumerate() {
-        let project = &spec.projects[pi];
-        let cluster = &project.clusters[ci];
-        if storage_skipped(cluster) {
-            progress(&format!(
-                "{}/{}: filesystem off, skipped",
-                project.key(),
-                cluster.name
-            ));
-            clusters.push(ClusterReport::skipped(index));
-            continue;
-        }
-        progress(&format!(
-            "{}/{}: verifying storage",
-            project.key(),
-            cluster.name
-        ));
-        let mut target = TargetRun::new(spec, pi, ci, options);
-        let proven = prove(
-            cloud,
-            &records,
-            spec,
-            pi,
-            ci,
-            options.tenant.as_deref(),
-            options.kubeconfigs.as_ref(),
-        )
-        .await;
-        match proven {
-            Err(e) => {
-                target.failures.insert(Category::TargetIdentityFailed);
-                target.receipt.notes.push(e.to_string());
+        let (progress, interrupt) = (progress.clone(), interrupt.clone());
+        let (records, evidence) = (&records, &evidence);
+        targets.push(async move {
+            let project = &spec.projects[pi];
+            let cluster = &project.clusters[ci];
+            let key = project.key();
+            if storage_skipped(cluster) {
+                progress(&format!("{key}/{}: filesystem off, skipped", cluster.name));
+                return Ok((index, ClusterReport::skipped(index)));
             }
-            Ok(proven) => match ClusterClient::connect(&proven.access).await {
-                Ok(kube) => target.verify(&kube, interrupt.clone()).await,
+            progress(&format!("{key}/{}: verifying storage", cluster.name));
+            let mut target = TargetRun::new(spec, pi, ci, options);
+            let proven = prove(
+                cloud,
+                records,
+                spec,
+                pi,
+                ci,
+                options.tenant.as_deref(),
+                options.kubeconfigs.as_ref(),
+            )
+            .await;
+            match proven {
                 Err(e) => {
-                    target
-                        .failures
-                        .insert(Category::VerificationOperationFailed);
-                    target.receipt.notes.push(format!("connecting: {e}"));
+                    target.failures.insert(Category::TargetIdentityFailed);
+                    target.receipt.notes.push(e.to_string());
                 }
-            },
-        }
-        let (mut report, receipt) = target.finish(index);
-        let bytes = json::pretty_sorted(&receipt).into_bytes();
-        report.evidence_sha256 = match &evidence {
-            Some(dir) => dir.write(index, &bytes)?,
-            None => hex::encode(Sha256::digest(&bytes)),
-        };
-        progress(&format!(
-            "{}/{}: storage {}",
-            project.key(),
-            cluster.name,
-            if report.clone().conclude().passed {
+                Ok(proven) => match ClusterClient::connect(&proven.access).await {
+                    Ok(kube) => target.verify(&kube, interrupt).await,
+                    Err(e) => {
+                        target
+                            .failures
+                            .insert(Category::VerificationOperationFailed);
+                        target.receipt.notes.push(format!("connecting: {e}"));
+                    }
+                },
+            }
+            let (mut report, receipt) = target.finish(index);
+            let bytes = json::pretty_sorted(&receipt).into_bytes();
+            report.evidence_sha256 = match evidence {
+                Some(dir) => dir.write(index, &bytes)?,
+                None => hex::encode(Sha256::digest(&bytes)),
+            };
+            let word = if report.clone().conclude().passed {
                 "passed"
             } else {
                 "failed"
-            }
-        ));
-        clusters.push(report);
+            };
+            progress(&format!("{key}/{}: storage {word}", cluster.name));
+            Ok::<_, VerifyError>((index, report))
+        });
     }
+    // Targets are independent (each its own cluster and pods); reports keep selection order.
+    let mut runs = futures_util::stream::iter(targets)
+        .buffer_unordered(options.concurrency.max(1))
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    runs.sort_by_key(|(index, _)| *index);
+    let clusters: Vec<ClusterReport> = runs.into_iter().map(|(_, report)| report).collect();
     Ok(StorageRun {
         report: StorageReport::from_clusters(clusters),
         receipts: evidence.map(|d| d.path),

@@ -58,7 +58,7 @@ impl<'a> Reader<'a> {
     pub fn string(
         &self,
         node: Option<&Node>,
-        path: &str,
+        path: &(impl FieldPath + ?Sized),
         default: &str,
         null_value: &str,
     ) -> Result<String, SpecError> {
@@ -69,7 +69,7 @@ impl<'a> Reader<'a> {
             Value::Null => Ok(null_value.to_string()),
             Value::Str(s) | Value::Float(s) => Ok(s.clone()),
             Value::Int(i) => Ok(i.to_string()),
-            _ => Err(self.type_error(node, path, "a string")),
+            _ => Err(self.type_error(node, &path.text(), "a string")),
         }
     }
 
@@ -78,7 +78,7 @@ impl<'a> Reader<'a> {
     pub fn integer(
         &self,
         node: Option<&Node>,
-        path: &str,
+        path: &(impl FieldPath + ?Sized),
         default: i64,
         null_default: Option<i64>,
     ) -> Result<i64, SpecError> {
@@ -88,7 +88,7 @@ impl<'a> Reader<'a> {
         match (&node.value, null_default) {
             (Value::Int(i), _) => Ok(*i),
             (Value::Null, Some(d)) => Ok(d),
-            _ => Err(self.type_error(node, path, "an integer")),
+            _ => Err(self.type_error(node, &path.text(), "an integer")),
         }
     }
 
@@ -96,7 +96,7 @@ impl<'a> Reader<'a> {
     pub fn boolean(
         &self,
         node: Option<&Node>,
-        path: &str,
+        path: &(impl FieldPath + ?Sized),
         default: bool,
     ) -> Result<bool, SpecError> {
         let Some(node) = node else {
@@ -104,7 +104,7 @@ impl<'a> Reader<'a> {
         };
         match &node.value {
             Value::Bool(b) => Ok(*b),
-            _ => Err(self.type_error(node, path, "a boolean")),
+            _ => Err(self.type_error(node, &path.text(), "a boolean")),
         }
     }
 
@@ -188,7 +188,7 @@ impl Fields<'_, '_> {
     /// [`Reader::string`] of the field `key`.
     pub fn string(&self, key: &str, default: &str, null_value: &str) -> Result<String, SpecError> {
         self.r
-            .string(self.get(key), &self.path(key), default, null_value)
+            .string(self.get(key), &Joined(self.path, key), default, null_value)
     }
 
     /// [`Reader::integer`] of the field `key`.
@@ -198,13 +198,18 @@ impl Fields<'_, '_> {
         default: i64,
         null_default: Option<i64>,
     ) -> Result<i64, SpecError> {
-        self.r
-            .integer(self.get(key), &self.path(key), default, null_default)
+        self.r.integer(
+            self.get(key),
+            &Joined(self.path, key),
+            default,
+            null_default,
+        )
     }
 
     /// [`Reader::boolean`] of the field `key`.
     pub fn boolean(&self, key: &str, default: bool) -> Result<bool, SpecError> {
-        self.r.boolean(self.get(key), &self.path(key), default)
+        self.r
+            .boolean(self.get(key), &Joined(self.path, key), default)
     }
 
     /// [`Reader::string`] of the field `key`, where empty (or `null`) means `default`.
@@ -220,6 +225,34 @@ impl Fields<'_, '_> {
     /// [`Reader::string`] of the field `key`, trimmed.
     pub fn trimmed(&self, key: &str) -> Result<String, SpecError> {
         Ok(self.string(key, "", "")?.trim().to_string())
+    }
+}
+
+/// A field's path in the document, built only when an error needs it: a large spec reads
+/// millions of fields and fails on at most one, so formatting each path up front was a fifth
+/// of reading.
+pub(crate) trait FieldPath {
+    fn text(&self) -> String;
+}
+
+impl FieldPath for str {
+    fn text(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl FieldPath for String {
+    fn text(&self) -> String {
+        self.clone()
+    }
+}
+
+/// A mapping's path and one of its keys, joined when asked.
+pub(crate) struct Joined<'a>(pub &'a str, pub &'a str);
+
+impl FieldPath for Joined<'_> {
+    fn text(&self) -> String {
+        join(self.0, self.1)
     }
 }
 
