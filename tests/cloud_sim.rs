@@ -209,7 +209,11 @@ async fn every_resource_kind_round_trips() {
             .unwrap_err()
             .is_not_found()
     );
-    assert!(cloud.list_buckets(&p.id).await.unwrap().is_empty());
+    // A deleted bucket is soft-deleted, as on Nebius: still listed, scheduled for deletion.
+    let deleted = cloud.list_buckets(&p.id).await.unwrap();
+    assert_eq!(deleted.len(), 1);
+    assert!(deleted[0].scheduled_for_deletion);
+    assert_eq!(deleted[0].state, State::Deleting);
     assert_eq!(cloud.list_networks(&p.id).await.unwrap().len(), 1);
 }
 

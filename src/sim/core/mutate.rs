@@ -26,6 +26,8 @@ pub struct CallContext {
     pub caller: String,
     /// A scripted fault that strikes after the call took effect: (code, message).
     pub lost_reply: Option<(Code, String)>,
+    /// `x-resetmask`, as sent (an Update's; `None` when the header is absent).
+    pub reset_mask: Option<String>,
 }
 
 impl Core {
@@ -55,6 +57,7 @@ impl Core {
         metadata.created_at = Some(timestamp(now));
         metadata.updated_at = Some(timestamp(now));
         let mut resource = R::build(metadata, spec);
+        resource.fill_defaults(&self.fill_context(&resource));
         let op = self.new_operation(R::SERVICE, &region, format!("Create {}", R::KIND), &id, ctx);
 
         if let Err(failure) = self.charge(&region, &resource.charges(), &id, R::SERVICE) {
@@ -157,42 +160,6 @@ impl Core {
         Ok(())
     }
 
-    pub fn update<R: Resource>(
-        &mut self,
-        ctx: &CallContext,
-        metadata: ResourceMetadata,
-        spec: R::Spec,
-        latency_ms: u64,
-    ) -> Result<Operation, Status> {
-        if let Some(op) = self.replay(ctx)? {
-            return Ok(op);
-        }
-        let id = metadata.id.clone();
-        let current: R = self.get(&id)?;
-        self.conflict(R::SERVICE, &id)?;
-        let current_version = current.metadata().map_or(0, |m| m.resource_version);
-        if metadata.resource_version != 0 && metadata.resource_version != current_version {
-            return Err(Status::failed_precondition(format!(
-                "resource_version {} does not match the current {current_version}",
-                metadata.resource_version
-            )));
-        }
-        let region = self.region_of(&current);
-        let mut next = next_version(&current, &metadata, spec);
-        let op = self.new_operation(R::SERVICE, &region, format!("Update {}", R::KIND), &id, ctx);
-        self.release(&region, &current.charges(), &id);
-        if let Err(failure) = self.charge(&region, &next.charges(), &id, R::SERVICE) {
-            // Put the old charges back: a refused update changes nothing.
-            let _ = self.charge(&region, &current.charges(), &id, R::SERVICE);
-            return self.conclude(ctx, op, "update", 0, Some(failure));
-        }
-        next.set_phase(Phase::Updating, &region);
-        if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
-            *slot = next;
-        }
-        self.conclude(ctx, op, "update", latency_ms, None)
-    }
-
     pub fn delete<R: Resource>(
         &mut self,
         ctx: &CallContext,
@@ -228,7 +195,7 @@ impl Core {
 
     /// Starts the accepted (or already failed) operation, remembers it under the call's
     /// idempotency key, and saves the state before the caller hears of it.
-    fn conclude(
+    pub(super) fn conclude(
         &mut self,
         ctx: &CallContext,
         op: Operation,
@@ -277,20 +244,4 @@ impl Core {
             _ => None,
         }
     }
-}
-
-/// `current` with the update's spec, labels and name (an empty name keeps the old one), one
-/// version on.
-fn next_version<R: Resource>(current: &R, metadata: &ResourceMetadata, spec: R::Spec) -> R {
-    let version = current.metadata().map_or(0, |m| m.resource_version) + 1;
-    let mut next = current.clone();
-    next.set_spec(spec);
-    let m = next.metadata_mut();
-    m.labels = metadata.labels.clone();
-    if !metadata.name.is_empty() {
-        m.name = metadata.name.clone();
-    }
-    m.resource_version = version;
-    m.updated_at = Some(timestamp(now_ms()));
-    next
 }
