@@ -95,6 +95,8 @@ impl Simulator {
                 .add_service(common::operation_service_server::OperationServiceServer::new(svc.clone()))
                 .add_service(iam::project_service_server::ProjectServiceServer::new(svc.clone()))
                 .add_service(iam::tenant_service_server::TenantServiceServer::new(svc.clone()))
+                .add_service(iam2::project_service_server::ProjectServiceServer::new(svc.clone()))
+                .add_service(iam2::tenant_service_server::TenantServiceServer::new(svc.clone()))
                 .add_service(iam::service_account_service_server::ServiceAccountServiceServer::new(svc.clone()))
                 .add_service(iam2::access_key_service_server::AccessKeyServiceServer::new(svc.clone()))
                 .add_service(iam::token_exchange_service_server::TokenExchangeServiceServer::new(svc.clone()))

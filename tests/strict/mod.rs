@@ -3,6 +3,7 @@
 
 pub mod buckets;
 pub mod defaults;
+pub mod iam;
 pub mod removal;
 pub mod request_ids;
 pub mod updates;

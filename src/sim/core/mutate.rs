@@ -170,27 +170,52 @@ impl Core {
             return Ok(op);
         }
         let current: R = self.get(id)?;
-        self.conflict(R::SERVICE, id)?;
-        if let Some(blocker) = self.delete_blocker::<R>(id) {
-            return Err(status_with_service_error(
-                Code::FailedPrecondition,
-                &blocker,
-                service_error(
-                    R::SERVICE,
-                    "BadResourceState",
-                    service_error::Details::BadResourceState(common::BadResourceState {
-                        resource_id: id.to_string(),
-                        message: blocker.clone(),
-                    }),
-                ),
-            ));
-        }
+        self.check_delete::<R>(id)?;
         let region = self.region_of(&current);
         let op = self.new_operation(R::SERVICE, &region, format!("Delete {}", R::KIND), id, ctx);
         if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
             slot.set_phase(Phase::Deleting, &region);
         }
         self.conclude(ctx, op, "delete", latency_ms, None)
+    }
+
+    /// What a Delete checks before it acts: no other operation runs on the resource, and
+    /// nothing that depends on it is left.
+    pub fn check_delete<R: Resource>(&self, id: &str) -> Result<(), Status> {
+        self.conflict(R::SERVICE, id)?;
+        let Some(blocker) = self.delete_blocker::<R>(id) else {
+            return Ok(());
+        };
+        Err(status_with_service_error(
+            Code::FailedPrecondition,
+            &blocker,
+            service_error(
+                R::SERVICE,
+                "BadResourceState",
+                service_error::Details::BadResourceState(common::BadResourceState {
+                    resource_id: id.to_string(),
+                    message: blocker.clone(),
+                }),
+            ),
+        ))
+    }
+
+    /// A dry run's answer: an operation about `id`, done at once, that changed nothing.
+    pub fn dry_run<R: Resource>(
+        &mut self,
+        ctx: &CallContext,
+        id: &str,
+    ) -> Result<Operation, Status> {
+        let current: R = self.get(id)?;
+        self.check_delete::<R>(id)?;
+        let region = self.region_of(&current);
+        let mut op =
+            self.new_operation(R::SERVICE, &region, format!("Dry run {}", R::KIND), id, ctx);
+        op.status = Some(crate::cloud::error::operation_status(Code::Ok, "", None));
+        op.finished_at = Some(timestamp(now_ms()));
+        self.state.operations.push(op.clone());
+        self.persist()?;
+        Ok(op)
     }
 
     /// Starts the accepted (or already failed) operation, remembers it under the call's
@@ -229,6 +254,13 @@ impl Core {
                         .is_some_and(|cp| cp.subnet_id == id)
                 })
                 .then(|| format!("subnet {id} is used by a cluster")),
+            "project" => {
+                let holds = self.state.clusters.iter().any(|c| c.parent_id() == id)
+                    || self.state.filesystems.iter().any(|f| f.parent_id() == id)
+                    || self.state.gpu_clusters.iter().any(|g| g.parent_id() == id)
+                    || self.state.buckets.iter().any(|b| b.parent_id() == id);
+                holds.then(|| format!("project {id} still holds resources"))
+            }
             "computefilesystem" => self
                 .state
                 .node_groups

@@ -201,6 +201,11 @@ impl Core {
                         .is_none_or(|s| s.cluster_id != p.resource_id)
                 });
             }
+            if R::KIND == "project" {
+                // Its default network and subnet (all a deletable project holds) go with it.
+                self.delete_children::<vpc::Subnet>(&region, &p.resource_id);
+                self.delete_children::<vpc::Network>(&region, &p.resource_id);
+            }
             self.release(&region, &current.charges(), &p.resource_id);
             // A bucket's objects go with it.
             self.state.objects.retain(|o| o.bucket_id != p.resource_id);
@@ -216,6 +221,19 @@ impl Core {
             if R::KIND == "mk8snodegroup" {
                 self.degrade_node_group(&p.resource_id);
             }
+        }
+    }
+
+    /// Removes the resources of one kind under `parent_id`, freeing what they were charged.
+    fn delete_children<R: Resource>(&mut self, region: &str, parent_id: &str) {
+        let children: Vec<R> = R::items(&self.state)
+            .iter()
+            .filter(|r| r.parent_id() == parent_id)
+            .cloned()
+            .collect();
+        for child in children {
+            self.release(region, &child.charges(), child.id());
+            self.items_mut::<R>().retain(|r| r.id() != child.id());
         }
     }
 

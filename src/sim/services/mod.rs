@@ -11,6 +11,7 @@ mod compute;
 mod crud;
 mod faults;
 mod iam;
+mod iam2;
 mod mk8s;
 mod operations;
 mod quotas;
