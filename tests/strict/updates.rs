@@ -72,14 +72,32 @@ async fn an_update_keeps_what_it_leaves_unset_unless_the_mask_names_it() {
     );
     assert!(got.labels.is_empty(), "{:?}", got.labels);
 
-    // A spec left out under a mask naming something inside it resets the whole spec; the
-    // node group then lacks its required template, which the API refuses.
+    // The SDK's own partial-mask example: no spec, a mask inside it; only that path resets.
     let bare = mk8s::UpdateNodeGroupRequest {
         spec: None,
         ..count_only(&group.id, 1)
     };
+    let op = raw
+        .update(request(
+            bare.clone(),
+            &[(reset_mask::HEADER, "spec.version")],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    cloud.wait(Host::Mk8s, op).await.unwrap();
+    let got = cloud.get_node_group(&group.id).await.unwrap();
+    assert_eq!(
+        got.spec,
+        NodeGroupSpec {
+            node_count: 2,
+            ..group.spec.clone()
+        }
+    );
+    // A mask naming the spec itself resets it whole: the node group would lack its required
+    // template, which the API refuses.
     let refused = raw
-        .update(request(bare, &[(reset_mask::HEADER, "spec.version")]))
+        .update(request(bare, &[(reset_mask::HEADER, "spec")]))
         .await
         .unwrap_err();
     assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");

@@ -131,11 +131,16 @@ fn patched<R: Resource>(
     let before = schema::to_dynamic(&current.spec().unwrap_or_default());
     let mut after = before.clone();
     let spec_mask = mask.and_then(|m| m.sub("spec"));
-    match spec {
-        Some(spec) => patch::patch(&mut after, &schema::to_dynamic(&spec), spec_mask.as_ref()),
-        // A spec left out but named by the mask, at or below it, is reset whole.
-        None if spec_mask.is_some() => after = DynamicMessage::new(before.descriptor()),
-        None => {}
+    match (spec, spec_mask) {
+        (Some(spec), mask) => patch::patch(&mut after, &schema::to_dynamic(&spec), mask.as_ref()),
+        // A spec left out but named by the mask is reset whole; one the mask reaches into is
+        // reset at the paths it names (the SDK's partial-mask example).
+        (None, Some(mask)) if mask.is_empty() => after = DynamicMessage::new(before.descriptor()),
+        (None, Some(mask)) => {
+            let empty = DynamicMessage::new(before.descriptor());
+            patch::patch(&mut after, &empty, Some(&mask));
+        }
+        (None, None) => {}
     }
     next.set_spec(schema::from_dynamic(&after));
     (next, violations)

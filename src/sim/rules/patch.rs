@@ -2,8 +2,10 @@
 //! gosdk's reference `PatchWithResetMask`): a field changes only when the request carries a
 //! value for it or the reset mask names it. A set message is patched field by field; a list
 //! or map the request carries replaces the stored one (elements in both are patched, so a
-//! mask can reach into them); a message the request leaves out but the mask names, at or
-//! below it, is reset whole. OUTPUT_ONLY fields are never taken from a request.
+//! mask can reach into them); a message the request leaves out is reset whole when the mask
+//! names it, and only at the paths the mask names inside it otherwise (as the SDK documents
+//! its partial masks; the API's README and gosdk reset it whole — docs/cloud.md). OUTPUT_ONLY
+//! fields are never taken from a request.
 
 use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MapKey, ReflectMessage, Value};
 
@@ -26,8 +28,25 @@ pub fn patch(stored: &mut DynamicMessage, request: &DynamicMessage, mask: Option
         }
         let preserve = schema::has_behavior(&field, Behavior::OutputOnly);
         if !schema::has_value(request, &field) {
-            if sub.is_some() && !preserve {
-                stored.clear_field(&field);
+            match sub {
+                _ if preserve => {}
+                None => {}
+                // A message the request leaves out, under a mask naming paths inside it:
+                // only those paths are reset (the SDK's README: "resets only
+                // max_size_bytes … It does not unset or change other fields").
+                Some(inner)
+                    if !inner.is_empty()
+                        && matches!(field.kind(), Kind::Message(_))
+                        && !field.is_list()
+                        && !field.is_map()
+                        && stored.has_field(&field) =>
+                {
+                    if let Value::Message(before) = stored.get_field_mut(&field) {
+                        let empty = DynamicMessage::new(before.descriptor());
+                        patch(before, &empty, Some(&inner));
+                    }
+                }
+                Some(_) => stored.clear_field(&field),
             }
             continue;
         }

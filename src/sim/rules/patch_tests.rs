@@ -79,13 +79,18 @@ fn a_partial_mask_resets_only_what_it_names() {
 }
 
 #[test]
-fn a_message_left_out_under_a_nested_mask_is_reset_whole() {
-    // `{a: {b, c}}` + request `{}` + mask `a.b` = `{a: null}`.
+fn a_message_left_out_is_reset_whole_only_when_the_mask_names_it() {
     let mut request = stored();
     let template = request.template.as_mut().unwrap();
     template.boot_disk = None;
-    let got = apply(&request, Some("template.boot_disk.block_size_bytes"));
+    let got = apply(&request, Some("template.boot_disk"));
     assert_eq!(got.template.unwrap().boot_disk, None);
+    // `{a: {b, c}}` + request `{}` + mask `a.b` resets `b` only, as the SDK documents its
+    // partial masks.
+    let got = apply(&request, Some("template.boot_disk.type"));
+    let disk = got.template.unwrap().boot_disk.unwrap();
+    assert_eq!(disk.r#type, 0);
+    assert_eq!(disk.size, Some(mk8s::disk_spec::Size::SizeGibibytes(128)));
     // `{a: {}}` + mask `a.b` keeps `c`.
     let mut request = stored();
     request.template.as_mut().unwrap().boot_disk = Some(mk8s::DiskSpec::default());
