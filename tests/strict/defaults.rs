@@ -18,8 +18,6 @@ async fn the_service_fills_its_defaults() {
     let sim = simulator(&roomy_world("")).await;
     let cloud = client(&sim);
     let (p, c) = cluster(&cloud, &sim.tenant_id(), "defaults").await;
-    let mut spec = super::cpu_group();
-    spec.boot_disk_gibibytes = 0;
     let group = node_group(&cloud, &c, "g").await;
     let net = cloud
         .create_network(&p.id, "n", &labels(&[]), "k-n")

@@ -11,7 +11,6 @@ use fleetbot::engine::ops::{LifecycleOptions, Progress, deploy, plan_is_quiet, p
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::SqliteStore;
 
-use super::labels;
 use crate::support::{client, empty_default_world, simulator};
 
 const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test";
@@ -119,5 +118,4 @@ async fn every_removal_deploys_and_the_next_plan_is_unchanged() {
         assert!(!g.spec.node_labels.contains_key("added"), "{:?}", g.spec);
         assert!(!g.labels.contains_key("added"), "{:?}", g.labels);
     }
-    let _ = labels(&[]);
 }

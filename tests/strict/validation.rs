@@ -109,7 +109,7 @@ async fn updates_changing_an_immutable_field_are_refused_naming_it() {
         .await
         .unwrap()
         .into_inner();
-    let mut spec = current.spec.clone().unwrap();
+    let mut spec = current.spec.unwrap();
     spec.r#type = compute::filesystem_spec::FilesystemType::NetworkHdd as i32;
     let change_type = compute::UpdateFilesystemRequest {
         metadata: current.metadata.clone(),

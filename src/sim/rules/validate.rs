@@ -127,7 +127,7 @@ pub fn immutable(
             }
             continue;
         }
-        if !(had && has) || !matches!(field.kind(), Kind::Message(_)) {
+        if !(had && has && matches!(field.kind(), Kind::Message(_))) {
             continue;
         }
         match (
