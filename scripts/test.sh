@@ -22,6 +22,10 @@ export FLEETBOT_KUBECTL
 # boto3 (PyPI, pinned by hash with its dependencies) for the simulated S3 endpoint.
 FLEETBOT_BOTO3_PYTHON="$(bash scripts/fetch-boto3.sh)"
 export FLEETBOT_BOTO3_PYTHON
+# The official Nebius Python SDK (PyPI, pinned by hash with its dependencies), which the
+# simulator's conformance test drives (tests/sdk_sim.rs).
+FLEETBOT_NEBIUS_SDK_PYTHON="$(bash scripts/fetch-nebius-sdk.sh)"
+export FLEETBOT_NEBIUS_SDK_PYTHON
 # A headless Chromium (Debian's package) for the dashboard's browser test.
 FLEETBOT_CHROMIUM="$(bash scripts/fetch-chromium.sh)"
 export FLEETBOT_CHROMIUM

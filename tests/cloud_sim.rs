@@ -129,7 +129,14 @@ async fn every_resource_kind_round_trips() {
         .create_node_group(&cluster.id, "train-ng-gpu", &ng_spec, &l, "k-ng")
         .await
         .unwrap();
-    assert_eq!(ng.spec, ng_spec);
+    // The interface's subnet is left to the service, which fills in the control plane's.
+    assert_eq!(
+        ng.spec,
+        NodeGroupSpec {
+            subnet_id: subnet.id.clone(),
+            ..ng_spec.clone()
+        }
+    );
     assert_eq!(
         (ng.state, ng.node_count, ng.ready_node_count),
         (State::Ready, 2, 2)
@@ -209,7 +216,11 @@ async fn every_resource_kind_round_trips() {
             .unwrap_err()
             .is_not_found()
     );
-    assert!(cloud.list_buckets(&p.id).await.unwrap().is_empty());
+    // A deleted bucket is soft-deleted, as on Nebius: still listed, scheduled for deletion.
+    let deleted = cloud.list_buckets(&p.id).await.unwrap();
+    assert_eq!(deleted.len(), 1);
+    assert!(deleted[0].scheduled_for_deletion);
+    assert_eq!(deleted[0].state, State::Deleting);
     assert_eq!(cloud.list_networks(&p.id).await.unwrap().len(), 1);
 }
 

@@ -1,5 +1,10 @@
-//! `fleetbot sim` as a standalone process: served over loopback, state kept across runs.
+//! `fleetbot sim` as a standalone process: served over loopback, state kept across runs, and
+//! running the storage probe as the embedded simulator does (from the CLI and through the App).
 
+#[path = "support/app.rs"]
+mod app;
+#[path = "support/fake_github/mod.rs"]
+mod fake_github;
 mod support;
 
 use std::process::Command;
@@ -102,5 +107,116 @@ fn the_printed_recipe_connects_and_a_wrong_token_is_an_authentication_error() {
     assert!(
         stderr.contains("tenant_id could not be resolved") && stderr.contains("FLEETBOT_TENANT_ID"),
         "{stderr}"
+    );
+}
+
+/// The probe runs on the standalone simulator as on the embedded one: `fleetbot sim` registers
+/// its own binary, by digest, and prints it; a command or a server given that image verifies
+/// storage against it.
+#[tokio::test]
+async fn verify_storage_passes_against_the_standalone_simulator_from_the_cli_and_the_app() {
+    use app::{App, AppOptions, eventually};
+    use fake_github::{REPO, fixtures, sha};
+
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("world.yaml");
+    std::fs::write(
+        &world,
+        include_str!("../fixtures/sim/default.yaml")
+            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
+    )
+    .unwrap();
+    let sim =
+        support::SimProcess::start("cli-token", &dir.path().join("world.state"), Some(&world));
+    assert!(
+        sim.probe_image
+            .starts_with("fleetbot.local/fleetbot-probe@sha256:"),
+        "{}",
+        sim.probe_image
+    );
+    let store = dir.path().join("fleetbot.sqlite");
+    let fleetbot = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("NEBIUS_ENDPOINT", &sim.endpoint)
+            .env("NEBIUS_IAM_TOKEN", "cli-token")
+            .env("FLEETBOT_TENANT_ID", &sim.tenant)
+            .env("FLEETBOT_PROBE_IMAGE", &sim.probe_image)
+            .env("FLEETBOT_INVENTORY", &store)
+            .output()
+            .unwrap()
+    };
+    let spec = "fixtures/specs/fleet1-test.yaml";
+    let deployed = fleetbot(&["deploy", "--spec", spec, "--yes"]);
+    assert_eq!(
+        deployed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&deployed.stderr)
+    );
+    let verified = fleetbot(&["verify-storage", "--spec", spec, "--output", "json"]);
+    let stderr = String::from_utf8_lossy(&verified.stderr);
+    assert_eq!(verified.status.code(), Some(0), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&verified.stdout).unwrap();
+    assert_eq!(doc["passed"], true, "{doc}");
+
+    // Through the App: a server reaching the standalone simulator as Nebius.
+    let base = support::base_spec();
+    let gh = fake_github::with_fleet(&base).await;
+    gh.world().set_role(REPO, "writer-wes", "write");
+    let app = App::start(AppOptions {
+        github_url: gh.url.clone(),
+        dir: dir.path().to_path_buf(),
+        workers: 2,
+        cloud: Some((sim.endpoint.clone(), "cli-token".into(), sim.tenant.clone())),
+        store_url: None,
+        webhook_secrets: None,
+        job_lease_secs: None,
+        env: vec![
+            ("FLEETBOT_PROBE_IMAGE", sim.probe_image.clone()),
+            (
+                "FLEETBOT_EVIDENCE_DIR",
+                dir.path().join("evidence").display().to_string(),
+            ),
+        ],
+    })
+    .await;
+    let head = sha(2);
+    let touched = format!("{base}\n# verified against the standalone simulator\n");
+    app.open_reviewed(&gh, 12, &head, &[("fleets/prod.yaml", Some(&touched))])
+        .await;
+    let pr = fixtures::PrRef {
+        owner: fake_github::OWNER.into(),
+        repo: fake_github::NAME.into(),
+        number: 12,
+        head_sha: head.clone(),
+        base_sha: sha(1),
+        head_ref: "change".into(),
+        base_ref: "main".into(),
+        installation_id: fake_github::INSTALLATION,
+    };
+    app.deliver(
+        "issue_comment",
+        "comment-1",
+        &gh.pr_comment(&pr, 1, "writer-wes", "User", "/verify-storage"),
+    )
+    .await;
+    let run = eventually("a concluded fleet/verify-storage run", || {
+        gh.world()
+            .runs_on(REPO, &head)
+            .into_iter()
+            .find(|r| r.name == "fleet/verify-storage" && r.conclusion.is_some())
+    })
+    .await;
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        run.summary
     );
 }

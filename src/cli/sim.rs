@@ -73,11 +73,21 @@ pub fn run(args: SimArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        // The storage probe runs here as on the embedded simulator: this binary, by digest.
+        let probe_image = match super::verify::register_probe_image(&sim.kube) {
+            Ok(image) => image,
+            Err(e) => {
+                eprintln!("fleetbot sim: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
         println!("fleetbot sim: world {name:?} serving the Nebius API at {}", sim.endpoint());
         println!("  tenant: {}", sim.tenant_id());
-        // Ready to paste: a static token names no tenant, so the tenant travels beside it.
+        println!("  probe image: {probe_image}");
+        // Ready to paste: a static token names no tenant, so the tenant travels beside it, and
+        // verification needs the probe image this simulator runs.
         println!(
-            "  connect with: export NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN=<the --token you passed> FLEETBOT_TENANT_ID={}",
+            "  connect with: export NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN=<the --token you passed> FLEETBOT_TENANT_ID={} FLEETBOT_PROBE_IMAGE={probe_image}",
             sim.endpoint(),
             sim.tenant_id()
         );

@@ -72,14 +72,21 @@ pub(super) fn simulated_probe_image(connection: &Connection) -> Result<Option<St
     let Some(sim) = &connection.simulator else {
         return Ok(None);
     };
+    register_probe_image(&sim.kube).map(Some)
+}
+
+/// Registers this binary with a simulator's kubelet as the probe image, named by its own
+/// digest, and returns the name: what the embedded simulator does for each command, and
+/// `fleetbot sim` once at start for the commands and servers that reach it.
+pub(super) fn register_probe_image(kube: &crate::sim::k8s::KubeApi) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read this binary: {e}"))?;
     let image = format!(
         "fleetbot.local/fleetbot-probe@sha256:{}",
         hex::encode(Sha256::digest(&bytes))
     );
-    sim.kube.shared.set_image(&image, exe);
-    Ok(Some(image))
+    kube.shared.set_image(&image, exe);
+    Ok(image)
 }
 
 /// The probe image: the flag's, else this binary on the embedded simulator.

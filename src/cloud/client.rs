@@ -11,9 +11,10 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Status};
 
 use super::auth::{Credentials, ServiceAccountKey};
-use super::error::{CloudError, ErrorKind};
+use super::error::{CloudError, ErrorKind, RequestIds};
 use super::proto::nebius::common::v1::{self as common, Operation};
 use super::proto::nebius::iam::v1 as iam;
+use super::reset_mask;
 
 /// The public API domain.
 pub const DEFAULT_DOMAIN: &str = "api.nebius.cloud:443";
@@ -148,6 +149,15 @@ impl Default for PollPolicy {
             timeout: Duration::from_secs(120 * 60),
         }
     }
+}
+
+/// The headers a call carries besides `authorization`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallHeaders<'a> {
+    /// `x-idempotency-key`: the same for every retry of one logical mutation.
+    pub idempotency_key: Option<&'a str>,
+    /// `x-resetmask`: sent with every Update ([`reset_mask::for_update`]).
+    pub reset_mask: Option<&'a str>,
 }
 
 /// The client. Cheap to clone; channels are made lazily, one per host.
@@ -331,6 +341,30 @@ impl NebiusClient {
         F: Fn(Channel, Request<Req>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
     {
+        let headers = CallHeaders {
+            idempotency_key,
+            ..CallHeaders::default()
+        };
+        self.call_with(host, headers, body, rpc)
+            .await
+            .map(|(reply, _)| reply)
+    }
+
+    /// [`NebiusClient::call`] with every header a call may carry, returning the reply with the
+    /// request and trace IDs the service gave it. A failure keeps its IDs in the error and is
+    /// logged with them (never with the service's message, which may name resources).
+    pub async fn call_with<Req, Resp, F, Fut>(
+        &self,
+        host: Host,
+        headers: CallHeaders<'_>,
+        body: Req,
+        rpc: F,
+    ) -> Result<(Resp, RequestIds), CloudError>
+    where
+        Req: Clone,
+        F: Fn(Channel, Request<Req>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
+    {
         let policy = self.inner.retry;
         let started = Instant::now();
         let mut attempt = 0u32;
@@ -353,14 +387,27 @@ impl NebiusClient {
                 )
             })?;
             request.metadata_mut().insert("authorization", bearer);
-            if let Some(key) = idempotency_key
+            if let Some(key) = headers.idempotency_key
                 && let Ok(value) = MetadataValue::try_from(key)
             {
                 request.metadata_mut().insert("x-idempotency-key", value);
             }
+            if let Some(mask) = headers.reset_mask {
+                let value = MetadataValue::try_from(mask).map_err(|_| {
+                    CloudError::new(
+                        Code::InvalidArgument,
+                        "the reset mask is not a valid header value",
+                        ErrorKind::InvalidArgument { fields: Vec::new() },
+                    )
+                })?;
+                request.metadata_mut().insert(reset_mask::HEADER, value);
+            }
             let result = rpc(self.channel(host)?, request).await;
             let error = match result {
-                Ok(response) => return Ok(response.into_inner()),
+                Ok(response) => {
+                    let ids = RequestIds::from_metadata(response.metadata());
+                    return Ok((response.into_inner(), ids));
+                }
                 Err(status) => CloudError::from_status(&status),
             };
             if error.code == Code::Unauthenticated
@@ -373,10 +420,17 @@ impl NebiusClient {
             }
             let out_of_time = started.elapsed() >= policy.overall;
             if !error.is_retryable() || attempt >= policy.attempts || out_of_time {
+                tracing::info!(
+                    host = host.service_name(),
+                    code = ?error.code,
+                    request_id = error.request_id.as_deref().unwrap_or(""),
+                    trace_id = error.trace_id.as_deref().unwrap_or(""),
+                    "a Nebius call failed"
+                );
                 return Err(error);
             }
             let backoff = policy.first_backoff * 2u32.pow(attempt - 1);
-            tracing::debug!(attempt, code = ?error.code, "retrying a Nebius call");
+            tracing::debug!(attempt, code = ?error.code, request_id = error.request_id.as_deref().unwrap_or(""), "retrying a Nebius call");
             tokio::time::sleep(backoff.min(policy.overall.saturating_sub(started.elapsed()))).await;
         }
     }

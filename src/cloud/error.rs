@@ -76,9 +76,11 @@ pub enum ErrorKind {
     Other,
 }
 
-/// A failed cloud call or operation.
+/// A failed cloud call or operation. Its text ends with the request and trace IDs Nebius gave
+/// the call (an operator quotes them to Nebius support); it is for the operator's terminal and
+/// logs, never for GitHub (the bot's public reports are typed and carry no cloud text).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{code:?}: {message}{}", service.as_deref().map(|s| format!(" (service {s})")).unwrap_or_default())]
+#[error("{code:?}: {message}{}{}", service.as_deref().map(|s| format!(" (service {s})")).unwrap_or_default(), self.ids_suffix())]
 pub struct CloudError {
     pub code: Code,
     pub message: String,
@@ -88,8 +90,36 @@ pub struct CloudError {
     pub service: Option<String>,
     /// The service's error code name (`ServiceError.code`), when known.
     pub service_code: Option<String>,
-    /// `x-request-id`, for support tickets.
+    /// `x-request-id` of the call (or of the call that started a failed operation), for
+    /// support tickets.
     pub request_id: Option<String>,
+    /// `x-trace-id` of the same call.
+    pub trace_id: Option<String>,
+}
+
+/// The IDs Nebius gives a call in its reply headers (`x-request-id`, `x-trace-id`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestIds {
+    pub request_id: Option<String>,
+    pub trace_id: Option<String>,
+}
+
+impl RequestIds {
+    /// The IDs in a reply's headers (a success's, or an error's, which tonic keeps as the
+    /// status's metadata).
+    pub fn from_metadata(metadata: &tonic::metadata::MetadataMap) -> RequestIds {
+        let get = |key: &str| {
+            metadata
+                .get(key)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        RequestIds {
+            request_id: get("x-request-id"),
+            trace_id: get("x-trace-id"),
+        }
+    }
 }
 
 impl CloudError {
@@ -102,7 +132,30 @@ impl CloudError {
             service: None,
             service_code: None,
             request_id: None,
+            trace_id: None,
         }
+    }
+
+    /// `; request_id: …; trace_id: …`, as the SDK ends its errors; empty without IDs.
+    fn ids_suffix(&self) -> String {
+        let mut out = String::new();
+        if let Some(id) = &self.request_id {
+            out.push_str(&format!("; request_id: {id}"));
+        }
+        if let Some(id) = &self.trace_id {
+            out.push_str(&format!("; trace_id: {id}"));
+        }
+        out
+    }
+
+    /// The error with the IDs of the call it came from, unless it has its own: a failed
+    /// operation is reported with the IDs of the request that started it.
+    pub fn with_request_ids(mut self, ids: &RequestIds) -> Self {
+        if self.request_id.is_none() && self.trace_id.is_none() {
+            self.request_id = ids.request_id.clone();
+            self.trace_id = ids.trace_id.clone();
+        }
+        self
     }
 
     /// Whether the cloud refused the call without acting on it (quota, capacity, an invalid or
@@ -153,13 +206,8 @@ impl CloudError {
     /// Decodes a gRPC status, reading `ServiceError`s from its `grpc-status-details-bin`.
     pub fn from_status(status: &tonic::Status) -> Self {
         let details = decode_service_errors(status.details());
-        let mut error = Self::from_parts(status.code(), status.message(), &details);
-        error.request_id = status
-            .metadata()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        error
+        let error = Self::from_parts(status.code(), status.message(), &details);
+        error.with_request_ids(&RequestIds::from_metadata(status.metadata()))
     }
 
     /// Decodes a finished operation's failure status.
@@ -186,6 +234,7 @@ impl CloudError {
             service: first.map(|e| e.service.clone()).filter(|s| !s.is_empty()),
             service_code: first.map(|e| e.code.clone()).filter(|s| !s.is_empty()),
             request_id: None,
+            trace_id: None,
         }
     }
 }

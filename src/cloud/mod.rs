@@ -10,6 +10,8 @@ pub mod nebius;
 pub mod nid;
 pub mod profile;
 pub mod proto;
+pub mod reset_mask;
+pub mod schema;
 #[cfg(test)]
 mod wire_pins;
 

@@ -20,7 +20,7 @@ mod types;
 pub use destructive::Destructive;
 pub use observe::{Observed, ObservedProject, observe};
 pub use plan::plan;
-pub use project_diff::{bucket_name, choose_subnet};
+pub use project_diff::{SCHEDULED_BUCKET_ADVICE, bucket_name, choose_subnet};
 pub use prune::{ObservedPrune, REMOVED_FROM_SPEC, observe_pruned};
 pub use reads::ReadCache;
 pub use target_diff::DETACHES_FILESYSTEM;

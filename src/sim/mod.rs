@@ -3,8 +3,11 @@
 
 pub mod auth;
 pub mod core;
+pub mod defaults;
 pub mod k8s;
+pub mod request_ids;
 pub mod resources;
+pub mod rules;
 pub mod s3;
 pub mod services;
 pub mod world;
@@ -88,9 +91,12 @@ impl Simulator {
         let svc = service.clone();
         let task = tokio::spawn(async move {
             Server::builder()
+                .layer(request_ids::RequestIdLayer)
                 .add_service(common::operation_service_server::OperationServiceServer::new(svc.clone()))
                 .add_service(iam::project_service_server::ProjectServiceServer::new(svc.clone()))
                 .add_service(iam::tenant_service_server::TenantServiceServer::new(svc.clone()))
+                .add_service(iam2::project_service_server::ProjectServiceServer::new(svc.clone()))
+                .add_service(iam2::tenant_service_server::TenantServiceServer::new(svc.clone()))
                 .add_service(iam::service_account_service_server::ServiceAccountServiceServer::new(svc.clone()))
                 .add_service(iam2::access_key_service_server::AccessKeyServiceServer::new(svc.clone()))
                 .add_service(iam::token_exchange_service_server::TokenExchangeServiceServer::new(svc.clone()))

@@ -4,6 +4,7 @@
 use prost::{Message, Name};
 use sha2::Digest;
 
+use super::defaults::{self, FillContext};
 use crate::cloud::proto::fleetbot::sim::v1::SimState;
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::common::v1::ResourceMetadata;
@@ -44,7 +45,7 @@ pub struct Reservation {
 
 /// One kind of simulated resource.
 pub trait Resource: Message + Name + Clone + Default + Send + 'static {
-    type Spec: Message + Clone + Default + Send + 'static;
+    type Spec: Message + Name + Clone + Default + Send + 'static;
     /// The NID type prefix.
     const KIND: &'static str;
     /// The service name errors and operation IDs carry.
@@ -53,6 +54,7 @@ pub trait Resource: Message + Name + Clone + Default + Send + 'static {
     fn metadata(&self) -> Option<&ResourceMetadata>;
     fn metadata_mut(&mut self) -> &mut ResourceMetadata;
     fn build(metadata: ResourceMetadata, spec: Self::Spec) -> Self;
+    fn spec(&self) -> Option<Self::Spec>;
     fn set_spec(&mut self, spec: Self::Spec);
     fn items(state: &SimState) -> &Vec<Self>;
     fn items_mut(state: &mut SimState) -> &mut Vec<Self>;
@@ -61,6 +63,9 @@ pub trait Resource: Message + Name + Clone + Default + Send + 'static {
     fn charges(&self) -> Charges {
         Charges::default()
     }
+    /// Fills what the service fills when a request leaves it empty (the fields annotated
+    /// NON_EMPTY_DEFAULT, [`defaults`]), on create and again after an update emptied them.
+    fn fill_defaults(&mut self, _context: &FillContext) {}
     /// The region a resource declares itself (projects do); others inherit their parent's.
     fn own_region(&self) -> Option<String> {
         None
@@ -94,6 +99,9 @@ macro_rules! resource_basics {
                 spec: Some(spec),
                 status: None,
             }
+        }
+        fn spec(&self) -> Option<Self::Spec> {
+            self.spec.clone()
         }
         fn set_spec(&mut self, spec: Self::Spec) {
             self.spec = Some(spec);
@@ -141,6 +149,10 @@ impl Resource for vpc::Network {
         networks
     );
 
+    fn fill_defaults(&mut self, context: &FillContext) {
+        defaults::network(self.spec.get_or_insert_with(Default::default), context);
+    }
+
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let status = self.status.get_or_insert_with(Default::default);
         status.state = match phase {
@@ -166,6 +178,10 @@ impl Resource for vpc::Network {
 
 impl Resource for vpc::Subnet {
     resource_basics!(vpc::Subnet, vpc::SubnetSpec, "vpcsubnet", "vpc", subnets);
+
+    fn fill_defaults(&mut self, _context: &FillContext) {
+        defaults::subnet(self.spec.get_or_insert_with(Default::default));
+    }
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let id = self.id().to_string();
@@ -197,6 +213,10 @@ impl Resource for vpc::Subnet {
 
 impl Resource for vpc::Pool {
     resource_basics!(vpc::Pool, vpc::PoolSpec, "vpcpool", "vpc", pools);
+
+    fn fill_defaults(&mut self, _context: &FillContext) {
+        defaults::pool(self.spec.get_or_insert_with(Default::default));
+    }
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let status = self.status.get_or_insert_with(Default::default);
@@ -296,6 +316,10 @@ impl Resource for mk8s::NodeGroup {
         node_groups
     );
 
+    fn fill_defaults(&mut self, context: &FillContext) {
+        defaults::node_group(self.spec.get_or_insert_with(Default::default), context);
+    }
+
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let target = match self.spec.as_ref().and_then(|s| s.size.as_ref()) {
             Some(mk8s::node_group_spec::Size::FixedNodeCount(n)) => *n,
@@ -387,6 +411,10 @@ impl Resource for compute::Filesystem {
         "compute",
         filesystems
     );
+
+    fn fill_defaults(&mut self, _context: &FillContext) {
+        defaults::filesystem(self.spec.get_or_insert_with(Default::default));
+    }
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
         let size = self.spec.as_ref().map_or(0, filesystem_bytes);
@@ -486,6 +514,10 @@ impl Resource for storage::Bucket {
         "storage",
         buckets
     );
+
+    fn fill_defaults(&mut self, _context: &FillContext) {
+        defaults::bucket(self.spec.get_or_insert_with(Default::default));
+    }
 
     fn set_phase(&mut self, phase: Phase, region: &str) {
         let status = self.status.get_or_insert_with(Default::default);

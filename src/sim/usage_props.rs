@@ -251,7 +251,7 @@ proptest! {
                     core.update::<mk8s::NodeGroup>(
                         &ctx(n),
                         g.metadata.clone().unwrap_or_default(),
-                        spec,
+                        Some(spec),
                         0,
                     )
                 }

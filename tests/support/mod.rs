@@ -97,6 +97,8 @@ pub struct SimProcess {
     child: std::process::Child,
     pub endpoint: String,
     pub tenant: String,
+    /// The probe image it runs (`FLEETBOT_PROBE_IMAGE` for commands that verify).
+    pub probe_image: String,
 }
 
 impl Drop for SimProcess {
@@ -139,12 +141,20 @@ impl SimProcess {
             .trim()
             .trim_start_matches("tenant: ")
             .to_string();
+        let probe_image = lines
+            .next()
+            .unwrap()
+            .unwrap()
+            .trim()
+            .trim_start_matches("probe image: ")
+            .to_string();
         // Keep draining stdout so the server never writes into a closed pipe.
         std::thread::spawn(move || for _ in lines {});
         SimProcess {
             child,
             endpoint,
             tenant,
+            probe_image,
         }
     }
 }

@@ -3,7 +3,7 @@
 use tonic::transport::Channel;
 
 use super::convert::{labels, meta_field, new_meta, relabelled, resource_version};
-use super::rpc::{get, list_all, mutate};
+use super::rpc::{get, list_all, mutate, update};
 use crate::cloud::client::{Host, NebiusClient};
 use crate::cloud::domain::{CloudResult, Filesystem, GpuCluster, Labels, State};
 use crate::cloud::proto::nebius::compute::v1 as compute;
@@ -73,7 +73,7 @@ pub(super) async fn resize_filesystem(
         metadata: Some(metadata),
         spec: Some(spec),
     };
-    mutate!(client, Host::Compute, key, req, FilesystemService, update);
+    update!(client, Host::Compute, key, req, FilesystemService);
     get_filesystem(client, id).await
 }
 

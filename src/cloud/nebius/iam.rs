@@ -1,4 +1,5 @@
-//! IAM: the tenant and its projects (containers, in Nebius's terms).
+//! IAM: the tenant and its projects, over IAM v2 (v1's Project and Tenant services end on
+//! 2026-12-16; every project and tenant stays reachable through v2).
 
 use tonic::transport::Channel;
 
@@ -6,7 +7,7 @@ use super::convert::{labels, meta_field, new_meta};
 use super::rpc::{get, list_all, mutate};
 use crate::cloud::client::{Host, NebiusClient};
 use crate::cloud::domain::{CloudResult, Labels, Project, State, Tenant};
-use crate::cloud::proto::nebius::iam::v1 as iam;
+use crate::cloud::proto::nebius::iam::v2 as iam;
 
 type TenantService = iam::tenant_service_client::TenantServiceClient<Channel>;
 type ProjectService = iam::project_service_client::ProjectServiceClient<Channel>;
@@ -49,7 +50,7 @@ pub(super) async fn create_project(
 ) -> CloudResult<Project> {
     let req = iam::CreateProjectRequest {
         metadata: Some(new_meta(tenant_id, name, labels)),
-        spec: Some(iam::ContainerSpec {
+        spec: Some(iam::ProjectSpec {
             region: region.to_string(),
         }),
     };
@@ -57,44 +58,58 @@ pub(super) async fn create_project(
     get_project(client, &id).await
 }
 
-fn project_from(c: iam::Container) -> Project {
-    let status = c.status.clone().unwrap_or_default();
-    let state = project_state(&status);
-    let region = c
-        .spec
+fn project_from(p: iam::Project) -> Project {
+    let state = p
+        .status
         .as_ref()
-        .map(|s| s.region.clone())
-        .filter(|r| !r.is_empty())
-        .unwrap_or(status.region);
+        .map_or(State::Other, |s| project_state(s.project_state));
     Project {
-        id: meta_field(&c.metadata, |m| &m.id),
-        tenant_id: meta_field(&c.metadata, |m| &m.parent_id),
-        name: meta_field(&c.metadata, |m| &m.name),
-        region,
+        id: meta_field(&p.metadata, |m| &m.id),
+        tenant_id: meta_field(&p.metadata, |m| &m.parent_id),
+        name: meta_field(&p.metadata, |m| &m.name),
+        region: p
+            .spec
+            .as_ref()
+            .map(|s| s.region.clone())
+            .unwrap_or_default(),
         state,
-        labels: labels(&c.metadata),
+        labels: labels(&p.metadata),
     }
 }
 
-/// Suspension wins over the lifecycle state: a suspended project is unusable whatever its
-/// lifecycle says.
-fn project_state(status: &iam::ContainerStatus) -> State {
-    if status.suspension_state == iam::SuspensionState::Suspended as i32
-        || status.suspension_state == iam::SuspensionState::Suspending as i32
-    {
-        return State::Suspended;
-    }
-    match iam::State::try_from(status.container_state) {
-        Ok(iam::State::Active) => State::Ready,
-        Ok(iam::State::Creating) | Ok(iam::State::Created) | Ok(iam::State::Activating) => {
-            State::Creating
-        }
-        Ok(iam::State::SchedulingForDeletion)
-        | Ok(iam::State::ScheduledForDeletion)
-        | Ok(iam::State::SchedulingForDeletionByParent)
-        | Ok(iam::State::ScheduledForDeletionByParent)
-        | Ok(iam::State::Purging)
-        | Ok(iam::State::Purged) => State::Deleting,
+/// A parked (or parking) project cannot be used, whatever else it is: fleetbot treats it as
+/// suspended, as it treated v1's suspension.
+fn project_state(state: i32) -> State {
+    use iam::project_status::ProjectState as S;
+    match S::try_from(state) {
+        Ok(S::Active) => State::Ready,
+        Ok(S::Creating | S::Created | S::Activating) => State::Creating,
+        Ok(S::Parking | S::Parked) => State::Suspended,
+        Ok(S::Purging) => State::Deleting,
         _ => State::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iam::project_status::ProjectState as S;
+
+    #[test]
+    fn every_v2_project_state_reads_as_a_domain_state() {
+        assert_eq!(project_state(S::Active as i32), State::Ready);
+        assert_eq!(project_state(S::Parked as i32), State::Suspended);
+        assert_eq!(project_state(S::Parking as i32), State::Suspended);
+        assert_eq!(project_state(S::Purging as i32), State::Deleting);
+        assert_eq!(project_state(S::Created as i32), State::Creating);
+        assert_eq!(project_state(S::StateUnspecified as i32), State::Other);
+        let p = project_from(iam::Project {
+            metadata: None,
+            spec: Some(iam::ProjectSpec {
+                region: "eu-north1".into(),
+            }),
+            status: None,
+        });
+        assert_eq!((p.region.as_str(), p.state), ("eu-north1", State::Other));
     }
 }

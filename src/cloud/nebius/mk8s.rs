@@ -5,7 +5,7 @@ use tonic::transport::Channel;
 
 use super::convert::{labels, meta_field, new_meta, relabelled, resource_version};
 use super::node_groups::{node_group_from, node_group_spec_to};
-use super::rpc::{get, list_all, mutate};
+use super::rpc::{get, list_all, mutate, update};
 use crate::cloud::client::{Host, NebiusClient};
 use crate::cloud::domain::{
     CloudResult, Cluster, ClusterSpec, Labels, NodeGroup, NodeGroupSpec, State,
@@ -69,7 +69,7 @@ pub(super) async fn update_cluster(
         metadata: Some(relabelled(current.metadata, labels, "cluster metadata")?),
         spec: Some(cluster_spec_to(spec)),
     };
-    mutate!(client, Host::Mk8s, key, req, ClusterService, update);
+    update!(client, Host::Mk8s, key, req, ClusterService);
     get_cluster(client, id).await
 }
 
@@ -121,7 +121,7 @@ pub(super) async fn update_node_group(
         metadata: Some(relabelled(current.metadata, labels, "node group metadata")?),
         spec: Some(node_group_spec_to(spec)),
     };
-    mutate!(client, Host::Mk8s, key, req, NodeGroupService, update);
+    update!(client, Host::Mk8s, key, req, NodeGroupService);
     client.get_node_group(id).await
 }
 

@@ -57,20 +57,40 @@ macro_rules! list_all {
     }};
 }
 
-/// Sends a mutation, waits for its operation, and returns the resource ID it names.
+/// Sends a mutation, waits for its operation, and returns the resource ID it names. A failed
+/// operation is reported with the request and trace IDs of the call that started it.
 macro_rules! mutate {
-    ($client:ident, $host:expr, $key:expr, $req:expr, $service:path, $method:ident) => {{
-        let op = $client
-            .call($host, Some($key), $req, |channel, request| async move {
+    ($client:ident, $host:expr, $key:expr, $req:expr, $service:path, $method:ident) => {
+        $crate::cloud::nebius::rpc::mutate!(@send $client, $host, $key, None, $req, $service, $method)
+    };
+    (@send $client:ident, $host:expr, $key:expr, $mask:expr, $req:expr, $service:path, $method:ident) => {{
+        let headers = $crate::cloud::client::CallHeaders {
+            idempotency_key: Some($key),
+            reset_mask: $mask,
+        };
+        let (op, ids) = $client
+            .call_with($host, headers, $req, |channel, request| async move {
                 <$service>::new(channel).$method(request).await
             })
             .await?;
-        let op = $client.wait($host, op).await?;
+        let op = $client
+            .wait($host, op)
+            .await
+            .map_err(|e| e.with_request_ids(&ids))?;
         op.resource_id
     }};
 }
 
-pub(super) use {get, list_all, mutate};
+/// An Update, sent as the SDK sends it: with the `x-resetmask` of everything the request leaves
+/// empty, so Nebius resets exactly that and keeps what fleetbot's protos do not know.
+macro_rules! update {
+    ($client:ident, $host:expr, $key:expr, $req:expr, $service:path) => {{
+        let mask = $crate::cloud::reset_mask::for_update(&$req);
+        $crate::cloud::nebius::rpc::mutate!(@send $client, $host, $key, Some(mask.as_str()), $req, $service, update)
+    }};
+}
+
+pub(super) use {get, list_all, mutate, update};
 
 impl NebiusClient {
     /// `OperationService.Get` on a host (tests and diagnostics).

@@ -3,7 +3,7 @@
 use tonic::transport::Channel;
 
 use super::convert::{labels, meta_field, new_meta, relabelled, resource_version};
-use super::rpc::{get, list_all, mutate};
+use super::rpc::{get, list_all, mutate, update};
 use crate::cloud::client::{Host, NebiusClient};
 use crate::cloud::domain::{Bucket, CloudResult, Labels, State};
 use crate::cloud::proto::nebius::storage::v1 as storage;
@@ -62,7 +62,7 @@ pub(super) async fn update_bucket(
         metadata: Some(metadata),
         spec: Some(spec),
     };
-    mutate!(client, Host::Storage, key, req, BucketService, update);
+    update!(client, Host::Storage, key, req, BucketService);
     get_bucket(client, id).await
 }
 
@@ -112,7 +112,11 @@ fn bucket_from(b: storage::Bucket) -> Bucket {
         max_size_bytes: spec.max_size_bytes,
         region: status.region.clone(),
         state: bucket_state(&status),
-        scheduled_for_deletion: status.deleted_at.is_some() || status.purge_at.is_some(),
+        // Soft-deleted: visible, named, unusable until undeleted or purged.
+        scheduled_for_deletion: status.state
+            == storage::bucket_status::State::ScheduledForDeletion as i32
+            || status.deleted_at.is_some()
+            || status.purge_at.is_some(),
         domain_name: status.domain_name.clone(),
         labels: labels(&b.metadata),
     }

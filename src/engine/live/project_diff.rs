@@ -77,6 +77,11 @@ fn subnet_actions(
     }
 }
 
+/// What to do about a bucket of the wanted name that is scheduled for deletion (soft-deleted
+/// on Nebius: it keeps its name until purged, and S3 refuses it). fleetbot neither undeletes
+/// it nor picks another name by itself: either is a person's decision.
+pub const SCHEDULED_BUCKET_ADVICE: &str = "the project's bucket is scheduled for deletion and keeps its name until it is purged (7 days after the deletion, unless asked otherwise): undelete it (`nebius storage bucket undelete --id <bucket ID>`) to keep its objects, or set object_storage.bucket_name to another name; fleetbot does not choose another name by itself";
+
 /// An existing bucket against the spec: resizable in place, anything else a problem.
 fn existing_bucket(
     label: &str,
@@ -93,10 +98,17 @@ fn existing_bucket(
             ),
         ));
     }
-    if found.state != State::Ready || found.scheduled_for_deletion {
+    if found.scheduled_for_deletion {
         problems.push(Problem::new(
             ProblemKind::BucketUnusable,
-            "existing bucket is not active (suspended or scheduled for deletion)",
+            SCHEDULED_BUCKET_ADVICE,
+        ));
+        return ResourceAction::new("bucket", label, Action::NoChange);
+    }
+    if found.state != State::Ready {
+        problems.push(Problem::new(
+            ProblemKind::BucketUnusable,
+            "existing bucket is not active (suspended or still changing)",
         ));
     }
     let mut a = ResourceAction::new("bucket", label, Action::NoChange);

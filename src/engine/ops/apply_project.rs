@@ -137,6 +137,13 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let name = live::bucket_name(bucket, Some(record), self.tenant, project_id, self.fleet);
         let existing = self.cloud.list_buckets(project_id).await?;
         let found = existing.into_iter().find(|b| b.name == name);
+        if found.as_ref().is_some_and(|b| b.scheduled_for_deletion) {
+            // Never resized, reused or renamed around: a person decides (docs/engine.md).
+            return Err(ApplyError::Readiness(format!(
+                "object storage: {}",
+                live::SCHEDULED_BUCKET_ADVICE
+            )));
+        }
         let key = bucket_key(self.fleet, &desired.key, &name, bucket, found.as_ref());
         let b = match found {
             Some(b) if b.max_size_bytes == bucket.max_size_bytes => b,

@@ -74,6 +74,12 @@ pub fn read_back_mismatch(b: &Bucket, want: &Expected<'_>) -> Option<String> {
     if !want.region.is_empty() && b.region != want.region {
         return differs("region", &b.region, want.region);
     }
+    if b.scheduled_for_deletion {
+        return Some(format!(
+            "object-storage bucket read-back: {}",
+            crate::engine::live::SCHEDULED_BUCKET_ADVICE
+        ));
+    }
     if b.state == State::Suspended {
         return Some("object-storage bucket read-back: the bucket is suspended".into());
     }
@@ -82,11 +88,6 @@ pub fn read_back_mismatch(b: &Bucket, want: &Expected<'_>) -> Option<String> {
             "object-storage bucket read-back: state is {:?}, not active",
             b.state
         ));
-    }
-    if b.scheduled_for_deletion {
-        return Some(
-            "object-storage bucket read-back: the bucket is scheduled for deletion".into(),
-        );
     }
     if b.storage_class != want.bucket.storage_class {
         return differs(

@@ -4,6 +4,7 @@
 //! persistence, seeding from the world, reads (here), creates, updates and deletes,
 //! idempotency, long-running operations, quota and capacity charging, and pagination.
 
+mod buckets;
 mod charging;
 mod errors;
 mod idempotency;
@@ -13,6 +14,7 @@ mod paging;
 mod persist;
 mod releases;
 mod seed;
+mod update;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,11 +22,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tonic::Status;
 
+use super::defaults::FillContext;
 use super::resources::Resource;
 use super::world::World;
 use crate::cloud::nid;
 use crate::cloud::proto::fleetbot::sim::v1::SimState;
 
+pub use buckets::is_scheduled as bucket_is_scheduled;
 pub use charging::default_unit;
 pub use errors::{invalid as errors_invalid, not_found};
 pub use mutate::CallContext;
@@ -158,7 +162,26 @@ impl Core {
         None
     }
 
-    fn region_of<R: Resource>(&self, resource: &R) -> String {
+    /// What a resource's defaults are filled from: its region, and for a node group its
+    /// cluster's control-plane subnet.
+    pub(crate) fn fill_context<R: Resource>(&self, resource: &R) -> FillContext {
+        let cluster_subnet_id = self
+            .state
+            .clusters
+            .iter()
+            .find(|c| c.id() == resource.parent_id())
+            .and_then(|c| c.spec.as_ref())
+            .and_then(|s| s.control_plane.as_ref())
+            .map(|cp| cp.subnet_id.clone())
+            .unwrap_or_default();
+        FillContext {
+            id: resource.id().to_string(),
+            region: self.region_of(resource),
+            cluster_subnet_id,
+        }
+    }
+
+    pub(crate) fn region_of<R: Resource>(&self, resource: &R) -> String {
         resource
             .own_region()
             .or_else(|| self.region_of_parent(resource.parent_id()))

@@ -26,6 +26,8 @@ pub struct CallContext {
     pub caller: String,
     /// A scripted fault that strikes after the call took effect: (code, message).
     pub lost_reply: Option<(Code, String)>,
+    /// `x-resetmask`, as sent (an Update's; `None` when the header is absent).
+    pub reset_mask: Option<String>,
 }
 
 impl Core {
@@ -55,6 +57,7 @@ impl Core {
         metadata.created_at = Some(timestamp(now));
         metadata.updated_at = Some(timestamp(now));
         let mut resource = R::build(metadata, spec);
+        resource.fill_defaults(&self.fill_context(&resource));
         let op = self.new_operation(R::SERVICE, &region, format!("Create {}", R::KIND), &id, ctx);
 
         if let Err(failure) = self.charge(&region, &resource.charges(), &id, R::SERVICE) {
@@ -157,42 +160,6 @@ impl Core {
         Ok(())
     }
 
-    pub fn update<R: Resource>(
-        &mut self,
-        ctx: &CallContext,
-        metadata: ResourceMetadata,
-        spec: R::Spec,
-        latency_ms: u64,
-    ) -> Result<Operation, Status> {
-        if let Some(op) = self.replay(ctx)? {
-            return Ok(op);
-        }
-        let id = metadata.id.clone();
-        let current: R = self.get(&id)?;
-        self.conflict(R::SERVICE, &id)?;
-        let current_version = current.metadata().map_or(0, |m| m.resource_version);
-        if metadata.resource_version != 0 && metadata.resource_version != current_version {
-            return Err(Status::failed_precondition(format!(
-                "resource_version {} does not match the current {current_version}",
-                metadata.resource_version
-            )));
-        }
-        let region = self.region_of(&current);
-        let mut next = next_version(&current, &metadata, spec);
-        let op = self.new_operation(R::SERVICE, &region, format!("Update {}", R::KIND), &id, ctx);
-        self.release(&region, &current.charges(), &id);
-        if let Err(failure) = self.charge(&region, &next.charges(), &id, R::SERVICE) {
-            // Put the old charges back: a refused update changes nothing.
-            let _ = self.charge(&region, &current.charges(), &id, R::SERVICE);
-            return self.conclude(ctx, op, "update", 0, Some(failure));
-        }
-        next.set_phase(Phase::Updating, &region);
-        if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
-            *slot = next;
-        }
-        self.conclude(ctx, op, "update", latency_ms, None)
-    }
-
     pub fn delete<R: Resource>(
         &mut self,
         ctx: &CallContext,
@@ -203,21 +170,7 @@ impl Core {
             return Ok(op);
         }
         let current: R = self.get(id)?;
-        self.conflict(R::SERVICE, id)?;
-        if let Some(blocker) = self.delete_blocker::<R>(id) {
-            return Err(status_with_service_error(
-                Code::FailedPrecondition,
-                &blocker,
-                service_error(
-                    R::SERVICE,
-                    "BadResourceState",
-                    service_error::Details::BadResourceState(common::BadResourceState {
-                        resource_id: id.to_string(),
-                        message: blocker.clone(),
-                    }),
-                ),
-            ));
-        }
+        self.check_delete::<R>(id)?;
         let region = self.region_of(&current);
         let op = self.new_operation(R::SERVICE, &region, format!("Delete {}", R::KIND), id, ctx);
         if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
@@ -226,9 +179,48 @@ impl Core {
         self.conclude(ctx, op, "delete", latency_ms, None)
     }
 
+    /// What a Delete checks before it acts: no other operation runs on the resource, and
+    /// nothing that depends on it is left.
+    pub fn check_delete<R: Resource>(&self, id: &str) -> Result<(), Status> {
+        self.conflict(R::SERVICE, id)?;
+        let Some(blocker) = self.delete_blocker::<R>(id) else {
+            return Ok(());
+        };
+        Err(status_with_service_error(
+            Code::FailedPrecondition,
+            &blocker,
+            service_error(
+                R::SERVICE,
+                "BadResourceState",
+                service_error::Details::BadResourceState(common::BadResourceState {
+                    resource_id: id.to_string(),
+                    message: blocker.clone(),
+                }),
+            ),
+        ))
+    }
+
+    /// A dry run's answer: an operation about `id`, done at once, that changed nothing.
+    pub fn dry_run<R: Resource>(
+        &mut self,
+        ctx: &CallContext,
+        id: &str,
+    ) -> Result<Operation, Status> {
+        let current: R = self.get(id)?;
+        self.check_delete::<R>(id)?;
+        let region = self.region_of(&current);
+        let mut op =
+            self.new_operation(R::SERVICE, &region, format!("Dry run {}", R::KIND), id, ctx);
+        op.status = Some(crate::cloud::error::operation_status(Code::Ok, "", None));
+        op.finished_at = Some(timestamp(now_ms()));
+        self.state.operations.push(op.clone());
+        self.persist()?;
+        Ok(op)
+    }
+
     /// Starts the accepted (or already failed) operation, remembers it under the call's
     /// idempotency key, and saves the state before the caller hears of it.
-    fn conclude(
+    pub(super) fn conclude(
         &mut self,
         ctx: &CallContext,
         op: Operation,
@@ -262,6 +254,13 @@ impl Core {
                         .is_some_and(|cp| cp.subnet_id == id)
                 })
                 .then(|| format!("subnet {id} is used by a cluster")),
+            "project" => {
+                let holds = self.state.clusters.iter().any(|c| c.parent_id() == id)
+                    || self.state.filesystems.iter().any(|f| f.parent_id() == id)
+                    || self.state.gpu_clusters.iter().any(|g| g.parent_id() == id)
+                    || self.state.buckets.iter().any(|b| b.parent_id() == id);
+                holds.then(|| format!("project {id} still holds resources"))
+            }
             "computefilesystem" => self
                 .state
                 .node_groups
@@ -277,20 +276,4 @@ impl Core {
             _ => None,
         }
     }
-}
-
-/// `current` with the update's spec, labels and name (an empty name keeps the old one), one
-/// version on.
-fn next_version<R: Resource>(current: &R, metadata: &ResourceMetadata, spec: R::Spec) -> R {
-    let version = current.metadata().map_or(0, |m| m.resource_version) + 1;
-    let mut next = current.clone();
-    next.set_spec(spec);
-    let m = next.metadata_mut();
-    m.labels = metadata.labels.clone();
-    if !metadata.name.is_empty() {
-        m.name = metadata.name.clone();
-    }
-    m.resource_version = version;
-    m.updated_at = Some(timestamp(now_ms()));
-    next
 }

@@ -86,6 +86,19 @@ impl Core {
             created_at: Some(timestamp(now_ms())),
             created_by: ctx.caller.clone(),
             request: ctx.request.clone(),
+            // As production shows it: the headers that shaped the request, lower-cased.
+            request_headers: ctx
+                .reset_mask
+                .iter()
+                .map(|mask| {
+                    (
+                        crate::cloud::reset_mask::HEADER.to_string(),
+                        common::operation::RequestHeader {
+                            values: vec![mask.clone()],
+                        },
+                    )
+                })
+                .collect(),
             resource_id: resource_id.to_string(),
             ..Default::default()
         }
@@ -124,6 +137,7 @@ impl Core {
 
     /// Completes every operation whose time has come.
     pub fn advance(&mut self) {
+        self.purge_due_buckets();
         let now = now_ms();
         let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.state.pending)
             .into_iter()
@@ -187,10 +201,17 @@ impl Core {
                         .is_none_or(|s| s.cluster_id != p.resource_id)
                 });
             }
+            if R::KIND == "project" {
+                // Its default network and subnet (all a deletable project holds) go with it.
+                self.delete_children::<vpc::Subnet>(&region, &p.resource_id);
+                self.delete_children::<vpc::Network>(&region, &p.resource_id);
+            }
             self.release(&region, &current.charges(), &p.resource_id);
             // A bucket's objects go with it.
             self.state.objects.retain(|o| o.bucket_id != p.resource_id);
             self.items_mut::<R>().retain(|r| r.id() != p.resource_id);
+        } else if p.action == "schedule-deletion" {
+            // A soft-deleted bucket stays as it is until purged or undeleted.
         } else if let Some(slot) = self
             .items_mut::<R>()
             .iter_mut()
@@ -200,6 +221,19 @@ impl Core {
             if R::KIND == "mk8snodegroup" {
                 self.degrade_node_group(&p.resource_id);
             }
+        }
+    }
+
+    /// Removes the resources of one kind under `parent_id`, freeing what they were charged.
+    fn delete_children<R: Resource>(&mut self, region: &str, parent_id: &str) {
+        let children: Vec<R> = R::items(&self.state)
+            .iter()
+            .filter(|r| r.parent_id() == parent_id)
+            .cloned()
+            .collect();
+        for child in children {
+            self.release(region, &child.charges(), child.id());
+            self.items_mut::<R>().retain(|r| r.id() != child.id());
         }
     }
 

@@ -157,7 +157,7 @@ impl iam2::access_key_service_server::AccessKeyService for SimService {
         let mut spec = current.spec.unwrap_or_default();
         spec.description = r.spec.unwrap_or_default().description;
         let latency = core.latency();
-        let op = core.update::<iam2::AccessKey>(&ctx, metadata, spec, latency)?;
+        let op = core.update::<iam2::AccessKey>(&ctx, metadata, Some(spec), latency)?;
         lost(&ctx)?;
         Ok(Response::new(op))
     }

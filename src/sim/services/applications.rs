@@ -86,30 +86,10 @@ impl apps::k8s_release_service_server::K8sReleaseService for SimService {
         let ctx = self.enter(&request, &format!("{SERVICE}/Update")).await?;
         let r = request.into_inner();
         let metadata = r.metadata.unwrap_or_default();
-        let spec = r.spec.unwrap_or_default();
+        // The identity fields are IMMUTABLE upstream: the update's validation refuses a change.
         let mut core = self.lock();
-        let current = core.get::<apps::K8sRelease>(&metadata.id)?;
-        let have = current.spec.unwrap_or_default();
-        for (field, was, now) in [
-            ("spec.cluster_id", &have.cluster_id, &spec.cluster_id),
-            ("spec.product_slug", &have.product_slug, &spec.product_slug),
-            ("spec.namespace", &have.namespace, &spec.namespace),
-            (
-                "spec.application_name",
-                &have.application_name,
-                &spec.application_name,
-            ),
-        ] {
-            if was != now {
-                return Err(errors_invalid(
-                    "applications",
-                    field,
-                    &format!("{field} is immutable"),
-                ));
-            }
-        }
         let latency = core.latency();
-        let op = core.update::<apps::K8sRelease>(&ctx, metadata, spec, latency)?;
+        let op = core.update::<apps::K8sRelease>(&ctx, metadata, r.spec, latency)?;
         super::lost(&ctx)?;
         Ok(Response::new(op))
     }

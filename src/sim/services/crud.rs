@@ -3,10 +3,52 @@
 //! service's own methods passed in as a block.
 
 macro_rules! crud {
+    // The service's own Delete (buckets are soft-deleted): `delete: Request => handler`.
+    (
+        $trait:path, $service:literal, $res:ty,
+        get: $get:ty, by_name: $by_name:ty, list: $list:ty => $list_resp:ty,
+        create: $create:ty, update: $update:ty, delete: $delete:ty => $handler:ident,
+        { $($extra:tt)* }
+    ) => {
+        $crate::sim::services::crud::crud!(
+            @base $trait, $service, $res,
+            get: $get, by_name: $by_name, list: $list => $list_resp,
+            create: $create, update: $update,
+            {
+                async fn delete(&self, request: ::tonic::Request<$delete>) -> Result<::tonic::Response<$crate::cloud::proto::nebius::common::v1::Operation>, ::tonic::Status> {
+                    self.$handler(request).await
+                }
+                $($extra)*
+            }
+        );
+    };
     (
         $trait:path, $service:literal, $res:ty,
         get: $get:ty, by_name: $by_name:ty, list: $list:ty => $list_resp:ty,
         create: $create:ty, update: $update:ty, delete: $delete:ty,
+        { $($extra:tt)* }
+    ) => {
+        $crate::sim::services::crud::crud!(
+            @base $trait, $service, $res,
+            get: $get, by_name: $by_name, list: $list => $list_resp,
+            create: $create, update: $update,
+            {
+                async fn delete(&self, request: ::tonic::Request<$delete>) -> Result<::tonic::Response<$crate::cloud::proto::nebius::common::v1::Operation>, ::tonic::Status> {
+                    let ctx = self.enter(&request, concat!("/", $service, "/Delete")).await?;
+                    let mut core = self.lock();
+                    let latency = core.latency();
+                    let op = core.delete::<$res>(&ctx, &request.get_ref().id, latency)?;
+                    $crate::sim::services::lost(&ctx)?;
+                    Ok(::tonic::Response::new(op))
+                }
+                $($extra)*
+            }
+        );
+    };
+    (
+        @base $trait:path, $service:literal, $res:ty,
+        get: $get:ty, by_name: $by_name:ty, list: $list:ty => $list_resp:ty,
+        create: $create:ty, update: $update:ty,
         { $($extra:tt)* }
     ) => {
         #[tonic::async_trait]
@@ -45,15 +87,7 @@ macro_rules! crud {
                 let r = request.into_inner();
                 let mut core = self.lock();
                 let latency = core.latency();
-                let op = core.update::<$res>(&ctx, r.metadata.unwrap_or_default(), r.spec.unwrap_or_default(), latency)?;
-                $crate::sim::services::lost(&ctx)?;
-                Ok(::tonic::Response::new(op))
-            }
-            async fn delete(&self, request: ::tonic::Request<$delete>) -> Result<::tonic::Response<$crate::cloud::proto::nebius::common::v1::Operation>, ::tonic::Status> {
-                let ctx = self.enter(&request, concat!("/", $service, "/Delete")).await?;
-                let mut core = self.lock();
-                let latency = core.latency();
-                let op = core.delete::<$res>(&ctx, &request.get_ref().id, latency)?;
+                let op = core.update::<$res>(&ctx, r.metadata.unwrap_or_default(), r.spec, latency)?;
                 $crate::sim::services::lost(&ctx)?;
                 Ok(::tonic::Response::new(op))
             }

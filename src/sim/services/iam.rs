@@ -81,7 +81,7 @@ impl iam::project_service_server::ProjectService for SimService {
         Ok(Response::new(core.update::<iam::Container>(
             &ctx,
             r.metadata.unwrap_or_default(),
-            r.spec.unwrap_or_default(),
+            r.spec,
             latency,
         )?))
     }

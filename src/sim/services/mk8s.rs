@@ -35,7 +35,7 @@ crud!(
             let group: mk8s::NodeGroup = core.get(&request.get_ref().id)?;
             let latency = core.latency();
             let metadata = group.metadata.clone().unwrap_or_default();
-            Ok(Response::new(core.update::<mk8s::NodeGroup>(&ctx, metadata, group.spec.unwrap_or_default(), latency)?))
+            Ok(Response::new(core.update::<mk8s::NodeGroup>(&ctx, metadata, group.spec, latency)?))
         }
         async fn get_compatibility_matrix(&self, request: Request<mk8s::GetNodeGroupCompatibilityMatrixRequest>) -> Result<Response<mk8s::NodeGroupCompatibilityMatrix>, Status> {
             self.enter(&request, "/nebius.mk8s.v1.NodeGroupService/GetCompatibilityMatrix").await?;

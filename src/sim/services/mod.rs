@@ -11,6 +11,7 @@ mod compute;
 mod crud;
 mod faults;
 mod iam;
+mod iam2;
 mod mk8s;
 mod operations;
 mod quotas;
@@ -24,6 +25,8 @@ use sha2::{Digest, Sha256};
 use tonic::{Request, Status};
 
 use super::core::{CallContext, Core, now_ms};
+use super::rules::validate;
+use crate::cloud::{reset_mask, schema};
 use faults::FaultState;
 
 /// Shared state of one simulator instance.
@@ -73,16 +76,32 @@ impl SimService {
         let lost_reply = self.inject_fault(method).await?;
         let caller = self.authenticate(request)?;
         let body = request.get_ref();
-        Ok(CallContext {
-            idempotency_key: request
+        let violations = validate::request(method, &schema::to_dynamic(body));
+        if !violations.is_empty() {
+            return Err(validate::refusal(service_of(method), &violations));
+        }
+        let header = |name: &str| {
+            request
                 .metadata()
-                .get("x-idempotency-key")
+                .get(name)
                 .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
-            request_digest: hex::encode(Sha256::digest(body.encode_to_vec())),
+                .map(str::to_string)
+        };
+        let reset_mask = header(reset_mask::HEADER);
+        // The mask is part of the request: the same key with another mask is another request.
+        let mut digest = Sha256::new();
+        digest.update(body.encode_to_vec());
+        if let Some(mask) = &reset_mask {
+            digest.update(b"\0x-resetmask\0");
+            digest.update(mask.as_bytes());
+        }
+        Ok(CallContext {
+            idempotency_key: header("x-idempotency-key"),
+            request_digest: hex::encode(digest.finalize()),
             request: prost_types::Any::from_msg(body).ok(),
             caller,
             lost_reply,
+            reset_mask,
         })
     }
 
@@ -133,6 +152,16 @@ impl SimService {
     pub fn with_core<T>(&self, f: impl FnOnce(&mut Core) -> T) -> T {
         f(&mut self.core())
     }
+}
+
+/// The service a method's errors name: its package's first part after `nebius.`
+/// (`/nebius.mk8s.v1.ClusterService/Create` → `mk8s`).
+fn service_of(method: &str) -> &str {
+    method
+        .trim_start_matches('/')
+        .strip_prefix("nebius.")
+        .and_then(|rest| rest.split('.').next())
+        .unwrap_or("api")
 }
 
 /// Raises a fault scripted to strike after the effect.
