@@ -834,16 +834,16 @@ fn authorize(
     operation: &str,
     params: &BTreeMap<String, String>,
     bearer: &str,
-) -> Result<(), Answer> {
+) -> Result<(), Box<Answer>> {
     w.scope = None;
     let Some(rule) = permissions::rule(operation) else {
         violations.push(format!(
             "{operation}: no row in the fake's permission table (tests/support/fake_github/permissions.rs)"
         ));
-        return Err(Answer::json(
+        return Err(Box::new(Answer::json(
             403,
             json!({"message": "Resource not accessible by integration", "documentation_url": openapi().docs_url(operation), "status": "403"}),
-        ));
+        )));
     };
     match rule.needs {
         Needs::Code => {
@@ -852,13 +852,13 @@ fn authorize(
                 violations.push(format!(
                     "{operation}: a token was sent to an unauthenticated endpoint"
                 ));
-                return Err(bad_credentials());
+                return Err(Box::new(bad_credentials()));
             }
             Ok(())
         }
         Needs::Jwt => verify_jwt(bearer).map_err(|e| {
             violations.push(format!("{operation}: {e}"));
-            bad_credentials()
+            Box::new(bad_credentials())
         }),
         Needs::AnyToken | Needs::AnyOf(_) | Needs::ByTarget(_) => {
             let (grants, repos) = if let Some(token) = w.tokens.get(bearer).cloned() {
@@ -870,7 +870,7 @@ fn authorize(
                         401,
                         "the installation token expired".into(),
                     );
-                    return Err(bad_credentials());
+                    return Err(Box::new(bad_credentials()));
                 }
                 w.caller = BOT_LOGIN.into();
                 w.token_reach(&token)
@@ -893,7 +893,7 @@ fn authorize(
                     "not a token GitHub issued"
                 };
                 refuse(w, violations, operation, 401, reason.into());
-                return Err(bad_credentials());
+                return Err(Box::new(bad_credentials()));
             };
             let full = repo_full(params);
             if params.contains_key("owner") && !repos.contains(&full) {
@@ -905,10 +905,10 @@ fn authorize(
                     404,
                     format!("{full} is not a repository of the token's installation"),
                 );
-                return Err(Answer::json(
+                return Err(Box::new(Answer::json(
                     404,
                     json!({"message": "Not Found", "documentation_url": openapi().docs_url(operation), "status": "404"}),
-                ));
+                )));
             }
             let num = |k: &str| params.get(k).and_then(|v| v.parse::<u64>().ok());
             let target_is_pr = if let Some(n) = num("issue_number") {
@@ -938,7 +938,7 @@ fn authorize(
                 );
                 a.headers
                     .push(("x-accepted-github-permissions".into(), accepted));
-                return Err(a);
+                return Err(Box::new(a));
             }
             w.scope = Some(repos);
             Ok(())
@@ -1038,7 +1038,7 @@ async fn handle(
             json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}),
         )
     } else if let Err(refused) = authorize(&mut w, &mut violations, &operation, &params, &bearer) {
-        refused
+        *refused
     } else if w.flaky_rate > 0.0 && !operation.starts_with("apps/") && {
         // xorshift: the same seed gives the same campaign.
         w.flaky_seed ^= w.flaky_seed << 13;
