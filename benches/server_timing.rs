@@ -4,7 +4,7 @@
 //! its target, and in docs/status.md.
 //!
 //! ```sh
-//! cargo bench --bench server_timing            # every figure
+//! cargo bench --bench server_timing            # every figure (--profile dev: the debug build)
 //! cargo bench --bench server_timing -- healthz # those whose name contains "healthz"
 //! ```
 //!
