@@ -31,7 +31,9 @@ fn split_line(data: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// `spec`: the whole reader (YAML with positions and limits, defaults merged into every
-/// cluster, names resolved, strict types) and validation, as `fleetbot plan` runs them.
+/// cluster, names resolved, strict types) and validation, as `fleetbot plan` runs them; and
+/// the round trip: a spec that loads, written back out as canonical YAML, loads again as the
+/// same fleet.
 pub fn spec(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -41,9 +43,159 @@ pub fn spec(data: &[u8]) {
         Err(e) => assert!(e.to_string().starts_with("fleets/fuzz.yaml"), "{e}"),
         Ok(spec) => {
             // What every command does next with a valid spec.
-            let _ = format!("{spec:?}");
+            let described = format!("{spec:?}");
+            spec_round_trip(text, &described);
         }
     }
+}
+
+/// The reader's round trip: the document's tree (aliases expanded) written back as block YAML
+/// in one canonical form (every string double-quoted with ASCII escapes, numbers, booleans and
+/// nulls plain) reads back to the same tree and the same fleet, positions aside. What this
+/// holds: the reader's meaning depends on the values alone, never on how they were written
+/// (quoting style, flow or block, anchors, comments), and it reads its own canonical output.
+pub fn spec_round_trip(text: &str, described: &str) {
+    use fleetbot::spec::yaml::{Limits, parse};
+    let tree = parse(text, Limits::default()).expect("a spec that loaded parses");
+    let mut canonical = String::new();
+    emit_map_or_value(&tree, 0, &mut canonical);
+    if canonical.len() > Limits::default().max_bytes {
+        // Aliases expanded past the reader's size limit: not a document it would take.
+        return;
+    }
+    let again = fleetbot::spec::load_str(&canonical, "fleets/fuzz.yaml")
+        .unwrap_or_else(|e| panic!("the canonical form does not load: {e}\n{canonical}"));
+    let reparsed = parse(&canonical, Limits::default()).expect("it loaded");
+    assert_eq!(
+        without_positions(&tree),
+        without_positions(&reparsed),
+        "{canonical}"
+    );
+    assert_eq!(
+        scrub_positions(described),
+        scrub_positions(&format!("{again:?}")),
+        "the fleet differs once written canonically:\n{canonical}"
+    );
+}
+
+/// The root: a mapping is written at the left margin, anything else as one scalar line.
+fn emit_map_or_value(node: &fleetbot::spec::yaml::Node, indent: usize, out: &mut String) {
+    use fleetbot::spec::yaml::Value;
+    match &node.value {
+        Value::Map(entries) if !entries.is_empty() => emit_map(entries, indent, out),
+        Value::Seq(items) if !items.is_empty() => emit_seq(items, indent, out),
+        _ => {
+            out.push_str(&scalar(node));
+            out.push('\n');
+        }
+    }
+}
+
+fn emit_map(entries: &[fleetbot::spec::yaml::Entry], indent: usize, out: &mut String) {
+    for e in entries {
+        let key = quoted(&e.key);
+        out.push_str(&" ".repeat(indent));
+        // YAML caps an implicit key at 1,024 characters, and escaping lengthens a key the
+        // source wrote raw: a longer one is written as an explicit key (`? key` then `: value`).
+        if key.chars().count() > 1000 {
+            out.push_str("? ");
+            out.push_str(&key);
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+        } else {
+            out.push_str(&key);
+        }
+        out.push(':');
+        emit_after_indicator(&e.value, indent, out);
+    }
+}
+
+fn emit_seq(items: &[fleetbot::spec::yaml::Node], indent: usize, out: &mut String) {
+    for item in items {
+        out.push_str(&" ".repeat(indent));
+        out.push('-');
+        emit_after_indicator(item, indent, out);
+    }
+}
+
+/// A value after `key:` or `-`: a non-empty collection on the next lines, indented two more.
+fn emit_after_indicator(node: &fleetbot::spec::yaml::Node, indent: usize, out: &mut String) {
+    use fleetbot::spec::yaml::Value;
+    match &node.value {
+        Value::Map(entries) if !entries.is_empty() => {
+            out.push('\n');
+            emit_map(entries, indent + 2, out);
+        }
+        Value::Seq(items) if !items.is_empty() => {
+            out.push('\n');
+            emit_seq(items, indent + 2, out);
+        }
+        _ => {
+            out.push(' ');
+            out.push_str(&scalar(node));
+            out.push('\n');
+        }
+    }
+}
+
+fn scalar(node: &fleetbot::spec::yaml::Node) -> String {
+    use fleetbot::spec::yaml::Value;
+    match &node.value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        // The source text, which the resolver read as this number and reads so again.
+        Value::Float(f) => f.clone(),
+        Value::Str(s) => quoted(s),
+        Value::Map(_) => "{}".into(),
+        Value::Seq(_) => "[]".into(),
+    }
+}
+
+/// A YAML double-quoted scalar holding `s`, in printable ASCII only.
+fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            ' '..='~' => out.push(c),
+            c if (c as u32) <= 0xFFFF => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push_str(&format!("\\U{:08X}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The tree with every position zeroed.
+fn without_positions(node: &fleetbot::spec::yaml::Node) -> fleetbot::spec::yaml::Node {
+    use fleetbot::spec::yaml::{Entry, Node, Pos, Value};
+    let value = match &node.value {
+        Value::Seq(items) => Value::Seq(items.iter().map(without_positions).collect()),
+        Value::Map(entries) => Value::Map(
+            entries
+                .iter()
+                .map(|e| Entry {
+                    key: e.key.clone(),
+                    key_pos: Pos::default(),
+                    value: without_positions(&e.value),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    Node::new(value, Pos::default())
+}
+
+/// A model's `Debug` text with its positions (`Pos { line, col }`, `file:line:col`) blanked.
+fn scrub_positions(text: &str) -> String {
+    static POS: OnceLock<Regex> = OnceLock::new();
+    let pos = POS.get_or_init(|| {
+        Regex::new(r"Pos \{ line: \d+, col: \d+ \}|fuzz\.yaml:\d+:\d+").expect("a regex")
+    });
+    pos.replace_all(text, "<pos>").into_owned()
 }
 
 /// `webhook`: line 1 is the `X-GitHub-Event` name, line 2 the `X-Hub-Signature-256` value,

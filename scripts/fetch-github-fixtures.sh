@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches GitHub's official REST description and webhook examples for the fake-GitHub tests
+# Fetches GitHub's official REST and webhook descriptions and webhook examples for the fake-GitHub tests
 # into target/github-fixtures/ (override with FLEETBOT_GITHUB_FIXTURES): `npm pack` of pinned
 # versions, each tarball checked against its pinned sha512 integrity (the value
 # `npm view <pkg>@<version> dist.integrity` prints), then only the needed files unpacked.
@@ -14,6 +14,9 @@ DEST="${FLEETBOT_GITHUB_FIXTURES:-target/github-fixtures}"
 PACKAGES=(
   "@octokit/openapi|23.0.2|sha512-pV8M7L9GY23AybNvTmo2nyjmpmnt6+2sRE/tqr0ZLQcPS4lnw7u5eZGNmwRNkBC3D7gZXbFx5AHzLUVRBXGDhg==|package/generated/api.github.com.json package/package.json"
   "@octokit/webhooks-examples|7.6.1|sha512-De6U3XB6O3DtCa7bKgCMzTHdeopqqZ6SNivMYJnK65ierKL1AnNIA0tkRYCRS7lwGT792d+Ps1WbfHlso6MynQ==|package/api.github.com/index.json package/package.json"
+  # GitHub's webhook description: which permission lets an App subscribe to each event
+  # (tests/github_manifest.rs holds deploy/github-app-manifest.json to it).
+  "@octokit/openapi-webhooks|12.1.0|sha512-Z5eDsLCUNbx1zHpZb1LNQirADqdMTvWJQ/deahi0ws+tWWnwHXB+Pr4jfmM9OrETS9Y5iW8ZRu1fdbudObhLrg==|package/generated/api.github.com.json package/package.json"
 )
 
 mkdir -p "$DEST/cache"

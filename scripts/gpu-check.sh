@@ -3,6 +3,10 @@
 # with the `run` tool, carrying target/debug/fleetbot built here): the graphics and MIG probes
 # run for real and their evidence is kept under $OUT (or ./gpu-check). It prints the figures to
 # record in docs/verification.md; the verdict is read from the evidence, never this script.
+# It also runs the GPU-only unit tests (`#[ignore = "needs an NVIDIA GPU: …"]` in
+# src/probe/graphics.rs and src/probe/mig.rs), which fail anywhere without a GPU: with cargo
+# where there is one, else the library's test binary built here (`cargo test --lib --no-run`)
+# and carried, named by FLEETBOT_TEST_BIN.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-check}"
@@ -21,3 +25,13 @@ for probe in graphics mig; do
   echo "probe $probe: exit $rc in $(( ($(date +%s%N) - start) / 1000000 )) ms"
   head -c 4000 "$out/$probe.json"; echo
 done
+# The GPU-only unit tests; their exit status is this script's.
+if [[ -n "${FLEETBOT_TEST_BIN:-}" ]]; then
+  "$FLEETBOT_TEST_BIN" --ignored on_a_real_gpu 2>&1 | tee "$out/unit-tests.txt"
+elif command -v cargo >/dev/null; then
+  cargo test --lib -- --ignored on_a_real_gpu 2>&1 | tee "$out/unit-tests.txt"
+else
+  echo "unit tests: not run (no cargo here and FLEETBOT_TEST_BIN is not set)" | tee "$out/unit-tests.txt"
+  exit 2
+fi
+exit "${PIPESTATUS[0]}"

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::domain::{Labels, ReleaseSpec, ReleaseState};
+use fleetbot::cloud::error::ErrorKind;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
 use fleetbot::engine::live::Action;
 use fleetbot::engine::ops::{
@@ -429,9 +430,13 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
     let text = format!("{destroyed:?}");
     assert!(text.contains("was not installed by fleetbot"), "{text}");
     assert!(cloud.get_release(&foreign.id).await.is_ok());
-    // The other cluster is gone with its releases.
-    assert!(cloud.get_cluster(train_id).await.is_err());
-    assert!(cloud.get_release(&new_ray.id).await.is_err());
+    // The other cluster is gone with its releases: the cloud says NotFound, not any error (an
+    // unreachable cloud or a refused call is not "gone").
+    let gone = |e: &fleetbot::cloud::CloudError| matches!(e.kind, ErrorKind::NotFound { .. });
+    let cluster = cloud.get_cluster(train_id).await;
+    assert!(cluster.as_ref().is_err_and(gone), "{cluster:?}");
+    let release = cloud.get_release(&new_ray.id).await;
+    assert!(release.as_ref().is_err_and(gone), "{release:?}");
     let records = store.targets("addons").await.unwrap();
     assert!(records.iter().any(|r| r.cluster_name == "render"));
 }

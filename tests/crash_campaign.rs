@@ -167,6 +167,7 @@ async fn trial(rng: &mut Rng, kill_window_ms: u64) -> Trial {
         }
     }
     app.stop().await;
+    gh.assert_clean();
     let (duplicated, orphaned, quiet) = inspect(&sim, dir.path()).await;
     Trial {
         killed_after_ms,
@@ -573,6 +574,7 @@ async fn campaign(rng: &mut Rng, fleets: usize) -> Campaign {
     for app in replicas {
         app.stop().await;
     }
+    gh.assert_clean();
     let store = fleetbot::store::PostgresStore::connect(&url).await.unwrap();
     let now = fleetbot::store::queue::now_ms();
     use fleetbot::store::OverviewStore;

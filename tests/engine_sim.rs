@@ -452,14 +452,15 @@ async fn interrupted_deploys_converge_without_duplicates() {
         .unwrap();
     assert_eq!((result.deployed, result.failed), (3, 0), "{result:#?}");
 
-    // No duplicate and no unlabelled resource anywhere.
+    // Exactly the spec's clusters, each with its two node groups, and no unlabelled resource
+    // anywhere. (The simulator refuses a second resource of one name in one parent, as Nebius
+    // does, so counting distinct names could never fail; an extra resource under another
+    // name, or a missing one, fails this.)
+    assert_eq!(live_shape(&cloud, &tenant).await, spec_shape(&fleet));
     let projects = cloud.list_projects(&tenant).await.unwrap();
     assert_eq!(projects.len(), 2, "{projects:#?}");
     for p in &projects {
         let clusters = cloud.list_clusters(&p.id).await.unwrap();
-        let mut names: Vec<_> = clusters.iter().map(|c| c.name.clone()).collect();
-        names.dedup();
-        assert_eq!(names.len(), clusters.len());
         assert!(clusters.iter().all(|c| owned(&c.labels)));
         for c in &clusters {
             let groups = cloud.list_node_groups(&c.id).await.unwrap();
@@ -502,16 +503,38 @@ async fn injected_unavailable_and_failed_operations_then_converge() {
     let result = last.unwrap();
     assert_eq!((result.deployed, result.failed), (3, 0), "{result:#?}");
     assert!(sim.service.faults_fired() >= 1);
-    for p in cloud.list_projects(&tenant).await.unwrap() {
-        let clusters = cloud.list_clusters(&p.id).await.unwrap();
-        for c in &clusters {
-            let groups = cloud.list_node_groups(&c.id).await.unwrap();
-            let mut names: Vec<_> = groups.iter().map(|g| g.name.clone()).collect();
-            names.sort();
-            names.dedup();
-            assert_eq!(names.len(), groups.len(), "no duplicate node group");
+    // Exactly the spec's clusters with their two node groups each, though creates failed.
+    assert_eq!(live_shape(&cloud, &tenant).await, spec_shape(&fleet));
+}
+
+/// `(project, cluster, node groups)` as the cloud holds them, sorted.
+async fn live_shape(cloud: &impl Cloud, tenant: &str) -> Vec<(String, String, usize)> {
+    let mut shape = Vec::new();
+    for p in cloud.list_projects(tenant).await.unwrap() {
+        for c in cloud.list_clusters(&p.id).await.unwrap() {
+            let groups = cloud.list_node_groups(&c.id).await.unwrap().len();
+            shape.push((p.name.clone(), c.name.clone(), groups));
         }
     }
+    shape.sort();
+    shape
+}
+
+/// `(project, cluster, node groups)` as the spec declares them (a CPU and a GPU pool each).
+fn spec_shape(fleet: &FleetSpec) -> Vec<(String, String, usize)> {
+    let mut shape: Vec<_> = fleet
+        .cluster_targets()
+        .map(|(p, c)| {
+            let groups = usize::from(c.cpu_nodes.is_some()) + usize::from(c.gpu_nodes.is_some());
+            (
+                p.display_name(&fleet.project_prefix),
+                c.name.clone(),
+                groups,
+            )
+        })
+        .collect();
+    shape.sort();
+    shape
 }
 
 /// Every kind fleetbot creates: a pinned project without a network (so fleetbot makes its

@@ -149,6 +149,7 @@ impl Harness {
 
     /// Delivers a signed event and waits for its job.
     async fn deliver(&mut self, event: &str, body: &[u8]) -> Handled {
+        fake_github::manifest::assert_subscribed(event);
         let id = self.next_delivery_id();
         let (status, text) = self
             .post(event, &id, body, Some(sign(SECRET.as_bytes(), body)))

@@ -119,9 +119,24 @@ impl Server {
             .expect("the workers are running")
     }
 
-    /// No further job finishes within a moment (deliveries already answered were all seen).
-    async fn assert_no_more_jobs(&mut self) {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    /// Stops the server once `store` holds nothing left to run (every delivery answered is
+    /// stored before its answer, so nothing can come later), then fails if any job ran that the
+    /// test did not take. The workers have ended, so every job that ran has reported: a late
+    /// duplicate cannot slip past, as it could past a fixed wait.
+    async fn stop_with_no_more_jobs<Q: JobQueue>(mut self, store: &Q) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let counts = store.counts().await.unwrap();
+            if counts.queued == 0 && counts.running == 0 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the queue never settled: {counts:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        self.server.shutdown(Duration::from_secs(10)).await.unwrap();
         if let Ok(extra) = self.jobs.try_recv() {
             panic!("an unexpected job ran: {extra:?}");
         }
@@ -218,7 +233,7 @@ async fn a_job_whose_every_attempt_died_is_parked_not_run_again<B: Backend>(b: B
         let job = server.next_job().await;
         results.insert(job.delivery_id.clone(), job.result.map(|_| ()));
     }
-    server.assert_no_more_jobs().await;
+    server.stop_with_no_more_jobs(&store).await;
     let parked = results[&ids[0]].as_ref().unwrap_err();
     assert!(
         parked.starts_with("abandoned: 5 attempts never finished"),
@@ -233,7 +248,7 @@ async fn a_job_whose_every_attempt_died_is_parked_not_run_again<B: Backend>(b: B
     assert!(record.last_error.starts_with("abandoned"), "{record:?}");
     assert!(bot_comments(&gh, 31).is_empty(), "the parked job never ran");
     assert_eq!(bot_comments(&gh, 32).len(), 1);
-    server.stop().await;
+    gh.assert_clean();
 }
 
 async fn the_same_delivery_twice_is_processed_once_even_across_a_restart<B: Backend>(b: B) {
@@ -241,7 +256,8 @@ async fn the_same_delivery_twice_is_processed_once_even_across_a_restart<B: Back
     let (head, _) = open_pr(&gh, 12);
     let body = delivery("opened", 12, &head);
     let id = "aaaaaaaa-0000-0000-0000-000000000012";
-    let mut first = serve(b.open().await, bot(&gh), 2).await;
+    let first_store = b.open().await;
+    let mut first = serve(first_store.clone(), bot(&gh), 2).await;
     assert_eq!(
         first.post(id, &body, signed(&body)).await,
         (202, "accepted\n".into())
@@ -253,24 +269,22 @@ async fn the_same_delivery_twice_is_processed_once_even_across_a_restart<B: Back
     let job = first.next_job().await;
     assert_eq!(job.delivery_id, id);
     job.result.unwrap();
-    first.assert_no_more_jobs().await;
-    first.stop().await;
+    first.stop_with_no_more_jobs(&first_store).await;
 
     // A new process on the same store: GitHub redelivers the same id.
     let store = b.open().await;
-    let mut second = serve(store.clone(), bot(&gh), 2).await;
+    let second = serve(store.clone(), bot(&gh), 2).await;
     assert_eq!(
         second.post(id, &body, signed(&body)).await,
         (202, "duplicate\n".into())
     );
-    second.assert_no_more_jobs().await;
+    second.stop_with_no_more_jobs(&store).await;
     let record = store.job(id).await.unwrap().unwrap();
     assert_eq!((record.state.as_str(), record.attempts), ("done", 1));
     assert_eq!(record.pr_key, "octo-org/fleet-config#12");
     assert_eq!(bot_comments(&gh, 12).len(), 1);
     assert_eq!(gh.world().runs_on(REPO, &head).len(), 2);
     gh.assert_clean();
-    second.stop().await;
 }
 
 async fn queued_jobs_and_a_dead_workers_job_run_after_a_restart<B: Backend>(b: B) {
@@ -327,7 +341,7 @@ async fn queued_jobs_and_a_dead_workers_job_run_after_a_restart<B: Backend>(b: B
             .unwrap_or_else(|e| panic!("job {} failed: {e}", job.delivery_id));
         *seen.entry(job.delivery_id).or_insert(0) += 1;
     }
-    restarted.assert_no_more_jobs().await;
+    restarted.stop_with_no_more_jobs(&store).await;
     assert!(seen.values().all(|n| *n == 1), "{seen:?}");
     assert_eq!(seen.len(), 3);
     for (id, (number, head)) in &heads {
@@ -339,7 +353,6 @@ async fn queued_jobs_and_a_dead_workers_job_run_after_a_restart<B: Backend>(b: B
         assert_eq!(gh.world().runs_on(REPO, head).len(), 2);
     }
     gh.assert_clean();
-    restarted.stop().await;
 }
 
 async fn a_bad_signature_is_refused_and_nothing_is_stored<B: Backend>(b: B) {
@@ -361,7 +374,7 @@ async fn a_bad_signature_is_refused_and_nothing_is_stored<B: Backend>(b: B) {
         post(&server.url, "ping", id, ping, signed(ping)).await,
         (202, "ignored\n".into())
     );
-    server.assert_no_more_jobs().await;
+    // Nothing was stored (a stored delivery is stored before its answer), so nothing can run.
     assert_eq!(store.counts().await.unwrap(), QueueCounts::default());
     assert!(!store.delivery_known(id).await.unwrap());
     assert!(store.job(id).await.unwrap().is_none());
@@ -372,7 +385,8 @@ async fn a_bad_signature_is_refused_and_nothing_is_stored<B: Backend>(b: B) {
         (202, "accepted\n".into())
     );
     server.next_job().await.result.unwrap();
-    server.stop().await;
+    server.stop_with_no_more_jobs(&store).await;
+    gh.assert_clean();
 }
 
 async fn a_job_that_fails_on_github_is_retried_later_and_then_done<B: Backend>(b: B) {
@@ -396,7 +410,7 @@ async fn a_job_that_fails_on_github_is_retried_later_and_then_done<B: Backend>(b
     let second = server.next_job().await;
     assert_eq!(second.delivery_id, id);
     second.result.unwrap();
-    server.assert_no_more_jobs().await;
+    server.stop_with_no_more_jobs(&store).await;
     let record = store.job(id).await.unwrap().unwrap();
     assert_eq!((record.state.as_str(), record.attempts), ("done", 2));
     assert_eq!(gh.world().calls("pulls/list-files"), 4);
@@ -404,7 +418,6 @@ async fn a_job_that_fails_on_github_is_retried_later_and_then_done<B: Backend>(b
     assert_eq!(bot_comments(&gh, 61).len(), 1);
     assert_eq!(gh.world().runs_on(REPO, &head).len(), 2);
     gh.assert_clean();
-    server.stop().await;
 }
 
 /// Two servers (two replicas, each with its own connection pool and two workers) on one
@@ -473,12 +486,28 @@ async fn two_servers_on_one_postgres_process_every_delivery_exactly_once() {
         *runs.entry(job.delivery_id).or_default() += 1;
         by_replica[replica] += 1;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(jobs.try_recv().is_err(), "a delivery ran twice");
+    // The barrier: the store holds nothing left to run, both servers have stopped (their
+    // workers ended, every job reported), and the report channel is closed and drained.
+    let store = db.open().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let counts = store.counts().await.unwrap();
+        if counts.queued == 0 && counts.running == 0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{counts:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for s in servers {
+        s.stop().await;
+    }
+    drop(done);
+    if let Some((_, extra)) = jobs.recv().await {
+        panic!("a delivery ran twice: {extra:?}");
+    }
     assert_eq!(runs.len(), deliveries.len());
     assert!(runs.values().all(|n| *n == 1), "{runs:?}");
     eprintln!("jobs per replica: {by_replica:?}");
-    let store = db.open().await;
     let counts = store.counts().await.unwrap();
     assert_eq!(
         (counts.deliveries, counts.done, counts.jobs()),
@@ -500,9 +529,6 @@ async fn two_servers_on_one_postgres_process_every_delivery_exactly_once() {
         for head in [sha(number * 1000 + 1), sha(number * 1000 + 2)] {
             assert_eq!(gh.world().runs_on(REPO, &head).len(), 2, "PR {number}");
         }
-    }
-    for s in servers {
-        s.stop().await;
     }
 }
 
@@ -534,7 +560,8 @@ async fn a_retried_preflight_reuses_the_check_runs_it_made<B: Backend>(b: B) {
         "one run per check"
     );
     assert_eq!(gh.world().calls("checks/create"), 2, "created once each");
-    server.stop().await;
+    server.stop_with_no_more_jobs(&store).await;
+    gh.assert_clean();
 }
 
 /// Issue 22, item 8: a request GitHub refuses (422) fails the same way on every attempt, so
@@ -557,7 +584,7 @@ async fn a_request_github_refuses_ends_the_job_at_once<B: Backend>(b: B) {
     let job = server.next_job().await;
     let error = job.result.unwrap_err();
     assert!(error.contains("422"), "{error}");
-    server.assert_no_more_jobs().await;
+    server.stop_with_no_more_jobs(&store).await;
     let record = store.job(id).await.unwrap().unwrap();
     assert_eq!((record.state.as_str(), record.attempts), ("failed", 1));
     assert_eq!(
@@ -565,5 +592,5 @@ async fn a_request_github_refuses_ends_the_job_at_once<B: Backend>(b: B) {
         1,
         "tried once, not once per retry"
     );
-    server.stop().await;
+    gh.assert_clean();
 }

@@ -230,9 +230,10 @@ mod tests {
     use std::process::Command;
 
     /// A stand-in libnvidia-ml (fixtures/probe/fake_libnvml.c) built with the system's C
-    /// compiler, so the probe's real calls and buffers are exercised without a GPU. `None`
-    /// where no C compiler is found.
-    fn fake(dir: &Path, name: &str, defines: &[&str]) -> Option<String> {
+    /// compiler, so the probe's real calls and buffers are exercised without a GPU. Without a
+    /// C compiler the test fails rather than passing untested: building fleetbot needs one
+    /// already (ring's C code), so a machine that runs the tests has one.
+    fn fake(dir: &Path, name: &str, defines: &[&str]) -> String {
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/probe/fake_libnvml.c");
         let out = dir.join(name);
         let built = Command::new("cc")
@@ -241,9 +242,9 @@ mod tests {
             .args(defines)
             .arg(&source)
             .status()
-            .ok()?;
+            .unwrap_or_else(|e| panic!("`cc` (the C compiler the build uses) cannot run: {e}"));
         assert!(built.success(), "the stand-in NVML must compile");
-        Some(out.to_string_lossy().into_owned())
+        out.to_string_lossy().into_owned()
     }
 
     #[test]
@@ -259,9 +260,7 @@ mod tests {
     #[test]
     fn a_balanced_gpu_lists_its_three_instances_and_their_uuids() {
         let dir = tempfile::tempdir().unwrap();
-        let Some(lib) = fake(dir.path(), "libnvml-balanced.so", &[]) else {
-            return;
-        };
+        let lib = fake(dir.path(), "libnvml-balanced.so", &[]);
         let inv = inventory_with(&lib);
         assert_eq!(inv.errors, Vec::<String>::new());
         assert_eq!(inv.driver_version, "580.173.02");
@@ -276,21 +275,15 @@ mod tests {
     #[test]
     fn mig_off_unsupported_and_failures_are_states_and_lines() {
         let dir = tempfile::tempdir().unwrap();
-        let Some(off) = fake(dir.path(), "libnvml-off.so", &["-DFAKE_MIG_OFF"]) else {
-            return;
-        };
+        let off = fake(dir.path(), "libnvml-off.so", &["-DFAKE_MIG_OFF"]);
         let inv = inventory_with(&off);
         assert_eq!(inv.gpus[0].mig_mode, MigMode::Disabled);
         assert!(inv.gpus[0].instances.is_empty());
-        let Some(unsupported) = fake(dir.path(), "libnvml-none.so", &["-DFAKE_NO_MIG"]) else {
-            return;
-        };
+        let unsupported = fake(dir.path(), "libnvml-none.so", &["-DFAKE_NO_MIG"]);
         let inv = inventory_with(&unsupported);
         assert_eq!(inv.gpus[0].mig_mode, MigMode::Unsupported);
         assert_eq!(inv.errors, Vec::<String>::new());
-        let Some(broken) = fake(dir.path(), "libnvml-broken.so", &["-DFAKE_INIT_FAILS"]) else {
-            return;
-        };
+        let broken = fake(dir.path(), "libnvml-broken.so", &["-DFAKE_INIT_FAILS"]);
         let inv = inventory_with(&broken);
         assert!(inv.gpus.is_empty());
         assert_eq!(inv.errors, ["nvmlInit: Driver Not Loaded"]);

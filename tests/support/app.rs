@@ -193,7 +193,7 @@ impl App {
         let _ = self.child.wait();
     }
 
-    /// Posts a webhook delivery; `(status, body)`.
+    /// Posts a webhook delivery as it is, whatever the manifest subscribes to; `(status, body)`.
     pub async fn post(
         &self,
         event: &str,
@@ -204,8 +204,12 @@ impl App {
         crate::fake_github::post_webhook(&self.http, &self.url, event, id, body, signature).await
     }
 
-    /// Posts a correctly signed delivery and expects it accepted.
+    /// Posts a correctly signed delivery, as GitHub delivers it to the App the manifest
+    /// registers, and expects it accepted. An event GitHub would never send the App fails the
+    /// test ([`App::post`] is the raw path, for what only an attacker or a misconfiguration
+    /// sends).
     pub async fn deliver(&self, event: &str, id: &str, body: &[u8]) {
+        crate::fake_github::manifest::assert_subscribed(event);
         let sig = fleetbot::github::sign(SECRET.as_bytes(), body);
         let (status, text) = self.post(event, id, body, Some(sig)).await;
         assert_eq!(
@@ -236,13 +240,7 @@ impl App {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
             let (status, metrics) = self.get("/metrics").await;
-            let count = |state: &str| {
-                let prefix = format!("fleetbot_queue_jobs{{state=\"{state}\"}} ");
-                metrics
-                    .lines()
-                    .find_map(|l| l.strip_prefix(&prefix))
-                    .and_then(|n| n.trim().parse::<u64>().ok())
-            };
+            let count = |state: &str| jobs_in(&metrics, state);
             if status == 200 && count("queued") == Some(0) && count("running") == Some(0) {
                 return;
             }
@@ -252,6 +250,13 @@ impl App {
             );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+
+    /// The store's jobs in `state` (`queued`, `running`, `done`, `failed`), from `/metrics`.
+    pub async fn jobs(&self, state: &str) -> u64 {
+        let (status, metrics) = self.get("/metrics").await;
+        assert_eq!(status, 200, "{metrics}");
+        jobs_in(&metrics, state).unwrap_or_else(|| panic!("no {state} gauge in:\n{metrics}"))
     }
 
     pub fn log_text(&self) -> String {
@@ -267,6 +272,15 @@ impl Drop for App {
             let _ = self.child.wait();
         }
     }
+}
+
+/// `fleetbot_queue_jobs{state="…"}` of a `/metrics` text.
+fn jobs_in(metrics: &str, state: &str) -> Option<u64> {
+    let prefix = format!("fleetbot_queue_jobs{{state=\"{state}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|n| n.trim().parse::<u64>().ok())
 }
 
 /// Polls `probe` until it gives a value (every 25 ms, for up to 60 s).

@@ -22,7 +22,7 @@ fn dir() -> PathBuf {
     }
 }
 
-fn read(relative: &str) -> Vec<u8> {
+pub fn read(relative: &str) -> Vec<u8> {
     let path = dir().join(relative);
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(

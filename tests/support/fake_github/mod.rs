@@ -6,12 +6,25 @@
 //! assert that a private value never reached GitHub; every violation of the description (an
 //! unknown path, a bad parameter, a body the schema refuses, a missing or wrong token) is
 //! recorded too and answered with an error, and [`FakeGitHub::assert_clean`] fails the test.
+//!
+//! It is as strict as GitHub about who may call what: the App is the one registered from
+//! `deploy/github-app-manifest.json` ([`manifest`]), its installation holds the manifest's
+//! permissions over its repositories, and installation tokens expire an hour after they are
+//! minted. A call with an unknown or expired token is answered 401 `Bad credentials`, one on a
+//! repository outside the token's installation 404, and one the permissions do not allow
+//! ([`permissions`]) 403 `Resource not accessible by integration` with
+//! `X-Accepted-GitHub-Permissions`, GitHub's own bodies. Each refusal is a violation unless the
+//! test declared it expected ([`World::expect_refusal`]). A fake that is dropped without
+//! [`FakeGitHub::assert_clean`] having been called fails its test.
 #![allow(dead_code)]
 
 pub mod fixtures;
+pub mod manifest;
 pub mod openapi;
+pub mod permissions;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,6 +37,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use fixtures::openapi;
+use permissions::{Grants, Level, Needs};
 
 /// The test App's key pair: made once per test binary with the `openssl` CLI (PKCS#1, the
 /// form GitHub hands out), so no private key lives in the repository.
@@ -260,6 +274,40 @@ pub struct Fault {
     pub times: usize,
 }
 
+/// An installation of the App: what it may do, and where.
+#[derive(Debug, Clone)]
+pub struct Installation {
+    /// The permissions the installation granted: the manifest's, unless a test changes them
+    /// (as an owner accepting a permission request would).
+    pub permissions: Grants,
+    /// `None`: every repository of the world (`repository_selection: all`).
+    pub repos: Option<BTreeSet<String>>,
+}
+
+/// An installation access token as minted.
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub installation: u64,
+    /// Narrowed at minting (`repositories`); `None`: every repository of the installation.
+    pub repos: Option<BTreeSet<String>>,
+    /// Narrowed at minting (`permissions`); `None`: the installation's, as they are now.
+    pub permissions: Option<Grants>,
+    /// Unix seconds; the token is refused from then on.
+    pub expires_at: u64,
+}
+
+/// A call GitHub refused (401, 403, 404 for a repository out of reach, 422 at minting).
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub operation: String,
+    pub status: u16,
+    pub reason: String,
+}
+
+/// How long an installation token lives: "The installation access token will expire after 1
+/// hour" (GitHub's docs).
+pub const TOKEN_LIFETIME_SECS: u64 = 3600;
+
 /// The fake's state.
 #[derive(Debug, Default)]
 pub struct World {
@@ -274,8 +322,18 @@ pub struct World {
     pub reactions: Vec<(String, u64, String)>,
     pub requests: Vec<Recorded>,
     pub violations: Vec<String>,
-    /// Installation token → installation id.
-    pub tokens: BTreeMap<String, u64>,
+    /// Installations by id: [`INSTALLATION`], with the manifest's permissions.
+    pub installations: BTreeMap<u64, Installation>,
+    /// Installation tokens minted.
+    pub tokens: BTreeMap<String, Token>,
+    /// How long a token minted from now on lives, in seconds ([`TOKEN_LIFETIME_SECS`]).
+    pub token_lifetime: u64,
+    /// Every refusal answered, expected or not.
+    pub refusals: Vec<Refusal>,
+    /// `(operation, status)` refusals the test expects: not violations.
+    pub expected_refusals: Vec<(String, u16)>,
+    /// The repositories the request's token reaches (`None`: not a token call).
+    scope: Option<BTreeSet<String>>,
     /// A GitHub Actions workflow's `GITHUB_TOKEN` → the login its comments are authored by
     /// (`github-actions[bot]`).
     pub workflow_tokens: BTreeMap<String, String>,
@@ -297,6 +355,78 @@ impl World {
     fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         1_000 + self.next_id
+    }
+
+    /// Declares that GitHub refusing `operation` with `status` is part of the test (the
+    /// documented degradation of a missing permission): such a refusal is not a violation.
+    pub fn expect_refusal(&mut self, operation: &str, status: u16) {
+        self.expected_refusals.push((operation.to_string(), status));
+    }
+
+    /// Gives installation `id` the permission `name` at `level` (`read`, `write`), as an
+    /// owner accepting the App's permission request does; tokens follow at once.
+    pub fn grant(&mut self, id: u64, name: &str, level: &str) {
+        let level = Level::parse(level).expect("read or write");
+        self.installations
+            .get_mut(&id)
+            .expect("installation exists")
+            .permissions
+            .insert(name.to_string(), level);
+    }
+
+    /// Every token minted so far has expired, as an hour passing would do.
+    pub fn expire_tokens(&mut self) {
+        let now = now_secs();
+        for t in self.tokens.values_mut() {
+            t.expires_at = now;
+        }
+    }
+
+    /// The repositories installation `id` reaches.
+    pub fn installation_repos(&self, id: u64) -> BTreeSet<String> {
+        match self.installations.get(&id).and_then(|i| i.repos.clone()) {
+            Some(repos) => repos,
+            None if self.installations.contains_key(&id) => self.repos.keys().cloned().collect(),
+            None => BTreeSet::new(),
+        }
+    }
+
+    /// What `token` may do now, and where; `None` for an unknown token.
+    fn token_reach(&self, token: &Token) -> (Grants, BTreeSet<String>) {
+        let installed = self
+            .installations
+            .get(&token.installation)
+            .map(|i| i.permissions.clone())
+            .unwrap_or_default();
+        let grants = match &token.permissions {
+            Some(asked) => asked
+                .iter()
+                .filter(|(n, l)| permissions::grants(&installed, n, **l))
+                .map(|(n, l)| (n.clone(), *l))
+                .collect(),
+            None => installed,
+        };
+        let mut repos = self.installation_repos(token.installation);
+        if let Some(narrowed) = &token.repos {
+            repos.retain(|r| narrowed.contains(r));
+        }
+        (grants, repos)
+    }
+
+    /// Whether the issue (or pull request) `number` of `full` is a pull request; `None` when
+    /// neither exists.
+    fn is_pull(&self, full: &str, number: u64) -> Option<bool> {
+        if self
+            .repos
+            .get(full)
+            .is_some_and(|r| r.pulls.contains_key(&number))
+        {
+            return Some(true);
+        }
+        self.issues
+            .get(&number)
+            .filter(|i| i.repo == full)
+            .map(|_| false)
     }
 
     /// Adds a repository whose default branch holds `files`.
@@ -491,11 +621,17 @@ pub struct FakeGitHub {
     pub url: String,
     world: Arc<Mutex<World>>,
     task: tokio::task::JoinHandle<()>,
+    /// [`FakeGitHub::assert_clean`] was called.
+    checked: AtomicBool,
 }
 
 impl Drop for FakeGitHub {
+    // A test that never asks whether GitHub refused something passes whatever was refused.
     fn drop(&mut self) {
         self.task.abort();
+        if !std::thread::panicking() && !self.checked.load(Ordering::SeqCst) {
+            panic!("the test never called FakeGitHub::assert_clean()");
+        }
     }
 }
 
@@ -506,23 +642,36 @@ impl FakeGitHub {
         let _ = openapi();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
+        let installation = Installation {
+            permissions: manifest::manifest().default_permissions.clone(),
+            repos: None,
+        };
         let world = Arc::new(Mutex::new(World {
             base_url: url.clone(),
+            installations: BTreeMap::from([(INSTALLATION, installation)]),
+            token_lifetime: TOKEN_LIFETIME_SECS,
             ..World::default()
         }));
         let app = Router::new().fallback(handle).with_state(world.clone());
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        FakeGitHub { url, world, task }
+        FakeGitHub {
+            url,
+            world,
+            task,
+            checked: AtomicBool::new(false),
+        }
     }
 
     pub fn world(&self) -> MutexGuard<'_, World> {
         self.world.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Fails when any request broke the REST description or the fake's rules.
+    /// Fails when any request broke the REST description or the fake's rules, or was refused
+    /// without the test expecting it.
     pub fn assert_clean(&self) {
+        self.checked.store(true, Ordering::SeqCst);
         let w = self.world();
         assert!(
             w.violations.is_empty(),
@@ -646,8 +795,165 @@ impl Answer {
 fn not_found() -> Answer {
     Answer::json(
         404,
-        json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
+        json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest", "status": "404"}),
     )
+}
+
+/// Records a refusal; one the test did not declare is a violation too.
+fn refuse(
+    w: &mut World,
+    violations: &mut Vec<String>,
+    operation: &str,
+    status: u16,
+    reason: String,
+) {
+    if !w
+        .expected_refusals
+        .iter()
+        .any(|(o, s)| o == operation && *s == status)
+    {
+        violations.push(format!("{operation}: GitHub answers {status}: {reason}"));
+    }
+    w.refusals.push(Refusal {
+        operation: operation.to_string(),
+        status,
+        reason,
+    });
+}
+
+fn bad_credentials() -> Answer {
+    Answer::json(
+        401,
+        json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest", "status": "401"}),
+    )
+}
+
+/// Who may make the call, as GitHub decides before the call does anything: `Ok` with the
+/// caller's login set, or the refusal to answer.
+fn authorize(
+    w: &mut World,
+    violations: &mut Vec<String>,
+    operation: &str,
+    params: &BTreeMap<String, String>,
+    bearer: &str,
+) -> Result<(), Box<Answer>> {
+    w.scope = None;
+    let Some(rule) = permissions::rule(operation) else {
+        violations.push(format!(
+            "{operation}: no row in the fake's permission table (tests/support/fake_github/permissions.rs)"
+        ));
+        return Err(Box::new(Answer::json(
+            403,
+            json!({"message": "Resource not accessible by integration", "documentation_url": openapi().docs_url(operation), "status": "403"}),
+        )));
+    };
+    match rule.needs {
+        Needs::Public => {
+            if !bearer.is_empty() {
+                violations.push(format!(
+                    "{operation}: a token was sent to a public endpoint"
+                ));
+            }
+            Ok(())
+        }
+        Needs::Code => {
+            // The one-time code is the credential; a token sent along would be a token leaked.
+            if !bearer.is_empty() {
+                violations.push(format!(
+                    "{operation}: a token was sent to an unauthenticated endpoint"
+                ));
+                return Err(Box::new(bad_credentials()));
+            }
+            Ok(())
+        }
+        Needs::Jwt => verify_jwt(bearer).map_err(|e| {
+            violations.push(format!("{operation}: {e}"));
+            Box::new(bad_credentials())
+        }),
+        Needs::AnyToken | Needs::AnyOf(_) | Needs::ByTarget(_) => {
+            let (grants, repos) = if let Some(token) = w.tokens.get(bearer).cloned() {
+                if now_secs() >= token.expires_at {
+                    refuse(
+                        w,
+                        violations,
+                        operation,
+                        401,
+                        "the installation token expired".into(),
+                    );
+                    return Err(Box::new(bad_credentials()));
+                }
+                w.caller = BOT_LOGIN.into();
+                w.token_reach(&token)
+            } else if let Some(login) = w.workflow_tokens.get(bearer).cloned() {
+                // A workflow's GITHUB_TOKEN with the Action's documented permissions.
+                w.caller = login;
+                let grants = [
+                    ("contents", Level::Read),
+                    ("pull_requests", Level::Write),
+                    ("checks", Level::Write),
+                ]
+                .into_iter()
+                .map(|(n, l)| (n.to_string(), l))
+                .collect();
+                (grants, w.repos.keys().cloned().collect())
+            } else {
+                let reason = if bearer.is_empty() {
+                    "no token"
+                } else {
+                    "not a token GitHub issued"
+                };
+                refuse(w, violations, operation, 401, reason.into());
+                return Err(Box::new(bad_credentials()));
+            };
+            let full = repo_full(params);
+            if params.contains_key("owner") && !repos.contains(&full) {
+                // GitHub does not confirm a private repository exists to whom cannot see it.
+                refuse(
+                    w,
+                    violations,
+                    operation,
+                    404,
+                    format!("{full} is not a repository of the token's installation"),
+                );
+                return Err(Box::new(Answer::json(
+                    404,
+                    json!({"message": "Not Found", "documentation_url": openapi().docs_url(operation), "status": "404"}),
+                )));
+            }
+            let num = |k: &str| params.get(k).and_then(|v| v.parse::<u64>().ok());
+            let target_is_pr = if let Some(n) = num("issue_number") {
+                w.is_pull(&full, n)
+            } else if let Some(id) = num("comment_id") {
+                w.comments
+                    .get(&id)
+                    .filter(|c| c.repo == full)
+                    .map(|c| (c.issue, c.repo.clone()))
+                    .and_then(|(issue, repo)| w.is_pull(&repo, issue))
+            } else {
+                None
+            };
+            let sets = permissions::sets(rule.needs, target_is_pr);
+            if !permissions::allowed(&grants, &sets) {
+                let accepted = permissions::accepted_header(rule.needs);
+                refuse(
+                    w,
+                    violations,
+                    operation,
+                    403,
+                    format!("the token lacks {sets:?} (granted {grants:?})"),
+                );
+                let mut a = Answer::json(
+                    403,
+                    json!({"message": "Resource not accessible by integration", "documentation_url": openapi().docs_url(operation), "status": "403"}),
+                );
+                a.headers
+                    .push(("x-accepted-github-permissions".into(), accepted));
+                return Err(Box::new(a));
+            }
+            w.scope = Some(repos);
+            Ok(())
+        }
+    }
 }
 
 fn verify_jwt(token: &str) -> Result<(), String> {
@@ -736,51 +1042,13 @@ async fn handle(
         .strip_prefix("Bearer ")
         .unwrap_or_default()
         .to_string();
-    let auth = if operation == "meta/get" {
-        // Public, as on GitHub; a token sent along would be spent for nothing.
-        if bearer.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{operation}: a token was sent to a public endpoint"
-            ))
-        }
-    } else if operation == "apps/create-from-manifest" {
-        // The one-time code is the credential; a token sent along would be a token leaked.
-        if bearer.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{operation}: a token was sent to an unauthenticated endpoint"
-            ))
-        }
-    } else if matches!(
-        operation.as_str(),
-        "apps/create-installation-access-token"
-            | "apps/get-authenticated"
-            | "apps/list-installations"
-    ) {
-        verify_jwt(&bearer)
-    } else if w.tokens.contains_key(&bearer) {
-        w.caller = BOT_LOGIN.into();
-        Ok(())
-    } else if let Some(login) = w.workflow_tokens.get(&bearer).cloned() {
-        w.caller = login;
-        Ok(())
-    } else {
-        Err(format!("{operation}: not a valid installation token"))
-    };
     let answer = if !violations.is_empty() {
         Answer::json(
             422,
             json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}),
         )
-    } else if let Err(e) = auth {
-        violations.push(e);
-        Answer::json(
-            401,
-            json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}),
-        )
+    } else if let Err(refused) = authorize(&mut w, &mut violations, &operation, &params, &bearer) {
+        *refused
     } else if w.flaky_rate > 0.0 && !operation.starts_with("apps/") && {
         // xorshift: the same seed gives the same campaign.
         w.flaky_seed ^= w.flaky_seed << 13;
@@ -1066,11 +1334,63 @@ fn respond(
         }
         "apps/create-installation-access-token" => {
             let id = num("installation_id");
+            let Some(installation) = w.installations.get(&id).cloned() else {
+                return not_found();
+            };
+            let b = body.cloned().unwrap_or_default();
+            let reach = w.installation_repos(id);
+            // A token may be narrowed to some of the installation's repositories and
+            // permissions, never widened (GitHub's 422s, verbatim).
+            let repos = b["repositories"].as_array().map(|names| {
+                names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|n| {
+                        reach
+                            .iter()
+                            .find(|full| full.rsplit('/').next() == Some(n))
+                            .cloned()
+                            .unwrap_or_else(|| format!("?/{n}"))
+                    })
+                    .collect::<BTreeSet<String>>()
+            });
+            if b.get("repository_ids").is_some()
+                || repos.as_ref().is_some_and(|r| !r.is_subset(&reach))
+            {
+                return Answer::json(
+                    422,
+                    json!({"message": "There is at least one repository that does not exist or is not accessible to the parent installation.", "documentation_url": openapi().docs_url(operation), "status": "422"}),
+                );
+            }
+            let asked = b.get("permissions").map(permissions::grants_from_json);
+            if asked.as_ref().is_some_and(|a| {
+                a.iter()
+                    .any(|(n, l)| !permissions::grants(&installation.permissions, n, *l))
+            }) {
+                return Answer::json(
+                    422,
+                    json!({"message": "The permissions requested are not granted to this installation.", "documentation_url": openapi().docs_url(operation), "status": "422"}),
+                );
+            }
             let token = format!("ghs_fake{}x{}", id, w.tokens.len() + 1);
-            w.tokens.insert(token.clone(), id);
+            let minted = Token {
+                installation: id,
+                repos: repos.clone(),
+                permissions: asked,
+                expires_at: now_secs() + w.token_lifetime,
+            };
+            let (grants, _) = w.token_reach(&minted);
+            w.tokens.insert(token.clone(), minted.clone());
             let mut v = openapi().example(operation, 201);
             v["token"] = json!(token);
-            v["expires_at"] = json!(iso(now_secs() + 3600));
+            v["expires_at"] = json!(iso(minted.expires_at));
+            v["permissions"] = grants
+                .iter()
+                .map(|(n, l)| (n.clone(), json!(l.as_str())))
+                .collect::<serde_json::Map<String, Value>>()
+                .into();
+            v["repository_selection"] = json!(if repos.is_some() { "selected" } else { "all" });
+            v.as_object_mut().unwrap().remove("repositories");
             Answer::json(201, v)
         }
         "apps/get-authenticated" => {
@@ -1098,9 +1418,11 @@ fn respond(
         "apps/list-repos-accessible-to-installation" => {
             let example = openapi().example(operation, 200);
             let template = example["repositories"][0].clone();
+            let reach = w.scope.clone().unwrap_or_default();
             let repos: Vec<Value> = w
                 .repos
                 .keys()
+                .filter(|full| reach.contains(*full))
                 .map(|full| {
                     let mut r = template.clone();
                     r["full_name"] = json!(full);

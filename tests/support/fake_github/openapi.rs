@@ -266,6 +266,25 @@ impl OpenApi {
         errors
     }
 
+    /// The operation's reference page (`externalDocs.url`): the `documentation_url` GitHub
+    /// puts in its error bodies for that operation.
+    pub fn docs_url(&self, operation_id: &str) -> String {
+        self.operations
+            .iter()
+            .find(|o| o.id == operation_id)
+            .and_then(|o| o.op["externalDocs"]["url"].as_str())
+            .unwrap_or("https://docs.github.com/rest")
+            .to_string()
+    }
+
+    /// Whether the description has `operation_id`, enabled for GitHub Apps.
+    pub fn enabled_for_apps(&self, operation_id: &str) -> Option<bool> {
+        self.operations
+            .iter()
+            .find(|o| o.id == operation_id)
+            .map(|o| o.op["x-github"]["enabledForGitHubApps"] == Value::Bool(true))
+    }
+
     /// The documented example answer of an operation (first example of the status).
     pub fn example(&self, operation_id: &str, status: u16) -> Value {
         let op = self
