@@ -1595,6 +1595,7 @@ async fn strangers_holding_slow_fake_signed_bodies_cannot_stall_intake() {
     );
     drop(strangers);
     app.stop().await;
+    gh.assert_clean();
 }
 
 #[tokio::test]
@@ -1653,6 +1654,7 @@ async fn a_peer_over_its_bound_waits_then_is_refused_without_taking_a_shared_slo
     );
     drop(strangers);
     app.stop().await;
+    gh.assert_clean();
 }
 
 /// The peak resident memory of process `pid` (MiB).
@@ -1736,6 +1738,7 @@ async fn concurrent_large_fake_signed_bodies_leave_memory_bounded() {
     assert_eq!(refused, 16, "{metrics}");
     assert_eq!(metric(&metrics, "fleetbot_webhook_unverified_bytes"), 0);
     app.stop().await;
+    gh.assert_clean();
 }
 
 #[tokio::test]
@@ -1810,6 +1813,7 @@ async fn webhooks_are_taken_only_from_the_allowed_sources() {
         .await;
     assert_eq!(status, 403);
     app.stop().await;
+    gh.assert_clean();
 }
 
 #[tokio::test]
@@ -1845,6 +1849,7 @@ async fn the_dashboard_can_have_a_listener_of_its_own_or_none() {
     assert_eq!(app.get("/api/dashboard").await.0, 404);
     assert_eq!(app.get("/healthz").await.0, 200);
     app.stop().await;
+    gh.assert_clean();
 }
 
 #[tokio::test]
@@ -1876,4 +1881,5 @@ async fn an_unreachable_store_at_start_is_given_up_on_with_each_attempt_logged()
         "{out}"
     );
     assert!(!out.contains("hunter2"), "{out}");
+    gh.assert_clean();
 }

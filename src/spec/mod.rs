@@ -47,10 +47,7 @@ pub fn validate(spec: &FleetSpec) -> Result<(), SpecError> {
 /// position under `defaults` is given that `defaults.` path (it was found at a cluster's merged
 /// path, which the message keeps), so the file, line and field all point at the one place to
 /// fix, once for every cluster.
-fn locate_inherited(
-    fields: &std::collections::BTreeMap<String, yaml::Pos>,
-    e: SpecError,
-) -> SpecError {
+fn locate_inherited(fields: &model::FieldPositions, e: SpecError) -> SpecError {
     let Some(pos) = e.pos else {
         return e;
     };
@@ -64,13 +61,14 @@ fn locate_inherited(
     else {
         return e;
     };
+    let path = path.to_string();
     let merged = if e.path.is_empty() {
         String::new()
     } else {
         format!(" (inherited by {})", e.path)
     };
     SpecError {
-        path: path.clone(),
+        path,
         message: format!("{}{merged}", e.message),
         ..e
     }

@@ -4,7 +4,7 @@
 
 use super::merge::{Defaults, deep_merge};
 use super::mk8s::{MK8S_ENVELOPE_FIELDS, check_envelope, mk8s_cluster_from, warn_unknown_pools};
-use super::reader::{Reader, entries_get, join, positions_of, set_entry, slug_or_cluster};
+use super::reader::{Reader, entries_get, join, set_entry, slug_or_cluster};
 use super::soperator;
 use crate::spec::error::SpecError;
 use crate::spec::model::{Backend, ClusterSpec};
@@ -104,7 +104,7 @@ fn soperator_target(
         backend: Backend::Soperator,
         soperator: Some(spec),
         backend_explicit: true,
-        positions: positions_of(c.raw, c.pos, c.path, 1),
+        positions: r.positions_of(c.raw, c.pos, c.path, 1),
         ..ClusterSpec::default()
     })
 }

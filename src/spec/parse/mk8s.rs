@@ -2,7 +2,7 @@
 //! default, node pools, the feature blocks, and the GPU workload profile applied last.
 
 use super::blocks::{kuberay_from, mig_from};
-use super::reader::{Reader, join, positions_of, slug_or_cluster};
+use super::reader::{Reader, join, slug_or_cluster};
 use crate::spec::error::SpecError;
 use crate::spec::model::*;
 use crate::spec::yaml::{Entry, Node, Pos, Value};
@@ -148,7 +148,7 @@ pub(super) fn mk8s_cluster_from(
         kuberay,
         backend: Backend::Mk8s,
         backend_explicit,
-        positions: positions_of(merged, pos, cpath, 1),
+        positions: r.positions_of(merged, pos, cpath, 1),
         ..ClusterSpec::default()
     };
     crate::spec::profile::apply_workload_profile(&mut cluster).map_err(|msg| {

@@ -22,7 +22,7 @@ use super::model::*;
 use super::names::slug;
 use super::warning::{BACKEND_FIELDS, TOP_LEVEL_FIELDS};
 use super::yaml::{Entry, Node, Pos, Value};
-use reader::{entries_get, positions_of};
+use reader::entries_get;
 
 /// `spec_from_mapping`: builds the model without validating it.
 pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
@@ -66,8 +66,10 @@ pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
         profile: top_fields.string("profile", "", "")?,
         source: file.to_string(),
         positions: {
-            let mut positions = positions_of(top, root.pos, "", 0);
-            positions.fields.extend(defaults_positions(root));
+            let mut positions = r.positions_of(top, root.pos, "", 0);
+            positions
+                .fields
+                .extend(defaults_positions(root).iter().map(|(k, p)| (k.into(), *p)));
             positions
         },
         warnings: r.take_warnings(),
@@ -96,10 +98,10 @@ fn check_api_version(r: &Reader<'_>, top: &[Entry], root: Pos) -> Result<(), Spe
 
 /// Where each value under `defaults` was written, by its `defaults.` path: what an error about
 /// an inherited value is located by (`super::locate_inherited`).
-pub(crate) fn defaults_positions(root: &Node) -> std::collections::BTreeMap<String, Pos> {
+pub(crate) fn defaults_positions(root: &Node) -> crate::spec::model::FieldPositions {
     let mut out = crate::spec::model::Positions::default();
     if let Some(entries) = root.get("defaults").and_then(Node::as_map) {
-        reader::record_positions(entries, "defaults", &mut out, 16);
+        reader::record_positions(&reader::Keys::default(), entries, "defaults", &mut out, 16);
     }
     out.fields
 }

@@ -4,7 +4,7 @@
 use super::backend::cluster_target_from;
 use super::blocks::object_storage_from;
 use super::merge::Defaults;
-use super::reader::{Reader, entries_get, join, positions_of};
+use super::reader::{Reader, entries_get, join};
 use crate::spec::error::SpecError;
 use crate::spec::model::ProjectSpec;
 use crate::spec::warning::PROJECT_FIELDS;
@@ -43,7 +43,7 @@ pub(super) fn project_from(
         region: f.string("region", "", "")?,
         clusters,
         object_storage: object_storage_from(r, f.get("object_storage"), &f.path("object_storage"))?,
-        positions: positions_of(fields, entry.pos, &ppath, 1),
+        positions: r.positions_of(fields, entry.pos, &ppath, 1),
         bound_project_id: String::new(),
     })
 }

@@ -13,6 +13,7 @@ use crate::spec::yaml::{Entry, Node, Pos, Value};
 pub(crate) struct Reader<'a> {
     pub file: &'a str,
     warnings: RefCell<SpecWarnings>,
+    keys: Keys,
 }
 
 impl<'a> Reader<'a> {
@@ -20,6 +21,7 @@ impl<'a> Reader<'a> {
         Reader {
             file,
             warnings: RefCell::default(),
+            keys: Keys::default(),
         }
     }
 
@@ -292,26 +294,56 @@ pub(super) fn set_entry(entries: &mut Vec<Entry>, key: &str, value: Node) {
     }
 }
 
-/// Where each field of a mapping was written, `depth` levels below the first, for errors
-/// found later (validation) to point at.
-pub(super) fn positions_of(entries: &[Entry], at: Pos, path: &str, depth: usize) -> Positions {
-    let mut positions = Positions {
-        at,
-        path: path.to_string(),
-        fields: Default::default(),
-    };
-    record_positions(entries, "", &mut positions, depth);
-    positions
+/// Field paths shared across one spec's objects ([`crate::spec::model::FieldPositions`]).
+#[derive(Default)]
+pub(crate) struct Keys(RefCell<std::collections::HashSet<std::sync::Arc<str>>>);
+
+impl Keys {
+    pub fn intern(&self, key: &str) -> std::sync::Arc<str> {
+        let mut keys = self.0.borrow_mut();
+        if let Some(k) = keys.get(key) {
+            return k.clone();
+        }
+        let k: std::sync::Arc<str> = key.into();
+        keys.insert(k.clone());
+        k
+    }
 }
 
-pub(super) fn record_positions(entries: &[Entry], prefix: &str, out: &mut Positions, depth: usize) {
+impl Reader<'_> {
+    /// Where each field of a mapping was written, `depth` levels below the first, for errors
+    /// found later (validation) to point at.
+    pub(super) fn positions_of(
+        &self,
+        entries: &[Entry],
+        at: Pos,
+        path: &str,
+        depth: usize,
+    ) -> Positions {
+        let mut positions = Positions {
+            at,
+            path: path.to_string(),
+            fields: Default::default(),
+        };
+        record_positions(&self.keys, entries, "", &mut positions, depth);
+        positions
+    }
+}
+
+pub(super) fn record_positions(
+    keys: &Keys,
+    entries: &[Entry],
+    prefix: &str,
+    out: &mut Positions,
+    depth: usize,
+) {
     for e in entries {
-        let key = join(prefix, &e.key);
+        let key = keys.intern(&join(prefix, &e.key));
         out.fields.insert(key.clone(), e.value.pos);
         if depth > 0
             && let Value::Map(inner) = &e.value.value
         {
-            record_positions(inner, &key, out, depth - 1);
+            record_positions(keys, inner, &key, out, depth - 1);
         }
     }
 }

@@ -1330,6 +1330,13 @@ fn respond(
             if !w.hook_ranges.is_empty() {
                 v["hooks"] = json!(w.hook_ranges);
             }
+            // GitHub's example gives the fingerprints as numbers its own schema refuses; GitHub
+            // sends strings (`SHA256:…`).
+            if let Some(prints) = v["ssh_key_fingerprints"].as_object_mut() {
+                for value in prints.values_mut() {
+                    *value = json!(format!("SHA256:{value}"));
+                }
+            }
             Answer::json(200, v)
         }
         "apps/create-installation-access-token" => {
