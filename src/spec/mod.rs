@@ -26,8 +26,11 @@ pub use warning::{SpecWarning, SpecWarnings};
 pub fn spec_from_str(text: &str, file: &str) -> Result<FleetSpec, SpecError> {
     let root = yaml::parse(text, yaml::Limits::default())
         .map_err(|e| SpecError::new(file, Some(e.pos), "", e.message))?;
-    parse::spec_from_node(&root, file)
-        .map_err(|e| locate_inherited(&parse::defaults_positions(&root), e))
+    let defaults = root
+        .as_map()
+        .map(parse::defaults_positions)
+        .unwrap_or_default();
+    parse::spec_from_node(root, file).map_err(|e| locate_inherited(&defaults, e))
 }
 
 /// Reads, type-checks and validates a spec held in memory. `file` names it in errors.

@@ -24,36 +24,42 @@ use super::warning::{BACKEND_FIELDS, TOP_LEVEL_FIELDS};
 use super::yaml::{Entry, Node, Pos, Value};
 use reader::entries_get;
 
-/// `spec_from_mapping`: builds the model without validating it.
-pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
+/// `spec_from_mapping`: builds the model without validating it. The document is taken whole
+/// and each project's part of it is dropped once read, so a large fleet's tree and its model
+/// are not held at once.
+pub fn spec_from_node(root: Node, file: &str) -> Result<FleetSpec, SpecError> {
     let r = Reader::new(file);
-    let empty: Vec<Entry> = Vec::new();
-    let top: &[Entry] = match &root.value {
-        Value::Null => &empty,
+    let root_pos = root.pos;
+    let mut top: Vec<Entry> = match root.value {
+        Value::Null => Vec::new(),
         Value::Map(entries) => entries,
         _ => return Err(r.error(root.pos, "", "spec must be a mapping")),
     };
-    check_api_version(&r, top, root.pos)?;
-    r.warn_unknown(top, "", &[TOP_LEVEL_FIELDS]);
-    let defaults = defaults_of(&r, top)?;
+    check_api_version(&r, &top, root_pos)?;
+    r.warn_unknown(&top, "", &[TOP_LEVEL_FIELDS]);
+    let defaults_positions = defaults_positions(&top);
+    let defaults = defaults_of(&r, &top)?;
     let defaults = merge::Defaults::new(&defaults);
-    let projects_node = entries_get(top, "projects");
-    let raw_projects: &[Node] = match projects_node.map(|n| &n.value) {
-        Some(Value::Seq(items)) if !items.is_empty() => items,
-        _ => {
+    let projects_at = top.iter().position(|e| e.key == "projects");
+    let raw_projects: Vec<Node> = match projects_at.map(|i| &mut top[i].value) {
+        Some(Node {
+            value: Value::Seq(items),
+            ..
+        }) if !items.is_empty() => std::mem::take(items),
+        other => {
             return Err(r.error(
-                projects_node.map_or(root.pos, |n| n.pos),
+                other.map_or(root_pos, |n| n.pos),
                 "projects",
                 "projects must be a non-empty list",
             ));
         }
     };
-    let projects = raw_projects
-        .iter()
-        .enumerate()
-        .map(|(pidx, entry)| project::project_from(&r, entry, pidx, &defaults))
-        .collect::<Result<Vec<_>, _>>()?;
-
+    let mut projects = Vec::with_capacity(raw_projects.len());
+    for (pidx, entry) in raw_projects.into_iter().enumerate() {
+        projects.push(project::project_from(&r, &entry, pidx, &defaults)?);
+    }
+    let top = &top;
+    let root = Node::new(Value::Null, root_pos);
     let top_fields = r.fields(top, "");
     let name = top_fields.string("name", "", "None")?;
     Ok(FleetSpec {
@@ -69,7 +75,7 @@ pub fn spec_from_node(root: &Node, file: &str) -> Result<FleetSpec, SpecError> {
             let mut positions = r.positions_of(top, root.pos, "", 0);
             positions
                 .fields
-                .extend(defaults_positions(root).iter().map(|(k, p)| (k.into(), *p)));
+                .extend(defaults_positions.iter().map(|(k, p)| (k.into(), *p)));
             positions
         },
         warnings: r.take_warnings(),
@@ -98,9 +104,9 @@ fn check_api_version(r: &Reader<'_>, top: &[Entry], root: Pos) -> Result<(), Spe
 
 /// Where each value under `defaults` was written, by its `defaults.` path: what an error about
 /// an inherited value is located by (`super::locate_inherited`).
-pub(crate) fn defaults_positions(root: &Node) -> crate::spec::model::FieldPositions {
+pub(crate) fn defaults_positions(top: &[Entry]) -> crate::spec::model::FieldPositions {
     let mut out = crate::spec::model::Positions::default();
-    if let Some(entries) = root.get("defaults").and_then(Node::as_map) {
+    if let Some(entries) = entries_get(top, "defaults").and_then(Node::as_map) {
         reader::record_positions(&reader::Keys::default(), entries, "defaults", &mut out, 16);
     }
     out.fields
