@@ -788,3 +788,27 @@ fn every_documented_command_exits_as_documented() {
         skipped.join("\n")
     );
 }
+
+/// A fleet with no region has nowhere to be: `plan --live` refuses it with deploy's sentence
+/// instead of showing an empty plan that deploy then refuses.
+#[test]
+fn a_live_plan_without_a_region_fails_as_deploy_does() {
+    let env = Env::new();
+    let spec = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SPEC))
+        .unwrap();
+    let spec: String = spec
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("region:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let want = "region could not be resolved for project 'a': set 'region' in the fleet spec or on the project";
+    for command in [&["plan", "--live"][..], &["deploy", "--yes"][..]] {
+        let mut args = command.to_vec();
+        args.extend(["--spec", "-"]);
+        let out = env.run(&args, &spec);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty() || !String::from_utf8_lossy(&out.stdout).contains("Plan:"));
+    }
+}

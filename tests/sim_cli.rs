@@ -219,4 +219,6 @@ async fn verify_storage_passes_against_the_standalone_simulator_from_the_cli_and
         "{}",
         run.summary
     );
+    app.settled().await;
+    gh.assert_clean();
 }

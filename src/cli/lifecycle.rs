@@ -173,23 +173,28 @@ pub fn resolve_ssh_key(spec: &FleetSpec, warn: bool) -> String {
 /// The inventory for this cloud: beside the simulator's state when simulated (so the two
 /// never mix), else `FLEETBOT_INVENTORY` or the user's data directory.
 pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, String> {
-    let path = match std::env::var_os("FLEETBOT_INVENTORY") {
-        Some(p) => PathBuf::from(p),
-        None => match &connection.simulator {
-            Some(_) => {
-                let state = std::env::var_os("FLEETBOT_SIM_STATE")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| super::connect::default_sim_state("default"));
-                state.with_extension("inventory.sqlite")
-            }
-            None => dirs::data_dir()
-                .or_else(dirs::home_dir)
-                .unwrap_or_else(std::env::temp_dir)
-                .join("fleetbot")
-                .join("inventory.sqlite"),
-        },
-    };
+    let path = inventory_path(connection.simulator.is_some());
     SqliteStore::open(&path).await.map_err(|e| e.to_string())
+}
+
+/// Where [`open_inventory`] keeps the inventory of the embedded simulator (`simulated`) or of
+/// Nebius. `serve` on the embedded simulator defaults its store to the same file, so its
+/// dashboard shows the clusters the CLI deployed there.
+pub fn inventory_path(simulated: bool) -> PathBuf {
+    if let Some(path) = std::env::var_os("FLEETBOT_INVENTORY") {
+        return PathBuf::from(path);
+    }
+    if simulated {
+        let state = std::env::var_os("FLEETBOT_SIM_STATE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| super::connect::default_sim_state("default"));
+        return state.with_extension("inventory.sqlite");
+    }
+    dirs::data_dir()
+        .or_else(dirs::home_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("fleetbot")
+        .join("inventory.sqlite")
 }
 
 /// Progress for `targets` targets: a progress bar on a terminal in text mode (step lines above

@@ -85,10 +85,11 @@ pub struct ServeArgs {
     /// GitHub REST API base URL; for GitHub Enterprise Server use https://HOST/api/v3.
     #[arg(long, env = "FLEETBOT_GITHUB_API_URL", default_value = DEFAULT_API_URL, value_name = "URL")]
     pub github_api_url: String,
-    /// Where deliveries and jobs are kept: sqlite://PATH (one replica; default
-    /// sqlite://DATA_DIR/fleetbot/fleetbot.sqlite, e.g. ~/.local/share/fleetbot/fleetbot.sqlite)
-    /// or postgres://USER:PASSWORD@HOST/DB (several replicas share it). May hold a password,
-    /// so its value is never shown or logged.
+    /// Where deliveries, jobs and the inventory are kept: sqlite://PATH (one replica; default
+    /// sqlite://DATA_DIR/fleetbot/fleetbot.sqlite, e.g. ~/.local/share/fleetbot/fleetbot.sqlite,
+    /// or the CLI's inventory file on the embedded simulator or when FLEETBOT_INVENTORY is
+    /// set) or postgres://USER:PASSWORD@HOST/DB (several replicas share it). May hold a
+    /// password, so its value is never shown or logged.
     #[arg(
         long,
         env = "FLEETBOT_STORE",
@@ -351,11 +352,17 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         }
     };
     let credentials = AppCredentials::from_pem_file(app_id, key_path).map_err(|e| e.to_string())?;
-    let store = StoreUrl::parse(
-        args.store.as_ref().map(SecretArg::expose),
-        &StoreUrl::default_dir(),
-    )
-    .map_err(|e| e.to_string())?;
+    let cloud = cloud_choice(&args.cloud)?;
+    let store = match args.store.as_ref().map(SecretArg::expose) {
+        // One inventory with the CLI where the CLI's is known without asking a cloud: the
+        // embedded simulator's, or the one FLEETBOT_INVENTORY names.
+        None if cloud == Some(CloudChoice::Simulator)
+            || std::env::var_os("FLEETBOT_INVENTORY").is_some() =>
+        {
+            StoreUrl::Sqlite(super::lifecycle::inventory_path(true))
+        }
+        url => StoreUrl::parse(url, &StoreUrl::default_dir()).map_err(|e| e.to_string())?,
+    };
     if args.retention_days < 3 {
         return Err(
             "FLEETBOT_RETENTION_DAYS must be at least 3: GitHub redelivers for 3 days".to_string(),
@@ -374,7 +381,7 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         secrets,
         credentials: Arc::new(credentials),
         store,
-        cloud: cloud_choice(&args.cloud)?,
+        cloud,
         sources: SourceSetting::parse(&args.webhook_source_ranges)?,
         dashboard: DashboardPlace::parse(&args.dashboard)?,
     })
@@ -832,6 +839,14 @@ mod tests {
             check(&default_store).unwrap().store,
             StoreUrl::Sqlite(p) if p.ends_with("fleetbot/fleetbot.sqlite")
         ));
+        // On the embedded simulator the server and the CLI share one inventory.
+        let mut simulated = args();
+        simulated.store = None;
+        simulated.cloud = "simulator".into();
+        assert_eq!(
+            check(&simulated).unwrap().store,
+            StoreUrl::Sqlite(super::super::lifecycle::inventory_path(true))
+        );
         let mut short = args();
         short.retention_days = 2;
         assert!(check(&short).unwrap_err().contains("at least 3"));

@@ -22,9 +22,11 @@ fn fleet(cpu: i64, gpu_mode: &str, filestore: bool, bucket_gib: i64) -> FleetSpe
     load_str(&text, "fleet.yaml").unwrap()
 }
 
+/// Removal is what is under test, so it is allowed (`deploy --allow-destroy`).
 fn options(key: &str) -> LifecycleOptions {
     LifecycleOptions {
         ssh_public_key: key.into(),
+        allow_destructive: true,
         ..LifecycleOptions::default()
     }
 }

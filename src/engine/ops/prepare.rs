@@ -23,6 +23,27 @@ pub struct Prepared {
     pub target_records: Vec<TargetRecord>,
 }
 
+/// Every selected mk8s target's project has a region: without one there is nothing to look up
+/// and nowhere to create, so the live plan refuses as deploy's preflight does (same sentence)
+/// rather than showing an empty plan.
+fn require_regions(spec: &FleetSpec, selected: &[(usize, usize)]) -> Result<(), EngineError> {
+    for &(p, c) in selected {
+        let project = &spec.projects[p];
+        if project.clusters[c].backend == Backend::Soperator {
+            continue;
+        }
+        if project.effective_region(&spec.region).is_empty() {
+            return Err(EngineError::new(
+                crate::quota::scope::ScopeError::RegionUnresolved {
+                    project: crate::spec::names::py_repr(&project.key()),
+                }
+                .to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The desired state of every selected target: mk8s targets from their cluster spec, soperator
 /// targets from their envelope (fleet-engine §2.9). A soperator piece fleetbot cannot map to
 /// the API refuses the whole run here, before any cloud call.
@@ -105,6 +126,7 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
     let target_records = store.targets(&spec.name).await?;
     let project_records = store.projects(&spec.name).await?;
     require_selected_backends(spec, &selected, &target_records)?;
+    require_regions(spec, &selected)?;
     let projects = desired::desired_projects(spec, &selected, prefix);
     let targets = desired_targets(spec, &selected, &options.ssh_public_key)?;
     let project_list: Vec<DesiredProject> = projects.iter().map(|(_, p)| p.clone()).collect();

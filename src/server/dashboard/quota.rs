@@ -191,4 +191,20 @@ pub fn add_requested(view: &mut QuotaView, requested: &Requested) {
             }
         }
     }
+    fold(view);
+}
+
+/// Regions in use first (by name), then the rest, marked so the page folds them.
+pub fn fold(view: &mut QuotaView) {
+    for tenant in &mut view.tenants {
+        for region in &mut tenant.regions {
+            region.in_use =
+                region.unreadable > 0 || region.bars.iter().any(|b| b.used > 0 || b.requested > 0);
+        }
+        tenant.regions.sort_by(|a, b| {
+            b.in_use
+                .cmp(&a.in_use)
+                .then_with(|| a.region.cmp(&b.region))
+        });
+    }
 }

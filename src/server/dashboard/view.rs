@@ -201,6 +201,9 @@ pub struct TenantQuota {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RegionQuota {
     pub region: String,
+    /// Something is used, requested or unreadable here: shown open. A region with nothing in
+    /// use is folded away, so the regions a fleet lives in come first.
+    pub in_use: bool,
     pub bars: Vec<QuotaBar>,
     /// Quotas without a limit here (not drawn).
     pub unlimited: usize,

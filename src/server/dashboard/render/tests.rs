@@ -34,6 +34,7 @@ fn view() -> DashboardView {
                 tenant: "t0123456789ab".into(),
                 regions: vec![RegionQuota {
                     region: "eu-north1".into(),
+                    in_use: true,
                     bars: vec![bar("compute.instance.gpu.h100", 6, 8)],
                     unlimited: 2,
                     unreadable: 0,
@@ -102,6 +103,59 @@ fn bars_are_drawn_with_their_width_and_values() {
     assert!(html.contains(r#"class="bar high""#), "{html}");
     assert!(html.contains("6 GPUs of 8 GPUs"), "{html}");
     assert!(html.contains("2 more without a limit"), "{html}");
+}
+
+/// Jobs come first; the regions a fleet uses are open and the rest are folded into one
+/// `<details>` that names them, so the quota section does not push the page down.
+#[test]
+fn jobs_lead_and_idle_regions_are_folded() {
+    let mut v = view();
+    v.jobs.push(JobView {
+        id: "d1".into(),
+        ..Default::default()
+    });
+    let quota = v.quota.as_mut().unwrap();
+    let idle = |region: &str| RegionQuota {
+        region: region.into(),
+        bars: vec![bar("compute.instance.gpu.h100", 0, 8)],
+        ..Default::default()
+    };
+    let tenant = &mut quota.tenants[0];
+    tenant.regions = vec![
+        idle("us-central1"),
+        tenant.regions.remove(0),
+        idle("eu-west1"),
+    ];
+    tenant.regions[1].in_use = false;
+    super::super::quota::fold(quota);
+    let order: Vec<(&str, bool)> = quota.tenants[0]
+        .regions
+        .iter()
+        .map(|r| (r.region.as_str(), r.in_use))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("eu-north1", true),
+            ("eu-west1", false),
+            ("us-central1", false)
+        ]
+    );
+    let html = render_dashboard(&v);
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {html}"))
+    };
+    assert!(at(r#"<section id="jobs">"#) < at(r#"<section id="fleets">"#));
+    assert!(at(r#"<section id="jobs">"#) < at(r#"<section id="repositories">"#));
+    let folded = at(r#"<details class="idle-regions""#);
+    assert!(at(r#"data-region="eu-north1""#) < folded, "{html}");
+    assert!(folded < at(r#"data-region="eu-west1""#), "{html}");
+    assert!(
+        html.contains("<summary>2 regions with nothing in use: eu-west1, us-central1</summary>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("</details>").count(), 1, "{html}");
 }
 
 #[test]
