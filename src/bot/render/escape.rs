@@ -93,7 +93,13 @@ fn inline(text: &str, line_start: bool) -> String {
     out
 }
 
-/// A code span that survives backticks inside the text. GitHub links nothing inside one.
+/// The longest backtick run GitHub's parser (cmark-gfm's `MAXBACKTICKS`, as comrak) opens a
+/// code span with: a longer opener is literal text, and so is everything it meant to hold.
+const MAX_CODE_TICKS: usize = 80;
+
+/// A code span that survives backticks inside the text. GitHub links nothing inside one. Text
+/// with a backtick run of [`MAX_CODE_TICKS`] or more cannot be held by one, and is [`md`]
+/// text instead.
 pub(super) fn code(text: &str) -> String {
     let text: String = text
         .chars()
@@ -108,6 +114,9 @@ pub(super) fn code(text: &str) -> String {
         return "(empty)".into();
     }
     let longest = longest_run(&text, '`');
+    if longest >= MAX_CODE_TICKS {
+        return md(&text);
+    }
     let ticks = "`".repeat(longest + 1);
     if longest > 0 || text.starts_with(' ') || text.ends_with(' ') {
         format!("{ticks} {text} {ticks}")
@@ -116,11 +125,14 @@ pub(super) fn code(text: &str) -> String {
     }
 }
 
-/// A code span in a table cell. GFM splits a row at every `|` not taken by a backslash, code
+/// A code span in a table cell ([`cell`] text where [`code`] would not be a span). GFM splits a row at every `|` not taken by a backslash, code
 /// spans included, and then drops the backslash before each `|`: a `|` behind an even run of
 /// backslashes (none included) takes one more. A `|` behind an odd run cannot be shown in a
 /// code span, so that text falls back to [`cell`], which shows it exactly.
 pub(super) fn cell_code(text: &str) -> String {
+    if longest_run(text, '`') >= MAX_CODE_TICKS {
+        return cell(text);
+    }
     let mut backslashes = 0;
     for c in text.chars() {
         match c {
@@ -210,6 +222,12 @@ mod tests {
         assert_eq!(code("has ` tick"), "`` has ` tick ``");
         assert_eq!(code(""), "(empty)");
         assert_eq!(fence("a\n```\nb\n", "diff"), "````diff\na\n```\nb\n````");
+        // GitHub opens no code span with more than 80 backticks: such text is escaped text.
+        let long = format!("{} gh-7 @x", "`".repeat(80));
+        assert_eq!(code(&long), format!("{} gh<!-- -->-7 @<!-- -->x", "\\`".repeat(80)));
+        assert_eq!(cell_code(&format!("a|{long}")), format!("a\\|{}", code(&long)));
+        let short = "`".repeat(79);
+        assert_eq!(code(&short), format!("{0} {short} {0}", "`".repeat(80)));
     }
 
     #[test]
