@@ -20,7 +20,7 @@
 //! default.
 
 #[path = "../tests/support/app.rs"]
-mod app;
+mod app_harness;
 #[path = "../tests/support/fake_github/mod.rs"]
 mod fake_github;
 #[path = "../tests/support/intake.rs"]
@@ -28,7 +28,7 @@ mod intake;
 
 use std::time::{Duration, Instant};
 
-use app::App;
+use app_harness::App;
 use intake::{GITHUB_DOWN, cpu_seconds, p99, prefill, start};
 
 /// One figure against its target.

@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/fetch-github-fixtures.sh >/dev/null
-exec cargo test --test crash_campaign -- --ignored --nocapture --test-threads 1
+exec cargo test --test it crash_campaign:: -- --ignored --nocapture --test-threads 1

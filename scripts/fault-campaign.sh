@@ -10,4 +10,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/fetch-github-fixtures.sh >/dev/null
-exec bash scripts/with-postgres.sh cargo test --test crash_campaign a_fault_campaign -- --ignored --nocapture --test-threads 1
+exec bash scripts/with-postgres.sh cargo test --test it crash_campaign::a_fault_campaign -- --ignored --nocapture --test-threads 1

@@ -4,7 +4,7 @@
 //! redeploy changes nothing, a changed value is a replacement, a FAILED release fails the
 //! deploy with a sanitized message, and destroy removes fleetbot's releases and nothing else.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

@@ -3,13 +3,10 @@
 //! against GitHub's OpenAPI description) and the simulator as its peers. Nothing in-process:
 //! deliveries go in over HTTP, results are read back from GitHub.
 
-#[path = "support/app.rs"]
-mod app;
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/postgres.rs"]
-mod pg;
-mod support;
+use crate::app_harness as app;
+use crate::fake_github;
+use crate::pg;
+use crate::support;
 
 use std::time::Duration;
 

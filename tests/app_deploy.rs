@@ -3,13 +3,10 @@
 //! it reaches as Nebius. Pull requests are reviewed, merged and commanded as on GitHub; what
 //! changed is read back from the simulator and from GitHub.
 
-#[path = "support/app.rs"]
-mod app;
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/postgres.rs"]
-mod pg;
-mod support;
+use crate::app_harness as app;
+use crate::fake_github;
+use crate::pg;
+use crate::support;
 
 use std::time::Duration;
 

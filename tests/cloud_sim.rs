@@ -2,7 +2,7 @@
 //! operations, pagination, retries with idempotency keys, quota failures, name conflicts and
 //! the token exchange.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -8,11 +8,9 @@
 //! campaign). It is `#[ignore]`d in the suite: it takes minutes, and its figures go in
 //! docs/status.md.
 
-#[path = "support/app.rs"]
-mod app;
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-mod support;
+use crate::app_harness as app;
+use crate::fake_github;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -383,8 +381,7 @@ async fn a_killed_apply_converges_without_duplicates_or_orphans() {
     assert_eq!((converged, duplicated, orphaned), (trials, 0, 0));
 }
 
-#[path = "support/postgres.rs"]
-mod pg;
+use crate::pg;
 
 /// A small CPU-only fleet of its own per pull request: `f{i}` with two projects.
 fn campaign_spec(i: usize) -> String {

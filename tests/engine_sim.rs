@@ -2,7 +2,7 @@
 //! select, destroy, preflight refusal, ownership, convergence after interrupted deploys, and
 //! pruning targets the spec no longer declares.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -13,9 +13,8 @@
 //! - failure injection into the bot's own inventory (`FlakyStore`, for the store-unreadable
 //!   kind) and into the simulator mid-run: `every_kind_of_live_plan_problem_…`.
 
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-mod support;
+use crate::fake_github;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

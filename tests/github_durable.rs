@@ -7,12 +7,8 @@
 //! servers on one PostgreSQL process every delivery exactly once; a refused delivery leaves
 //! nothing in the store.
 
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/postgres.rs"]
-mod pg;
-#[path = "support/stores.rs"]
-mod stores;
+use crate::fake_github;
+use crate::stores;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -11,8 +11,7 @@
 //!   with GitHub's body and `X-Accepted-GitHub-Permissions`), refused once expired (401), and
 //!   the client renews them before they expire.
 
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
+use crate::fake_github;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;

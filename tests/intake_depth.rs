@@ -6,12 +6,7 @@
 //! timing figures, not pass marks on a shared machine: `benches/server_timing.rs` measures
 //! them against their targets (docs/status.md).
 
-#[path = "support/app.rs"]
-mod app;
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/intake.rs"]
-mod intake;
+use crate::intake;
 
 use intake::{GITHUB_DOWN, intake, prefill, start};
 

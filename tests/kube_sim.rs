@@ -3,7 +3,7 @@
 //! UID precondition → 409, invalid object → 422 with causes, a token it never issued → 401)
 //! are what real clients rely on.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

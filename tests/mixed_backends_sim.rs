@@ -3,7 +3,7 @@
 //! shows in status, and destroys; a soperator piece fleetbot cannot map refuses the run before
 //! any mutation.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! a bucket that reads back wrong or an S3 endpoint that loses writes fails the deploy with
 //! the field or step named.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

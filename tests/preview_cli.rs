@@ -1,7 +1,7 @@
 //! `fleetbot preview` in a throwaway git repository: what the App would post, from local
 //! commits, with the exit code a pre-push hook or a CI step acts on.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};

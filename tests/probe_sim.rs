@@ -3,7 +3,7 @@
 //! node's host files and the one filestore directory its nodes share, and print evidence the
 //! verifier's strict parser accepts.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Preflight with live evidence: the tenant's allowances and capacity blocks read from the
 //! simulator through the real gRPC client.
 
-mod support;
+use crate::support;
 
 use fleetbot::engine::ops::{LifecycleOptions, prepare};
 use fleetbot::engine::preflight::live_preflight;

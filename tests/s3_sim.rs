@@ -3,7 +3,7 @@
 //! put/get/list/head/delete round trip; a wrong secret gets SignatureDoesNotMatch, an unknown
 //! key InvalidAccessKeyId, and a PUT over the bucket's cap is refused.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

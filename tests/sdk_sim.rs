@@ -5,7 +5,7 @@
 //! their details, operation waits, the service-account token exchange and IAM v2. Where the
 //! SDK and the simulator disagree, the simulator is wrong (docs/cloud.md lists the exceptions).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

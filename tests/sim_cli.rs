@@ -1,11 +1,9 @@
 //! `fleetbot sim` as a standalone process: served over loopback, state kept across runs, and
 //! running the storage probe as the embedded simulator does (from the CLI and through the App).
 
-#[path = "support/app.rs"]
-mod app;
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-mod support;
+use crate::app_harness as app;
+use crate::fake_github;
+use crate::support;
 
 use std::process::Command;
 

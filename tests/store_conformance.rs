@@ -6,10 +6,7 @@
 //! Time is passed to the queue and to the deploy leases explicitly, so leases and backoff are
 //! tested without sleeping.
 
-#[path = "support/postgres.rs"]
-mod pg;
-#[path = "support/stores.rs"]
-mod stores;
+use crate::stores;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

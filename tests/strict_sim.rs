@@ -5,7 +5,5 @@
 //! ([`strict::buckets`]), every reply carries request IDs ([`strict::request_ids`]) and IAM
 //! v2 is served beside v1 ([`strict::iam`]).
 
-mod support;
-
 #[path = "strict/mod.rs"]
 mod strict;

@@ -3,7 +3,7 @@
 //! GLX, EGL and Vulkan counted; a target that is not one fails `invalid_graphics_target` with
 //! nothing created; one worker whose Vulkan fails makes the evidence partial.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

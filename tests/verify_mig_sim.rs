@@ -5,7 +5,7 @@
 //! replaced under `--reconcile` with the node's scheduling restored. Selection must name
 //! exactly one MIG target.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! a healthy cluster passes with exact counts and GiB, and each way a cluster can be broken
 //! fails closed with its category, while cleanup still runs and nothing of the run is left.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -98,14 +98,14 @@ fn is_sha256(text: &str) -> bool {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
-/// The one document in the output: the last non-empty line (a container may print a warning
-/// before it), which must be the whole document.
+/// The one document in the output: the last line that opens a JSON object, which must be the
+/// whole document. A pod's log interleaves stdout and stderr, so a warning the container (its
+/// runtime, its allocator) writes may land before or after the document; it is not evidence,
+/// and the document is still held to its schema.
 pub(crate) fn document(output: &str) -> Result<&str, EvidenceError> {
-    output
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .ok_or(EvidenceError::Missing)
+    let mut lines = output.lines().map(str::trim).filter(|l| !l.is_empty());
+    let last = lines.clone().next_back().ok_or(EvidenceError::Missing)?;
+    Ok(lines.rfind(|l| l.starts_with('{')).unwrap_or(last))
 }
 
 pub fn parse_host(output: &str) -> Result<HostEvidence, EvidenceError> {
@@ -195,6 +195,15 @@ mod tests {
             parse_host(&format!("warning: x\n{text}\n")).unwrap(),
             host()
         );
+        // stderr interleaves with stdout in a pod's log: a warning after the document too.
+        assert_eq!(
+            parse_host(&format!("{text}\nwarning: late\n")).unwrap(),
+            host()
+        );
+        assert!(matches!(
+            parse_host("warning: only this\n"),
+            Err(EvidenceError::Malformed(_))
+        ));
         assert_eq!(parse_host(""), Err(EvidenceError::Missing));
         let missing = text.replace(",\"probe_deleted\":true", "");
         assert!(matches!(

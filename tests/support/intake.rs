@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::app::{App, AppOptions};
+use crate::app_harness::{App, AppOptions};
 use crate::fake_github::fixtures::{PrRef, pr_comment, pull_request};
 use crate::fake_github::sha;
 use fleetbot::store::queue::{WEBHOOK_JOB, now_ms, pr_key};

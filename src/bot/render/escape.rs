@@ -224,8 +224,14 @@ mod tests {
         assert_eq!(fence("a\n```\nb\n", "diff"), "````diff\na\n```\nb\n````");
         // GitHub opens no code span with more than 80 backticks: such text is escaped text.
         let long = format!("{} gh-7 @x", "`".repeat(80));
-        assert_eq!(code(&long), format!("{} gh<!-- -->-7 @<!-- -->x", "\\`".repeat(80)));
-        assert_eq!(cell_code(&format!("a|{long}")), format!("a\\|{}", code(&long)));
+        assert_eq!(
+            code(&long),
+            format!("{} gh<!-- -->-7 @<!-- -->x", "\\`".repeat(80))
+        );
+        assert_eq!(
+            cell_code(&format!("a|{long}")),
+            format!("a\\|{}", code(&long))
+        );
         let short = "`".repeat(79);
         assert_eq!(code(&short), format!("{0} {short} {0}", "`".repeat(80)));
     }
