@@ -1947,3 +1947,52 @@ fn paginated_capacity_list_fails_closed() {
     ));
     assert!(run.message().contains("incomplete after paginated read"));
 }
+
+/// The reference sentence stays; after it, what the tenant's own allowances say is wrong: no
+/// allowance at all in the region is the wrong tenant (or region), a GPU quota it lacks is a
+/// GPU type it does not have there, named with the ones it has.
+#[test]
+fn missing_allowances_say_what_the_tenant_has() {
+    let run = preflight_region(
+        &[rtx_cluster()],
+        0,
+        &[],
+        "t",
+        Ok(document(&[])),
+        Err(unreadable()),
+    );
+    let message = run.message();
+    assert!(
+        message.starts_with("tenant quota response for us-central1 omitted required allowances: "),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "\nthe tenant has no quota allowance at all in us-central1: check the tenant ID"
+        ),
+        "{message}"
+    );
+
+    let names = [
+        "compute.disk.count",
+        "compute.instance.count",
+        "mk8s.cluster.count",
+        "vpc.allocation.count",
+        "compute.instance.gpu.h100",
+        "compute.instance.gpu.h200",
+    ];
+    let items: Vec<Value> = names.iter().map(|n| count(n, json!(100))).collect();
+    let run = preflight_region(
+        &[rtx_cluster()],
+        0,
+        &[],
+        "t",
+        Ok(document(&items)),
+        Err(unreadable()),
+    );
+    let message = run.message();
+    assert!(
+        message.contains("omitted required allowances: compute.disk.size.network-ssd, compute.instance.gpu.rtx6000\nGPU type \"rtx6000\": the tenant has no allowance for it in us-central1 (GPU types with allowances there: h100, h200); check the pool's platform"),
+        "{message}"
+    );
+}

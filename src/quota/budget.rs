@@ -277,9 +277,11 @@ fn check_region(
         .map(|name| name.to_string())
         .collect();
     if !required_missing.is_empty() {
+        let hints = missing_hints(document, &region.region, &required_missing);
         return Err(PreflightError::MissingAllowances {
             region: region.region.clone(),
             names: required_missing,
+            hints,
         });
     }
     for name in &missing {
@@ -429,6 +431,43 @@ fn budget_rows(
                 None => {}
             }
             row
+        })
+        .collect()
+}
+
+/// What the tenant's own allowances say about quotas it lacks: none at all in the region reads
+/// as the wrong tenant (or region), and a GPU quota it lacks as a platform it does not have
+/// there, with the GPU platforms it does have.
+fn missing_hints(
+    document: &crate::quota::allowances::AllowanceDocument,
+    region: &str,
+    missing: &[String],
+) -> Vec<String> {
+    const GPU: &str = "compute.instance.gpu.";
+    let here: BTreeSet<&str> = document
+        .items
+        .iter()
+        .filter(|r| r.region == region && !r.name.is_empty())
+        .map(|r| r.name.as_str())
+        .collect();
+    if here.is_empty() {
+        return vec![format!(
+            "the tenant has no quota allowance at all in {region}: check the tenant ID (--tenant-id, FLEETBOT_TENANT_ID or the spec's tenant_id) and the region"
+        )];
+    }
+    let known: Vec<&str> = here.iter().filter_map(|n| n.strip_prefix(GPU)).collect();
+    let known = if known.is_empty() {
+        "none".to_string()
+    } else {
+        known.join(", ")
+    };
+    missing
+        .iter()
+        .filter_map(|name| name.strip_prefix(GPU))
+        .map(|gpu| {
+            format!(
+                "GPU type {gpu:?}: the tenant has no allowance for it in {region} (GPU types with allowances there: {known}); check the pool's platform"
+            )
         })
         .collect()
 }

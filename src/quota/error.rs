@@ -37,7 +37,12 @@ pub enum PreflightError {
     /// The allowance list breaks a fail-closed rule; the text is the reference message.
     AllowancesMalformed(String),
     /// A needed, non-optional quota is not in the tenant catalog for the region.
-    MissingAllowances { region: String, names: Vec<String> },
+    MissingAllowances {
+        region: String,
+        names: Vec<String>,
+        /// What the tenant's allowances suggest is wrong, one line each after the sentence.
+        hints: Vec<String>,
+    },
 }
 
 impl PreflightError {
@@ -61,10 +66,21 @@ impl PreflightError {
                 cause,
             ),
             PreflightError::AllowancesMalformed(message) => message.clone(),
-            PreflightError::MissingAllowances { region, names } => format!(
-                "tenant quota response for {region} omitted required allowances: {}",
-                names.join(", ")
-            ),
+            PreflightError::MissingAllowances {
+                region,
+                names,
+                hints,
+            } => {
+                let mut out = format!(
+                    "tenant quota response for {region} omitted required allowances: {}",
+                    names.join(", ")
+                );
+                for hint in hints {
+                    out.push('\n');
+                    out.push_str(hint);
+                }
+                out
+            }
         }
     }
 }
