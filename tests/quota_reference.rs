@@ -944,14 +944,7 @@ fn find_shortfalls_flags_zero_limit_and_ignores_unadvertised() {
 #[test]
 fn preflight_blocks_on_zero_gpu_quota() {
     let items = complete_allowances(&[count("compute.instance.gpu.rtx6000", json!("0"))]);
-    let run = preflight_region(
-        &[rtx_cluster()],
-        0,
-        &[],
-        "t",
-        Ok(document(&items)),
-        Err(unreadable()),
-    );
+    let run = rtx_preflight(&items);
     assert_eq!(run.report.exit_code(), 1);
     assert!(
         run.message()
@@ -963,14 +956,7 @@ fn preflight_blocks_on_zero_gpu_quota() {
 #[test]
 fn preflight_passes_when_quota_is_sufficient() {
     let items = complete_allowances(&[count("compute.instance.gpu.rtx6000", json!("16"))]);
-    let run = preflight_region(
-        &[rtx_cluster()],
-        0,
-        &[],
-        "t",
-        Ok(document(&items)),
-        Err(unreadable()),
-    );
+    let run = rtx_preflight(&items);
     assert!(run.report.fits(), "{:?}", run.report.message());
     assert_eq!(run.report.exit_code(), 0);
 }
@@ -1008,14 +994,7 @@ fn unreadable_quota_api_fails_closed() {
 #[test]
 fn missing_required_allowance_fails_closed() {
     let items = [count("compute.instance.gpu.rtx6000", json!(100))];
-    let run = preflight_region(
-        &[rtx_cluster()],
-        0,
-        &[],
-        "t",
-        Ok(document(&items)),
-        Err(unreadable()),
-    );
+    let run = rtx_preflight(&items);
     assert_eq!(
         run.message(),
         "tenant quota response for us-central1 omitted required allowances: compute.disk.count, compute.disk.size.network-ssd, compute.instance.count, mk8s.cluster.count, vpc.allocation.count"
@@ -1118,14 +1097,7 @@ fn progress_lines_name_amount_unit_and_evidence() {
     let mut unlimited = count("vpc.allocation.count", Value::Null);
     unlimited["status"] = json!({ "state": "STATE_ACTIVE" });
     let items = complete_allowances(&[exact, not_used, unlimited]);
-    let run = preflight_region(
-        &[rtx_cluster()],
-        0,
-        &[],
-        "t",
-        Ok(document(&items)),
-        Err(unreadable()),
-    );
+    let run = rtx_preflight(&items);
     assert!(run.report.fits());
     for line in [
         "capacity/quota preflight: 1 cluster(s) in us-central1",
@@ -1443,14 +1415,7 @@ fn shortfalls_are_sorted_by_quota_name() {
         count("compute.disk.count", json!(1)),
         count("vpc.allocation.count", json!(0)),
     ]);
-    let run = preflight_region(
-        &[rtx_cluster()],
-        0,
-        &[],
-        "t",
-        Ok(document(&items)),
-        Err(unreadable()),
-    );
+    let run = rtx_preflight(&items);
     let names: Vec<String> = run
         .report
         .shortfalls
@@ -1982,17 +1947,22 @@ fn missing_allowances_say_what_the_tenant_has() {
         "compute.instance.gpu.h200",
     ];
     let items: Vec<Value> = names.iter().map(|n| count(n, json!(100))).collect();
-    let run = preflight_region(
-        &[rtx_cluster()],
-        0,
-        &[],
-        "t",
-        Ok(document(&items)),
-        Err(unreadable()),
-    );
+    let run = rtx_preflight(&items);
     let message = run.message();
     assert!(
         message.contains("omitted required allowances: compute.disk.size.network-ssd, compute.instance.gpu.rtx6000\nGPU type \"rtx6000\": the tenant has no allowance for it in us-central1 (GPU types with allowances there: h100, h200); check the pool's platform"),
         "{message}"
     );
+}
+
+/// Preflight of one RTX cluster in an existing project against `items`, capacity unreadable.
+fn rtx_preflight(items: &[Value]) -> Run {
+    preflight_region(
+        &[rtx_cluster()],
+        0,
+        &[],
+        "t",
+        Ok(document(items)),
+        Err(unreadable()),
+    )
 }

@@ -90,6 +90,7 @@ pub async fn gather<S: OverviewStore>(
     let locks: Vec<LockView> = leases.iter().filter_map(lock_view).collect();
     let quota = quota.map(|mut q| {
         super::quota::add_requested(&mut q, &requested(&plans, &audit));
+        super::quota::fold(&mut q);
         q
     });
     DashboardView {

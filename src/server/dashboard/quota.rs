@@ -191,7 +191,6 @@ pub fn add_requested(view: &mut QuotaView, requested: &Requested) {
             }
         }
     }
-    fold(view);
 }
 
 /// Regions in use first (by name), then the rest, marked so the page folds them.
