@@ -1,4 +1,5 @@
-//! Compiles fleetbot's own Nebius protos (proto/) with tonic, using a vendored protoc.
+//! Compiles fleetbot's own Nebius protos (proto/) with tonic, using a vendored protoc, and the
+//! simulator's stand-in NVIDIA driver libraries (fixtures/probe/*.c) as shared objects.
 
 use std::path::PathBuf;
 
@@ -32,6 +33,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &files,
             &[proto_dir, protoc_bin_vendored::include_path()?],
         )?;
+    simulated_driver()?;
+    Ok(())
+}
+
+/// The libraries the simulated GPU nodes' containers load in place of NVIDIA's (see
+/// `src/sim/k8s/gpu_hardware.rs`): built with the C compiler the build already needs (ring's),
+/// into `$OUT_DIR/simgpu/` under the names the probe opens.
+fn simulated_driver() -> Result<(), Box<dyn std::error::Error>> {
+    let out = PathBuf::from(std::env::var("OUT_DIR")?).join("simgpu");
+    std::fs::create_dir_all(&out)?;
+    let compiler = cc::Build::new().get_compiler();
+    for (source, library) in [
+        ("fake_libcuda.c", "libcuda.so.1"),
+        ("fake_libnvml.c", "libnvidia-ml.so.1"),
+        ("fake_libEGL.c", "libEGL.so.1"),
+        ("fake_libGLX_nvidia.c", "libGLX_nvidia.so.0"),
+        ("fake_libvulkan.c", "libvulkan.so.1"),
+    ] {
+        let source = PathBuf::from("fixtures/probe").join(source);
+        println!("cargo:rerun-if-changed={}", source.display());
+        let status = compiler
+            .to_command()
+            .args(["-shared", "-fPIC", "-O1", "-w", "-o"])
+            .arg(out.join(library))
+            .arg(&source)
+            .status()?;
+        if !status.success() {
+            return Err(format!("compiling {} failed", source.display()).into());
+        }
+    }
     Ok(())
 }
 

@@ -812,3 +812,45 @@ fn a_live_plan_without_a_region_fails_as_deploy_does() {
         assert!(out.stdout.is_empty() || !String::from_utf8_lossy(&out.stdout).contains("Plan:"));
     }
 }
+
+/// A platform or preset the region does not offer is named as such, with what the region has,
+/// before anything is created (not as a quota the tenant lacks); without preflight the
+/// simulator refuses the node group as Nebius does, naming the field.
+#[test]
+fn an_unknown_platform_or_preset_is_named_with_what_the_region_offers() {
+    let env = Env::new();
+    let spec = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SPEC))
+        .unwrap();
+    let cases = [
+        (
+            spec.replace("platform: gpu-rtx6000", "platform: gpu-h900-sxm"),
+            "unknown platform \"gpu-h900-sxm\" for us-central1; GPU platforms there: gpu-h200-sxm, gpu-b200-sxm, gpu-rtx6000",
+        ),
+        (
+            spec.replace("preset: 1gpu-24vcpu-218gb", "preset: 1gpu-24vcpu-218"),
+            "unknown preset \"1gpu-24vcpu-218\" for gpu-rtx6000 in us-central1; its presets: 1gpu-24vcpu-218gb, 8gpu-192vcpu-1744gb",
+        ),
+    ];
+    for (spec, want) in &cases {
+        let out = env.run(&["deploy", "--yes", "--spec", "-"], spec);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+        assert!(!stderr.contains("omitted required allowances"), "{stderr}");
+        assert!(stderr.contains("nothing was changed"), "{stderr}");
+    }
+    let out = env.run(
+        &["deploy", "--yes", "--no-preflight", "--spec", "-"],
+        &cases[0].0,
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("platform \"gpu-h900-sxm\" is not available in region us-central1"),
+        "{all}"
+    );
+}

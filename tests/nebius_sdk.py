@@ -327,6 +327,41 @@ async def cluster_and_node_group(c, project, subnet, fid):
     return cid, gid
 
 
+async def catalogue(c, project, cid):
+    platforms = compute.PlatformServiceClient(c)
+    listed = await platforms.list(compute.ListPlatformsRequest(parent_id=project))
+    names = [p.metadata.name for p in listed.items]
+    check(
+        "platform catalogue: the region's platforms with their presets' resources",
+        "cpu-d3" in names
+        and all(p.spec.presets for p in listed.items)
+        and all(s.resources.vcpu_count > 0 for p in listed.items for s in p.spec.presets)
+        and all(
+            p.spec.gpu_count_quota_type.startswith("compute.instance.gpu.")
+            for p in listed.items
+            if p.metadata.name.startswith("gpu-")
+        ),
+        listed,
+    )
+    got = await platforms.get_by_name(common.GetByNameRequest(parent_id=project, name="cpu-d3"))
+    check("platform by name", got.metadata.name == "cpu-d3", got)
+    groups = mk8s.NodeGroupServiceClient(c)
+    for field, resources in [
+        ("spec.template.resources.platform", mk8s.ResourcesSpec(platform="gpu-h900-sxm", preset="8gpu-128vcpu-1600gb")),
+        ("spec.template.resources.preset", mk8s.ResourcesSpec(platform="cpu-d3", preset="4vcpu-17gb")),
+    ]:
+        spec = mk8s.NodeGroupSpec(fixed_node_count=1, template=template())
+        spec.template.resources = resources
+        error = await refused(
+            groups.create(mk8s.CreateNodeGroupRequest(metadata=meta(cid, "off-catalogue"), spec=spec))
+        )
+        check(
+            f"catalogue: an unknown {field.rsplit('.', 1)[1]} is refused naming the field",
+            error is not None and violations(error) == [field],
+            error,
+        )
+
+
 async def release(c, project, cid):
     releases = apps.K8sReleaseServiceClient(c)
     rid = await done(
@@ -500,6 +535,7 @@ async def main():
         _, subnet = await network_and_subnet(c, project)
         fid = await filesystem(c, project)
         cid, _ = await cluster_and_node_group(c, project, subnet, fid)
+        await catalogue(c, project, cid)
         await release(c, project, cid)
         await buckets(c, project)
         await access(c, project)

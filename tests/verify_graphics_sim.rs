@@ -1,7 +1,9 @@
-//! `verify-graphics` through the library against the simulator, which plays the GPUs of its
-//! nodes (it cannot run GPU code): an RTX rendering cluster passes with every worker's CUDA,
-//! GLX, EGL and Vulkan counted; a target that is not one fails `invalid_graphics_target` with
-//! nothing created; one worker whose Vulkan fails makes the evidence partial.
+//! `verify-graphics` through the library against the simulator, whose GPU nodes give a
+//! container granted their GPUs a stand-in NVIDIA driver (it cannot run GPU code) and run
+//! fleetbot's real probe on it: an RTX rendering cluster passes with every worker's CUDA, GLX,
+//! EGL and Vulkan counted; a target that is not one fails `invalid_graphics_target` with
+//! nothing created; one worker whose Vulkan fails makes the evidence partial; any program in a
+//! container granted GPUs sees the driver, and one not granted them sees none.
 
 use crate::support;
 
@@ -147,4 +149,66 @@ async fn an_rtx_cluster_passes_a_plain_one_is_refused_and_a_broken_vulkan_is_par
     assert!(left.items.is_empty());
     // The public report names no node.
     assert!(!report.render_json().contains(&gpu_node.name));
+
+    // Not only the probe: any GPU program granted the node's GPUs sees its driver (here the
+    // slice smoke test, `probe cuda`, which nothing special-cases), and without a grant none.
+    sim.kube.shared.set_host_fault(&gpu_node.name, None);
+    let cuda = |name: &str, gpus: Option<&str>| {
+        let mut pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": gpu_node.name, "restartPolicy": "Never",
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+                "containers": [{"name": "cuda", "image": image,
+                    "command": ["/fleetbot", "probe", "cuda"]}]},
+        });
+        if let Some(gpus) = gpus {
+            pod["spec"]["containers"][0]["resources"] =
+                serde_json::json!({"limits": {"nvidia.com/gpu": gpus}});
+        }
+        serde_json::from_value::<Pod>(pod).unwrap()
+    };
+    for (name, gpus) in [("granted", Some("8")), ("ungranted", None)] {
+        pods.create(&Default::default(), &cuda(name, gpus))
+            .await
+            .unwrap();
+    }
+    let mut logs = Vec::new();
+    for name in ["granted", "ungranted"] {
+        let began = std::time::Instant::now();
+        loop {
+            let phase = pods.get(name).await.unwrap().status.and_then(|s| s.phase);
+            if phase.as_deref() == Some("Succeeded") {
+                break;
+            }
+            assert!(
+                began.elapsed() < Duration::from_secs(20),
+                "{name}: {phase:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let log = pods.logs(name, &Default::default()).await.unwrap();
+        logs.push(serde_json::from_str::<serde_json::Value>(log.trim()).unwrap());
+    }
+    assert_eq!(
+        (
+            &logs[0]["vectoradd"],
+            &logs[0]["devices"],
+            &logs[0]["passed_devices"]
+        ),
+        (
+            &serde_json::json!("passed"),
+            &serde_json::json!(8),
+            &serde_json::json!(8)
+        ),
+        "{logs:?}"
+    );
+    assert_eq!(logs[1]["vectoradd"], "unavailable", "{logs:?}");
+    assert!(
+        logs[1]["errors"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("libcuda.so.1: "),
+        "{logs:?}"
+    );
 }

@@ -80,6 +80,23 @@ pub struct GpuCluster {
     pub labels: Labels,
 }
 
+/// A compute platform a project's region offers, and its presets (`PlatformService.List`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Platform {
+    pub name: String,
+    /// The tenant quota its GPUs count against; empty on a platform without GPUs.
+    pub gpu_quota: String,
+    pub presets: Vec<PlatformPreset>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformPreset {
+    pub name: String,
+    pub vcpus: u32,
+    pub memory_gib: u32,
+    pub gpus: u32,
+}
+
 /// What fleetbot asks of a managed Kubernetes control plane.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClusterSpec {
@@ -423,6 +440,11 @@ pub trait Cloud: Send + Sync {
         &self,
         project_id: &str,
     ) -> impl Future<Output = CloudResult<Vec<GpuCluster>>> + Send;
+    /// The platforms and presets the project's region offers.
+    fn list_platforms(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = CloudResult<Vec<Platform>>> + Send;
     fn create_gpu_cluster(
         &self,
         project_id: &str,

@@ -8,6 +8,7 @@ mod apply;
 mod apply_addons;
 mod apply_project;
 mod apply_target;
+mod catalogue;
 mod deploy;
 mod deploy_result;
 mod destroy;

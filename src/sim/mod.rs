@@ -2,6 +2,7 @@
 //! in process (the embedded default, every test) or standalone (`fleetbot sim`).
 
 pub mod auth;
+pub mod catalogue;
 pub mod core;
 pub mod defaults;
 pub mod k8s;
@@ -110,6 +111,7 @@ impl Simulator {
                 .add_service(mk8s::node_group_service_server::NodeGroupServiceServer::new(svc.clone()))
                 .add_service(compute::filesystem_service_server::FilesystemServiceServer::new(svc.clone()))
                 .add_service(compute::gpu_cluster_service_server::GpuClusterServiceServer::new(svc.clone()))
+                .add_service(compute::platform_service_server::PlatformServiceServer::new(svc.clone()))
                 .add_service(storage::bucket_service_server::BucketServiceServer::new(svc.clone()))
                 .add_service(apps::k8s_release_service_server::K8sReleaseServiceServer::new(svc))
                 // Without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms to every small reply.

@@ -4,7 +4,9 @@
 use prost::{Message, Name};
 use sha2::Digest;
 
+use super::catalogue;
 use super::defaults::{self, FillContext};
+use super::rules::validate::Violation;
 use crate::cloud::proto::fleetbot::sim::v1::SimState;
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::common::v1::ResourceMetadata;
@@ -66,6 +68,11 @@ pub trait Resource: Message + Name + Clone + Default + Send + 'static {
     /// Fills what the service fills when a request leaves it empty (the fields annotated
     /// NON_EMPTY_DEFAULT, [`defaults`]), on create and again after an update emptied them.
     fn fill_defaults(&mut self, _context: &FillContext) {}
+    /// What the resource asks for that `region` does not offer (a node group's platform and
+    /// preset, [`catalogue`]), as field violations.
+    fn unavailable(&self, _region: &str) -> Vec<Violation> {
+        Vec::new()
+    }
     /// The region a resource declares itself (projects do); others inherit their parent's.
     fn own_region(&self) -> Option<String> {
         None
@@ -285,26 +292,15 @@ impl Resource for mk8s::Cluster {
     }
 }
 
-/// Nodes, vCPUs and GPUs of a preset such as `8gpu-128vcpu-1600gb`.
-pub fn preset_numbers(preset: &str) -> (u64, u64) {
-    let number_before = |suffix: &str| -> u64 {
-        preset
-            .split('-')
-            .find_map(|part| part.strip_suffix(suffix).and_then(|n| n.parse().ok()))
-            .unwrap_or(0)
-    };
-    (number_before("vcpu"), number_before("gpu"))
-}
-
-/// The GPU family quota of a platform (`gpu-h200-sxm` → `h200`).
-pub fn gpu_family(platform: &str) -> Option<String> {
-    let lowered = platform.to_lowercase();
-    let rest = lowered.strip_prefix("gpu-")?;
-    let family: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .collect();
-    (!family.is_empty()).then_some(family)
+/// What a node group's hosts are, from the catalogue: `None` for a platform or preset the
+/// catalogue does not have (refused on create; absent only from state written before).
+pub fn node_group_hardware(
+    spec: &mk8s::NodeGroupSpec,
+) -> Option<(&'static catalogue::Platform, &'static catalogue::Preset)> {
+    let resources = spec.template.as_ref()?.resources.as_ref()?;
+    let mk8s::resources_spec::Size::Preset(preset) = resources.size.as_ref()?;
+    let platform = catalogue::platform(&resources.platform)?;
+    Some((platform, platform.preset(preset)?))
 }
 
 impl Resource for mk8s::NodeGroup {
@@ -318,6 +314,28 @@ impl Resource for mk8s::NodeGroup {
 
     fn fill_defaults(&mut self, context: &FillContext) {
         defaults::node_group(self.spec.get_or_insert_with(Default::default), context);
+    }
+
+    fn unavailable(&self, region: &str) -> Vec<Violation> {
+        let Some(resources) = self
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.as_ref())
+            .and_then(|t| t.resources.as_ref())
+        else {
+            return Vec::new();
+        };
+        let preset = match &resources.size {
+            Some(mk8s::resources_spec::Size::Preset(p)) => p.as_str(),
+            None => "",
+        };
+        catalogue::refusal(region, &resources.platform, preset)
+            .map(|(field, message)| Violation {
+                field: format!("spec.template.resources.{field}"),
+                message,
+            })
+            .into_iter()
+            .collect()
     }
 
     fn set_phase(&mut self, phase: Phase, _region: &str) {
@@ -351,12 +369,9 @@ impl Resource for mk8s::NodeGroup {
             None => 0,
         };
         let template = spec.template.clone().unwrap_or_default();
-        let resources = template.resources.clone().unwrap_or_default();
-        let preset = match resources.size {
-            Some(mk8s::resources_spec::Size::Preset(p)) => p,
-            None => String::new(),
-        };
-        let (vcpus, gpus) = preset_numbers(&preset);
+        let hardware = node_group_hardware(spec);
+        let (vcpus, gpus) =
+            hardware.map_or((0, 0), |(_, p)| (u64::from(p.vcpus), u64::from(p.gpus)));
         let preemptible = template.preemptible.is_some();
         let boot_bytes = template.boot_disk.as_ref().map_or(0, disk_bytes);
         let mut quotas = vec![
@@ -380,12 +395,12 @@ impl Resource for mk8s::NodeGroup {
             let strict = policy.policy == mk8s::reservation_policy::Policy::Strict as i32;
             if strict && !policy.reservation_ids.is_empty() {
                 reserved = Some(Reservation {
-                    platform: resources.platform.clone(),
+                    platform: hardware.map_or_else(String::new, |(p, _)| p.name.to_string()),
                     block_ids: policy.reservation_ids.clone(),
                     gpus: nodes * gpus,
                 });
-            } else if !preemptible && let Some(family) = gpu_family(&resources.platform) {
-                quotas.push((format!("compute.instance.gpu.{family}"), nodes * gpus));
+            } else if !preemptible && let Some((platform, _)) = hardware {
+                quotas.push((platform.gpu_quota.to_string(), nodes * gpus));
             }
         }
         Charges { quotas, reserved }
@@ -669,6 +684,15 @@ mod tests {
     fn cpu_node_group_charges_vcpus() {
         let c = node_group(3, "cpu-d3", "16vcpu-64gb", false, &[]).charges();
         assert_eq!(quota(&c, "compute.instance.non-gpu.vcpu"), Some(48));
-        assert_eq!(gpu_family("gpu-b200-sxm-a").as_deref(), Some("b200"));
+    }
+
+    /// The hardware is the catalogue's: a preset whose name reads like numbers the catalogue
+    /// does not have charges nothing (and is refused before it could be created).
+    #[test]
+    fn charges_come_from_the_catalogue_not_the_preset_name() {
+        let c = node_group(1, "gpu-b200-sxm", "8gpu-160vcpu-1792gb", false, &[]).charges();
+        assert_eq!(quota(&c, "compute.instance.gpu.b200"), Some(8));
+        let c = node_group(1, "cpu-d3", "12vcpu-48gb", false, &[]).charges();
+        assert_eq!(quota(&c, "compute.instance.non-gpu.vcpu"), Some(0));
     }
 }

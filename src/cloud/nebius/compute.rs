@@ -1,15 +1,54 @@
-//! Compute: shared filesystems and GPU clusters (the InfiniBand fabric a GPU pool joins).
+//! Compute: shared filesystems, GPU clusters (the InfiniBand fabric a GPU pool joins) and the
+//! platform catalogue.
 
 use tonic::transport::Channel;
 
 use super::convert::{labels, meta_field, new_meta, relabelled, resource_version};
 use super::rpc::{get, list_all, mutate, update};
 use crate::cloud::client::{Host, NebiusClient};
-use crate::cloud::domain::{CloudResult, Filesystem, GpuCluster, Labels, State};
+use crate::cloud::domain::{
+    CloudResult, Filesystem, GpuCluster, Labels, Platform, PlatformPreset, State,
+};
 use crate::cloud::proto::nebius::compute::v1 as compute;
 
 type FilesystemService = compute::filesystem_service_client::FilesystemServiceClient<Channel>;
 type GpuClusterService = compute::gpu_cluster_service_client::GpuClusterServiceClient<Channel>;
+type PlatformService = compute::platform_service_client::PlatformServiceClient<Channel>;
+
+pub(super) async fn list_platforms(
+    client: &NebiusClient,
+    project_id: &str,
+) -> CloudResult<Vec<Platform>> {
+    list_all!(
+        client,
+        Host::Compute,
+        compute::ListPlatformsRequest,
+        project_id,
+        PlatformService,
+        platform_from
+    )
+}
+
+fn platform_from(p: compute::Platform) -> Platform {
+    let spec = p.spec.unwrap_or_default();
+    Platform {
+        name: p.metadata.map(|m| m.name).unwrap_or_default(),
+        gpu_quota: spec.gpu_count_quota_type,
+        presets: spec
+            .presets
+            .into_iter()
+            .map(|preset| {
+                let r = preset.resources.unwrap_or_default();
+                PlatformPreset {
+                    name: preset.name,
+                    vcpus: r.vcpu_count.max(0) as u32,
+                    memory_gib: r.memory_gibibytes.max(0) as u32,
+                    gpus: r.gpu_count.max(0) as u32,
+                }
+            })
+            .collect(),
+    }
+}
 
 pub(super) async fn list_filesystems(
     client: &NebiusClient,

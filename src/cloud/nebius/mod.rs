@@ -17,8 +17,8 @@ mod vpc;
 use super::client::NebiusClient;
 use super::domain::{
     AccessKey, AccessKeySecret, Bucket, CapacityBlockGroup, Cloud, CloudResult, Cluster,
-    ClusterSpec, Filesystem, GpuCluster, Labels, Network, NodeGroup, NodeGroupSpec, Project,
-    QuotaAllowance, Release, ReleaseSpec, ServiceAccount, Subnet, Tenant,
+    ClusterSpec, Filesystem, GpuCluster, Labels, Network, NodeGroup, NodeGroupSpec, Platform,
+    Project, QuotaAllowance, Release, ReleaseSpec, ServiceAccount, Subnet, Tenant,
 };
 
 /// One entry per [`Cloud`] method: the service module whose function of the same name serves
@@ -66,6 +66,7 @@ impl Cloud for NebiusClient {
         ) -> Filesystem;
         compute::delete_filesystem(id: &str, key: &str) -> ();
         compute::list_gpu_clusters(project_id: &str) -> Vec<GpuCluster>;
+        compute::list_platforms(project_id: &str) -> Vec<Platform>;
         compute::create_gpu_cluster(
             project_id: &str, name: &str, fabric: &str, labels: &Labels, key: &str
         ) -> GpuCluster;

@@ -307,6 +307,7 @@ pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clo
     refuse_before_mutation(&prepared, options)?;
     refuse_unallowed_destruction(&prepared, options)?;
     if options.preflight && !prepared.selected.is_empty() {
+        super::catalogue::check_catalogue(cloud, tenant_id, &prepared, &progress).await?;
         preflight(cloud, spec, tenant_id, options, &prepared.plan, &progress).await?;
     }
     let apply = Apply {

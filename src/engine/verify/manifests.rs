@@ -201,7 +201,10 @@ impl RunContext {
         let mut pod = self.pod(
             &self.pod_name("graphics", index),
             node,
-            vec!["--boot-id=/proc/sys/kernel/random/boot_id".into()],
+            vec![
+                "--boot-id=/proc/sys/kernel/random/boot_id".into(),
+                "--driver-version-file=/proc/driver/nvidia/version".into(),
+            ],
             false,
             None,
         );

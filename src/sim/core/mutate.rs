@@ -49,6 +49,13 @@ impl Core {
             ));
         }
         let region = self.create_region::<R>(&metadata, &spec)?;
+        let unavailable = R::build(metadata.clone(), spec.clone()).unavailable(&region);
+        if !unavailable.is_empty() {
+            return Err(crate::sim::rules::validate::refusal(
+                R::SERVICE,
+                &unavailable,
+            ));
+        }
         self.refuse_taken_name::<R>(&metadata)?;
         let id = self.new_id(R::KIND, &region);
         let now = now_ms();

@@ -66,10 +66,11 @@ impl Core {
         let after = schema::to_dynamic(&next.spec().unwrap_or_default());
         validate::immutable(&before, &after, "spec", &mut violations);
         validate::required(&after, "spec", &[], &mut violations);
+        let region = self.region_of(&current);
+        violations.extend(next.unavailable(&region));
         if !violations.is_empty() {
             return Err(validate::refusal(R::SERVICE, &violations));
         }
-        let region = self.region_of(&current);
         let op = self.new_operation(R::SERVICE, &region, format!("Update {}", R::KIND), &id, ctx);
         self.release(&region, &current.charges(), &id);
         if let Err(failure) = self.charge(&region, &next.charges(), &id, R::SERVICE) {

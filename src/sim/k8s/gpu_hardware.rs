@@ -1,56 +1,95 @@
-//! The GPUs of simulated nodes, played: the simulator cannot run GPU code, so a container
-//! that runs fleetbot's graphics probe (`probe graphics`) prints, instead, the evidence that
-//! probe would print on that node: a node advertising its GPUs passes CUDA vectorAdd on every
-//! one and loads GLX, EGL and Vulkan; a node advertising none has no driver to load; a node a
-//! test broke ([`HostFault::VulkanBroken`]) fails Vulkan. The MIG probe (`probe mig`) is
-//! answered from the slices the node advertises: each GPU in MIG mode with the instances its
-//! share of them makes, vectorAdd passing on each ([`HostFault::MigSliceBroken`] fails the
-//! last). The probe program itself has no simulation mode; this is the simulated hardware's
-//! answer.
+//! The GPUs of simulated nodes. The simulator cannot run GPU code, so where NVIDIA's container
+//! toolkit would inject the driver's libraries into a container granted a node's GPUs
+//! (`nvidia.com/gpu`, or a MIG slice), the simulated kubelet injects stand-ins of them:
+//! libcuda, NVML, EGL, GLX and the Vulkan loader (`fixtures/probe/*.c`, built by build.rs),
+//! answering for the node's GPUs as the catalogue names them, its MIG layout as the device
+//! plugin advertises it, and what a test broke ([`HostFault::VulkanBroken`],
+//! [`HostFault::MigSliceBroken`]). The program that runs is fleetbot's own probe, unchanged:
+//! its library loading, driver calls, kernel launch and evidence are all on the tested path.
 
-use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 use super::hosts::HostFault;
-use crate::probe::{
-    GRAPHICS_SCHEMA, GraphicsEvidence, Library, MIG_SCHEMA, MigEvidence, MigGpu, MigMode,
-    SliceSmoke, VectorAdd, VulkanDevice,
-};
+use crate::sim::catalogue;
 
 /// The driver the simulated GPU Operator installs.
-const DRIVER_VERSION: &str = "580.173.02";
+pub const DRIVER_VERSION: &str = "580.173.02";
 
-/// Which GPU probe a container runs (`graphics`, `mig`), if any.
-fn gpu_probe(container: &Value) -> Option<String> {
-    let words: Vec<String> = ["command", "args"]
-        .iter()
-        .flat_map(|f| container[*f].as_array().cloned().unwrap_or_default())
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect();
-    (words.len() >= 3 && words[1] == "probe" && matches!(words[2].as_str(), "graphics" | "mig"))
-        .then(|| words[2].clone())
+macro_rules! library {
+    ($name:literal) => {
+        (
+            $name,
+            include_bytes!(concat!(env!("OUT_DIR"), "/simgpu/", $name)).as_slice(),
+        )
+    };
 }
 
-fn node_name(node: &Value) -> String {
-    node.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+/// The stand-in libraries, under the names the probe opens.
+const LIBRARIES: [(&str, &[u8]); 5] = [
+    library!("libcuda.so.1"),
+    library!("libnvidia-ml.so.1"),
+    library!("libEGL.so.1"),
+    library!("libGLX_nvidia.so.0"),
+    library!("libvulkan.so.1"),
+];
+
+/// Writes the stand-in driver under `root` (once per simulator) and says where it is.
+pub fn install(root: &Path) -> std::io::Result<PathBuf> {
+    let dir = root.join("nvidia-driver");
+    std::fs::create_dir_all(&dir)?;
+    for (name, bytes) in LIBRARIES {
+        let path = dir.join(name);
+        if std::fs::read(&path).is_ok_and(|b| b == bytes) {
+            continue;
+        }
+        // A fresh file, renamed into place: a container may be loading the old one.
+        let part = dir.join(format!(".{name}.part"));
+        std::fs::write(&part, bytes)?;
+        std::fs::rename(&part, &path)?;
+    }
+    Ok(dir)
 }
 
-/// The evidence the MIG probe prints on `node`: its GPUs (`nvidia.com/gpu.count`), each in
-/// MIG mode with an equal share of the slices the node advertises when it advertises any.
-pub fn mig_evidence(node: &Value, boot_id: &str, fault: Option<HostFault>) -> MigEvidence {
-    let gpus: u32 = node
-        .pointer("/metadata/labels/nvidia.com~1gpu.count")
+/// What the node's kernel says of its NVIDIA module (`/proc/driver/nvidia/version`).
+pub fn proc_version() -> String {
+    format!(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER_VERSION}  Release Build  (simulated)\nGCC version:  gcc version 12.3.0\n"
+    )
+}
+
+/// Whether a container is granted GPUs: it asks for `nvidia.com/gpu` or a MIG slice.
+fn granted_gpus(container: &Value) -> bool {
+    ["limits", "requests"].iter().any(|kind| {
+        container
+            .pointer(&format!("/resources/{kind}"))
+            .and_then(Value::as_object)
+            .is_some_and(|r| {
+                r.iter().any(|(name, count)| {
+                    (name == "nvidia.com/gpu" || name.starts_with("nvidia.com/mig-"))
+                        && count.as_str().is_some_and(|c| c != "0")
+                })
+            })
+    })
+}
+
+/// The node's GPUs (`nvidia.com/gpu.count`, as GPU Feature Discovery labels it).
+fn gpu_count(node: &Value) -> u32 {
+    node.pointer("/metadata/labels/nvidia.com~1gpu.count")
         .and_then(Value::as_str)
         .and_then(|g| g.parse().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// Each GPU's MIG instances: an equal share of the slices the node advertises.
+fn mig_layout(node: &Value, gpus: u32) -> Vec<String> {
     let allocatable = node
         .pointer("/status/allocatable")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let mut per_gpu: Vec<String> = Vec::new();
+    let mut per_gpu = Vec::new();
     for (resource, count) in &allocatable {
         let Some(profile) = resource.strip_prefix("nvidia.com/mig-") else {
             continue;
@@ -60,175 +99,112 @@ pub fn mig_evidence(node: &Value, boot_id: &str, fault: Option<HostFault>) -> Mi
             per_gpu.extend(std::iter::repeat_n(profile.to_string(), share as usize));
         }
     }
-    let mig = !per_gpu.is_empty();
-    let mut evidence = MigEvidence {
-        schema: MIG_SCHEMA.into(),
-        node_name: node_name(node),
-        boot_id: boot_id.to_string(),
-        driver_version: if gpus > 0 {
-            DRIVER_VERSION.into()
-        } else {
-            String::new()
-        },
-        gpus: (0..gpus)
-            .map(|index| MigGpu {
-                index,
-                mig_mode: if mig {
-                    MigMode::Enabled
-                } else {
-                    MigMode::Disabled
-                },
-                instances: if mig { per_gpu.clone() } else { Vec::new() },
-            })
-            .collect(),
-        slices: Vec::new(),
-        errors: Vec::new(),
-    };
-    if gpus == 0 {
-        evidence
-            .errors
-            .push("libnvidia-ml.so.1: cannot open shared object file".into());
-    }
-    for gpu in &evidence.gpus {
-        for (i, profile) in gpu.instances.iter().enumerate() {
-            evidence.slices.push(SliceSmoke {
-                gpu_index: gpu.index,
-                instance: i as u32,
-                profile: profile.clone(),
-                vectoradd: VectorAdd::Passed,
-            });
-        }
-    }
-    if fault == Some(HostFault::MigSliceBroken)
-        && let Some(last) = evidence.slices.last_mut()
-    {
-        last.vectoradd = VectorAdd::Failed;
-        evidence.errors.push(format!(
-            "GPU {} slice {}: cuLaunchKernel: CUDA_ERROR_ECC_UNCORRECTABLE",
-            last.gpu_index, last.instance
-        ));
-    }
-    evidence
+    per_gpu
 }
 
-/// The evidence the graphics probe prints on `node`.
-pub fn evidence(node: &Value, boot_id: &str, fault: Option<HostFault>) -> GraphicsEvidence {
-    let gpus: u32 = node
-        .pointer("/status/allocatable/nvidia.com~1gpu")
-        .and_then(Value::as_str)
-        .and_then(|g| g.parse().ok())
-        .unwrap_or(0);
-    let driver = gpus > 0;
-    let vulkan_broken = fault == Some(HostFault::VulkanBroken);
-    let mut errors = Vec::new();
-    if !driver {
-        errors.push("libcuda.so.1: cannot open shared object file".to_string());
-    }
-    if vulkan_broken {
-        errors.push("vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER".to_string());
-    }
-    let library = if driver {
-        Library::Loaded
-    } else {
-        Library::Missing
-    };
-    GraphicsEvidence {
-        schema: GRAPHICS_SCHEMA.into(),
-        node_name: node_name(node),
-        boot_id: boot_id.to_string(),
-        driver_version: if driver {
-            DRIVER_VERSION.into()
-        } else {
-            String::new()
-        },
-        cuda_devices: gpus,
-        cuda_passed_devices: gpus,
-        vectoradd: if driver {
-            VectorAdd::Passed
-        } else {
-            VectorAdd::Unavailable
-        },
-        glx: library,
-        egl: library,
-        egl_devices: gpus,
-        nvidia_device: match (driver, vulkan_broken) {
-            (true, false) => VulkanDevice::Enumerated,
-            _ => VulkanDevice::Missing,
-        },
-        vulkan_devices: if driver && !vulkan_broken { gpus } else { 0 },
-        errors,
-    }
-}
-
-/// The container to run instead, when it is a GPU probe: one that prints the evidence.
-pub fn played(
+/// The environment the stand-in driver reads, for a container on `node` (nothing for a
+/// container not granted GPUs, or on a node without any: there, as on a real node, the
+/// probe finds no driver).
+pub fn container_env(
     container: &Value,
     node: &Value,
-    boot_id: &str,
     fault: Option<HostFault>,
-) -> Option<Value> {
-    let document = match gpu_probe(container)?.as_str() {
-        "mig" => serde_json::to_string(&mig_evidence(node, boot_id, fault)).ok()?,
-        _ => serde_json::to_string(&evidence(node, boot_id, fault)).ok()?,
-    };
-    let mut c = container.clone();
-    c["image"] = json!("");
-    c["command"] = json!(["printf", "%s\n", document]);
-    c["args"] = json!([]);
-    Some(c)
+    driver: &Path,
+) -> Vec<(String, String)> {
+    let gpus = gpu_count(node);
+    if gpus == 0 || !granted_gpus(container) {
+        return Vec::new();
+    }
+    let platform = node
+        .pointer("/metadata/labels/node.kubernetes.io~1instance-type")
+        .and_then(Value::as_str)
+        .and_then(catalogue::platform);
+    let mig = mig_layout(node, gpus);
+    let mut env = vec![
+        ("LD_LIBRARY_PATH".to_string(), driver.display().to_string()),
+        ("SIMGPU_COUNT".to_string(), gpus.to_string()),
+        ("SIMGPU_DRIVER".to_string(), DRIVER_VERSION.to_string()),
+        ("SIMGPU_MIG".to_string(), mig.join(",")),
+    ];
+    if let Some(platform) = platform {
+        env.push(("SIMGPU_NAME".into(), platform.gpu_name.into()));
+    }
+    match fault {
+        Some(HostFault::VulkanBroken) => env.push(("SIMGPU_FAULT".into(), "vulkan".into())),
+        // The last slice of the last GPU, by the UUID the stand-in NVML gives it.
+        Some(HostFault::MigSliceBroken) if !mig.is_empty() => env.push((
+            "SIMGPU_BROKEN_SLICE".into(),
+            format!(
+                "MIG-00000000-0000-0000-{:04x}-{:012x}",
+                gpus - 1,
+                mig.len() - 1
+            ),
+        )),
+        _ => {}
+    }
+    env
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    #[test]
-    fn a_gpu_node_passes_a_node_without_gpus_has_no_driver_and_a_broken_one_fails_vulkan() {
-        let node =
-            json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}});
-        let text = serde_json::to_string(&evidence(&node, "b", None)).unwrap();
-        let e = crate::probe::parse_graphics(&text).unwrap();
-        assert_eq!(
-            (e.vectoradd, e.nvidia_device, e.cuda_devices),
-            (VectorAdd::Passed, VulkanDevice::Enumerated, 8)
-        );
-        let broken =
-            serde_json::to_string(&evidence(&node, "b", Some(HostFault::VulkanBroken))).unwrap();
-        assert_eq!(
-            crate::probe::parse_graphics(&broken).unwrap().nvidia_device,
-            VulkanDevice::Missing
-        );
-        let cpu = json!({"metadata": {"name": "n2"}, "status": {"allocatable": {}}});
-        let none = serde_json::to_string(&evidence(&cpu, "b", None)).unwrap();
-        assert_eq!(
-            crate::probe::parse_graphics(&none).unwrap().vectoradd,
-            VectorAdd::Unavailable
-        );
-        let probe =
-            json!({"command": ["/fleetbot", "probe", "graphics"], "args": ["--boot-id=/x"]});
-        assert!(played(&probe, &node, "b", None).is_some());
-        let storage = json!({"command": ["/fleetbot", "probe", "storage"]});
-        assert!(played(&storage, &node, "b", None).is_none());
+    fn gpu_node(gpus: u32, allocatable: Value) -> Value {
+        json!({"metadata": {"name": "n1", "labels": {
+            "nvidia.com/gpu.count": gpus.to_string(),
+            "node.kubernetes.io/instance-type": "gpu-h200-sxm"}},
+            "status": {"allocatable": allocatable}})
+    }
+
+    fn value<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {
+        env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     #[test]
-    fn a_mig_node_shows_its_layout_per_gpu_and_a_broken_slice_fails() {
-        let node = json!({
-            "metadata": {"name": "m1", "labels": {"nvidia.com/gpu.count": "1"}},
-            "status": {"allocatable": {"nvidia.com/gpu": "0",
-                "nvidia.com/mig-1g.24gb": "2", "nvidia.com/mig-2g.48gb": "1"}},
-        });
-        let text = serde_json::to_string(&mig_evidence(&node, "b", None)).unwrap();
-        let e = crate::probe::parse_mig(&text).unwrap();
-        assert_eq!(e.gpus[0].mig_mode, MigMode::Enabled);
-        assert_eq!(e.gpus[0].instances, ["1g.24gb", "1g.24gb", "2g.48gb"]);
-        assert!(e.slices.iter().all(|s| s.vectoradd == VectorAdd::Passed));
-        let broken = mig_evidence(&node, "b", Some(HostFault::MigSliceBroken));
-        let e = crate::probe::parse_mig(&serde_json::to_string(&broken).unwrap()).unwrap();
-        assert_eq!(e.slices[2].vectoradd, VectorAdd::Failed);
-        assert_eq!(e.errors.len(), 1);
-        let probe = json!({"command": ["/fleetbot", "probe", "mig"], "args": []});
-        let c = played(&probe, &node, "b", None).unwrap();
-        assert!(c["command"][2].as_str().unwrap().contains(MIG_SCHEMA));
+    fn only_a_container_granted_gpus_on_a_gpu_node_gets_the_driver() {
+        let node = gpu_node(8, json!({"nvidia.com/gpu": "8"}));
+        let granted = json!({"resources": {"limits": {"nvidia.com/gpu": "8"}}});
+        let env = container_env(&granted, &node, None, Path::new("/d"));
+        assert_eq!(value(&env, "LD_LIBRARY_PATH"), Some("/d"));
+        assert_eq!(value(&env, "SIMGPU_COUNT"), Some("8"));
+        assert_eq!(value(&env, "SIMGPU_NAME"), Some("NVIDIA H200"));
+        assert_eq!(value(&env, "SIMGPU_MIG"), Some(""));
+        let plain = json!({"resources": {"limits": {"cpu": "1"}}});
+        assert!(container_env(&plain, &node, None, Path::new("/d")).is_empty());
+        let cpu_node = json!({"metadata": {"name": "c"}, "status": {"allocatable": {}}});
+        assert!(container_env(&granted, &cpu_node, None, Path::new("/d")).is_empty());
+    }
+
+    #[test]
+    fn a_mig_node_shares_its_slices_per_gpu_and_a_broken_slice_is_the_last() {
+        let node = gpu_node(
+            2,
+            json!({"nvidia.com/gpu": "0", "nvidia.com/mig-1g.24gb": "4",
+                "nvidia.com/mig-2g.48gb": "2"}),
+        );
+        let granted = json!({"resources": {"limits": {"nvidia.com/mig-1g.24gb": "4"}}});
+        let env = container_env(
+            &granted,
+            &node,
+            Some(HostFault::MigSliceBroken),
+            Path::new("/d"),
+        );
+        assert_eq!(value(&env, "SIMGPU_MIG"), Some("1g.24gb,1g.24gb,2g.48gb"));
+        assert_eq!(
+            value(&env, "SIMGPU_BROKEN_SLICE"),
+            Some("MIG-00000000-0000-0000-0001-000000000002")
+        );
+    }
+
+    #[test]
+    fn the_driver_is_installed_once_and_is_what_build_rs_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = install(dir.path()).unwrap();
+        for (name, bytes) in LIBRARIES {
+            assert_eq!(std::fs::read(at.join(name)).unwrap(), bytes);
+            assert!(bytes.starts_with(b"\x7fELF"), "{name} is a shared object");
+        }
+        assert_eq!(install(dir.path()).unwrap(), at);
     }
 }

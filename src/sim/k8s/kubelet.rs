@@ -71,6 +71,8 @@ pub struct Kubelet {
     pub faults: HashMap<String, HostFault>,
     /// A leaky driver: volumes' data outlives them.
     pub keep_volume_data: bool,
+    /// Where the stand-in NVIDIA driver is, once a GPU container needed it.
+    driver: Option<PathBuf>,
 }
 
 /// A container's output, for the log endpoint.
@@ -89,7 +91,18 @@ impl Kubelet {
             filestores: HashMap::new(),
             faults: HashMap::new(),
             keep_volume_data: false,
+            driver: None,
         }
+    }
+
+    /// The stand-in NVIDIA driver's directory, written on first use.
+    fn driver(&mut self) -> std::io::Result<PathBuf> {
+        if let Some(dir) = &self.driver {
+            return Ok(dir.clone());
+        }
+        let dir = super::gpu_hardware::install(&self.root)?;
+        self.driver = Some(dir.clone());
+        Ok(dir)
     }
 
     /// Removes the data of volumes that are gone (the driver's reclaim); every node sees the
@@ -147,8 +160,17 @@ fn field_value(pod: &Value, path: &str) -> String {
         .to_string()
 }
 
+/// A container to start, and what the node adds to its environment (the GPU driver's).
+struct Container<'a> {
+    spec: &'a Value,
+    extra_env: &'a [(String, String)],
+}
+
 fn start_container(
-    container: &Value,
+    Container {
+        spec: container,
+        extra_env,
+    }: Container,
     pod: &Value,
     dir: &Path,
     images: &HashMap<String, PathBuf>,
@@ -159,7 +181,9 @@ fn start_container(
     // hostPath volumes are where they are in the node's directory, claim volumes where their
     // volume's data is; arguments naming them follow, and an image the simulator knows runs
     // its local entrypoint.
-    let mounts = super::hosts::host_mounts(container, pod, dir, claims);
+    let mut mounts = super::hosts::host_mounts(container, pod, dir, claims);
+    // A container's /proc is its node kernel's: the node's boot ID, its NVIDIA module.
+    mounts.push(("/proc".to_string(), dir.join("proc")));
     let mut argv: Vec<String> = ["command", "args"]
         .iter()
         .flat_map(|f| container[*f].as_array().cloned().unwrap_or_default())
@@ -207,6 +231,7 @@ fn start_container(
         };
         command.env(key, value);
     }
+    command.envs(extra_env.iter().map(|(k, v)| (k, v)));
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", argv[0]))?;
@@ -412,15 +437,34 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
             let mut started = Vec::new();
             let mut failure = None;
             let node_object = store.get(NODE, "", &node).cloned().unwrap_or_default();
-            let boot_id = kubelet
-                .hosts
-                .get(&format!("{cluster}/{node}"))
-                .map(|f| f.boot_id.clone())
-                .unwrap_or_default();
             for c in &containers {
-                let played = super::gpu_hardware::played(c, &node_object, &boot_id, fault);
-                let c = played.as_ref().unwrap_or(c);
-                match start_container(c, &pod, &dir, &kubelet.images, &claims, fault) {
+                let gpu_env = match kubelet.driver() {
+                    Ok(driver) => {
+                        super::gpu_hardware::container_env(c, &node_object, fault, &driver)
+                    }
+                    Err(e) => {
+                        failure = Some(format!("cannot install the node's GPU driver: {e}"));
+                        break;
+                    }
+                };
+                if !gpu_env.is_empty() {
+                    let proc_driver = dir.join("proc/driver/nvidia");
+                    let written = std::fs::create_dir_all(&proc_driver).and_then(|()| {
+                        std::fs::write(
+                            proc_driver.join("version"),
+                            super::gpu_hardware::proc_version(),
+                        )
+                    });
+                    if let Err(e) = written {
+                        failure = Some(format!("cannot prepare the node's driver: {e}"));
+                        break;
+                    }
+                }
+                let container = Container {
+                    spec: c,
+                    extra_env: &gpu_env,
+                };
+                match start_container(container, &pod, &dir, &kubelet.images, &claims, fault) {
                     Ok(run) => started.push(run),
                     Err(e) => {
                         failure = Some(e);

@@ -10,7 +10,7 @@ use super::hosts::{HostFacts, HostMount, cloud_init_mounts};
 use crate::cloud::nid;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::sim::core::Core;
-use crate::sim::resources::{Resource, gpu_family, preset_numbers};
+use crate::sim::resources::{Resource, node_group_hardware};
 
 /// The label every node carries with its node group's ID.
 pub const NODE_GROUP_LABEL: &str = "mk8s.nebius.ai/node-group-id";
@@ -72,28 +72,6 @@ fn host_facts(group: &mk8s::NodeGroup, node: &Value, size_of: &dyn Fn(&str) -> u
     }
 }
 
-fn memory_gib(preset: &str) -> u64 {
-    preset
-        .split('-')
-        .find_map(|part| part.strip_suffix("gb").and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
-}
-
-/// `nvidia.com/gpu.product` as GPU Feature Discovery writes it.
-fn gpu_product(platform: &str) -> String {
-    match gpu_family(platform).as_deref() {
-        Some("h100") => "NVIDIA-H100-80GB-HBM3".into(),
-        Some("h200") => "NVIDIA-H200".into(),
-        Some("b200") => "NVIDIA-B200".into(),
-        Some("b300") => "NVIDIA-B300".into(),
-        Some("gb200") => "NVIDIA-GB200".into(),
-        Some("l40s") => "NVIDIA-L40S".into(),
-        Some("rtx6000") => "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition".into(),
-        Some(other) => format!("NVIDIA-{}", other.to_ascii_uppercase()),
-        None => String::new(),
-    }
-}
-
 fn node_count(group: &mk8s::NodeGroup) -> i64 {
     group.status.as_ref().map_or(0, |s| s.node_count)
 }
@@ -116,7 +94,9 @@ fn node(
         Some(mk8s::resources_spec::Size::Preset(p)) => p,
         None => String::new(),
     };
-    let (vcpus, gpus) = preset_numbers(&preset);
+    let hardware = group.spec.as_ref().and_then(node_group_hardware);
+    let (vcpus, memory, gpus) =
+        hardware.map_or((0, 0, 0), |(_, p)| (p.vcpus, p.memory_gib, p.gpus));
     let name = nid::make(
         "computeinstance",
         region,
@@ -151,14 +131,13 @@ fn node(
         }
         labels.insert(
             "nvidia.com/gpu.product".into(),
-            gpu_product(&resources.platform),
+            hardware.map_or("", |(p, _)| p.gpu_product).into(),
         );
         labels.insert("nvidia.com/gpu.count".into(), gpus.to_string());
     }
     if template.preemptible.is_some() {
         labels.insert("node.kubernetes.io/preemptible".into(), "true".into());
     }
-    let memory = memory_gib(&preset);
     let mut capacity = json!({
         "cpu": vcpus.to_string(),
         "memory": format!("{memory}Gi"),
@@ -363,6 +342,10 @@ mod tests {
         );
         assert_eq!(plain["status"]["allocatable"]["nvidia.com/gpu"], "8");
         assert_eq!(plain["status"]["allocatable"]["memory"], "1600Gi");
+        assert_eq!(
+            plain["metadata"]["labels"]["nvidia.com/gpu.product"],
+            "NVIDIA-H200"
+        );
         assert_eq!(plain["metadata"]["labels"]["team"], "render");
         assert_eq!(
             plain["metadata"]["labels"][NODE_GROUP_LABEL],
@@ -408,13 +391,5 @@ mod tests {
             plain["status"]["nodeInfo"]["bootID"],
             next["status"]["nodeInfo"]["bootID"]
         );
-    }
-
-    #[test]
-    fn presets_give_memory_and_products() {
-        assert_eq!(memory_gib("8gpu-128vcpu-1600gb"), 1600);
-        assert_eq!(memory_gib("4vcpu-16gb"), 16);
-        assert_eq!(gpu_product("gpu-h200-sxm"), "NVIDIA-H200");
-        assert!(gpu_product("cpu-d3").is_empty());
     }
 }

@@ -1,4 +1,4 @@
-//! `nebius.compute.v1`: shared filesystems and GPU clusters.
+//! `nebius.compute.v1`: shared filesystems, GPU clusters and the platform catalogue.
 
 use tonic::{Request, Response, Status};
 
@@ -84,3 +84,62 @@ crud!(
         }
     }
 );
+
+/// The catalogue of a project's region: what `parent_id`'s node groups may ask for.
+#[tonic::async_trait]
+impl compute::platform_service_server::PlatformService for SimService {
+    async fn get_by_name(
+        &self,
+        request: Request<common::GetByNameRequest>,
+    ) -> Result<Response<compute::Platform>, Status> {
+        self.enter(&request, "/nebius.compute.v1.PlatformService/GetByName")
+            .await?;
+        let r = request.get_ref();
+        let region = platform_region(&self.lock(), &r.parent_id)?;
+        crate::sim::catalogue::in_region(&region)
+            .find(|p| p.name == r.name)
+            .map(|p| Response::new(p.to_proto(&r.parent_id, platform_id(&region, p.name))))
+            .ok_or_else(|| crate::sim::core::not_found("compute", &r.name))
+    }
+
+    async fn list(
+        &self,
+        request: Request<compute::ListPlatformsRequest>,
+    ) -> Result<Response<compute::ListPlatformsResponse>, Status> {
+        self.enter(&request, "/nebius.compute.v1.PlatformService/List")
+            .await?;
+        let r = request.get_ref();
+        let region = platform_region(&self.lock(), &r.parent_id)?;
+        let all: Vec<compute::Platform> = crate::sim::catalogue::in_region(&region)
+            .map(|p| p.to_proto(&r.parent_id, platform_id(&region, p.name)))
+            .collect();
+        let refs: Vec<&compute::Platform> = all.iter().collect();
+        let (items, next_page_token) = paginate(&refs, r.page_size, &r.page_token, "compute")?;
+        Ok(Response::new(compute::ListPlatformsResponse {
+            items,
+            next_page_token,
+        }))
+    }
+}
+
+/// The region whose catalogue a project sees; an unknown project is NotFound, an empty one
+/// a missing required field.
+fn platform_region(core: &Core, parent_id: &str) -> Result<String, Status> {
+    if parent_id.is_empty() {
+        return Err(crate::sim::core::errors_invalid(
+            "compute",
+            "parent_id",
+            "value is required",
+        ));
+    }
+    core.state
+        .projects
+        .iter()
+        .find(|p| p.id() == parent_id)
+        .and_then(|p| p.spec.as_ref().map(|s| s.region.clone()))
+        .ok_or_else(|| crate::sim::core::not_found("compute", parent_id))
+}
+
+fn platform_id(region: &str, name: &str) -> String {
+    crate::cloud::nid::make("computeplatform", region, name)
+}
