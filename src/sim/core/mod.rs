@@ -112,6 +112,11 @@ impl Core {
         self.kube_presented = Some((self.generation, base, ca));
     }
 
+    /// Counts changes to the world: equal generations, equal worlds.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// A kind's resources, to change: every mutation goes through here, so the presentation
     /// passes know when there is something new to present.
     pub(crate) fn items_mut<R: crate::sim::resources::Resource>(&mut self) -> &mut Vec<R> {

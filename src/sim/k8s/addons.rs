@@ -66,24 +66,33 @@ impl Played {
     }
 }
 
-/// The DEPLOYED releases of a cluster.
-pub fn deployed(core: &Core, cluster_id: &str) -> Vec<Played> {
+/// The DEPLOYED releases of every cluster (or only `only`), in one pass over the releases.
+pub fn deployed_by_cluster(
+    core: &Core,
+    only: Option<&str>,
+) -> std::collections::HashMap<String, Vec<Played>> {
     let ok = apps::k8s_release_status::State::Deployed as i32;
-    core.state
-        .releases
-        .iter()
-        .filter(|r| r.status.as_ref().is_some_and(|s| s.state == ok))
-        .filter_map(|r| {
-            let spec = r.spec.as_ref()?;
-            (spec.cluster_id == cluster_id).then(|| Played {
+    let mut out: std::collections::HashMap<String, Vec<Played>> = Default::default();
+    for r in &core.state.releases {
+        let Some(spec) = r.spec.as_ref() else {
+            continue;
+        };
+        if r.status.as_ref().is_none_or(|s| s.state != ok)
+            || only.is_some_and(|id| spec.cluster_id != id)
+        {
+            continue;
+        }
+        out.entry(spec.cluster_id.clone())
+            .or_default()
+            .push(Played {
                 id: r.id().to_string(),
                 product: spec.product_slug.clone(),
                 namespace: spec.namespace.clone(),
                 name: spec.application_name.clone(),
                 values: values_of(spec),
-            })
-        })
-        .collect()
+            });
+    }
+    out
 }
 
 /// The values document with every `set` override applied at its dotted path.

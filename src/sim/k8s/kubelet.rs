@@ -46,6 +46,8 @@ struct ContainerRun {
 struct PodRun {
     cluster: String,
     containers: Vec<ContainerRun>,
+    /// The pod's final phase is written: nothing more to watch.
+    settled: bool,
 }
 
 impl Drop for PodRun {
@@ -93,6 +95,16 @@ impl Kubelet {
             keep_volume_data: false,
             driver: None,
         }
+    }
+
+    /// The clusters with a pod whose containers are running or whose end is not written yet:
+    /// their controllers must look again even when nothing in the cluster changed.
+    pub(super) fn busy_clusters(&self) -> std::collections::HashSet<String> {
+        self.runs
+            .values()
+            .filter(|run| !run.settled)
+            .map(|run| run.cluster.clone())
+            .collect()
     }
 
     /// The stand-in NVIDIA driver's directory, written on first use.
@@ -508,6 +520,7 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
                 PodRun {
                     cluster: cluster.to_string(),
                     containers: started,
+                    settled: false,
                 },
             );
         }
@@ -552,6 +565,9 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
             set_condition(&mut pod, "Initialized", "True", "", "");
             set_condition(&mut pod, "Ready", "True", "", "");
             set_condition(&mut pod, "ContainersReady", "True", "", "");
+        }
+        if finished && let Some(run) = kubelet.runs.get_mut(&uid) {
+            run.settled = true;
         }
         store.put(POD, pod);
     }

@@ -66,6 +66,11 @@ pub struct ApiShared {
     /// Where the clusters' objects persist, and the resource versions last written there.
     state_file: Option<PathBuf>,
     saved: Mutex<Vec<(String, u64)>>,
+    /// The cloud's generation the last full sync saw: an idle cloud is not looked at again.
+    synced: Mutex<Option<u64>>,
+    /// Each cluster's resource version after its controllers last ran: a cluster nothing
+    /// changed in (and nothing runs in) is not looked at again.
+    reconciled: Mutex<HashMap<String, u64>>,
 }
 
 impl ApiShared {
@@ -138,7 +143,18 @@ impl ApiShared {
 
     /// Brings every cluster's nodes (or only `only`'s) in line with its node groups.
     fn sync(&self, only: Option<&str>) {
-        let views = nodes::views(&self.service.lock(), only);
+        let core = self.service.lock();
+        let generation = core.generation();
+        let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
+        if only.is_none() && *synced == Some(generation) {
+            return;
+        }
+        let views = nodes::views(&core, only);
+        drop(core);
+        if only.is_none() {
+            *synced = Some(generation);
+        }
+        drop(synced);
         let mut hosts = Vec::new();
         let mut clusters = self.clusters();
         match only {
@@ -221,11 +237,22 @@ impl ApiShared {
         }
     }
 
+    /// Runs the controllers over each cluster something changed in since they last ran, or
+    /// where containers are still running: the cost of a tick follows the activity, not the
+    /// number of clusters.
     fn reconcile(&self) {
         let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
+        let busy = kubelet.busy_clusters();
         let mut clusters = self.clusters();
+        let mut reconciled = self.reconciled.lock().unwrap_or_else(|p| p.into_inner());
+        reconciled.retain(|id, _| clusters.contains_key(id));
         for (id, entry) in clusters.iter_mut() {
+            let version = entry.store.resource_version();
+            if reconciled.get(id) == Some(&version) && !busy.contains(id.as_str()) {
+                continue;
+            }
             reconcile(&mut entry.store, &mut kubelet, id);
+            reconciled.insert(id.clone(), entry.store.resource_version());
         }
     }
 }
@@ -351,6 +378,8 @@ impl KubeApi {
             wake: Notify::new(),
             state_file,
             saved: Mutex::new(Vec::new()),
+            synced: Mutex::new(None),
+            reconciled: Mutex::new(HashMap::new()),
         });
         let base_url = format!("https://{addr}{PATH_PREFIX}");
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());

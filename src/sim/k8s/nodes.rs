@@ -1,11 +1,11 @@
 //! Kubernetes nodes that follow the simulated node groups: names, labels, taints, allocatable
 //! CPU, memory, GPUs (MIG slices when the group asks for a MIG layout), Ready.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 
-use super::addons::{GPU_PRESENT, GpuPlugin, deployed, gpu_plugin};
+use super::addons::{GPU_PRESENT, GpuPlugin, gpu_plugin};
 use super::hosts::{HostFacts, HostMount, cloud_init_mounts};
 use crate::cloud::nid;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
@@ -204,11 +204,8 @@ fn node(
 }
 
 /// A filesystem's size in bytes, as its status (else its spec) states it.
-fn filesystem_bytes(core: &Core, id: &str) -> u64 {
+fn filesystem_bytes(fs: &crate::cloud::proto::nebius::compute::v1::Filesystem) -> u64 {
     use crate::cloud::proto::nebius::compute::v1::filesystem_spec::Size;
-    let Some(fs) = core.state.filesystems.iter().find(|f| f.id() == id) else {
-        return 0;
-    };
     let from_status = fs.status.as_ref().map_or(0, |s| s.size_bytes);
     let from_spec = match fs.spec.as_ref().and_then(|s| s.size) {
         Some(Size::SizeBytes(b)) => b,
@@ -228,13 +225,36 @@ fn filesystem_bytes(core: &Core, id: &str) -> u64 {
 /// Every cluster (or only `only`) and the nodes its node groups have now.
 pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
     let running = mk8s::cluster_status::State::Running as i32;
+    // One pass over each kind, indexed, so a sync costs what the world holds once, not once
+    // per cluster.
+    let regions: HashMap<&str, &str> = core
+        .state
+        .projects
+        .iter()
+        .filter_map(|p| Some((p.id(), p.spec.as_ref()?.region.as_str())))
+        .collect();
+    let mut groups: HashMap<&str, Vec<&mk8s::NodeGroup>> = HashMap::new();
+    for g in &core.state.node_groups {
+        if only.is_none_or(|id| g.parent_id() == id) {
+            groups.entry(g.parent_id()).or_default().push(g);
+        }
+    }
+    let sizes: HashMap<&str, u64> = core
+        .state
+        .filesystems
+        .iter()
+        .map(|f| (f.id(), filesystem_bytes(f)))
+        .collect();
+    let size_of = |id: &str| sizes.get(id).copied().unwrap_or(0);
+    let mut releases = super::addons::deployed_by_cluster(core, only);
     core.state
         .clusters
         .iter()
         .filter(|c| only.is_none_or(|id| c.id() == id))
         .map(|cluster| {
-            let region = core
-                .region_of_parent(cluster.parent_id())
+            let region = regions
+                .get(cluster.parent_id())
+                .copied()
                 .unwrap_or_default();
             let version = cluster
                 .spec
@@ -243,19 +263,13 @@ pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
                 .map(|c| c.version.clone())
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "1.31".into());
-            let releases = deployed(core, cluster.id());
+            let releases = releases.remove(cluster.id()).unwrap_or_default();
             let plugin = gpu_plugin(&releases);
-            let size_of = |id: &str| filesystem_bytes(core, id);
             let mut hosts = Vec::new();
             let mut nodes = Vec::new();
-            for g in core
-                .state
-                .node_groups
-                .iter()
-                .filter(|g| g.parent_id() == cluster.id())
-            {
+            for g in groups.get(cluster.id()).into_iter().flatten() {
                 for i in 0..node_count(g) {
-                    let n = node(cluster, g, &region, i, &version, plugin.as_ref());
+                    let n = node(cluster, g, region, i, &version, plugin.as_ref());
                     hosts.push((
                         n["metadata"]["name"]
                             .as_str()
