@@ -60,6 +60,7 @@ run() { # label, then the command: wall, client CPU, simulator CPU
 clusters=$((projects * 4))
 echo "fleet: $projects projects × 4 clusters = $clusters clusters; $(nproc) cores; $(date -u +%F)"
 run deploy "$bin" deploy --yes --spec "$work/fleet.yaml"
+sleep 3 # the last reconciles after the deploy returned
 s0="$(ticks "$sim_pid")"; sleep 10; s1="$(ticks "$sim_pid")"
 printf '%-10s simulator CPU %.2f %% of a core over 10 s, RSS %s MB\n' idle \
   "$(echo "($s1 - $s0) * 100 / $hz / 10" | bc -l)" "$(rss_mb "$sim_pid")"

@@ -72,6 +72,21 @@ pub trait InventoryStore: Send + Sync {
         &self,
         fleet: &str,
     ) -> impl Future<Output = Result<Vec<TargetRecord>, StoreError>> + Send;
+    /// One target's record: what an apply of one target reads, at any fleet size.
+    fn target(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> impl Future<Output = Result<Option<TargetRecord>, StoreError>> + Send {
+        async move {
+            Ok(self
+                .targets(fleet)
+                .await?
+                .into_iter()
+                .find(|r| r.project_key == project_key && r.cluster_name == cluster_name))
+        }
+    }
     fn upsert_target(
         &self,
         record: &TargetRecord,

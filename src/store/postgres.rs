@@ -189,6 +189,25 @@ impl InventoryStore for PostgresStore {
             .map_err(|e| self.unreadable(e))
     }
 
+    async fn target(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<Option<TargetRecord>, StoreError> {
+        let row = sqlx::query(sql::SELECT_TARGET)
+            .bind(fleet)
+            .bind(project_key)
+            .bind(cluster_name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.unreadable(e))?;
+        row.as_ref()
+            .map(sql::target_from)
+            .transpose()
+            .map_err(|e| self.unreadable(e))
+    }
+
     async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
         let json = sql::target_json(r).map_err(|e| self.write_error(e))?;
         self.write(sql::upsert_target(r, json)).await?;

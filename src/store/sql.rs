@@ -17,6 +17,10 @@ pub(crate) const SELECT_TARGETS: &str = "SELECT fleet, project_key, cluster_name
      project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \
      applied_digest, error, updated_at, addons FROM inventory_targets WHERE fleet = $1 ORDER BY project_key, cluster_name";
 
+pub(crate) const SELECT_TARGET: &str = "SELECT fleet, project_key, cluster_name, backend, status, tenant_id, region, profile, \
+     project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \
+     applied_digest, error, updated_at, addons FROM inventory_targets WHERE fleet = $1 AND project_key = $2 AND cluster_name = $3";
+
 pub(crate) const UPSERT_TARGET: &str = "INSERT INTO inventory_targets (fleet, project_key, cluster_name, backend, status, tenant_id, region, profile, \
      project_id, cluster_id, node_group_ids, filesystem_id, filesystem_created, gpu_cluster_id, subnet_id, \
      applied_digest, error, updated_at, addons) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \

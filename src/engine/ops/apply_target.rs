@@ -6,7 +6,7 @@ use super::deploy_result::TargetResult;
 use super::error::ApplyError;
 use super::keys::{Keys, lifecycle_part};
 use super::options::Progress;
-use super::records::{find_target, new_target, now_ms};
+use super::records::{new_target, now_ms};
 use crate::cloud::domain::{Cloud, Cluster, Filesystem, GpuCluster, NodeGroup, NodeGroupSpec};
 use crate::engine::desired::{self, DesiredFilesystem, DesiredNodeGroup, DesiredTarget};
 use crate::engine::live::ObservedProject;
@@ -41,10 +41,12 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let key = &target.key;
         // An unreadable inventory stops the target: a fresh record written over the real one
         // would forget what fleetbot created, and a later destroy would leave it behind.
-        let mut record = match self.store.targets(self.fleet).await {
-            Ok(all) => find_target(&all, &key.project_key, &key.cluster)
-                .cloned()
-                .unwrap_or_else(|| new_target(self.fleet, key, target.backend)),
+        let mut record = match self
+            .store
+            .target(self.fleet, &key.project_key, &key.cluster)
+            .await
+        {
+            Ok(found) => found.unwrap_or_else(|| new_target(self.fleet, key, target.backend)),
             Err(e) => {
                 let message = e.to_string();
                 (self.progress)(&format!("{key}: failed: {message}"));
@@ -104,9 +106,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         error: &str,
     ) -> Result<(), crate::store::StoreError> {
         let key = &target.key;
-        let all = self.store.targets(self.fleet).await?;
-        let mut record = find_target(&all, &key.project_key, &key.cluster)
-            .cloned()
+        let mut record = self
+            .store
+            .target(self.fleet, &key.project_key, &key.cluster)
+            .await?
             .unwrap_or_else(|| new_target(self.fleet, key, target.backend));
         record.status = TargetStatus::Error.into();
         record.error = error.to_string();

@@ -232,7 +232,9 @@ pub struct ClusterStore {
     rv: u64,
     objects: BTreeMap<Key, Value>,
     history: VecDeque<Arc<Event>>,
-    tx: broadcast::Sender<Arc<Event>>,
+    /// The live feed, made when the first watch subscribes: a channel preallocates its whole
+    /// capacity, and most simulated clusters are never watched.
+    tx: std::sync::OnceLock<broadcast::Sender<Arc<Event>>>,
 }
 
 impl Default for ClusterStore {
@@ -243,12 +245,11 @@ impl Default for ClusterStore {
 
 impl ClusterStore {
     pub fn new() -> ClusterStore {
-        let (tx, _) = broadcast::channel(HISTORY);
         let mut store = ClusterStore {
             rv: 1000,
             objects: BTreeMap::new(),
             history: VecDeque::new(),
-            tx,
+            tx: std::sync::OnceLock::new(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let _ = store.create(NAMESPACE, "", json!({"metadata": {"name": ns}}));
@@ -274,12 +275,11 @@ impl ClusterStore {
 
     /// A store holding exactly `objects`, continuing from resource version `rv`.
     pub fn restored(rv: u64, objects: Vec<(usize, String, Value)>) -> ClusterStore {
-        let (tx, _) = broadcast::channel(HISTORY);
         let mut store = ClusterStore {
             rv,
             objects: BTreeMap::new(),
             history: VecDeque::new(),
-            tx,
+            tx: std::sync::OnceLock::new(),
         };
         for (kind, ns, object) in objects {
             let name = meta(&object, "name").to_string();
@@ -303,7 +303,13 @@ impl ClusterStore {
             self.history.pop_front();
         }
         self.history.push_back(event.clone());
-        let _ = self.tx.send(event);
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(event);
+        }
+    }
+
+    fn feed(&self) -> &broadcast::Sender<Arc<Event>> {
+        self.tx.get_or_init(|| broadcast::channel(HISTORY).0)
     }
 
     fn bump(&mut self, object: &mut Value) {
@@ -651,11 +657,11 @@ impl ClusterStore {
             .filter(|e| e.rv > since)
             .cloned()
             .collect();
-        Some((replay, self.tx.subscribe()))
+        Some((replay, self.feed().subscribe()))
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.tx.subscribe()
+        self.feed().subscribe()
     }
 }
 
