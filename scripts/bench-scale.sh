@@ -4,7 +4,7 @@
 #              concurrency: wall time, client CPU, simulator CPU and peak RSS
 #   idle       the simulator's CPU over 10 s and its RSS afterwards
 #   redeploy   the same deploy again (no change): wall time, client CPU
-#   live plan  `plan --live`: wall time and the gRPC calls it made (the simulator's counters)
+#   live plan  `plan --live`: wall time and the gRPC calls it made (`fleetbot sim --metrics`)
 # Usage: scripts/bench-scale.sh [PROJECTS]   (default 250, i.e. 1,000 clusters)
 # Uses target/release/fleetbot (built if missing). Prints one line per figure.
 set -euo pipefail
@@ -35,13 +35,18 @@ open(f"{work}/world.yaml", "w").write(world)
 EOF
 
 port=$((20000 + RANDOM % 20000))
-"$bin" sim --listen "127.0.0.1:$port" --world "$work/world.yaml" --token bench >"$work/sim.log" 2>&1 &
+mport=$((port + 1))
+"$bin" sim --listen "127.0.0.1:$port" --metrics "127.0.0.1:$mport" --world "$work/world.yaml" \
+  --token bench >"$work/sim.log" 2>&1 &
 sim_pid=$!
 for _ in $(seq 100); do grep -q "^  tenant:" "$work/sim.log" 2>/dev/null && break; sleep 0.1; done
 tenant="$(awk '/^  tenant:/ {print $2}' "$work/sim.log")"
 export NEBIUS_ENDPOINT="http://127.0.0.1:$port" NEBIUS_IAM_TOKEN=bench FLEETBOT_TENANT_ID="$tenant"
 export FLEETBOT_INVENTORY="$work/inventory.sqlite"
 
+calls() { # the simulator's own count of the gRPC calls it answered
+  curl -s "http://127.0.0.1:$mport/metrics" | awk '/^fleetbot_sim_calls_total/ {s += $2} END {print s + 0}'
+}
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 hz="$(getconf CLK_TCK)"
@@ -65,6 +70,8 @@ s0="$(ticks "$sim_pid")"; sleep 10; s1="$(ticks "$sim_pid")"
 printf '%-10s simulator CPU %.2f %% of a core over 10 s, RSS %s MB\n' idle \
   "$(echo "($s1 - $s0) * 100 / $hz / 10" | bc -l)" "$(rss_mb "$sim_pid")"
 run redeploy "$bin" deploy --yes --spec "$work/fleet.yaml"
+c0="$(calls)"
 run liveplan "$bin" plan --live --spec "$work/fleet.yaml"
+echo "liveplan   $(( $(calls) - c0 )) gRPC calls ($(( ($(calls) - c0) * 1000 / clusters )) per 1,000 clusters)"
 tail -n 3 "$work/redeploy.out"
 tail -n 1 "$work/liveplan.out"

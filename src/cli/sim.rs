@@ -27,6 +27,31 @@ pub struct SimArgs {
         hide_env_values = true
     )]
     pub tokens: Vec<String>,
+    /// Serve the simulator's own counters (calls per gRPC method) as Prometheus text at
+    /// `http://ADDR/metrics`, for load scripts.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+}
+
+/// `GET /metrics`: `fleetbot_sim_calls_total{method="…"} N` per method, and their sum.
+async fn serve_metrics(listener: tokio::net::TcpListener, service: crate::sim::SimService) {
+    use std::fmt::Write as _;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let counts = service.call_counts();
+            async move {
+                let mut text = String::from(
+                    "# HELP fleetbot_sim_calls_total gRPC calls the simulator answered, by method.\n# TYPE fleetbot_sim_calls_total counter\n",
+                );
+                for (method, n) in &counts {
+                    let _ = writeln!(text, "fleetbot_sim_calls_total{{method=\"{method}\"}} {n}");
+                }
+                text
+            }
+        }),
+    );
+    let _ = axum::serve(listener, app).await;
 }
 
 pub fn run(args: SimArgs) -> ExitCode {
@@ -94,6 +119,19 @@ pub fn run(args: SimArgs) -> ExitCode {
         println!("  Kubernetes API of each running cluster: {}<cluster-id> (`fleetbot kubeconfig` writes a kubeconfig)", sim.kube.base_url);
         if let Some(state) = &args.state {
             println!("  state: {}", state.display());
+        }
+        if let Some(addr) = args.metrics {
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(listener) => {
+                    println!("  metrics: http://{addr}/metrics");
+                    tokio::spawn(serve_metrics(listener, sim.service.clone()));
+                }
+                Err(e) => {
+                    eprintln!("fleetbot sim: cannot listen on {addr} for metrics: {e}");
+                    sim.stop().await;
+                    return ExitCode::FAILURE;
+                }
+            }
         }
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("fleetbot sim: stopping");

@@ -74,6 +74,38 @@ where
     }
 }
 
+/// Whether an unchanged target's add-ons are ready now, looked at once: manifests re-applied
+/// (server-side apply changes nothing when nothing drifted) and every promise read. No add-on,
+/// no connection.
+pub(super) async fn ready_now<C: Cloud>(
+    cloud: &C,
+    target: &crate::engine::desired::DesiredTarget,
+    cluster: &Cluster,
+) -> Result<bool, ApplyError> {
+    if target.addons.is_empty() {
+        return Ok(true);
+    }
+    let kube = connect(cloud, cluster).await?;
+    for addon in &target.addons {
+        if let Install::Manifests { documents } = &addon.install {
+            kube.apply_documents(documents, FIELD_MANAGER)
+                .await
+                .map_err(|e| addon_error(&addon.name, e))?;
+        }
+    }
+    for addon in &target.addons {
+        for promise in &addon.promises {
+            if !holds(&kube, promise)
+                .await
+                .map_err(|e| addon_error(&addon.name, e))?
+            {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
 fn labels_of(target_labels: &Labels, addon: &DesiredAddon) -> Labels {
     let mut labels = target_labels.clone();
     labels.insert(ADDON_LABEL.into(), addon.name.clone());

@@ -186,6 +186,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
         target: DesiredTarget,
         project: ProjectRecord,
         observed: ObservedProject,
+        unchanged: bool,
     ) -> TargetResult {
         let apply = Apply {
             cloud: &self.cloud,
@@ -195,7 +196,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
             profile: &self.profile,
             progress: &self.progress,
         };
-        let run = apply.target(&target, &project, &observed);
+        let run = apply.target(&target, &project, &observed, unchanged);
         match tokio::time::timeout(self.timeout, run).await {
             Ok(result) => result,
             Err(_) => {
@@ -229,7 +230,17 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     let mut stop = false;
     let mut out = Vec::new();
+    // What the live plan proved unchanged: those targets prove their readiness once and write
+    // nothing, so a deploy's cost follows what it changes.
+    let unchanged: std::collections::HashSet<&str> = prepared
+        .plan
+        .targets
+        .iter()
+        .filter(|t| t.unchanged && t.problems.is_empty())
+        .map(|t| t.target.as_str())
+        .collect();
     for target in prepared.targets.iter().cloned() {
+        let is_unchanged = unchanged.contains(target.key.to_string().as_str());
         let project = match projects.get(&target.key.project_key) {
             Some(Ok(project)) => project.clone(),
             Some(Err(e)) => {
@@ -259,7 +270,7 @@ where
         let runner = runner.clone();
         tasks.spawn(async move {
             let _permit = permit;
-            runner.run(target, project, observed).await
+            runner.run(target, project, observed, is_unchanged).await
         });
         if !options.continue_on_error && options.concurrency <= 1 {
             // Sequential fail-fast: wait for this target before starting the next.

@@ -149,6 +149,15 @@ impl SimService {
         Err(fault_status(&fault, code, message))
     }
 
+    /// How many times each method was called (the `--metrics` endpoint of `fleetbot sim`).
+    pub fn call_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.faults()
+            .calls
+            .iter()
+            .map(|(m, n)| (m.clone(), *n))
+            .collect()
+    }
+
     /// Every method called so far, in order.
     pub fn call_log(&self) -> Vec<String> {
         self.faults().log.clone()
