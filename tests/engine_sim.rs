@@ -200,6 +200,16 @@ async fn deploy_redeploy_change_and_destroy() {
         .unwrap();
     assert_eq!(again.deployed, 3);
     assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+    // Its cost follows the change: the inventory is not rewritten, and the unchanged targets'
+    // results still say where each cluster is.
+    assert_eq!(store.targets("eng").await.unwrap(), records);
+    assert!(
+        again
+            .clusters
+            .iter()
+            .all(|c| !c.cluster_id.is_empty() && !c.endpoint.is_empty()),
+        "{again:#?}"
+    );
 
     // Change one pool count: exactly one node-group update.
     let changed = spec(&SPEC.replace(

@@ -126,10 +126,15 @@ async fn inventory_round_trip<B: Backend>(b: B) {
     store.upsert_target(&changed).await.unwrap();
     assert_eq!(
         store.targets("f").await.unwrap(),
-        vec![changed, target("c2")]
+        vec![changed.clone(), target("c2")]
     );
     assert!(store.targets("other").await.unwrap().is_empty());
+    // One target by key, as an apply of one target reads it.
+    assert_eq!(store.target("f", "a", "c1").await.unwrap(), Some(changed));
+    assert_eq!(store.target("f", "a", "c3").await.unwrap(), None);
+    assert_eq!(store.target("other", "a", "c1").await.unwrap(), None);
     store.remove_target("f", "a", "c1").await.unwrap();
+    assert_eq!(store.target("f", "a", "c1").await.unwrap(), None);
     assert_eq!(store.targets("f").await.unwrap().len(), 1);
     let project = ProjectRecord {
         fleet: "f".into(),

@@ -176,20 +176,41 @@ async fn read_project<C: Cloud>(
     op: &mut ObservedProject,
 ) -> CloudResult<()> {
     let id = project.id.as_str();
-    let (subnets, networks, clusters, filesystems, gpu_clusters, buckets) = futures_util::try_join!(
-        cloud.list_subnets(id),
-        cloud.list_networks(id),
-        cloud.list_clusters(id),
-        cloud.list_filesystems(id),
-        cloud.list_gpu_clusters(id),
-        cloud.list_buckets(id),
-    )?;
-    (op.subnets, op.networks, op.clusters) = (subnets, networks, clusters);
-    (op.filesystems, op.gpu_clusters, op.buckets) = (filesystems, gpu_clusters, buckets);
     let ours: Vec<&DesiredTarget> = targets
         .iter()
         .filter(|t| t.key.project_key == desired.key)
         .collect();
+    // Filesystems and GPU clusters are per target: a project none of whose targets wants one,
+    // or ever recorded one, has none of fleetbot's to find (one call fewer each, per project).
+    let recorded = records.iter().filter(|r| r.project_key == desired.key);
+    let filesystems_wanted = ours
+        .iter()
+        .any(|t| matches!(t.filesystem, Some(DesiredFilesystem::Create { .. })))
+        || recorded.clone().any(|r| !r.filesystem_id.is_empty());
+    let gpu_clusters_wanted = ours.iter().any(|t| t.gpu_cluster.is_some())
+        || recorded.clone().any(|r| !r.gpu_cluster_id.is_empty());
+    let (subnets, networks, clusters, filesystems, gpu_clusters, buckets) = futures_util::try_join!(
+        cloud.list_subnets(id),
+        cloud.list_networks(id),
+        cloud.list_clusters(id),
+        async {
+            if filesystems_wanted {
+                cloud.list_filesystems(id).await
+            } else {
+                Ok(Vec::new())
+            }
+        },
+        async {
+            if gpu_clusters_wanted {
+                cloud.list_gpu_clusters(id).await
+            } else {
+                Ok(Vec::new())
+            }
+        },
+        cloud.list_buckets(id),
+    )?;
+    (op.subnets, op.networks, op.clusters) = (subnets, networks, clusters);
+    (op.filesystems, op.gpu_clusters, op.buckets) = (filesystems, gpu_clusters, buckets);
     let mut reads = Vec::new();
     for target in &ours {
         let Some(cluster) = op.clusters.iter().find(|c| c.name == target.key.cluster) else {
