@@ -420,3 +420,101 @@ spec:
         assert!(!left.contains("fleetbot"), "a dry run created {left}");
     }
 }
+
+/// Stops the resident simulator a test's commands started, whatever the test's outcome.
+struct Resident(PathBuf);
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        let file = self
+            .0
+            .join("data/fleetbot/simulator/default.state.resident.json");
+        if let Ok(text) = std::fs::read_to_string(file) {
+            let pid: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            if let Some(pid) = pid["pid"].as_u64() {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        }
+    }
+}
+
+/// The first hour on the embedded default (issue 36): `fleetbot deploy`, `fleetbot
+/// kubeconfig`, then kubectl in the same shell with nothing else set — the clusters answer
+/// after both commands have exited (a resident simulator serves the embedded state), the
+/// exec credential works, and the add-ons' pods are Running and ready, not 0/N.
+#[test]
+fn kubectl_reaches_the_embedded_defaults_clusters_after_the_commands_exit() {
+    let Some(kubectl) = kubectl() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let _resident = Resident(home.to_path_buf());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = manifest.join("fixtures/specs/fleet1-test.yaml");
+    let values = manifest.join("fixtures/runtime/embedded-default.yaml");
+    // A fresh shell: no credentials, no simulator settings, the user's own data directory.
+    let run = |program: &Path, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .current_dir(home)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let fleetbot = Path::new(env!("CARGO_BIN_EXE_fleetbot"));
+    let (spec, values) = (spec.to_str().unwrap(), values.to_str().unwrap());
+    run(
+        fleetbot,
+        &["deploy", "--yes", "-f", spec, "--runtime-values", values],
+    );
+    run(
+        fleetbot,
+        &[
+            "kubeconfig",
+            "-f",
+            spec,
+            "--runtime-values",
+            values,
+            "--output",
+            "kc",
+        ],
+    );
+    let nodes = run(&kubectl, &["--kubeconfig", "kc", "get", "nodes"]);
+    assert!(nodes.contains(" Ready "), "{nodes}");
+    // The next command on the embedded default talks to the same resident simulator.
+    let status = run(
+        fleetbot,
+        &["status", "-f", spec, "--runtime-values", values],
+    );
+    assert!(status.contains("fleet1-test"), "{status}");
+    let began = std::time::Instant::now();
+    loop {
+        let pods = run(&kubectl, &["--kubeconfig", "kc", "get", "pods", "-A"]);
+        let rows: Vec<&str> = pods.lines().skip(1).collect();
+        let ready = !rows.is_empty()
+            && rows.iter().all(|row| {
+                let cols: Vec<&str> = row.split_whitespace().collect();
+                cols.get(3) == Some(&"Running")
+                    && cols
+                        .get(2)
+                        .and_then(|r| r.split_once('/'))
+                        .is_some_and(|(a, b)| a == b)
+            });
+        if ready {
+            break;
+        }
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(10),
+            "pods not Running and ready within seconds:\n{pods}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

@@ -220,3 +220,46 @@ async fn verify_storage_passes_against_the_standalone_simulator_from_the_cli_and
     app.settled().await;
     gh.assert_clean();
 }
+
+/// The printed "connect with" line pastes as it is (issue 36): with the token from
+/// FLEETBOT_SIM_TOKEN it names that variable (the token itself is never printed), and a state
+/// the embedded default wrote brings its inventory along.
+#[test]
+fn the_connect_line_pastes_as_it_is_and_never_prints_the_token() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("default.state");
+    std::fs::write(dir.path().join("default.inventory.sqlite"), b"").unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--state"])
+        .arg(&state)
+        .env("FLEETBOT_SIM_TOKEN", "s3cr3t-sim-token")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .find(|l| l.trim_start().starts_with("connect with: "))
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!line.contains("s3cr3t-sim-token"), "{line}");
+    let paste = line.trim_start().trim_start_matches("connect with: ");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{paste} && printf '%s|%s' \"$NEBIUS_IAM_TOKEN\" \"$FLEETBOT_INVENTORY\""
+        ))
+        .env("FLEETBOT_SIM_TOKEN", "s3cr3t-sim-token")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "s3cr3t-sim-token|{}",
+            dir.path().join("default.inventory.sqlite").display()
+        )
+    );
+}

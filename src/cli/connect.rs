@@ -92,11 +92,13 @@ pub struct Connection {
     pub simulator: Option<Simulator>,
     /// The tenant, when the credentials' source names one.
     pub tenant_id: Option<String>,
+    /// The resident simulator of the embedded default's state, when that is what we talk to.
+    pub resident: Option<super::resident::Resident>,
 }
 
 impl Connection {
     pub fn is_simulated(&self) -> bool {
-        self.simulator.is_some()
+        self.simulator.is_some() || self.resident.is_some()
     }
 }
 
@@ -108,6 +110,18 @@ pub fn default_sim_state(world: &str) -> PathBuf {
         .join("fleetbot")
         .join("simulator")
         .join(format!("{world}.state"))
+}
+
+/// The state file the embedded simulator of these options uses.
+pub fn sim_state_path(options: &ConnectOptions) -> Result<PathBuf, String> {
+    if let Some(state) = &options.sim_state {
+        return Ok(state.clone());
+    }
+    let world = match &options.sim_world {
+        Some(path) => World::load(path)?.name,
+        None => World::embedded_default().name,
+    };
+    Ok(default_sim_state(&world))
 }
 
 /// Starts the embedded simulator and a client for it.
@@ -129,6 +143,27 @@ pub async fn embedded_simulator_of(
     state: Option<PathBuf>,
 ) -> Result<Connection, String> {
     let state = state.unwrap_or_else(|| default_sim_state(&world.name));
+    // A resident simulator already serves this state (`fleetbot kubeconfig` started it): talk
+    // to it, not to a second simulator writing the same state.
+    if let Some(resident) = super::resident::find(&state) {
+        let client = NebiusClient::new(
+            Endpoints::Single {
+                uri: resident.endpoint.clone(),
+            },
+            Credentials::Static(resident.token.clone()),
+        )
+        .described_as(format!(
+            "the resident Nebius simulator (state {}, pid {})",
+            state.display(),
+            resident.pid
+        ));
+        return Ok(Connection {
+            client,
+            simulator: None,
+            tenant_id: Some(resident.tenant_id.clone()),
+            resident: Some(resident),
+        });
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot start the embedded simulator: {e}"))?;
@@ -150,6 +185,7 @@ pub async fn embedded_simulator_of(
         client,
         simulator: Some(simulator),
         tenant_id,
+        resident: None,
     })
 }
 
@@ -192,6 +228,7 @@ pub async fn connect_configured(options: &ConnectOptions) -> Result<Option<Conne
             client: configured.client,
             simulator: None,
             tenant_id: configured.tenant_id,
+            resident: None,
         }));
     }
     if options.choice == CloudChoice::Nebius {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::connect::{ConnectOptions, connect_configured};
+use super::connect::{ConnectOptions, Connection, connect_configured};
 use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime};
 use super::plan::load_spec;
 use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
@@ -102,6 +102,15 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        // On the embedded simulator, the clusters must outlive this command: the kubeconfig
+        // points at the resident simulator of the same state, started here if none runs.
+        let connection = match residentially(connection, &profile).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("fleetbot: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
         let store = match open_inventory(&connection).await {
             Ok(s) => s,
             Err(e) => {
@@ -109,6 +118,9 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let sim_state = ConnectOptions::from_env(&profile)
+            .and_then(|o| super::connect::sim_state_path(&o))
+            .ok();
         let targets = match deployed_clusters(
             &connection.client,
             &store,
@@ -154,7 +166,12 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "fleetbot".into());
         let mut exec_args = vec!["kube-token".to_string()];
-        if !profile.is_empty() {
+        if let Some(state) = connection.resident.as_ref().and(sim_state.as_ref()) {
+            exec_args.extend([
+                "--simulator-state".to_string(),
+                state.display().to_string(),
+            ]);
+        } else if !profile.is_empty() {
             exec_args.extend(["--profile".to_string(), profile.clone()]);
         }
         let text = render(&entries, &ExecCommand { command, args: exec_args });
@@ -172,9 +189,10 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             }
             None => print!("{text}"),
         }
-        if connection.is_simulated() {
+        if let Some(resident) = &connection.resident {
             eprintln!(
-                "fleetbot: the embedded simulator's clusters answer only while this command runs; start `fleetbot sim` for clusters that stay up"
+                "fleetbot: the clusters are served by the resident simulator (pid {}) until it is stopped: `kill {}`",
+                resident.pid, resident.pid
             );
         }
         if left_out > 0 {
@@ -185,11 +203,31 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
     })
 }
 
+/// The connection, moved to the resident simulator when it is the embedded one: the
+/// in-process simulator stops (its state saved) and the resident serves that state.
+async fn residentially(connection: Connection, profile: &str) -> Result<Connection, String> {
+    let Some(simulator) = connection.simulator else {
+        return Ok(connection);
+    };
+    let options = ConnectOptions::from_env(profile)?;
+    let state = super::connect::sim_state_path(&options)?;
+    simulator.stop().await;
+    let world = options.sim_world.clone();
+    tokio::task::spawn_blocking(move || super::resident::ensure(&state, world.as_deref()))
+        .await
+        .map_err(|e| e.to_string())??;
+    open_cloud(profile).await
+}
+
 #[derive(Debug, Args)]
 pub struct KubeTokenArgs {
     /// Nebius profile to read credentials from.
     #[arg(long, default_value = "")]
     pub profile: String,
+    /// The embedded default's simulator state whose resident simulator's token to give
+    /// (what `fleetbot kubeconfig` writes on the embedded simulator).
+    #[arg(long, value_name = "PATH")]
+    pub simulator_state: Option<PathBuf>,
 }
 
 /// Prints a client-go ExecCredential with a fresh IAM token (kubectl runs this).
@@ -201,6 +239,21 @@ pub fn run_token(args: KubeTokenArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(state) = &args.simulator_state {
+        return match super::resident::find(state) {
+            Some(resident) => {
+                println!("{}", exec_credential(&resident.token));
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!(
+                    "fleetbot kube-token: no resident simulator serves {}; run `fleetbot kubeconfig` again to start it",
+                    state.display()
+                );
+                ExitCode::FAILURE
+            }
+        };
+    }
     runtime.block_on(async {
         let options = match ConnectOptions::from_env(&args.profile) {
             Ok(o) => o,

@@ -173,7 +173,7 @@ pub fn resolve_ssh_key(spec: &FleetSpec, warn: bool) -> String {
 /// The inventory for this cloud: beside the simulator's state when simulated (so the two
 /// never mix), else `FLEETBOT_INVENTORY` or the user's data directory.
 pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, String> {
-    let path = inventory_path(connection.simulator.is_some());
+    let path = inventory_path(connection.is_simulated());
     SqliteStore::open(&path).await.map_err(|e| e.to_string())
 }
 

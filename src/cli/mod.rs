@@ -15,6 +15,7 @@ pub mod preview;
 mod preview_post;
 pub mod probe;
 mod register;
+pub mod resident;
 pub mod scan;
 pub mod serve;
 mod serve_start;

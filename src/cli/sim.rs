@@ -31,6 +31,10 @@ pub struct SimArgs {
     /// `http://ADDR/metrics`, for load scripts.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// Run as the embedded default's resident simulator (what `fleetbot kubeconfig` starts):
+    /// with a token of its own, written with where it listens beside the state.
+    #[arg(long, hide = true, requires = "state")]
+    pub resident: bool,
 }
 
 /// `GET /metrics`: `fleetbot_sim_calls_total{method="…"} N` per method, and their sum.
@@ -52,6 +56,22 @@ async fn serve_metrics(listener: tokio::net::TcpListener, service: crate::sim::S
         }),
     );
     let _ = axum::serve(listener, app).await;
+}
+
+/// Ctrl-C, or SIGTERM (how a resident simulator is stopped).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 pub fn run(args: SimArgs) -> ExitCode {
@@ -77,6 +97,10 @@ pub fn run(args: SimArgs) -> ExitCode {
             None => World::embedded_default(),
         };
         world.static_tokens.extend(args.tokens.iter().cloned());
+        let resident_token = args
+            .resident
+            .then(|| format!("sim1.{}", uuid::Uuid::new_v4().simple()));
+        world.static_tokens.extend(resident_token.iter().cloned());
         if world.static_tokens.is_empty() && world.service_accounts.is_empty() {
             eprintln!(
                 "fleetbot sim: no way to authenticate: pass --token (or FLEETBOT_SIM_TOKEN), or list service_accounts or static_tokens in the world"
@@ -111,14 +135,44 @@ pub fn run(args: SimArgs) -> ExitCode {
         println!("  probe image: {probe_image}");
         // Ready to paste: a static token names no tenant, so the tenant travels beside it, and
         // verification needs the probe image this simulator runs.
+        // The token itself is never printed: from FLEETBOT_SIM_TOKEN the line names that
+        // variable and pastes as it is; from --token it says where the value goes.
+        let token = match std::env::var("FLEETBOT_SIM_TOKEN") {
+            Ok(v) if args.tokens.contains(&v) => "\"$FLEETBOT_SIM_TOKEN\"".to_string(),
+            _ => "<the --token you passed>".to_string(),
+        };
+        // A state the embedded default wrote has its inventory beside it: the CLI reading
+        // this simulator must read that one too, or it finds nothing deployed.
+        let inventory = args
+            .state
+            .as_ref()
+            .map(|s| s.with_extension("inventory.sqlite"))
+            .filter(|i| i.is_file())
+            .map(|i| format!(" FLEETBOT_INVENTORY={}", i.display()))
+            .unwrap_or_default();
         println!(
-            "  connect with: export NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN=<the --token you passed> FLEETBOT_TENANT_ID={} FLEETBOT_PROBE_IMAGE={probe_image}",
+            "  connect with: export NEBIUS_ENDPOINT={} NEBIUS_IAM_TOKEN={token} FLEETBOT_TENANT_ID={} FLEETBOT_PROBE_IMAGE={probe_image}{inventory}",
             sim.endpoint(),
             sim.tenant_id()
         );
         println!("  Kubernetes API of each running cluster: {}<cluster-id> (`fleetbot kubeconfig` writes a kubeconfig)", sim.kube.base_url);
         if let Some(state) = &args.state {
             println!("  state: {}", state.display());
+        }
+        if let (Some(token), Some(state)) = (&resident_token, &args.state) {
+            let resident = super::resident::Resident {
+                pid: std::process::id(),
+                endpoint: sim.endpoint(),
+                tenant_id: sim.tenant_id(),
+                token: token.clone(),
+                probe_image: probe_image.clone(),
+            };
+            if let Err(e) = super::resident::write(state, &resident) {
+                eprintln!("fleetbot sim: cannot write {}: {e}", super::resident::file_of(state).display());
+                sim.stop().await;
+                return ExitCode::FAILURE;
+            }
+            println!("  resident: stop it with `kill {}`", std::process::id());
         }
         if let Some(addr) = args.metrics {
             match tokio::net::TcpListener::bind(addr).await {
@@ -133,8 +187,11 @@ pub fn run(args: SimArgs) -> ExitCode {
                 }
             }
         }
-        let _ = tokio::signal::ctrl_c().await;
+        stopped().await;
         eprintln!("fleetbot sim: stopping");
+        if let (true, Some(state)) = (args.resident, &args.state) {
+            super::resident::remove(state);
+        }
         sim.stop().await;
         ExitCode::SUCCESS
     })

@@ -69,6 +69,9 @@ pub struct VerifyStorageArgs {
 /// The probe image on the embedded simulator: this binary, named by its own digest, which
 /// the simulated kubelet runs.
 pub(super) fn simulated_probe_image(connection: &Connection) -> Result<Option<String>, String> {
+    if let Some(resident) = &connection.resident {
+        return Ok(Some(resident.probe_image.clone()));
+    }
     let Some(sim) = &connection.simulator else {
         return Ok(None);
     };

@@ -66,6 +66,36 @@ impl Played {
     }
 }
 
+/// What the kubelet reports of a played pod's containers: each running and ready once the pod
+/// is up (kubectl's READY column counts them), each still being created before.
+pub fn played_container_statuses(spec: Option<&Value>, up: bool) -> Value {
+    let containers = spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Value::Array(
+        containers
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.get("name").cloned().unwrap_or(json!("")),
+                    "image": c.get("image").cloned().unwrap_or(json!("")),
+                    "imageID": "",
+                    "ready": up,
+                    "started": up,
+                    "restartCount": 0,
+                    "state": if up {
+                        json!({"running": {}})
+                    } else {
+                        json!({"waiting": {"reason": "ContainerCreating"}})
+                    },
+                })
+            })
+            .collect(),
+    )
+}
+
 /// The DEPLOYED releases of every cluster (or only `only`), in one pass over the releases.
 pub fn deployed_by_cluster(
     core: &Core,
@@ -636,6 +666,7 @@ fn run_daemon_sets(store: &mut ClusterStore) {
                 "status": {
                     "phase": if up { "Running" } else { "Pending" },
                     "conditions": [{"type": "Ready", "status": if up { "True" } else { "False" }}],
+                    "containerStatuses": played_container_statuses(template.get("spec"), up),
                 },
             });
             pod["spec"]["nodeName"] = json!(node_name);

@@ -372,6 +372,8 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
             if phase == "Pending" && !by_daemon_set {
                 pod["status"]["phase"] = json!("Running");
                 pod["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+                pod["status"]["containerStatuses"] =
+                    super::addons::played_container_statuses(pod.get("spec"), true);
                 store.put(POD, pod);
             }
             continue;

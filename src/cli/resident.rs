@@ -1,0 +1,178 @@
+//! The resident simulator: the embedded default's simulator kept running in the background
+//! (`fleetbot sim --resident`), so that kubectl reaches the clusters a command deployed after
+//! that command has exited. `fleetbot kubeconfig` starts it when none runs; every command on
+//! the embedded default then talks to it rather than starting a second simulator on the same
+//! state; `fleetbot kube-token --simulator-state` hands kubectl its token. It writes where it
+//! listens, with a token of its own, beside the state (`<state>.resident.json`, mode 0600) and
+//! removes that file when it stops.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// How long a starting resident may take to say where it listens.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where a resident simulator listens, and what it accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resident {
+    pub pid: u32,
+    /// The Nebius API, `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+    pub tenant_id: String,
+    /// A bearer token only this resident accepts; the file is the user's alone.
+    pub token: String,
+    /// The probe image its kubelet runs (this binary, by digest).
+    pub probe_image: String,
+}
+
+/// The resident's file for a simulator state.
+pub fn file_of(state: &Path) -> PathBuf {
+    let mut name = state.file_name().unwrap_or_default().to_os_string();
+    name.push(".resident.json");
+    state.with_file_name(name)
+}
+
+/// The resident serving `state`, when one runs and answers.
+pub fn find(state: &Path) -> Option<Resident> {
+    let text = std::fs::read_to_string(file_of(state)).ok()?;
+    let resident: Resident = serde_json::from_str(&text).ok()?;
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(resident.pid as libc::pid_t, 0) } == 0;
+    let address: SocketAddr = resident.endpoint.strip_prefix("http://")?.parse().ok()?;
+    let answers = TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_ok();
+    (alive && answers).then_some(resident)
+}
+
+/// Writes the resident's file, readable by its owner alone.
+pub fn write(state: &Path, resident: &Resident) -> std::io::Result<()> {
+    let path = file_of(state);
+    let temp = path.with_extension(format!("{}.tmp", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&temp)?;
+    file.write_all(serde_json::to_string(resident)?.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&temp, &path)
+}
+
+/// Removes the file if it is still this process's.
+pub fn remove(state: &Path) {
+    let path = file_of(state);
+    let ours = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Resident>(&t).ok())
+        .is_some_and(|r| r.pid == std::process::id());
+    if ours {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// The resident serving `state`: the one running, else a new one started in the background
+/// (its output in `<state>.resident.log`).
+pub fn ensure(state: &Path, world: Option<&Path>) -> Result<Resident, String> {
+    if let Some(resident) = find(state) {
+        return Ok(resident);
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    if let Some(dir) = state.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let mut log_name = state.file_name().unwrap_or_default().to_os_string();
+    log_name.push(".resident.log");
+    let log_path = state.with_file_name(log_name);
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
+    let mut command = Command::new(exe);
+    command
+        .args(["sim", "--resident", "--listen", "127.0.0.1:0", "--state"])
+        .arg(state)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .env_remove("NEBIUS_IAM_TOKEN");
+    if let Some(world) = world {
+        command.arg("--world").arg(world);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own process group: the terminal's Ctrl-C for this command does not reach it.
+        command.process_group(0);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start the resident simulator: {e}"))?;
+    let began = Instant::now();
+    while began.elapsed() < START_TIMEOUT {
+        if let Some(resident) = find(state) {
+            return Ok(resident);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "the resident simulator exited ({status}); see {}",
+                log_path.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    Err(format!(
+        "the resident simulator did not start within {} s; see {}",
+        START_TIMEOUT.as_secs(),
+        log_path.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_sits_beside_the_state_and_only_a_live_answering_resident_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("default.state");
+        assert_eq!(
+            file_of(&state),
+            dir.path().join("default.state.resident.json")
+        );
+        assert_eq!(find(&state), None);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let resident = Resident {
+            pid: std::process::id(),
+            endpoint: format!("http://{}", listener.local_addr().unwrap()),
+            tenant_id: "tenant-x".into(),
+            token: "sim1.secret".into(),
+            probe_image: "img".into(),
+        };
+        write(&state, &resident).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(file_of(&state))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "the token file is the owner's alone");
+        }
+        assert_eq!(find(&state), Some(resident.clone()));
+        drop(listener);
+        assert_eq!(
+            find(&state),
+            None,
+            "a resident that no longer answers is not found"
+        );
+        remove(&state);
+        assert!(!file_of(&state).exists());
+    }
+}
