@@ -11,13 +11,17 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::apply_target::Steps;
+use super::deploy_result::TargetResult;
 use super::error::ApplyError;
 use crate::cloud::domain::{Cloud, Cluster, Labels, Release, ReleaseSpec, ReleaseState};
 use crate::clusters::{Access, ClusterClient, ClusterEndpoint, TokenSource};
 use crate::engine::addons::{
     self, ADDON_LABEL, DIGEST_LABEL, DesiredAddon, FIELD_MANAGER, Install, Promise,
 };
-use crate::store::{AddonRecord, InventoryStore, TargetRecord};
+use crate::engine::desired::DesiredTarget;
+use crate::engine::live::ObservedProject;
+use crate::engine::target_status::TargetStatus;
+use crate::store::{AddonRecord, InventoryStore, ProjectRecord, TargetRecord};
 
 /// The longest pause between two looks at an install or a promise.
 const MAX_POLL: Duration = Duration::from_secs(5);
@@ -77,9 +81,9 @@ where
 /// Whether an unchanged target's add-ons are ready now, looked at once: manifests re-applied
 /// (server-side apply changes nothing when nothing drifted) and every promise read. No add-on,
 /// no connection.
-pub(super) async fn ready_now<C: Cloud>(
+async fn ready_now<C: Cloud>(
     cloud: &C,
-    target: &crate::engine::desired::DesiredTarget,
+    target: &DesiredTarget,
     cluster: &Cluster,
 ) -> Result<bool, ApplyError> {
     if target.addons.is_empty() {
@@ -104,6 +108,42 @@ pub(super) async fn ready_now<C: Cloud>(
         }
     }
     Ok(true)
+}
+
+impl<C: Cloud, S: InventoryStore> super::apply::Apply<'_, C, S> {
+    /// A target the live plan proved unchanged and the inventory records as deployed with this
+    /// very digest: its readiness is read once (add-on manifests re-asserted, promises looked
+    /// at, no polling) and nothing is written. `None` when anything is not so: the full apply
+    /// runs, and waits where it must.
+    pub(super) async fn proven_unchanged(
+        &self,
+        target: &DesiredTarget,
+        project: &ProjectRecord,
+        observed: &ObservedProject,
+        record: &TargetRecord,
+    ) -> Option<TargetResult> {
+        let settled = TargetStatus::from_record(&record.status) == TargetStatus::Deployed
+            && record.applied_digest == target.digest
+            && record.error.is_empty();
+        let cluster = observed
+            .clusters
+            .iter()
+            .find(|c| c.name == target.key.cluster && c.id == record.cluster_id)
+            .filter(|_| settled)?;
+        if !ready_now(self.cloud, target, cluster)
+            .await
+            .unwrap_or(false)
+        {
+            return None;
+        }
+        let mut result = TargetResult::new(&target.key, &target.region, project);
+        result.endpoint = cluster.public_endpoint.clone();
+        result.status = TargetStatus::Deployed;
+        result.cluster_id = record.cluster_id.clone();
+        result.node_group_ids = record.node_group_ids.clone();
+        (self.progress)(&format!("{}: deployed", target.key));
+        Some(result)
+    }
 }
 
 fn labels_of(target_labels: &Labels, addon: &DesiredAddon) -> Labels {

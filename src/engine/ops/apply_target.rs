@@ -108,40 +108,6 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         result
     }
 
-    /// A target the live plan proved unchanged and the inventory records as deployed with this
-    /// very digest: its readiness is read once (add-on manifests re-asserted, promises looked
-    /// at, no polling) and nothing is written. `None` when anything is not so: the full apply
-    /// runs, and waits where it must.
-    async fn proven_unchanged(
-        &self,
-        target: &DesiredTarget,
-        project: &ProjectRecord,
-        observed: &ObservedProject,
-        record: &TargetRecord,
-    ) -> Option<TargetResult> {
-        let settled = TargetStatus::from_record(&record.status) == TargetStatus::Deployed
-            && record.applied_digest == target.digest
-            && record.error.is_empty();
-        let cluster = observed
-            .clusters
-            .iter()
-            .find(|c| c.name == target.key.cluster && c.id == record.cluster_id)
-            .filter(|_| settled)?;
-        if !super::apply_addons::ready_now(self.cloud, target, cluster)
-            .await
-            .unwrap_or(false)
-        {
-            return None;
-        }
-        let mut result = TargetResult::new(&target.key, &target.region, project);
-        result.endpoint = cluster.public_endpoint.clone();
-        result.status = TargetStatus::Deployed;
-        result.cluster_id = record.cluster_id.clone();
-        result.node_group_ids = record.node_group_ids.clone();
-        (self.progress)(&format!("{}: deployed", target.key));
-        Some(result)
-    }
-
     /// Records a target that failed outside its steps (a timeout).
     pub(super) async fn record_failure(
         &self,

@@ -16,6 +16,7 @@ pub mod kubelet;
 pub mod nodes;
 pub mod patch;
 pub mod persist;
+pub mod releases;
 pub mod select;
 pub mod store;
 pub mod tls;
