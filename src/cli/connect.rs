@@ -167,7 +167,9 @@ pub async fn embedded_simulator_of(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot start the embedded simulator: {e}"))?;
-    let simulator = Simulator::start(world, Some(state.clone()), listener).await?;
+    let mut simulator = Simulator::start(world, Some(state.clone()), listener).await?;
+    // It lives as long as this command: its state is written as it goes and when it ends.
+    simulator.defer_persistence();
     let token = format!("sim1.{}", uuid::Uuid::new_v4().simple());
     simulator.service.accept_token(&token, i64::MAX);
     let client = NebiusClient::new(

@@ -50,6 +50,8 @@ pub struct Simulator {
     node_root_is_temporary: bool,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
+    /// Writes the deferred state, when persistence is deferred.
+    flusher: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Simulator {
@@ -129,7 +131,34 @@ impl Simulator {
             node_root_is_temporary,
             shutdown: Some(tx),
             task: Some(task),
+            flusher: None,
         })
+    }
+
+    /// Writes the world's state at most every quarter second and when the simulator stops or
+    /// is dropped, instead of at every change: for the embedded simulator, which lives and
+    /// dies with its command (a standalone one keeps writing each change before answering).
+    pub fn defer_persistence(&mut self) {
+        const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+        self.service.with_core(core::Core::defer_persistence);
+        let service = self.service.clone();
+        self.flusher = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(FLUSH_EVERY).await;
+                if let Err(e) = service.with_core(|core| core.flush()) {
+                    tracing::warn!("cannot save the simulator's state: {}", e.message());
+                }
+            }
+        }));
+    }
+
+    fn flush(&self) {
+        if let Err(e) = self.service.with_core(|core| core.flush()) {
+            eprintln!(
+                "fleetbot: cannot save the simulator's state: {}",
+                e.message()
+            );
+        }
     }
 
     /// The tenant the world's resources live in.
@@ -155,11 +184,16 @@ impl Simulator {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+        self.flush();
     }
 }
 
 impl Drop for Simulator {
     fn drop(&mut self) {
+        if let Some(flusher) = self.flusher.take() {
+            flusher.abort();
+        }
+        self.flush();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

@@ -54,6 +54,9 @@ pub struct Core {
     pub state: SimState,
     pub tenant_id: String,
     state_file: Option<PathBuf>,
+    /// Writes wait for [`Core::flush`] (the embedded simulator), and whether one is due.
+    persistence_deferred: bool,
+    unsaved: std::sync::atomic::AtomicBool,
     /// Bearer tokens issued by the token exchange, with their expiry (unix ms).
     pub issued_tokens: HashMap<String, i64>,
     /// The Kubernetes API's base URL and CA (PEM), once it listens.

@@ -26,6 +26,8 @@ impl Core {
             state: SimState::default(),
             tenant_id,
             state_file,
+            persistence_deferred: false,
+            unsaved: Default::default(),
             issued_tokens: HashMap::new(),
             kube_api: None,
             s3_api: None,
@@ -60,8 +62,40 @@ impl Core {
         }
     }
 
-    /// Writes the state atomically (temporary file, then rename).
+    /// Saves the state after a change: at once (every acknowledged change survives a kill),
+    /// or, when deferred ([`Core::defer_persistence`]), at the next [`Core::flush`].
     pub fn persist(&self) -> Result<(), Status> {
+        if self.state_file.is_none() {
+            return Ok(());
+        }
+        if self.persistence_deferred {
+            self.unsaved
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return Ok(());
+        }
+        self.write_state()
+    }
+
+    /// Writes what a deferred persistence has not yet written.
+    pub fn flush(&self) -> Result<(), Status> {
+        if self
+            .unsaved
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.write_state()?;
+        }
+        Ok(())
+    }
+
+    /// The embedded simulator lives and dies with its command, so its state need not be
+    /// written at every change (at a thousand clusters that rewrote megabytes per call): it is
+    /// written by a flusher every moment and when the simulator stops.
+    pub fn defer_persistence(&mut self) {
+        self.persistence_deferred = true;
+    }
+
+    /// Writes the state atomically (temporary file, then rename).
+    fn write_state(&self) -> Result<(), Status> {
         let Some(path) = &self.state_file else {
             return Ok(());
         };

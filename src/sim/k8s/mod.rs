@@ -49,6 +49,8 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 
 /// How often controllers and the kubelet run without a write to wake them.
 const TICK: Duration = Duration::from_millis(100);
+/// How often the clusters' objects are written while they change.
+const SAVE_EVERY: Duration = Duration::from_secs(2);
 
 struct ClusterEntry {
     store: ClusterStore,
@@ -69,6 +71,7 @@ pub struct ApiShared {
     saved: Mutex<Vec<(String, u64)>>,
     /// The cloud's generation the last full sync saw: an idle cloud is not looked at again.
     synced: Mutex<Option<u64>>,
+    last_save: Mutex<Option<std::time::Instant>>,
     /// Each cluster's resource version after its controllers last ran: a cluster nothing
     /// changed in (and nothing runs in) is not looked at again.
     reconciled: Mutex<HashMap<String, u64>>,
@@ -216,7 +219,10 @@ impl ApiShared {
     }
 
     /// Writes the clusters' objects when any changed since the last write.
-    fn save(&self) {
+    /// Writes the clusters' objects when they changed: at most every [`SAVE_EVERY`] while
+    /// the controllers run (a snapshot holds every cluster), and always when `force` (the
+    /// simulator stopping).
+    fn save(&self, force: bool) {
         let Some(path) = &self.state_file else {
             return;
         };
@@ -230,9 +236,15 @@ impl ApiShared {
         if *saved == versions {
             return;
         }
+        let mut last = self.last_save.lock().unwrap_or_else(|p| p.into_inner());
+        if !force && last.is_some_and(|at| at.elapsed() < SAVE_EVERY) {
+            return;
+        }
         let snapshot = persist::snapshot(clusters.iter().map(|(id, e)| (id, &e.store)));
         drop(clusters);
-        match persist::save(path, &snapshot) {
+        *last = Some(std::time::Instant::now());
+        match snapshot.and_then(|bytes| persist::save(path, &bytes).map_err(serde_json::Error::io))
+        {
             Ok(()) => *saved = versions,
             Err(e) => tracing::warn!("cannot save the simulated clusters: {e}"),
         }
@@ -341,7 +353,7 @@ impl Drop for KubeApi {
         for task in &self.tasks {
             task.abort();
         }
-        self.shared.save();
+        self.shared.save(true);
     }
 }
 
@@ -380,6 +392,7 @@ impl KubeApi {
             state_file,
             saved: Mutex::new(Vec::new()),
             synced: Mutex::new(None),
+            last_save: Mutex::new(None),
             reconciled: Mutex::new(HashMap::new()),
         });
         let base_url = format!("https://{addr}{PATH_PREFIX}");
@@ -441,7 +454,7 @@ impl KubeApi {
             loop {
                 ticking.sync(None);
                 ticking.reconcile();
-                ticking.save();
+                ticking.save(false);
                 let _ = tokio::time::timeout(TICK, ticking.wake.notified()).await;
             }
         });

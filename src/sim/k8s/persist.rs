@@ -7,30 +7,57 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::kinds::{KINDS, POD, find};
 use super::store::ClusterStore;
 
-/// Cluster ID → its objects.
-pub fn snapshot<'a>(clusters: impl Iterator<Item = (&'a String, &'a ClusterStore)>) -> Value {
-    let mut out = serde_json::Map::new();
-    for (id, store) in clusters {
-        let objects: Vec<Value> = store
-            .all()
-            .filter(|(kind, _, _)| *kind != POD && KINDS[*kind].plural != "events")
-            .map(|(kind, ns, object)| {
-                let k = &KINDS[kind];
-                json!({"group": k.group, "version": k.version, "plural": k.plural,
-                    "namespace": ns, "object": object})
-            })
-            .collect();
-        out.insert(
-            id.clone(),
-            json!({"rv": store.resource_version(), "objects": objects}),
-        );
-    }
-    Value::Object(out)
+/// One kept object, borrowed: a snapshot is written without copying the objects it holds.
+#[derive(serde::Serialize)]
+struct Kept<'a> {
+    group: &'a str,
+    version: &'a str,
+    plural: &'a str,
+    namespace: &'a str,
+    object: &'a Value,
+}
+
+#[derive(serde::Serialize)]
+struct Cluster<'a> {
+    rv: u64,
+    objects: Vec<Kept<'a>>,
+}
+
+/// Cluster ID → its objects, as the JSON [`restore`] reads.
+pub fn snapshot<'a>(
+    clusters: impl Iterator<Item = (&'a String, &'a ClusterStore)>,
+) -> serde_json::Result<Vec<u8>> {
+    let all: HashMap<&String, Cluster<'a>> = clusters
+        .map(|(id, store)| {
+            let objects = store
+                .all()
+                .filter(|(kind, _, _)| *kind != POD && KINDS[*kind].plural != "events")
+                .map(|(kind, namespace, object)| {
+                    let k = &KINDS[kind];
+                    Kept {
+                        group: k.group,
+                        version: k.version,
+                        plural: k.plural,
+                        namespace,
+                        object,
+                    }
+                })
+                .collect();
+            (
+                id,
+                Cluster {
+                    rv: store.resource_version(),
+                    objects,
+                },
+            )
+        })
+        .collect();
+    serde_json::to_vec(&all)
 }
 
 /// The stores a snapshot holds; objects of kinds this build does not serve are dropped.
@@ -77,9 +104,9 @@ pub fn load(path: &Path) -> Result<HashMap<String, ClusterStore>, String> {
 }
 
 /// Writes a snapshot atomically.
-pub fn save(path: &Path, snapshot: &Value) -> std::io::Result<()> {
+pub fn save(path: &Path, snapshot: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec(snapshot)?)?;
+    std::fs::write(&tmp, snapshot)?;
     std::fs::rename(&tmp, path)
 }
 
@@ -87,6 +114,7 @@ pub fn save(path: &Path, snapshot: &Value) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::sim::k8s::kinds::STORAGE_CLASS;
+    use serde_json::json;
 
     #[test]
     fn a_snapshot_restores_every_object_but_pods() {
@@ -106,9 +134,8 @@ mod tests {
             )
             .unwrap();
         let id = "c1".to_string();
-        let snap = snapshot([(&id, &store)].into_iter());
-        let text = serde_json::to_string(&snap).unwrap();
-        let back = restore(&serde_json::from_str(&text).unwrap());
+        let snap = snapshot([(&id, &store)].into_iter()).unwrap();
+        let back = restore(&serde_json::from_slice(&snap).unwrap());
         let restored = &back["c1"];
         assert_eq!(
             restored.get(STORAGE_CLASS, "", "sc"),
