@@ -182,8 +182,40 @@ const RTX6000: &[Preset] = &[
 /// RTX PRO 6000 Blackwell: MIG in up to four slices (NVIDIA's profiles for the 96 GB part).
 const RTX6000_MIG: &[&str] = &["1g.24gb", "2g.48gb", "4g.96gb"];
 
-const RTX6000_NAME: &str = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
-const RTX6000_PRODUCT: &str = "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition";
+/// An RTX PRO 6000 Blackwell platform (the plain one and its zonal variants differ in name
+/// and region only).
+const fn rtx6000(name: &'static str, regions: &'static [&'static str]) -> Platform {
+    Platform {
+        name,
+        human_readable_name: "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        gpu_quota: "compute.instance.gpu.rtx6000",
+        gpu_name: "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        gpu_product: "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
+        gpu_memory_gigabytes: 96,
+        mig_profiles: RTX6000_MIG,
+        presets: RTX6000,
+        regions,
+    }
+}
+
+/// An L40S platform of eu-north1 (two host CPUs, two preset ranges).
+const fn l40s(
+    name: &'static str,
+    human_readable_name: &'static str,
+    presets: &'static [Preset],
+) -> Platform {
+    Platform {
+        name,
+        human_readable_name,
+        gpu_quota: "compute.instance.gpu.l40s",
+        gpu_name: "NVIDIA L40S",
+        gpu_product: "NVIDIA-L40S",
+        gpu_memory_gigabytes: 48,
+        mig_profiles: &[],
+        presets,
+        regions: &["eu-north1"],
+    }
+}
 
 /// Every platform the simulator knows, in the order `PlatformService.List` returns them.
 pub const PLATFORMS: &[Platform] = &[
@@ -261,50 +293,10 @@ pub const PLATFORMS: &[Platform] = &[
         presets: B300,
         regions: &["uk-south1"],
     },
-    Platform {
-        name: "gpu-l40s-a",
-        human_readable_name: "NVIDIA L40S PCIe with Intel Ice Lake",
-        gpu_quota: "compute.instance.gpu.l40s",
-        gpu_name: "NVIDIA L40S",
-        gpu_product: "NVIDIA-L40S",
-        gpu_memory_gigabytes: 48,
-        mig_profiles: &[],
-        presets: L40S_A,
-        regions: &["eu-north1"],
-    },
-    Platform {
-        name: "gpu-l40s-d",
-        human_readable_name: "NVIDIA L40S PCIe with AMD Genoa",
-        gpu_quota: "compute.instance.gpu.l40s",
-        gpu_name: "NVIDIA L40S",
-        gpu_product: "NVIDIA-L40S",
-        gpu_memory_gigabytes: 48,
-        mig_profiles: &[],
-        presets: L40S_D,
-        regions: &["eu-north1"],
-    },
-    Platform {
-        name: "gpu-rtx6000",
-        human_readable_name: "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-        gpu_quota: "compute.instance.gpu.rtx6000",
-        gpu_name: RTX6000_NAME,
-        gpu_product: RTX6000_PRODUCT,
-        gpu_memory_gigabytes: 96,
-        mig_profiles: RTX6000_MIG,
-        presets: RTX6000,
-        regions: &["us-central1"],
-    },
-    Platform {
-        name: "gpu-rtx6000-a",
-        human_readable_name: "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-        gpu_quota: "compute.instance.gpu.rtx6000",
-        gpu_name: RTX6000_NAME,
-        gpu_product: RTX6000_PRODUCT,
-        gpu_memory_gigabytes: 96,
-        mig_profiles: RTX6000_MIG,
-        presets: RTX6000,
-        regions: &["uk-south2"],
-    },
+    l40s("gpu-l40s-a", "NVIDIA L40S PCIe with Intel Ice Lake", L40S_A),
+    l40s("gpu-l40s-d", "NVIDIA L40S PCIe with AMD Genoa", L40S_D),
+    rtx6000("gpu-rtx6000", &["us-central1"]),
+    rtx6000("gpu-rtx6000-a", &["uk-south2"]),
 ];
 
 /// A platform by name, wherever it is offered.
