@@ -9,6 +9,21 @@ struct Env {
     home: tempfile::TempDir,
 }
 
+/// A documented `fleetbot kubeconfig` starts a resident simulator for the environment's state:
+/// it goes with the environment.
+impl Drop for Env {
+    fn drop(&mut self) {
+        let file = self.home.path().join("sim.state.resident.json");
+        let pid = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["pid"].as_u64());
+        if let Some(pid) = pid {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
 impl Env {
     fn new() -> Env {
         Env {
