@@ -1290,3 +1290,41 @@ async fn the_plans_of_one_pass_share_their_reads_and_an_apply_reads_afresh() {
     assert_eq!(sim.service.call_log().len(), eng_calls);
     assert_eq!(now.plan.summary.update, 1, "{}", now.plan.render_text());
 }
+
+/// The live plan lists a project's filesystems and GPU clusters only where a target wants one
+/// or the inventory recorded one: they are per target, and a project without either has none
+/// of fleetbot's to find (issue 34: fewer calls per project).
+#[tokio::test]
+async fn the_live_plan_lists_filesystems_and_gpu_clusters_only_where_wanted() {
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let lean = spec(&SPEC.replace("enable_filestore: true", "enable_filestore: false"));
+    let listed = |kind: &str| {
+        sim.service
+            .call_log()
+            .iter()
+            .filter(|m| m.ends_with(&format!("{kind}/List")))
+            .count()
+    };
+    for (fleet, filesystems) in [(&lean, 0), (&spec(SPEC), 2)] {
+        deploy(&cloud, &store, fleet, &tenant, &options(), quiet())
+            .await
+            .unwrap();
+        sim.service.clear_call_log();
+        let prepared = prepare(&cloud, &store, fleet, &tenant, &options())
+            .await
+            .unwrap();
+        assert!(
+            plan_is_quiet(&prepared.plan),
+            "{}",
+            prepared.plan.render_text()
+        );
+        // Project a holds both targets; b holds one: a filestore is wanted in both or neither.
+        assert_eq!(listed("FilesystemService"), filesystems);
+        assert_eq!(listed("GpuClusterService"), 0);
+        assert_eq!(listed("NodeGroupService"), 3);
+    }
+}

@@ -263,3 +263,54 @@ fn the_connect_line_pastes_as_it_is_and_never_prints_the_token() {
         )
     );
 }
+
+/// `fleetbot sim --metrics` serves the simulator's own call counters, as load scripts read
+/// them (scripts/bench-scale.sh): each gRPC method a client called, counted.
+#[tokio::test]
+async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = metrics.local_addr().unwrap();
+    drop(metrics);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--token", "cli-token"])
+        .arg("--metrics")
+        .arg(address.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let endpoint = first.rsplit(' ').next().unwrap().to_string();
+    let tenant = lines.next().unwrap().unwrap();
+    let tenant = tenant.rsplit(' ').next().unwrap().to_string();
+    while let Some(Ok(line)) = lines.next() {
+        if line.trim_start().starts_with("metrics:") {
+            break;
+        }
+    }
+    let client = NebiusClient::new(
+        Endpoints::from_override(&endpoint).unwrap(),
+        Credentials::Static("cli-token".into()),
+    );
+    for _ in 0..3 {
+        client.list_projects(&tenant).await.unwrap();
+    }
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.contains("fleetbot_sim_calls_total{method=\"/nebius.iam.v2.ProjectService/List\"} 3")
+            || text.contains(
+                "fleetbot_sim_calls_total{method=\"/nebius.iam.v1.ProjectService/List\"} 3"
+            ),
+        "{text}"
+    );
+}

@@ -104,7 +104,7 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
         };
         // On the embedded simulator, the clusters must outlive this command: the kubeconfig
         // points at the resident simulator of the same state, started here if none runs.
-        let connection = match residentially(connection, &profile).await {
+        let (connection, sim_state) = match residentially(connection, &profile).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("fleetbot: {e}");
@@ -118,9 +118,6 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let sim_state = ConnectOptions::from_env(&profile)
-            .and_then(|o| super::connect::sim_state_path(&o))
-            .ok();
         let targets = match deployed_clusters(
             &connection.client,
             &store,
@@ -166,7 +163,7 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "fleetbot".into());
         let mut exec_args = vec!["kube-token".to_string()];
-        if let Some(state) = connection.resident.as_ref().and(sim_state.as_ref()) {
+        if let Some(state) = &sim_state {
             exec_args.extend([
                 "--simulator-state".to_string(),
                 state.display().to_string(),
@@ -203,20 +200,30 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
     })
 }
 
-/// The connection, moved to the resident simulator when it is the embedded one: the
-/// in-process simulator stops (its state saved) and the resident serves that state.
-async fn residentially(connection: Connection, profile: &str) -> Result<Connection, String> {
-    let Some(simulator) = connection.simulator else {
-        return Ok(connection);
-    };
+/// The connection, moved to the resident simulator when it is the embedded one (the
+/// in-process simulator stops, its state saved, and the resident serves that state), with the
+/// state the resident serves; a real cloud's connection as it is, with none.
+async fn residentially(
+    connection: Connection,
+    profile: &str,
+) -> Result<(Connection, Option<PathBuf>), String> {
+    if connection.resident.is_none() && connection.simulator.is_none() {
+        return Ok((connection, None));
+    }
     let options = ConnectOptions::from_env(profile)?;
     let state = super::connect::sim_state_path(&options)?;
-    simulator.stop().await;
+    if connection.resident.is_some() {
+        return Ok((connection, Some(state)));
+    }
+    if let Some(simulator) = connection.simulator {
+        simulator.stop().await;
+    }
     let world = options.sim_world.clone();
-    tokio::task::spawn_blocking(move || super::resident::ensure(&state, world.as_deref()))
+    let serves = state.clone();
+    tokio::task::spawn_blocking(move || super::resident::ensure(&serves, world.as_deref()))
         .await
         .map_err(|e| e.to_string())??;
-    open_cloud(profile).await
+    Ok((open_cloud(profile).await?, Some(state)))
 }
 
 #[derive(Debug, Args)]

@@ -218,7 +218,6 @@ impl ApiShared {
         }
     }
 
-    /// Writes the clusters' objects when any changed since the last write.
     /// Writes the clusters' objects when they changed: at most every [`SAVE_EVERY`] while
     /// the controllers run (a snapshot holds every cluster), and always when `force` (the
     /// simulator stopping).
