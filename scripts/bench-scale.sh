@@ -5,6 +5,8 @@
 #   idle       the simulator's CPU over 10 s and its RSS afterwards
 #   redeploy   the same deploy again (no change): wall time, client CPU
 #   live plan  `plan --live`: wall time and the gRPC calls it made (`fleetbot sim --metrics`)
+#   embedded   deploy, re-deploy and live plan again on the embedded default (in process, its
+#              state in a file): wall time, CPU and peak RSS of each whole process
 # Usage: scripts/bench-scale.sh [PROJECTS]   (default 250, i.e. 1,000 clusters)
 # Uses target/release/fleetbot (built if missing). Prints one line per figure.
 set -euo pipefail
@@ -13,7 +15,7 @@ projects="${1:-250}"
 bin="${FLEETBOT_BIN:-target/release/fleetbot}"
 [ -x "$bin" ] || cargo build --release --locked >&2
 work="$(mktemp -d)"
-trap 'kill "$sim_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "$sim_pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 python3 - "$projects" "$work" <<'EOF'
 import re, sys
@@ -69,9 +71,28 @@ sleep 3 # the last reconciles after the deploy returned
 s0="$(ticks "$sim_pid")"; sleep 10; s1="$(ticks "$sim_pid")"
 printf '%-10s simulator CPU %.2f %% of a core over 10 s, RSS %s MB\n' idle \
   "$(echo "($s1 - $s0) * 100 / $hz / 10" | bc -l)" "$(rss_mb "$sim_pid")"
+c0="$(calls)"
 run redeploy "$bin" deploy --yes --spec "$work/fleet.yaml"
+echo "redeploy   $(( $(calls) - c0 )) gRPC calls"
 c0="$(calls)"
 run liveplan "$bin" plan --live --spec "$work/fleet.yaml"
 echo "liveplan   $(( $(calls) - c0 )) gRPC calls ($(( ($(calls) - c0) * 1000 / clusters )) per 1,000 clusters)"
 tail -n 3 "$work/redeploy.out"
 tail -n 1 "$work/liveplan.out"
+
+kill "$sim_pid" 2>/dev/null || true
+embedded() { # label, then the command, on the embedded default with the same world
+  local label="$1"; shift
+  env -u NEBIUS_ENDPOINT -u NEBIUS_IAM_TOKEN -u FLEETBOT_TENANT_ID \
+    FLEETBOT_SIM_WORLD="$work/world.yaml" FLEETBOT_SIM_STATE="$work/embedded.json" \
+    FLEETBOT_INVENTORY="$work/embedded.sqlite" \
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" >"$work/$label.out" 2>"$work/$label.err"
+  read -r wall user sys rss <"$work/time"
+  printf '%-10s wall %6.1f s  CPU %6.2f s  peak RSS %s MB\n' "$label" "$wall" \
+    "$(echo "$user + $sys" | bc)" "$((rss / 1024))"
+}
+echo "embedded default:"
+embedded e-deploy "$bin" deploy --yes --spec "$work/fleet.yaml"
+embedded e-redeploy "$bin" deploy --yes --spec "$work/fleet.yaml"
+embedded e-liveplan "$bin" plan --live --spec "$work/fleet.yaml"
+tail -n 1 "$work/e-redeploy.out"

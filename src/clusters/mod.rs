@@ -8,6 +8,7 @@
 mod bearer;
 pub mod kubeconfig;
 pub mod objects;
+mod pool;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,9 +18,9 @@ use kube::api::ListParams;
 use kube::{Api, Client, Config};
 use serde::Serialize;
 
-use bearer::BearerLayer;
 pub use bearer::TokenSource;
 pub use kubeconfig::{KubeconfigMap, context_name};
+pub use pool::Connections;
 
 use crate::cloud::client::NebiusClient;
 
@@ -134,18 +135,7 @@ fn ca_der(pem_text: &str) -> Result<Vec<Vec<u8>>, AccessError> {
 impl ClusterClient {
     pub async fn connect(access: &Access) -> Result<ClusterClient, AccessError> {
         match access {
-            Access::Cloud { endpoint, tokens } => {
-                let uri: http::Uri = endpoint.server.parse().map_err(|e| {
-                    AccessError::Endpoint(format!("the cluster endpoint is not a URL: {e}"))
-                })?;
-                let mut config = Config::new(uri);
-                config.root_cert = Some(ca_der(&endpoint.ca_pem)?);
-                config.default_namespace = "default".into();
-                let client = kube::client::ClientBuilder::try_from(config)?
-                    .with_layer(&BearerLayer(tokens.clone()))
-                    .build();
-                Ok(ClusterClient { client })
-            }
+            Access::Cloud { endpoint, tokens } => Connections::default().cluster(endpoint, tokens),
             Access::Kubeconfig(path) => {
                 let fail = |message: String| AccessError::Kubeconfig {
                     path: path.display().to_string(),

@@ -2,6 +2,7 @@
 //! tenant it is, and where progress goes.
 
 use super::options::Progress;
+use crate::clusters::Connections;
 
 pub(super) struct Apply<'a, C, S> {
     pub cloud: &'a C,
@@ -10,4 +11,6 @@ pub(super) struct Apply<'a, C, S> {
     pub tenant: &'a str,
     pub profile: &'a str,
     pub progress: &'a Progress,
+    /// Kubernetes connections, shared by every target of the deploy.
+    pub kube: &'a Connections,
 }

@@ -14,7 +14,7 @@ use super::apply_target::Steps;
 use super::deploy_result::TargetResult;
 use super::error::ApplyError;
 use crate::cloud::domain::{Cloud, Cluster, Labels, Release, ReleaseSpec, ReleaseState};
-use crate::clusters::{Access, ClusterClient, ClusterEndpoint, TokenSource};
+use crate::clusters::{ClusterClient, ClusterEndpoint, Connections, TokenSource};
 use crate::engine::addons::{
     self, ADDON_LABEL, DIGEST_LABEL, DesiredAddon, FIELD_MANAGER, Install, Promise,
 };
@@ -49,16 +49,20 @@ pub fn sanitized(message: &str) -> String {
     }
 }
 
-/// A kube-rs client for the cluster, with the cloud's bearer token.
-async fn connect<C: Cloud>(cloud: &C, cluster: &Cluster) -> Result<ClusterClient, ApplyError> {
+/// A kube-rs client for the cluster, with the cloud's bearer token, over the deploy's shared
+/// connections.
+async fn connect<C: Cloud>(
+    cloud: &C,
+    kube: &Connections,
+    cluster: &Cluster,
+) -> Result<ClusterClient, ApplyError> {
     let endpoint = ClusterEndpoint::of(cluster).map_err(|e| addon_error("access", e))?;
     let token = cloud.bearer_token().await?;
     let tokens: TokenSource = Arc::new(move || {
         let token = token.clone();
         Box::pin(async move { Ok(token) })
     });
-    ClusterClient::connect(&Access::Cloud { endpoint, tokens })
-        .await
+    kube.cluster(&endpoint, &tokens)
         .map_err(|e| addon_error("access", e))
 }
 
@@ -83,13 +87,14 @@ where
 /// no connection.
 async fn ready_now<C: Cloud>(
     cloud: &C,
+    connections: &Connections,
     target: &DesiredTarget,
     cluster: &Cluster,
 ) -> Result<bool, ApplyError> {
     if target.addons.is_empty() {
         return Ok(true);
     }
-    let kube = connect(cloud, cluster).await?;
+    let kube = connect(cloud, connections, cluster).await?;
     for addon in &target.addons {
         if let Install::Manifests { documents } = &addon.install {
             kube.apply_documents(documents, FIELD_MANAGER)
@@ -130,7 +135,7 @@ impl<C: Cloud, S: InventoryStore> super::apply::Apply<'_, C, S> {
             .iter()
             .find(|c| c.name == target.key.cluster && c.id == record.cluster_id)
             .filter(|_| settled)?;
-        if !ready_now(self.cloud, target, cluster)
+        if !ready_now(self.cloud, self.kube, target, cluster)
             .await
             .unwrap_or(false)
         {
@@ -270,7 +275,7 @@ impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
             return Ok(());
         }
         let cluster = self.cloud.get_cluster(cluster_id).await?;
-        let kube = connect(self.cloud, &cluster).await?;
+        let kube = connect(self.cloud, self.kube, &cluster).await?;
         let releases = self
             .cloud
             .list_releases(self.project_id, cluster_id)

@@ -7,9 +7,9 @@ use super::keys::{Keys, lifecycle_part};
 use super::object_storage::{Expected, ObjectStorageResult};
 use super::records::now_ms;
 use crate::cloud::client::idempotency_key;
-use crate::cloud::domain::{Bucket, Cloud, Project};
+use crate::cloud::domain::{Bucket, Cloud, Project, Subnet};
 use crate::engine::desired::{DesiredBucket, DesiredProject};
-use crate::engine::live;
+use crate::engine::live::{self, ObservedProject};
 use crate::store::{InventoryStore, ProjectRecord};
 
 /// A resize names the version it starts from, so the same resize made again after another
@@ -37,13 +37,18 @@ fn bucket_key(
 
 impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
     /// Creates (or verifies) the project, then its bucket (made ready: read back and probed)
-    /// and shared subnet.
+    /// and shared subnet. What the live plan observed of an existing project is not read
+    /// again, and a record whose facts did not change is not written again.
     pub(super) async fn project(
         &self,
         desired: &DesiredProject,
-        existing: Option<&Project>,
+        observed: Option<&ObservedProject>,
         record: Option<ProjectRecord>,
     ) -> Result<(ProjectRecord, Option<ObjectStorageResult>), ApplyError> {
+        let existing = observed.and_then(|o| o.project.as_ref());
+        // The observation holds this project's buckets and subnets only if it existed then.
+        let observed = observed.filter(|o| o.project.is_some());
+        let mut saved = record.clone();
         let mut record = record.unwrap_or_else(|| ProjectRecord {
             fleet: self.fleet.to_string(),
             project_key: desired.key.clone(),
@@ -61,10 +66,11 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         };
         record.project_id = project.id.clone();
         record.updated_at = now_ms();
-        self.save(&record).await?;
+        self.save(&record, &mut saved).await?;
         let mut storage = None;
         if let Some(bucket) = &desired.bucket {
-            self.bucket(desired, bucket, &project.id, &mut record)
+            let found = observed.map(|o| o.buckets.clone());
+            self.bucket(desired, bucket, &project.id, found, &mut record, &mut saved)
                 .await?;
             let expected = Expected {
                 project_id: &project.id,
@@ -78,16 +84,29 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             );
         }
         if desired.needs_subnet {
-            self.subnet(desired, &project.id, &mut record).await?;
+            let found = observed.map(|o| o.subnets.clone());
+            self.subnet(desired, &project.id, found, &mut record, &mut saved)
+                .await?;
         }
         Ok((record, storage))
     }
 
-    async fn save(&self, record: &ProjectRecord) -> Result<(), ApplyError> {
-        self.store
-            .upsert_project(record)
-            .await
-            .map_err(ApplyError::from)
+    /// Writes the record unless `saved`, what the inventory holds, has the same facts.
+    async fn save(
+        &self,
+        record: &ProjectRecord,
+        saved: &mut Option<ProjectRecord>,
+    ) -> Result<(), ApplyError> {
+        let unchanged = saved.as_ref().is_some_and(|s| {
+            let mut s = s.clone();
+            s.updated_at = record.updated_at;
+            s == *record
+        });
+        if !unchanged {
+            self.store.upsert_project(record).await?;
+            *saved = Some(record.clone());
+        }
+        Ok(())
     }
 
     async fn create_project(
@@ -132,10 +151,15 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         desired: &DesiredProject,
         bucket: &DesiredBucket,
         project_id: &str,
+        observed: Option<Vec<Bucket>>,
         record: &mut ProjectRecord,
+        saved: &mut Option<ProjectRecord>,
     ) -> Result<(), ApplyError> {
         let name = live::bucket_name(bucket, Some(record), self.tenant, project_id, self.fleet);
-        let existing = self.cloud.list_buckets(project_id).await?;
+        let existing = match observed {
+            Some(buckets) => buckets,
+            None => self.cloud.list_buckets(project_id).await?,
+        };
         let found = existing.into_iter().find(|b| b.name == name);
         if found.as_ref().is_some_and(|b| b.scheduled_for_deletion) {
             // Never resized, reused or renamed around: a person decides (docs/engine.md).
@@ -175,30 +199,35 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         };
         record.bucket_id = b.id;
         record.bucket_name = name;
-        self.save(record).await
+        self.save(record, saved).await
     }
 
     async fn subnet(
         &self,
         desired: &DesiredProject,
         project_id: &str,
+        observed: Option<Vec<Subnet>>,
         record: &mut ProjectRecord,
+        saved: &mut Option<ProjectRecord>,
     ) -> Result<(), ApplyError> {
         // The network's own lifecycle: destroy may reclaim it, and a later deploy that makes
         // a new one must not replay the old create.
         let generation = self.store.generation(self.fleet, &desired.key, "").await?;
         let lifecycle = lifecycle_part(generation);
-        let subnets = self.cloud.list_subnets(project_id).await?;
+        let subnets = match observed {
+            Some(subnets) => subnets,
+            None => self.cloud.list_subnets(project_id).await?,
+        };
         let subnet_id = match live::choose_subnet(&subnets, Some(record)) {
             Some(s) => s.id.clone(),
             None => {
-                self.create_subnet(desired, project_id, lifecycle.as_deref(), record)
+                self.create_subnet(desired, project_id, lifecycle.as_deref(), record, saved)
                     .await?
             }
         };
         record.subnet_id = subnet_id;
         record.updated_at = now_ms();
-        self.save(record).await
+        self.save(record, saved).await
     }
 
     /// A network (unless one fleetbot created is recorded) and a subnet in it.
@@ -208,6 +237,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         project_id: &str,
         lifecycle: Option<&str>,
         record: &mut ProjectRecord,
+        saved: &mut Option<ProjectRecord>,
     ) -> Result<String, ApplyError> {
         let key = |resource: &str| {
             Keys::new(&[self.fleet, &desired.key, resource, "create"], lifecycle).key(&[])
@@ -226,7 +256,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                 .await?;
             // Ownership is recorded before the subnet is created.
             record.created_network_id = n.id.clone();
-            self.save(record).await?;
+            self.save(record, saved).await?;
             n.id
         } else {
             record.created_network_id.clone()

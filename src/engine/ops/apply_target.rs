@@ -148,6 +148,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             target,
             observed,
             progress: self.progress,
+            kube: self.kube,
             project_id: &project.project_id,
             keys: Keys::new(
                 &[self.fleet, &key.project_key, &key.cluster],
@@ -192,6 +193,7 @@ pub(super) struct Steps<'a, C, S> {
     pub(super) target: &'a DesiredTarget,
     observed: &'a ObservedProject,
     pub(super) progress: &'a Progress,
+    pub(super) kube: &'a crate::clusters::Connections,
     pub(super) project_id: &'a str,
     pub(super) keys: Keys,
 }

@@ -14,6 +14,7 @@ use super::options::{LifecycleOptions, Progress};
 use super::prepare::{Prepared, prepare};
 use super::prune::prune;
 use crate::cloud::domain::Cloud;
+use crate::clusters::Connections;
 use crate::engine::desired::DesiredTarget;
 use crate::engine::live::{LivePlan, ObservedProject};
 use crate::engine::preflight::live_preflight;
@@ -137,12 +138,8 @@ async fn apply_projects<C: Cloud, S: InventoryStore>(
             .iter()
             .find(|r| r.project_key == desired.key)
             .cloned();
-        let existing = prepared
-            .observed
-            .projects
-            .get(&desired.key)
-            .and_then(|o| o.project.as_ref());
-        let outcome = match apply.project(desired, existing, record).await {
+        let observed = prepared.observed.projects.get(&desired.key);
+        let outcome = match apply.project(desired, observed, record).await {
             Ok((record, ready)) => {
                 if let Some(ready) = ready {
                     storage.insert(desired.key.clone(), ready);
@@ -178,6 +175,7 @@ struct TargetRunner<C, S> {
     profile: String,
     progress: Progress,
     timeout: Duration,
+    kube: Connections,
 }
 
 impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
@@ -195,6 +193,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
             tenant: &self.tenant,
             profile: &self.profile,
             progress: &self.progress,
+            kube: &self.kube,
         };
         let run = apply.target(&target, &project, &observed, unchanged);
         match tokio::time::timeout(self.timeout, run).await {
@@ -321,6 +320,7 @@ pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clo
         super::catalogue::check_catalogue(cloud, tenant_id, &prepared, &progress).await?;
         preflight(cloud, spec, tenant_id, options, &prepared.plan, &progress).await?;
     }
+    let kube = Connections::default();
     let apply = Apply {
         cloud,
         store,
@@ -328,6 +328,7 @@ pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clo
         tenant: tenant_id,
         profile: &options.profile,
         progress: &progress,
+        kube: &kube,
     };
     let (projects, storage) = apply_projects(&apply, &prepared, options.continue_on_error).await;
     let runner = TargetRunner {
@@ -338,6 +339,7 @@ pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clo
         profile: options.profile.clone(),
         progress: progress.clone(),
         timeout: options.timeout,
+        kube,
     };
     let mut clusters = apply_targets(runner, &prepared, &projects, options).await?;
     for cluster in &mut clusters {

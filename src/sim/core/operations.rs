@@ -146,6 +146,9 @@ impl Core {
         if due.is_empty() {
             return;
         }
+        // Settling reaches into some resources directly (a release's status): a completed
+        // operation is a change however it was made.
+        self.generation += 1;
         for p in due {
             self.finish_resource(&p);
             if let Some(op) = self

@@ -393,6 +393,12 @@ pub fn play(store: &mut ClusterStore, releases: &[Played]) {
     for (kind, ns, name) in stale {
         store.remove(kind, &ns, &name);
     }
+}
+
+/// The add-ons' controllers: DaemonSets' pods on their nodes, the GPU operator's
+/// ClusterPolicy and Slinky's SlurmClusters. They run with the other controllers, over
+/// whatever put the objects there (a release played or a manifest applied).
+pub fn run_controllers(store: &mut ClusterStore) {
     run_daemon_sets(store);
     run_cluster_policies(store);
     run_slurm_clusters(store);
@@ -692,6 +698,7 @@ mod tests {
             "driver: {version: '580.173.02'}",
         );
         play(&mut store, std::slice::from_ref(&op));
+        run_controllers(&mut store);
         let ds = store
             .get(DAEMON_SET, "ns", "nvidia-driver-daemonset")
             .unwrap();
@@ -708,6 +715,7 @@ mod tests {
                 "args": ["--kubelet-registration-path=/var/lib/kubelet/plugins/d.example/csi.sock"]}]}}}}))
             .unwrap();
         play(&mut store, &[op]);
+        run_controllers(&mut store);
         let csi = store.get(CSI_NODE, "", "n2").unwrap();
         assert_eq!(csi["spec"]["drivers"][0]["name"], "d.example");
         play(&mut store, &[]);

@@ -49,6 +49,8 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 
 /// How often controllers and the kubelet run without a write to wake them.
 const TICK: Duration = Duration::from_millis(100);
+/// The most controller passes over one cluster in a tick.
+const PASSES: usize = 4;
 /// How often the clusters' objects are written while they change.
 const SAVE_EVERY: Duration = Duration::from_secs(2);
 
@@ -56,6 +58,10 @@ struct ClusterEntry {
     store: ClusterStore,
     version: String,
     running: bool,
+    /// The cloud's generation the last view applied here was read at (`None`: never synced
+    /// in this process). Syncs read views concurrently, and one read earlier must not land
+    /// over one read later; a cluster already showing the current generation is not read.
+    seen: Option<u64>,
 }
 
 /// State shared by the listener and the controllers.
@@ -72,8 +78,8 @@ pub struct ApiShared {
     /// The cloud's generation the last full sync saw: an idle cloud is not looked at again.
     synced: Mutex<Option<u64>>,
     last_save: Mutex<Option<std::time::Instant>>,
-    /// Each cluster's resource version after its controllers last ran: a cluster nothing
-    /// changed in (and nothing runs in) is not looked at again.
+    /// Each cluster's resource version once its controllers came to rest: a cluster nothing
+    /// changed in since (and nothing runs in) is not looked at again.
     reconciled: Mutex<HashMap<String, u64>>,
 }
 
@@ -101,6 +107,7 @@ impl ApiShared {
                 store: ClusterStore::new(),
                 version: String::new(),
                 running: false,
+                seen: None,
             });
         f(&mut entry.store)
     }
@@ -150,7 +157,14 @@ impl ApiShared {
         let core = self.service.lock();
         let generation = core.generation();
         let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
-        if only.is_none() && *synced == Some(generation) {
+        let current = match only {
+            None => *synced == Some(generation),
+            Some(id) => self
+                .clusters()
+                .get(id)
+                .is_some_and(|c| c.seen == Some(generation)),
+        };
+        if current {
             return;
         }
         let views = nodes::views(&core, only);
@@ -159,12 +173,22 @@ impl ApiShared {
             *synced = Some(generation);
         }
         drop(synced);
-        let mut hosts = Vec::new();
+        // The kubelet's lock before the clusters', as the controllers take them: a view's
+        // hosts land with its objects, so an earlier view's never outlive a later one's.
+        let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
         let mut clusters = self.clusters();
+        let mut applied = false;
         match only {
-            None => clusters.retain(|id, _| views.iter().any(|v| v.id == *id)),
+            None => clusters.retain(|id, c| {
+                c.seen.is_some_and(|s| s > generation) || views.iter().any(|v| v.id == *id)
+            }),
             Some(id) if views.is_empty() => {
-                clusters.remove(id);
+                if clusters
+                    .get(id)
+                    .is_none_or(|c| c.seen.is_none_or(|s| s <= generation))
+                {
+                    clusters.remove(id);
+                }
             }
             Some(_) => {}
         }
@@ -175,7 +199,12 @@ impl ApiShared {
                     store: ClusterStore::new(),
                     version: view.version.clone(),
                     running: view.running,
+                    seen: Some(generation),
                 });
+            if entry.seen.is_some_and(|s| s > generation) {
+                continue;
+            }
+            entry.seen = Some(generation);
             entry.version = view.version.clone();
             entry.running = view.running;
             let store = &mut entry.store;
@@ -207,14 +236,14 @@ impl ApiShared {
             if view.running {
                 addons::play(store, &view.releases);
             }
-            hosts.push((view.id.clone(), view.hosts));
+            kubelet.set_hosts(&view.id, view.hosts);
+            applied = true;
         }
-        // The kubelet's lock is taken after the clusters' is released: the controllers take
-        // them the other way round.
         drop(clusters);
-        let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
-        for (id, facts) in hosts {
-            kubelet.set_hosts(&id, facts);
+        drop(kubelet);
+        if applied {
+            // What the cloud changed (a release played) is the controllers' to roll out.
+            self.poke();
         }
     }
 
@@ -263,16 +292,29 @@ impl ApiShared {
             if reconciled.get(id) == Some(&version) && !busy.contains(id.as_str()) {
                 continue;
             }
-            reconcile(&mut entry.store, &mut kubelet, id);
-            reconciled.insert(id.clone(), entry.store.resource_version());
+            // What one controller writes in a pass is for the others to see in the next (a
+            // pod that finished completes its Job): a cluster is at rest once a pass
+            // changes nothing, and one still changing is looked at again next tick.
+            reconciled.remove(id);
+            let mut before = version;
+            for _ in 0..PASSES {
+                reconcile(&mut entry.store, &mut kubelet, id);
+                let after = entry.store.resource_version();
+                if after == before {
+                    reconciled.insert(id.clone(), after);
+                    break;
+                }
+                before = after;
+            }
         }
     }
 }
 
-/// One pass of every controller over one cluster: owners collected, claims bound, Jobs run,
-/// pods scheduled and run, volumes' data reclaimed.
+/// One pass of every controller over one cluster: owners collected, add-ons' workloads
+/// rolled out, claims bound, Jobs run, pods scheduled and run, volumes' data reclaimed.
 fn reconcile(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster: &str) {
     workloads::collect_garbage(store);
+    addons::run_controllers(store);
     volumes::provision(store);
     workloads::run_jobs(store);
     workloads::schedule(store);
@@ -378,6 +420,7 @@ impl KubeApi {
                     store,
                     version: String::new(),
                     running: false,
+                    seen: None,
                 };
                 (id, entry)
             })
