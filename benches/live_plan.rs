@@ -2,7 +2,6 @@
 //! clusters: time per plan, and the API calls one plan makes, by method (printed once each).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fleetbot::cloud::NebiusClient;
@@ -66,7 +65,7 @@ fn bench_fleet(c: &mut Criterion, projects: usize, clusters: usize) {
             &spec,
             &tenant,
             &options,
-            Arc::new(|_: &str| {}),
+            fleetbot::engine::ops::quiet(),
         )
         .await
         .expect("deploy");

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::cli::connect::{ConnectOptions, Connection, connect, embedded_simulator_of};
 use crate::engine::live::LivePlan;
 use crate::engine::ops::{
-    DeployResult, DestroyResult, EngineError, LifecycleOptions, Progress, StatusResult,
+    DeployResult, DestroyResult, EngineError, Event, LifecycleOptions, Progress, StatusResult,
 };
 use crate::engine::verify::graphics_report::GraphicsReport;
 use crate::engine::verify::storage_report::StorageReport;
@@ -276,8 +276,8 @@ impl Options {
         self
     }
 
-    /// Calls `f` with each progress line.
-    pub fn progress(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Options {
+    /// Calls `f` with each progress event (its `Display` is the CLI's line for it).
+    pub fn progress(mut self, f: impl Fn(&Event) + Send + Sync + 'static) -> Options {
         self.progress = Arc::new(f);
         self
     }
@@ -436,7 +436,7 @@ impl Fleet {
         let plan = self.plan_live(session, options).await?;
         let tenant = session.tenant_for(&self.spec)?;
         let progress = options.progress.clone();
-        let mut on_line = move |line: &str| progress(line);
+        let mut on_line = move |line: &str| progress(&Event::note(line));
         crate::engine::preflight::live_preflight(
             &session.connection.client,
             &self.spec,

@@ -428,7 +428,14 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
         )
         .await
         .unwrap();
-    let destroyed = destroy(&cloud, &store, &grown, &options(), Arc::new(|_: &str| {})).await;
+    let destroyed = destroy(
+        &cloud,
+        &store,
+        &grown,
+        &options(),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
+    )
+    .await;
     let text = format!("{destroyed:?}");
     assert!(text.contains("was not installed by fleetbot"), "{text}");
     assert!(cloud.get_release(&foreign.id).await.is_ok());
@@ -463,7 +470,7 @@ async fn a_failed_release_fails_the_deploy_with_a_sanitized_message() {
         &fleet,
         &sim.tenant_id(),
         &options(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();
@@ -512,7 +519,7 @@ async fn a_release_that_never_finishes_installing_fails_the_target_at_its_timeou
         &fleet,
         &sim.tenant_id(),
         &options,
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();

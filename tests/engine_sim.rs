@@ -50,14 +50,14 @@ fn spec(text: &str) -> FleetSpec {
 }
 
 fn quiet() -> Progress {
-    Arc::new(|_line: &str| {})
+    Arc::new(|_: &fleetbot::engine::ops::Event| {})
 }
 
 fn recording() -> (Progress, Arc<Mutex<Vec<String>>>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     (
-        Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string())),
+        Arc::new(move |l: &fleetbot::engine::ops::Event| sink.lock().unwrap().push(l.to_string())),
         lines,
     )
 }

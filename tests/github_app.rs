@@ -426,7 +426,7 @@ async fn live_world() -> Live {
         &spec,
         &tenant,
         &LifecycleOptions::default(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();

@@ -45,7 +45,7 @@ projects:
 }
 
 fn quiet() -> Progress {
-    Arc::new(|_line: &str| {})
+    Arc::new(|_: &fleetbot::engine::ops::Event| {})
 }
 
 fn options() -> LifecycleOptions {

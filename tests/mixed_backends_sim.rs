@@ -56,7 +56,7 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
         &fleet,
         &tenant,
         &options(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();
@@ -170,9 +170,15 @@ async fn the_mixed_backend_fixture_deploys_shows_and_destroys_whole() {
     assert_eq!(slurm_status.addons[0].state, "applied");
 
     // Destroy takes everything down; the existing project stays.
-    let destroyed = destroy(&cloud, &store, &fleet, &options(), Arc::new(|_: &str| {}))
-        .await
-        .unwrap();
+    let destroyed = destroy(
+        &cloud,
+        &store,
+        &fleet,
+        &options(),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
+    )
+    .await
+    .unwrap();
     assert_eq!(destroyed.failed, 0, "{destroyed:#?}");
     for r in &records {
         assert!(
@@ -201,7 +207,7 @@ async fn a_soperator_piece_without_an_api_mapping_refuses_before_any_mutation() 
         &fleet,
         &sim.tenant_id(),
         &options(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap_err()

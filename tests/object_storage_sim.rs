@@ -149,7 +149,7 @@ async fn a_deployed_bucket_is_ready_probed_and_leaves_no_secret_behind() {
         &fleet,
         &sim.tenant_id(),
         &options(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();

@@ -102,7 +102,7 @@ async fn the_probe_runs_on_each_simulated_worker_against_its_host_and_the_shared
         &fleet,
         &sim.tenant_id(),
         &options,
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();

@@ -64,7 +64,7 @@ async fn an_rtx_cluster_passes_a_plain_one_is_refused_and_a_broken_vulkan_is_par
         &spec,
         &sim.tenant_id(),
         &test_options(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();
@@ -79,10 +79,17 @@ async fn an_rtx_cluster_passes_a_plain_one_is_refused_and_a_broken_vulkan_is_par
         let (cloud, store, spec) = (client(&sim), &store, &spec);
         async move {
             let (_tx, rx) = watch::channel(false);
-            verify_graphics(&cloud, store, spec, &options, Arc::new(|_: &str| {}), rx)
-                .await
-                .unwrap()
-                .report
+            verify_graphics(
+                &cloud,
+                store,
+                spec,
+                &options,
+                Arc::new(|_: &fleetbot::engine::ops::Event| {}),
+                rx,
+            )
+            .await
+            .unwrap()
+            .report
         }
     };
     let report = run(options.clone()).await;

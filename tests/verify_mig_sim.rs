@@ -74,7 +74,7 @@ async fn a_mig_cluster_is_ready_a_broken_slice_is_not_and_a_stale_driver_is_repl
         &spec,
         &sim.tenant_id(),
         &test_options(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();
@@ -100,9 +100,16 @@ async fn a_mig_cluster_is_ready_a_broken_slice_is_not_and_a_stale_driver_is_repl
         let (cloud, store, spec) = (client(&sim), &store, &spec);
         async move {
             let (_tx, rx) = watch::channel(false);
-            verify_mig(&cloud, store, spec, &options, Arc::new(|_: &str| {}), rx)
-                .await
-                .unwrap()
+            verify_mig(
+                &cloud,
+                store,
+                spec,
+                &options,
+                Arc::new(|_: &fleetbot::engine::ops::Event| {}),
+                rx,
+            )
+            .await
+            .unwrap()
         }
     };
     let report = run(options.clone()).await;

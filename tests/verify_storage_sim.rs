@@ -70,7 +70,7 @@ async fn world() -> World {
         &spec,
         &sim.tenant_id(),
         &test_options(),
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();
@@ -110,7 +110,7 @@ async fn verify(w: &World, spec: &FleetSpec, options: &StorageOptions) -> Storag
         &w.store,
         spec,
         options,
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
         rx,
     )
     .await
@@ -156,7 +156,7 @@ async fn a_healthy_cluster_passes_with_exact_counts_and_its_receipt_stays_privat
         &w.store,
         &w.spec,
         &o,
-        Arc::new(|_: &str| {}),
+        Arc::new(|_: &fleetbot::engine::ops::Event| {}),
         rx,
     )
     .await

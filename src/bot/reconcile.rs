@@ -22,7 +22,7 @@ use crate::github::{OpenPullRequest, RepoClient};
 use crate::store::NewJob;
 
 /// The job kind.
-pub const RECONCILE_JOB: &str = "reconcile";
+pub const RECONCILE_JOB: &str = crate::store::queue::JobKind::Reconcile.as_str();
 
 /// Each repository's reconcile interval in minutes, as its last pass read it from
 /// `.fleetbot.yml` (the default until one has): what the schedule's slots are cut by. Shared

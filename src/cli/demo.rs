@@ -477,9 +477,9 @@ impl Steps {
     /// step's result says what happened).
     fn progress(&self) -> crate::engine::ops::Progress {
         let bar = self.bar.clone();
-        Arc::new(move |line: &str| {
+        Arc::new(move |event: &crate::engine::ops::Event| {
             if let Some(bar) = &bar {
-                bar.set_message(line.to_string());
+                bar.set_message(event.to_string());
             }
         })
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::connect::{ConnectOptions, Connection, connect};
 use crate::cloud::profile::{NebiusConfig, default_config_path};
-use crate::engine::ops::Progress;
+use crate::engine::ops::{Event, Progress};
 use crate::spec::FleetSpec;
 use crate::spec::select::{SelectError, parse_selector, select};
 use crate::store::SqliteStore;
@@ -212,36 +212,24 @@ pub fn progress_for(targets: usize, json: bool) -> Progress {
             .progress_chars("=> "),
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    Arc::new(move |line: &str| {
-        bar.println(format!("  - {line}"));
-        // A target's last line is its outcome: `<key>/<cluster>: deployed` (or `destroyed`,
-        // `storage passed`, `graphics failed`, `filesystem off, skipped`) or `…: failed: …`.
-        let finished = [
-            ": deployed",
-            ": destroyed",
-            " passed",
-            " failed",
-            ", skipped",
-        ]
-        .iter()
-        .any(|end| line.ends_with(end))
-            || line.contains(": failed: ");
-        if finished {
+    Arc::new(move |event: &Event| {
+        bar.println(format!("  - {event}"));
+        if event.outcome().is_some() {
             bar.inc(1);
         }
         if bar.position() >= bar.length().unwrap_or(0) {
             bar.finish_and_clear();
         } else {
-            bar.set_message(line.split(':').next().unwrap_or("").to_string());
+            bar.set_message(event.subject.clone().unwrap_or_default());
         }
     })
 }
 
 /// Progress lines on stderr, so stdout stays one document in JSON mode.
 pub fn stderr_progress() -> Progress {
-    Arc::new(|line: &str| {
+    Arc::new(|event: &Event| {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "  - {line}");
+        let _ = writeln!(err, "  - {event}");
     })
 }
 

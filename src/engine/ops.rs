@@ -18,6 +18,7 @@ mod keys;
 mod object_storage;
 mod options;
 mod prepare;
+mod progress;
 mod prune;
 mod reach;
 mod records;
@@ -30,8 +31,9 @@ pub use error::{EngineError, ErrorSource};
 pub use object_storage::{
     KEY_DESCRIPTION, ObjectStorageResult, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
 };
-pub use options::{LifecycleOptions, Progress, SelectError, parse_selector, select};
+pub use options::{LifecycleOptions, SelectError, parse_selector, select};
 pub use prepare::{Prepared, prepare};
+pub use progress::{Event, Outcome, Progress, What, quiet};
 pub use reach::{DeployedCluster, deployed_clusters};
 pub use status::{StatusEntry, StatusResult, status};
 

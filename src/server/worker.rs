@@ -15,8 +15,8 @@ use tracing::Instrument;
 
 use super::JobReport;
 use super::metrics::{Metrics, event_label};
-use crate::bot::{Bot, Handled};
-use crate::store::queue::{ms, now_ms};
+use crate::bot::{Bot, BotError, Handled};
+use crate::store::queue::{JobKind, ms, now_ms};
 use crate::store::{ClaimedJob, JobOutcome, JobQueue};
 
 /// How a worker claims and retries.
@@ -207,9 +207,22 @@ async fn run_job<Q: JobQueue + Clone>(
         }
     };
 
-    let work = bot
-        .run_job(&job.kind, &job.id, job.created_at, &job.event, &job.payload)
-        .instrument(span.clone());
+    // A kind this fleetbot does not know (written by a newer one sharing the store) fails
+    // rather than being taken for a webhook delivery.
+    let kind = JobKind::parse(&job.kind);
+    let work = async {
+        match kind {
+            Some(kind) => {
+                bot.run_job(kind, &job.id, job.created_at, &job.event, &job.payload)
+                    .await
+            }
+            None => Err(BotError::Job(format!(
+                "unknown job kind {:?}; not run",
+                job.kind
+            ))),
+        }
+    }
+    .instrument(span.clone());
     // The lease is kept alive by a task of its own: whatever the job does on its task (a long
     // CPU burst included), the heartbeat is never starved, so no other worker takes a job that
     // is still running.

@@ -36,8 +36,42 @@ pub fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// What a queued job is; the worker runs each kind its own way. Stored as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// A webhook delivery, handled as it arrived.
+    Webhook,
+    /// An apply of the fleets a pull request changed.
+    Apply,
+    /// A scheduled reconcile pass over a repository's fleets.
+    Reconcile,
+}
+
+impl JobKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Webhook => "webhook",
+            JobKind::Apply => "apply",
+            JobKind::Reconcile => "reconcile",
+        }
+    }
+
+    /// The kind a stored name stands for (`None`: not one this fleetbot knows).
+    pub fn parse(name: &str) -> Option<JobKind> {
+        [JobKind::Webhook, JobKind::Apply, JobKind::Reconcile]
+            .into_iter()
+            .find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for JobKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The kind of a job made from a webhook delivery.
-pub const WEBHOOK_JOB: &str = "webhook";
+pub const WEBHOOK_JOB: &str = JobKind::Webhook.as_str();
 
 /// A job to enqueue. For a webhook delivery the job id is the delivery id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,4 +311,18 @@ pub fn preflight_coalesce_key(pr_key: &str) -> String {
 
 pub fn pr_key(repo_full_name: &str, number: u64) -> String {
     format!("{}#{number}", repo_full_name.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobKind;
+
+    #[test]
+    fn a_job_kind_is_stored_by_its_name_and_an_unknown_name_is_no_kind() {
+        for kind in [JobKind::Webhook, JobKind::Apply, JobKind::Reconcile] {
+            assert_eq!(JobKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(JobKind::parse("Apply"), None);
+        assert_eq!(JobKind::parse(""), None);
+    }
 }

@@ -125,7 +125,10 @@ async fn fleetbot_never_reuses_or_renames_around_a_scheduled_bucket() {
     let text = "apiVersion: npa.fleet/v0.0.1\nname: sb\nregion: us-central1\nproject_prefix: sb-\nprojects:\n  - name: a\n    object_storage: {size_gibibytes: 64}\n    clusters: [{name: c, cpu_nodes: {count: 1, platform: cpu-d3, preset: 8vcpu-32gb}}]\n";
     let fleet = load_str(text, "fleet.yaml").unwrap();
     let options = LifecycleOptions::default();
-    let quiet = || std::sync::Arc::new(|_: &str| {}) as fleetbot::engine::ops::Progress;
+    let quiet = || {
+        std::sync::Arc::new(|_: &fleetbot::engine::ops::Event| {})
+            as fleetbot::engine::ops::Progress
+    };
     let first = deploy(&cloud, &store, &fleet, &tenant, &options, quiet())
         .await
         .unwrap();

@@ -103,7 +103,7 @@ async fn filled_defaults_are_never_a_change_in_the_plan_or_status() {
         &fleet,
         &tenant,
         &options,
-        std::sync::Arc::new(|_: &str| {}),
+        std::sync::Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();

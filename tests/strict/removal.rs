@@ -32,7 +32,7 @@ fn options(key: &str) -> LifecycleOptions {
 }
 
 fn quiet() -> Progress {
-    Arc::new(|_: &str| {})
+    Arc::new(|_: &fleetbot::engine::ops::Event| {})
 }
 
 async fn groups(cloud: &fleetbot::cloud::NebiusClient, tenant: &str) -> Vec<NodeGroup> {

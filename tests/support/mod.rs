@@ -172,7 +172,7 @@ pub async fn deployed(sim: &Simulator, store: &std::path::Path, spec_text: &str,
         &spec,
         &sim.tenant_id(),
         &LifecycleOptions::default(),
-        std::sync::Arc::new(|_: &str| {}),
+        std::sync::Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await
     .unwrap();
@@ -224,7 +224,9 @@ pub fn recorded_progress() -> (
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = lines.clone();
     (
-        std::sync::Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string())),
+        std::sync::Arc::new(move |line: &fleetbot::engine::ops::Event| {
+            sink.lock().unwrap().push(line.to_string())
+        }),
         lines,
     )
 }

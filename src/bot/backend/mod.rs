@@ -16,7 +16,9 @@ use super::live::{
     LiveCloud, LiveError, LiveErrorKind, LiveFuture, PlannedFleet, mk8s_only, public_error,
 };
 use crate::cloud::domain::Cloud;
-use crate::engine::ops::{DeployResult, LifecycleOptions, Progress, StatusResult, deploy, status};
+use crate::engine::ops::{
+    DeployResult, Event, LifecycleOptions, Progress, StatusResult, deploy, status,
+};
 use crate::engine::verify::graphics_report::GraphicsReport;
 use crate::engine::verify::{
     GraphicsOptions, MigError, MigFleetReport, MigOptions, StorageOptions, StorageReport,
@@ -249,7 +251,7 @@ where
             // run's objects carry its label for the next run's cleanup to prove.
             let (_keep, interrupt) = tokio::sync::watch::channel(false);
             let progress: Progress =
-                Arc::new(|line: &str| tracing::info!("verify-storage: {line}"));
+                Arc::new(|event: &Event| tracing::info!("verify-storage: {event}"));
             verify_storage(
                 self.cloud(),
                 self.inventory(),
@@ -282,7 +284,7 @@ where
             options.evidence_dir = config.evidence_root.clone();
             let (_keep, interrupt) = tokio::sync::watch::channel(false);
             let progress: Progress =
-                Arc::new(|line: &str| tracing::info!("verify-graphics: {line}"));
+                Arc::new(|event: &Event| tracing::info!("verify-graphics: {event}"));
             verify_graphics(
                 self.cloud(),
                 self.inventory(),
@@ -314,7 +316,8 @@ where
             // Two identical snapshots, as after a deploy; never --reconcile from a comment: a
             // driver repair is maintenance an operator starts.
             options.wait = true;
-            let progress: Progress = Arc::new(|line: &str| tracing::info!("verify-mig: {line}"));
+            let progress: Progress =
+                Arc::new(|event: &Event| tracing::info!("verify-mig: {event}"));
             verify_mig_fleet(
                 self.cloud(),
                 self.inventory(),

@@ -27,7 +27,7 @@ use crate::bot::jobs::load_config;
 use crate::bot::live::PlannedFleet;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
-use crate::engine::ops::{DeployResult, Progress, TargetStatus};
+use crate::engine::ops::{DeployResult, Event, Outcome, Progress, TargetStatus};
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
@@ -736,22 +736,25 @@ impl ProgressReporter {
 
     fn sink(&self) -> Progress {
         let state = self.state.clone();
-        Arc::new(move |line: &str| {
+        Arc::new(move |event: &Event| {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            // Only the target's name and the step: a failure line carries the cloud's text.
-            let (target, step) = line.split_once(": ").unwrap_or(("", line));
-            if step == "deployed" || step.starts_with("failed") {
-                s.done += 1;
-                s.step = format!(
-                    "{target} {}",
-                    if step == "deployed" {
-                        "deployed"
-                    } else {
-                        "failed"
-                    }
-                );
-            } else if !target.is_empty() && !target.contains(' ') {
-                s.step = target.to_string();
+            // Only the target's name and how it ended: a failure carries the cloud's text,
+            // which the check run does not show.
+            match (&event.subject, event.outcome()) {
+                (Some(target), Some(outcome)) => {
+                    s.done += 1;
+                    s.step = format!(
+                        "{target} {}",
+                        match outcome {
+                            Outcome::Deployed => "deployed",
+                            Outcome::Destroyed => "destroyed",
+                            _ if outcome.ok() => "done",
+                            _ => "failed",
+                        }
+                    );
+                }
+                (Some(target), None) if !target.contains(' ') => s.step = target.clone(),
+                _ => {}
             }
             s.changed = true;
         })

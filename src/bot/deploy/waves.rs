@@ -10,7 +10,7 @@ use crate::bot::backend::Deployer;
 use crate::bot::config::RolloutConfig;
 use crate::bot::guard::PublicNames;
 use crate::bot::live::LiveError;
-use crate::engine::ops::{DeployResult, Progress};
+use crate::engine::ops::{DeployResult, Event, Progress};
 use crate::privacy::allowlist::glob_to_regex;
 use crate::spec::{Backend, FleetSpec};
 
@@ -102,7 +102,10 @@ pub async fn roll_out(
                 .push(format!("{label} ({}): not started", shown.join(", ")));
             continue;
         }
-        progress(&format!("{label}: applying {}", shown.join(", ")));
+        progress(&Event::step(
+            &label,
+            format!("applying {}", shown.join(", ")),
+        ));
         // One engine call per project of the wave: the engine selects projects × clusters.
         let mut projects: Vec<usize> = wave.iter().map(|&(p, _)| p).collect();
         projects.dedup();

@@ -18,6 +18,7 @@ use super::report::Verdict;
 use crate::github::client::{CheckConclusion, StickyComment};
 use crate::github::{ClientError, Event, EventError, GitHubClient, RepoClient, parse_event};
 use crate::store::NewJob;
+use crate::store::queue::JobKind;
 
 pub use super::settings::{BotSettings, QuotaSource};
 pub use pull_request::{CLOSED_MERGED, CLOSED_UNMERGED};
@@ -149,23 +150,21 @@ impl Bot {
             .await
     }
 
-    /// Runs one queued job: a webhook delivery (`delivery` is its id) or an apply, queued at
-    /// `queued_at` (unix ms; for a delivery, when it arrived).
+    /// Runs one queued job: a webhook delivery (`id` is its delivery id), an apply or a
+    /// reconcile pass, queued at `queued_at` (unix ms; for a delivery, when it arrived).
     pub async fn run_job(
         &self,
-        kind: &str,
+        kind: JobKind,
         id: &str,
         queued_at: i64,
         event: &str,
         payload: &[u8],
     ) -> Result<Handled, BotError> {
-        if kind == crate::bot::deploy::APPLY_JOB {
-            return self.run_apply(id, payload).await;
+        match kind {
+            JobKind::Apply => self.run_apply(id, payload).await,
+            JobKind::Reconcile => self.run_reconcile(id, payload).await,
+            JobKind::Webhook => self.handle_delivery(id, queued_at, event, payload).await,
         }
-        if kind == crate::bot::reconcile::RECONCILE_JOB {
-            return self.run_reconcile(id, payload).await;
-        }
-        self.handle_delivery(id, queued_at, event, payload).await
     }
 
     /// Handles one verified delivery; `delivery` (its `X-GitHub-Delivery`) tells a

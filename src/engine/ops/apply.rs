@@ -1,7 +1,7 @@
 //! What every apply step of one deploy works with: the cloud, the inventory, whose fleet and
 //! tenant it is, and where progress goes.
 
-use super::options::Progress;
+use super::progress::Progress;
 use crate::clusters::Connections;
 
 pub(super) struct Apply<'a, C, S> {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::apply_target::Steps;
 use super::deploy_result::TargetResult;
 use super::error::ApplyError;
+use super::progress::{Event, Outcome};
 use crate::cloud::domain::{Cloud, Cluster, Labels, Release, ReleaseSpec, ReleaseState};
 use crate::clusters::{ClusterClient, ClusterEndpoint, Connections, TokenSource};
 use crate::engine::addons::{
@@ -146,7 +147,7 @@ impl<C: Cloud, S: InventoryStore> super::apply::Apply<'_, C, S> {
         result.status = TargetStatus::Deployed;
         result.cluster_id = record.cluster_id.clone();
         result.node_group_ids = record.node_group_ids.clone();
-        (self.progress)(&format!("{}: deployed", target.key));
+        (self.progress)(&Event::done(&target.key, Outcome::Deployed));
         Some(result)
     }
 }

@@ -5,6 +5,7 @@ use super::apply::Apply;
 use super::error::ApplyError;
 use super::keys::{Keys, lifecycle_part};
 use super::object_storage::{Expected, ObjectStorageResult};
+use super::progress::Event;
 use super::records::now_ms;
 use crate::cloud::client::idempotency_key;
 use crate::cloud::domain::{Bucket, Cloud, Project, Subnet};
@@ -56,10 +57,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         });
         let project = match existing {
             Some(p) => {
-                (self.progress)(&format!(
+                (self.progress)(&Event::note(format!(
                     "project '{}' exists",
                     desired.display_name_or_id()
-                ));
+                )));
                 p.clone()
             }
             None => self.create_project(desired, &mut record).await?,
@@ -114,7 +115,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         desired: &DesiredProject,
         record: &mut ProjectRecord,
     ) -> Result<Project, ApplyError> {
-        (self.progress)(&format!(
+        (self.progress)(&Event::note(format!(
             "creating project '{}' under tenant (region {})",
             desired.display_name,
             if desired.region.is_empty() {
@@ -122,7 +123,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             } else {
                 &desired.region
             }
-        ));
+        )));
         let key = idempotency_key(&[
             self.fleet,
             &desired.key,
@@ -142,7 +143,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             )
             .await?;
         record.project_created = true;
-        (self.progress)(&format!("created project '{}'", desired.display_name));
+        (self.progress)(&Event::note(format!(
+            "created project '{}'",
+            desired.display_name
+        )));
         Ok(p)
     }
 
@@ -172,7 +176,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let b = match found {
             Some(b) if b.max_size_bytes == bucket.max_size_bytes => b,
             Some(b) => {
-                (self.progress)(&format!("resizing the bucket of project {}", desired.key));
+                (self.progress)(&Event::note(format!(
+                    "resizing the bucket of project {}",
+                    desired.key
+                )));
                 self.cloud
                     .update_bucket(
                         &b.id,
@@ -184,7 +191,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                     .await?
             }
             None => {
-                (self.progress)(&format!("creating the bucket of project {}", desired.key));
+                (self.progress)(&Event::note(format!(
+                    "creating the bucket of project {}",
+                    desired.key
+                )));
                 self.cloud
                     .create_bucket(
                         project_id,
@@ -244,7 +254,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         };
         let labels = &desired.labels;
         let network_id = if record.created_network_id.is_empty() {
-            (self.progress)(&format!("creating network {}-net", desired.key));
+            (self.progress)(&Event::note(format!(
+                "creating network {}-net",
+                desired.key
+            )));
             let n = self
                 .cloud
                 .create_network(
@@ -261,7 +274,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         } else {
             record.created_network_id.clone()
         };
-        (self.progress)(&format!("creating subnet {}-subnet", desired.key));
+        (self.progress)(&Event::note(format!(
+            "creating subnet {}-subnet",
+            desired.key
+        )));
         let s = self
             .cloud
             .create_subnet(

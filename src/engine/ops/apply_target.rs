@@ -5,7 +5,7 @@ use super::apply::Apply;
 use super::deploy_result::TargetResult;
 use super::error::ApplyError;
 use super::keys::{Keys, lifecycle_part};
-use super::options::Progress;
+use super::progress::{Event, Outcome, Progress};
 use super::records::{new_target, now_ms};
 use crate::cloud::domain::{Cloud, Cluster, Filesystem, GpuCluster, NodeGroup, NodeGroupSpec};
 use crate::engine::desired::{self, DesiredFilesystem, DesiredNodeGroup, DesiredTarget};
@@ -50,7 +50,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             Ok(found) => found.unwrap_or_else(|| new_target(self.fleet, key, target.backend)),
             Err(e) => {
                 let message = e.to_string();
-                (self.progress)(&format!("{key}: failed: {message}"));
+                (self.progress)(&Event::done(key, Outcome::Failed(message.clone())));
                 return TargetResult::new(key, &target.region, project).with_error(&message);
             }
         };
@@ -80,7 +80,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                 record.applied_digest = target.digest.clone();
                 result.endpoint = endpoint;
                 result.status = TargetStatus::Deployed;
-                (self.progress)(&format!("{key}: deployed"));
+                (self.progress)(&Event::done(key, Outcome::Deployed));
             }
             Err(e) => {
                 // The cloud refused without acting (quota, capacity, an invalid request): the
@@ -96,7 +96,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                 record.status = TargetStatus::Error.into();
                 record.error = e.to_string();
                 result = result.with_error(&record.error);
-                (self.progress)(&format!("{key}: failed: {e}"));
+                (self.progress)(&Event::done(key, Outcome::Failed(e.to_string())));
             }
         }
         record.updated_at = now_ms();
@@ -200,7 +200,7 @@ pub(super) struct Steps<'a, C, S> {
 
 impl<C: Cloud, S: InventoryStore> Steps<'_, C, S> {
     pub(super) fn say(&self, what: &str) {
-        (self.progress)(&format!("{}: {what}", self.target.key));
+        (self.progress)(&Event::step(&self.target.key, what));
     }
 
     /// Starts a new lifecycle before a deletion, so that whatever is created again later (a

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use super::error::EngineError;
-use super::options::Progress;
 use super::prepare::Prepared;
+use super::progress::{Event, Progress};
 use crate::cloud::domain::{Cloud, Platform};
 
 /// One pool's ask, as the spec writes it.
@@ -66,8 +66,11 @@ pub async fn check_catalogue<C: Cloud>(
     let mut refusals = Vec::new();
     for (region, asks) in &asks {
         let Some(project_id) = readers.get(region) else {
-            progress(&format!(
-                "platform catalogue: no project in {region} yet to read it from; Nebius checks the platforms and presets when the node groups are created"
+            progress(&Event::step(
+                "platform catalogue",
+                format!(
+                    "no project in {region} yet to read it from; Nebius checks the platforms and presets when the node groups are created"
+                ),
             ));
             continue;
         };

@@ -10,8 +10,9 @@ use super::apply::Apply;
 use super::deploy_result::{BackendCounts, DeployResult, TargetResult};
 use super::error::{ApplyError, EngineError};
 use super::object_storage::ObjectStorageResult;
-use super::options::{LifecycleOptions, Progress};
+use super::options::LifecycleOptions;
 use super::prepare::{Prepared, prepare};
+use super::progress::{Event, Outcome, Progress};
 use super::prune::prune;
 use crate::cloud::domain::Cloud;
 use crate::clusters::Connections;
@@ -97,7 +98,7 @@ async fn preflight<C: Cloud>(
         clusters: options.only_clusters.clone(),
     };
     let sink = progress.clone();
-    let mut on_status = move |line: &str| sink(line);
+    let mut on_status = move |line: &str| sink(&Event::note(line));
     let prefix = options.prefix(spec);
     let report = live_preflight(
         cloud,
@@ -150,7 +151,10 @@ async fn apply_projects<C: Cloud, S: InventoryStore>(
         };
         let stop = outcome.is_err() && !continue_on_error;
         if let Err(e) = &outcome {
-            (apply.progress)(&format!("project {}: {e}", desired.key));
+            (apply.progress)(&Event::step(
+                format_args!("project {}", desired.key),
+                e.to_string(),
+            ));
         }
         state.insert(desired.key.clone(), outcome);
         if stop {
@@ -201,7 +205,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
             Err(_) => {
                 let minutes = self.timeout.as_secs() / 60;
                 let error = format!("timed out after {minutes} minute(s)");
-                (self.progress)(&format!("{}: failed: {error}", target.key));
+                (self.progress)(&Event::done(&target.key, Outcome::Failed(error.clone())));
                 let _ = apply.record_failure(&target, &project, &error).await;
                 TargetResult::new(&target.key, &target.region, &project).with_error(&error)
             }

@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use super::destroy_target::{Teardown, left_behind};
 use super::error::EngineError;
-use super::options::{LifecycleOptions, Progress, select};
+use super::options::{LifecycleOptions, select};
+use super::progress::{Event, Outcome, Progress};
 use super::records::{find_target, now_ms, require_selected_backends};
 use crate::cloud::client::idempotency_key;
 use crate::cloud::domain::Cloud;
@@ -87,7 +88,7 @@ pub(super) async fn destroy_recorded<C: Cloud, S: InventoryStore>(
     progress: &Progress,
 ) -> Result<DestroyEntry, EngineError> {
     let (key, cluster) = (&record.project_key, &record.cluster_name);
-    progress(&format!("{key}/{cluster}: destroying"));
+    progress(&Event::step(format_args!("{key}/{cluster}"), "destroying"));
     // A new lifecycle before the first delete: after a teardown that stops half-way, the next
     // deploy re-creates what was deleted under new keys, not the first lifecycle's. An extra
     // bump (a teardown that then fails) is harmless: what exists is observed, not created.
@@ -95,11 +96,17 @@ pub(super) async fn destroy_recorded<C: Cloud, S: InventoryStore>(
     match Teardown::new(cloud, fleet, record, progress).run().await {
         Ok(()) => {
             store.remove_target(fleet, key, cluster).await?;
-            progress(&format!("{key}/{cluster}: destroyed"));
+            progress(&Event::done(
+                format_args!("{key}/{cluster}"),
+                Outcome::Destroyed,
+            ));
             Ok(DestroyEntry::new(key, cluster, TargetStatus::Destroyed))
         }
         Err(errors) => {
-            progress(&format!("{key}/{cluster}: failed: teardown incomplete"));
+            progress(&Event::done(
+                format_args!("{key}/{cluster}"),
+                Outcome::Failed("teardown incomplete".into()),
+            ));
             let mut kept = record.clone();
             kept.status = TargetStatus::DestroyIncomplete.into();
             kept.error = errors.join("; ");

@@ -3,7 +3,7 @@
 //! target's. Nothing is ever deleted by name.
 
 use super::keys::Keys;
-use super::options::Progress;
+use super::progress::{Event, Progress};
 use crate::cloud::domain::{Cloud, CloudResult, Cluster, Labels};
 use crate::engine::desired;
 use crate::store::TargetRecord;
@@ -49,7 +49,10 @@ impl<'a, C: Cloud> Teardown<'a, C> {
 
     fn say(&self, what: &str) {
         let r = self.record;
-        (self.progress)(&format!("{}/{}: {what}", r.project_key, r.cluster_name));
+        (self.progress)(&Event::step(
+            format_args!("{}/{}", r.project_key, r.cluster_name),
+            what,
+        ));
     }
 
     /// Deletes what the record names; the errors say what is left.

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::apply::Apply;
 use super::error::ApplyError;
+use super::progress::Event;
 use crate::cloud::client::idempotency_key;
 use crate::cloud::domain::{AccessKey, AccessKeySecret, Bucket, Cloud, State};
 use crate::engine::desired::{DesiredBucket, DesiredProject};
@@ -195,10 +196,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         let key = self
             .storage_key(desired, expected.project_id, &account)
             .await?;
-        (self.progress)(&format!(
+        (self.progress)(&Event::note(format!(
             "probing the bucket of project {} through S3",
             desired.key
-        ));
+        )));
         let secret = self.cloud.get_access_key_secret(&key.id).await?;
         probe(&b, &key.aws_access_key_id, &secret).await?;
         Ok(ObjectStorageResult {
@@ -224,10 +225,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         {
             Some(account) => account,
             None => {
-                (self.progress)(&format!(
+                (self.progress)(&Event::note(format!(
                     "creating service account {SERVICE_ACCOUNT} in project {}",
                     desired.key
-                ));
+                )));
                 let key = idempotency_key(&[
                     self.fleet,
                     &desired.key,
@@ -278,10 +279,10 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         if let Some(key) = keep {
             return Ok(key);
         }
-        (self.progress)(&format!(
+        (self.progress)(&Event::note(format!(
             "creating an access key for {SERVICE_ACCOUNT} in project {}",
             desired.key
-        ));
+        )));
         // Keys are unnamed, so nothing in the request tells a new key from one made earlier and
         // deleted since: the idempotency key names this attempt, and a retry of it (a lost
         // reply) carries the same one. A key a crash left is found by the listing above.

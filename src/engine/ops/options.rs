@@ -5,9 +5,6 @@ use std::time::Duration;
 
 use crate::spec::FleetSpec;
 
-/// Progress sink: one human-readable line per step. JSON mode sends these to stderr.
-pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
-
 pub use crate::spec::select::{SelectError, parse_selector, select};
 
 /// Options shared by the lifecycle commands.

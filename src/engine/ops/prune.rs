@@ -4,8 +4,9 @@
 
 use super::destroy::{DestroyEntry, destroy_recorded};
 use super::error::EngineError;
-use super::options::{LifecycleOptions, Progress};
+use super::options::LifecycleOptions;
 use super::prepare::Prepared;
+use super::progress::Progress;
 use crate::cloud::domain::Cloud;
 use crate::engine::live::Action;
 use crate::store::InventoryStore;

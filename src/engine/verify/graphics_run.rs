@@ -23,7 +23,7 @@ use super::workload::{PodEnd, Purpose, Workload};
 use crate::cloud::domain::Cloud;
 use crate::clusters::kubeconfig::KubeconfigMap;
 use crate::clusters::{ClusterClient, Node};
-use crate::engine::ops::Progress;
+use crate::engine::ops::{Event, Outcome, Progress};
 use crate::probe::{EvidenceError, GraphicsEvidence, parse_graphics};
 use crate::spec::{ClusterSpec, FleetSpec, gpus_per_node};
 use crate::store::{InventoryStore, TargetRecord};
@@ -117,14 +117,20 @@ pub async fn verify_graphics<C: Cloud, S: InventoryStore>(
             Box::pin(async move {
                 let key = spec.projects[pi].key();
                 let name = &spec.projects[pi].clusters[ci].name;
-                progress(&format!("{key}/{name}: verifying graphics"));
+                progress(&Event::step(
+                    format_args!("{key}/{name}"),
+                    "verifying graphics",
+                ));
                 let (failures, judged, receipt) =
                     verify_target(cloud, records, spec, pi, ci, options, interrupt).await;
                 let passed =
                     failures.is_empty() && judged.as_ref().is_some_and(|j| j.failures.is_empty());
-                progress(&format!(
-                    "{key}/{name}: graphics {}",
-                    if passed { "passed" } else { "failed" }
+                progress(&Event::done(
+                    format_args!("{key}/{name}"),
+                    Outcome::Verified {
+                        kind: "graphics",
+                        passed,
+                    },
                 ));
                 (index, failures, judged, receipt)
             });

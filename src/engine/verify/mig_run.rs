@@ -28,7 +28,7 @@ use super::workload::{PodEnd, Purpose, Workload};
 use crate::cloud::domain::Cloud;
 use crate::clusters::kubeconfig::KubeconfigMap;
 use crate::clusters::{ClusterClient, Node};
-use crate::engine::ops::Progress;
+use crate::engine::ops::{Event, Progress};
 use crate::probe::{MigEvidence, VectorAdd, parse_mig};
 use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
@@ -210,7 +210,8 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
         .kubeconfig
         .clone()
         .map(|path| KubeconfigMap::single(&project.key(), &c.name, path));
-    progress(&format!("{}/{}: proving identity", project.key(), c.name));
+    let target = format!("{}/{}", project.key(), c.name);
+    progress(&Event::step(&target, "proving identity"));
     let proven = match prove(
         cloud,
         &records,
@@ -260,7 +261,8 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
             let worker = workers
                 .get(&stale.node)
                 .map_or("a GPU node", String::as_str);
-            progress(&format!("replacing a stale driver pod on {worker}"));
+            let step = format!("replacing a stale driver pod on {worker}");
+            progress(&Event::note(step));
             if let Err(finding) = replace_stale(&kube, stale, deadline).await {
                 extra.push(finding);
             }
@@ -299,12 +301,9 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
         let left = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_secs(1));
-        progress(&format!(
-            "{}/{}: running the MIG probe on {} GPU node(s)",
-            project.key(),
-            c.name,
-            snapshot.judgement.nodes.len()
-        ));
+        let nodes_now = snapshot.judgement.nodes.len();
+        let step = format!("running the MIG probe on {nodes_now} GPU node(s)");
+        progress(&Event::step(&target, step));
         tokio::select! {
             found = probe(&mut workload, &run, &snapshot, &nodes, left) => {
                 let (h, s, findings) = found;
@@ -415,7 +414,7 @@ async fn settle(
     if !options.wait {
         return Ok((last, Vec::new()));
     }
-    progress("waiting for two identical MIG snapshots");
+    progress(&Event::note("waiting for two identical MIG snapshots"));
     loop {
         if Instant::now() + options.poll > deadline {
             let steady = if last.clean(expected) {

@@ -32,7 +32,7 @@ use crate::cloud::domain::Cloud;
 use crate::clusters::kubeconfig::KubeconfigMap;
 use crate::clusters::{ClusterClient, Node};
 use crate::engine::addons::CSI_STORAGE_CLASS;
-use crate::engine::ops::Progress;
+use crate::engine::ops::{Event, Outcome, Progress};
 use crate::spec::{ClusterSpec, FleetSpec};
 use crate::store::InventoryStore;
 
@@ -231,10 +231,16 @@ pub async fn verify_storage<C: Cloud, S: InventoryStore>(
             let cluster = &project.clusters[ci];
             let key = project.key();
             if storage_skipped(cluster) {
-                progress(&format!("{key}/{}: filesystem off, skipped", cluster.name));
+                progress(&Event::done(
+                    format_args!("{key}/{}", cluster.name),
+                    Outcome::Skipped("filesystem off".into()),
+                ));
                 return Ok((index, ClusterReport::skipped(index)));
             }
-            progress(&format!("{key}/{}: verifying storage", cluster.name));
+            progress(&Event::step(
+                format_args!("{key}/{}", cluster.name),
+                "verifying storage",
+            ));
             let mut target = TargetRun::new(spec, pi, ci, options);
             let proven = prove(
                 cloud,
@@ -267,12 +273,13 @@ pub async fn verify_storage<C: Cloud, S: InventoryStore>(
                 Some(dir) => dir.write(index, &bytes)?,
                 None => hex::encode(Sha256::digest(&bytes)),
             };
-            let word = if report.clone().conclude().passed {
-                "passed"
-            } else {
-                "failed"
-            };
-            progress(&format!("{key}/{}: storage {word}", cluster.name));
+            progress(&Event::done(
+                format_args!("{key}/{}", cluster.name),
+                Outcome::Verified {
+                    kind: "storage",
+                    passed: report.clone().conclude().passed,
+                },
+            ));
             Ok::<_, VerifyError>((index, report))
         });
     }
