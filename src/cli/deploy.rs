@@ -1,6 +1,5 @@
 //! `fleetbot deploy`: validate, plan live, preflight, then create and converge the fleet.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -9,25 +8,16 @@ use serde_json::json;
 
 use super::lifecycle::{
     confirm, open_cloud, open_inventory, progress_for, resolve_ssh_key, resolve_tenant, runtime,
-    selection_refused, selectors,
+    selection_refused,
 };
 use super::output::{OutputFormat, print_json};
-use super::plan::load_spec;
 use crate::engine::live::{Action, LivePlan};
 use crate::engine::ops::{LifecycleOptions, deploy_prepared, prepare, select};
 
 #[derive(Debug, Args)]
 pub struct DeployArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
-    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
-    #[arg(long)]
-    pub strict: bool,
-    /// The operator's private runtime values (existing project IDs, capacity block groups,
-    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
-    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
-    pub runtime_values: Option<PathBuf>,
+    #[command(flatten)]
+    pub spec: super::args::SpecArgs,
     /// Override the spec's project_prefix for created projects.
     #[arg(long, default_value = "", value_name = "P")]
     pub project_prefix: String,
@@ -37,12 +27,8 @@ pub struct DeployArgs {
     /// Abort when a named project does not exist.
     #[arg(long = "no-create-projects")]
     pub no_create_projects: bool,
-    /// Only these projects (keys or display names, comma-separated).
-    #[arg(long, value_name = "CSV")]
-    pub only_projects: Option<String>,
-    /// Only these clusters (names, comma-separated), in every selected project.
-    #[arg(long, value_name = "CSV")]
-    pub only_clusters: Option<String>,
+    #[command(flatten)]
+    pub selection: super::args::SelectionArgs,
     /// Keep going after a target fails (the default).
     #[arg(long = "continue-on-error", overrides_with = "fail_fast")]
     pub continue_on_error: bool,
@@ -118,17 +104,16 @@ fn plan_lines(plan: &LivePlan, pruning: bool) -> String {
 }
 
 pub fn run(args: DeployArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
+    let spec = match args.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };
     let json = args.output == OutputFormat::Json;
     let refused_doc = json!({"name": spec.name, "clusters": [], "deployed": 0, "failed": 1});
-    let (only_projects, only_clusters) =
-        match selectors(args.only_projects.as_deref(), args.only_clusters.as_deref()) {
-            Ok(lists) => lists,
-            Err(e) => return selection_refused(&e, json, refused_doc),
-        };
+    let (only_projects, only_clusters) = match args.selection.names() {
+        Ok(lists) => lists,
+        Err(e) => return selection_refused(&e, json, refused_doc),
+    };
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
     let options = LifecycleOptions {
         only_projects,
@@ -141,7 +126,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         preflight: !args.no_preflight,
         timeout: Duration::from_secs(args.timeout.max(1) * 60),
         ssh_public_key: String::new(),
-        spec_path: args.spec.display().to_string(),
+        spec_path: args.spec.shown(),
         prune: args.prune,
         allow_destructive: args.allow_destroy,
         reads: None,

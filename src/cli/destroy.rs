@@ -1,6 +1,5 @@
 //! `fleetbot destroy`: tear down the spec's targets that fleetbot recorded, by exact ID.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -9,27 +8,14 @@ use serde_json::json;
 
 use super::lifecycle::{confirm, open_cloud, open_inventory, progress_for, runtime};
 use super::output::{OutputFormat, print_json};
-use super::plan::load_spec;
 use crate::engine::ops::{LifecycleOptions, destroy, select};
 
 #[derive(Debug, Args)]
 pub struct DestroyArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
-    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
-    #[arg(long)]
-    pub strict: bool,
-    /// The operator's private runtime values (existing project IDs, capacity block groups,
-    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
-    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
-    pub runtime_values: Option<PathBuf>,
-    /// Only these projects (keys or display names, comma-separated).
-    #[arg(long, value_name = "CSV")]
-    pub only_projects: Option<String>,
-    /// Only these clusters (names, comma-separated), in every selected project.
-    #[arg(long, value_name = "CSV")]
-    pub only_clusters: Option<String>,
+    #[command(flatten)]
+    pub spec: super::args::SpecArgs,
+    #[command(flatten)]
+    pub selection: super::args::SelectionArgs,
     /// Minutes allowed per target.
     #[arg(long, default_value_t = 120, value_name = "MINUTES")]
     pub timeout: u64,
@@ -48,16 +34,13 @@ pub struct DestroyArgs {
 }
 
 pub fn run(args: DestroyArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
+    let spec = match args.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };
     let json = args.output == OutputFormat::Json;
     let refused_doc = json!({"name": spec.name, "clusters": [], "networks": [], "failed": 1});
-    let (only_projects, only_clusters) = match super::lifecycle::selectors(
-        args.only_projects.as_deref(),
-        args.only_clusters.as_deref(),
-    ) {
+    let (only_projects, only_clusters) = match args.selection.names() {
         Ok(lists) => lists,
         Err(e) => return super::lifecycle::selection_refused(&e, json, refused_doc),
     };
@@ -68,7 +51,7 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         profile: profile.clone(),
         concurrency: super::lifecycle::concurrency(args.concurrency, false),
         timeout: Duration::from_secs(args.timeout.max(1) * 60),
-        spec_path: args.spec.display().to_string(),
+        spec_path: args.spec.shown(),
         ..LifecycleOptions::default()
     };
     let selected = select(

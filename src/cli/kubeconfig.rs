@@ -9,29 +9,16 @@ use clap::Args;
 
 use super::connect::{ConnectOptions, Connection, connect_configured};
 use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime};
-use super::plan::load_spec;
 use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
 use crate::clusters::{ClusterEndpoint, context_name};
 use crate::engine::ops::deployed_clusters;
 
 #[derive(Debug, Args)]
 pub struct KubeconfigArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
-    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
-    #[arg(long)]
-    pub strict: bool,
-    /// The operator's private runtime values (existing project IDs, capacity block groups,
-    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
-    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
-    pub runtime_values: Option<PathBuf>,
-    /// Only these projects (CSV of keys or display names).
-    #[arg(long, value_name = "CSV")]
-    pub only_projects: Option<String>,
-    /// Only these clusters (CSV of names).
-    #[arg(long, value_name = "CSV")]
-    pub only_clusters: Option<String>,
+    #[command(flatten)]
+    pub spec: super::args::SpecArgs,
+    #[command(flatten)]
+    pub selection: super::args::SelectionArgs,
     /// Nebius profile (default: the spec's); the exec credential uses it too.
     #[arg(long, default_value = "")]
     pub profile: String,
@@ -73,14 +60,14 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 pub fn run(args: KubeconfigArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
+    let spec = match args.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };
     let (only_projects, only_clusters) = match super::lifecycle::refuse_unknown_selectors(
         &spec,
-        args.only_projects.as_deref(),
-        args.only_clusters.as_deref(),
+        args.selection.only_projects.as_deref(),
+        args.selection.only_clusters.as_deref(),
         &spec.project_prefix,
     ) {
         Ok(lists) => lists,

@@ -1,5 +1,6 @@
 //! Command-line interface: argument parsing and dispatch; one file per subcommand.
 
+mod args;
 pub mod connect;
 pub mod demo;
 pub mod deploy;

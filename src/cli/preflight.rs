@@ -17,16 +17,8 @@ use super::preflight_run::{PreflightCommand, run as run_command};
 
 #[derive(Debug, Args)]
 pub struct PreflightArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
-    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
-    #[arg(long)]
-    pub strict: bool,
-    /// The operator's private runtime values (existing project IDs, capacity block groups,
-    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
-    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
-    pub runtime_values: Option<PathBuf>,
+    #[command(flatten)]
+    pub spec: super::args::SpecArgs,
     /// Output of `nebius quotas quota-allowance list --parent-id <tenant> --all --format json`.
     #[arg(long, value_name = "FILE")]
     pub quotas: Option<PathBuf>,
@@ -41,12 +33,8 @@ pub struct PreflightArgs {
     /// ~/.nebius profile whose tenant applies (overrides the spec's 'profile').
     #[arg(long, default_value = "", value_name = "P")]
     pub profile: String,
-    /// Only these projects (comma-separated keys or display names).
-    #[arg(long, value_name = "CSV")]
-    pub only_projects: Option<String>,
-    /// Only clusters with these names (comma-separated), in every selected project.
-    #[arg(long, value_name = "CSV")]
-    pub only_clusters: Option<String>,
+    #[command(flatten)]
+    pub selection: super::args::SelectionArgs,
     /// Output format: text or json.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
@@ -65,15 +53,15 @@ impl From<PreflightArgs> for PreflightCommand {
     fn from(args: PreflightArgs) -> PreflightCommand {
         let _ = args.offline;
         PreflightCommand {
-            spec: args.spec,
-            strict: args.strict,
-            runtime_values: args.runtime_values,
+            spec: args.spec.path,
+            strict: args.spec.strict,
+            runtime_values: args.spec.runtime_values,
             quotas: args.quotas,
             capacity: args.capacity,
             tenant_id: args.tenant_id,
             profile: args.profile,
-            only_projects: args.only_projects,
-            only_clusters: args.only_clusters,
+            only_projects: args.selection.only_projects,
+            only_clusters: args.selection.only_clusters,
             json: args.output == OutputFormat::Json,
             markdown: args.markdown,
             nebius_config: args.nebius_config,
@@ -99,15 +87,14 @@ fn run_live(args: PreflightArgs) -> ExitCode {
     use crate::engine::ops::{LifecycleOptions, prepare};
     use crate::engine::preflight::{live_evidence, proven_state};
 
-    let spec = match super::plan::load_spec(&args.spec, args.strict, args.runtime_values.as_deref())
-    {
+    let spec = match args.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };
     let (only_projects, only_clusters) = match super::lifecycle::refuse_unknown_selectors(
         &spec,
-        args.only_projects.as_deref(),
-        args.only_clusters.as_deref(),
+        args.selection.only_projects.as_deref(),
+        args.selection.only_clusters.as_deref(),
         &spec.project_prefix,
     ) {
         Ok(lists) => lists,

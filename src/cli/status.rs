@@ -4,35 +4,25 @@
 //! is still printed) or the status could not be read (only stderr says why); 2 when the spec
 //! does not load.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
 use super::lifecycle::{open_cloud, open_inventory, runtime};
 use super::output::{OutputFormat, print_json};
-use super::plan::load_spec;
 use crate::engine::ops::status;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
-    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
-    #[arg(long)]
-    pub strict: bool,
-    /// The operator's private runtime values (existing project IDs, capacity block groups,
-    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
-    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
-    pub runtime_values: Option<PathBuf>,
+    #[command(flatten)]
+    pub spec: super::args::SpecArgs,
     /// Output format: text or json.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
     pub output: OutputFormat,
 }
 
 pub fn run(args: StatusArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
+    let spec = match args.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };

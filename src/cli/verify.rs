@@ -14,7 +14,6 @@ use tokio::sync::watch;
 use super::connect::Connection;
 use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
-use super::plan::load_spec;
 use crate::clusters::load_kubeconfig_map;
 use crate::engine::verify::graphics_report::GraphicsReport;
 use crate::engine::verify::{
@@ -24,22 +23,10 @@ use crate::spec::FleetSpec;
 
 #[derive(Debug, Args)]
 pub struct VerifyStorageArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
-    /// Treat unknown spec keys (warnings on stderr otherwise) as errors: exit 2.
-    #[arg(long)]
-    pub strict: bool,
-    /// The operator's private runtime values (existing project IDs, capacity block groups,
-    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
-    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
-    pub runtime_values: Option<PathBuf>,
-    /// Only these projects (CSV of keys or display names); an unknown one is an error.
-    #[arg(long, value_name = "CSV")]
-    pub only_projects: Option<String>,
-    /// Only these clusters (CSV of names); an unknown one is an error.
-    #[arg(long, value_name = "CSV")]
-    pub only_clusters: Option<String>,
+    #[command(flatten)]
+    pub spec: super::args::SpecArgs,
+    #[command(flatten)]
+    pub selection: super::args::SelectionArgs,
     /// Prefix of project display names (default: the spec's).
     #[arg(long)]
     pub project_prefix: Option<String>,
@@ -168,9 +155,7 @@ fn check_selection(
         .project_prefix
         .as_deref()
         .unwrap_or(&spec.project_prefix);
-    let (projects, clusters) =
-        super::lifecycle::selectors(args.only_projects.as_deref(), args.only_clusters.as_deref())
-            .map_err(|e| e.to_string())?;
+    let (projects, clusters) = args.selection.names().map_err(|e| e.to_string())?;
     crate::engine::verify::select_targets(spec, &projects, &clusters, prefix)
         .map_err(|e| e.to_string())?;
     Ok((projects, clusters))
@@ -233,7 +218,7 @@ async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<Storage
 }
 
 pub fn run(args: VerifyStorageArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
+    let spec = match args.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };
@@ -318,11 +303,7 @@ async fn run_graphics_async(
 }
 
 pub fn run_graphics(args: VerifyGraphicsArgs) -> ExitCode {
-    let spec = match load_spec(
-        &args.common.spec,
-        args.common.strict,
-        args.common.runtime_values.as_deref(),
-    ) {
+    let spec = match args.common.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };

@@ -13,7 +13,6 @@ use clap::Args;
 
 use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
-use super::plan::load_spec;
 use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
 use crate::engine::verify::evidence_dir::EvidenceDir;
 use crate::engine::verify::{
@@ -23,15 +22,8 @@ use crate::spec::FleetSpec;
 
 #[derive(Debug, Args)]
 pub struct VerifyMigArgs {
-    /// Path to an npa.fleet/v0.0.1 spec YAML (`-` reads standard input).
-    #[arg(long = "spec", short = 'f', value_name = "PATH")]
-    pub spec: PathBuf,
-    #[arg(long)]
-    pub strict: bool,
-    /// The operator's private runtime values (existing project IDs, capacity block groups,
-    /// chart repositories, bucket names) that fill the spec's placeholders; never printed.
-    #[arg(long, value_name = "FILE", env = "FLEETBOT_RUNTIME_VALUES")]
-    pub runtime_values: Option<PathBuf>,
+    #[command(flatten)]
+    pub spec: super::args::SpecArgs,
     /// This target's kubeconfig; its endpoint and CA must still be the cluster's.
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
@@ -123,7 +115,7 @@ async fn run_async(
 }
 
 pub fn run(args: VerifyMigArgs) -> ExitCode {
-    let spec = match load_spec(&args.spec, args.strict, args.runtime_values.as_deref()) {
+    let spec = match args.spec.load() {
         Ok(spec) => spec,
         Err(code) => return code,
     };
