@@ -5,6 +5,7 @@
 #   idle       the simulator's CPU over 10 s and its RSS afterwards
 #   redeploy   the same deploy again (no change): wall time, client CPU
 #   live plan  `plan --live`: wall time and the gRPC calls it made (`fleetbot sim --metrics`)
+#   changeone  a deploy that changes one cluster of the fleet (a CPU pool of 1 node grows to 2)
 #   embedded   deploy, re-deploy and live plan again on the embedded default (in process, its
 #              state in a file): wall time, CPU and peak RSS of each whole process
 # Usage: scripts/bench-scale.sh [PROJECTS]   (default 250, i.e. 1,000 clusters)
@@ -79,6 +80,21 @@ run liveplan "$bin" plan --live --spec "$work/fleet.yaml"
 echo "liveplan   $(( $(calls) - c0 )) gRPC calls ($(( ($(calls) - c0) * 1000 / clusters )) per 1,000 clusters)"
 tail -n 3 "$work/redeploy.out"
 tail -n 1 "$work/liveplan.out"
+# A merge that changes one cluster of the fleet: team-0/c0 grows its CPU pool to 2 nodes.
+python3 - "$work" <<'EOF2'
+import sys
+work = sys.argv[1]
+text = open(f"{work}/fleet.yaml").read()
+one = text.replace("  - name: team-0\n    clusters:\n      - name: c0\n",
+                   "  - name: team-0\n    clusters:\n      - name: c0\n"
+                   "        cpu_nodes: {count: 2, platform: cpu-d3, preset: 16vcpu-64gb}\n", 1)
+assert one != text
+open(f"{work}/fleet-one.yaml", "w").write(one)
+EOF2
+c0="$(calls)"
+run changeone "$bin" deploy --yes --spec "$work/fleet-one.yaml"
+echo "changeone  $(( $(calls) - c0 )) gRPC calls"
+grep -E "^Plan:|team-0/c0" "$work/changeone.out" | head -n 3
 
 kill "$sim_pid" 2>/dev/null || true
 embedded() { # label, then the command, on the embedded default with the same world

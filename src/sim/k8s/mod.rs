@@ -177,7 +177,6 @@ impl ApiShared {
         // hosts land with its objects, so an earlier view's never outlive a later one's.
         let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
         let mut clusters = self.clusters();
-        let mut applied = false;
         match only {
             None => clusters.retain(|id, c| {
                 c.seen.is_some_and(|s| s > generation) || views.iter().any(|v| v.id == *id)
@@ -235,15 +234,12 @@ impl ApiShared {
             }
             if view.running {
                 addons::play(store, &view.releases);
+                // What a release just put there is rolled out before the request that
+                // synced it reads (the controllers' pass does the same for what a manifest
+                // put there).
+                addons::run_controllers(store);
             }
             kubelet.set_hosts(&view.id, view.hosts);
-            applied = true;
-        }
-        drop(clusters);
-        drop(kubelet);
-        if applied {
-            // What the cloud changed (a release played) is the controllers' to roll out.
-            self.poke();
         }
     }
 
