@@ -16,14 +16,16 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use super::connect::embedded_simulator_of;
+use super::connect::{Connection, embedded_simulator_of};
 use super::git::Git;
 use crate::bot::backend::{DeployState, Deployer, FleetApplier};
 use crate::bot::guard::{self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger};
 use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
 use crate::bot::settings::BotSettings;
+use crate::cloud::client::NebiusClient;
 use crate::github::CheckConclusion;
 use crate::sim::World;
+use crate::spec::FleetSpec;
 use crate::store::queue::{now_ms, pr_key};
 use crate::store::{ApplyRun, AuditEntry, SqliteStore};
 
@@ -93,10 +95,35 @@ fn make_dir() -> Result<PathBuf, String> {
 }
 
 async fn demo(dir: &Path, args: &DemoArgs, out: &mut Steps) -> Result<(), String> {
-    // 1. The repository: main holds the config, the change adds the example fleet.
     out.begin("Creating a spec repository with a change that adds an example fleet");
-    let repo = dir.join("fleet-config");
-    let git = Git::init(&repo)?;
+    let repo = repository(dir, out)?;
+    let lab = Lab::open(dir).await?;
+    out.begin(
+        "Previewing the change: the comment and checks the App would post on its pull request",
+    );
+    lab.preview(&repo, out).await?;
+    out.begin("Merging: the App's guard holds the plan to the one reviewed, then applies it");
+    let spec = lab.merge(&repo, out).await?;
+    out.begin("Verifying the shared filesystem on every worker (what /verify-storage posts)");
+    lab.verify_storage(&spec, out).await?;
+    out.begin("Status of every target");
+    lab.status(&spec, out).await?;
+    out.begin("Serving the dashboard");
+    lab.dashboard(!args.no_wait, out).await?;
+    out.begin("Cleaning up: destroying the fleet on the simulator");
+    lab.cleanup(&spec, out).await
+}
+
+/// The throwaway spec repository: `main`, and the change that adds the example fleet.
+struct Repo {
+    git: Git,
+    base: String,
+    head: String,
+}
+
+fn repository(dir: &Path, out: &mut Steps) -> Result<Repo, String> {
+    let path = dir.join("fleet-config");
+    let git = Git::init(&path)?;
     git.write(".fleetbot.yml", CONFIG)?;
     git.write(
         "fleets/README.md",
@@ -109,293 +136,332 @@ async fn demo(dir: &Path, args: &DemoArgs, out: &mut Steps) -> Result<(), String
     out.done(&format!(
         "{} at {}: main {}, change {} adds {FLEET_PATH}",
         REPO_NAME,
-        repo.display(),
+        path.display(),
         short(&base),
         short(&head)
     ));
+    Ok(Repo { git, base, head })
+}
 
-    // The cloud: the embedded simulator, its state inside the throwaway directory. Never
-    // Nebius, whatever credentials this machine has.
-    let world = World::embedded_default();
-    let connection = embedded_simulator_of(world, Some(dir.join("sim.state"))).await?;
-    let tenant = connection
-        .tenant_id
-        .clone()
-        .ok_or("the simulator names no tenant")?;
-    let store = SqliteStore::open(&dir.join("fleetbot.sqlite"))
-        .await
-        .map_err(|e| e.to_string())?;
-    let probe_image = super::verify::simulated_probe_image(&connection)?;
-    let planner = Arc::new(
-        CloudPlanner::new(
-            connection.client.clone(),
-            store.clone(),
-            "the fleetbot simulator",
-            Some(tenant.clone()),
-        )
-        .with_verification(VerifyConfig {
-            probe_image,
-            evidence_root: Some(dir.join("evidence")),
-        }),
-    );
-    let deployer = Deployer {
-        applier: planner.clone() as Arc<dyn FleetApplier>,
-        state: Arc::new(store.clone()) as Arc<dyn DeployState>,
-        tenant_id: tenant.clone(),
-        lease: Duration::from_secs(120),
-    };
-    let settings = BotSettings {
-        cloud: Some(planner.clone() as Arc<dyn LiveCloud>),
-        ..BotSettings::default()
-    };
+/// The demo's cloud (the embedded simulator with its state inside the throwaway directory:
+/// never Nebius, whatever credentials this machine has), its store, and the App's planner.
+struct Lab {
+    connection: Connection,
+    tenant: String,
+    store: SqliteStore,
+    planner: Arc<CloudPlanner<NebiusClient, SqliteStore>>,
+}
 
-    // 2. The preview: what the App would post on the pull request.
-    out.begin(
-        "Previewing the change: the comment and checks the App would post on its pull request",
-    );
-    let evaluated = super::preview::evaluate_local(
-        &repo,
-        Some("main"),
-        "HEAD",
-        &settings,
-        Some(REPO_NAME.to_string()),
-        PR,
-    )
-    .await?;
-    let outcome = &evaluated.outcome;
-    out.block(&outcome.comment);
-    for check in [&outcome.privacy, &outcome.preflight] {
-        out.detail(&format!(
-            "check run {}: {} ({})",
-            check.name,
-            check.conclusion.as_str(),
-            check.output.title
-        ));
+impl Lab {
+    async fn open(dir: &Path) -> Result<Lab, String> {
+        let world = World::embedded_default();
+        let connection = embedded_simulator_of(world, Some(dir.join("sim.state"))).await?;
+        let tenant = connection
+            .tenant_id
+            .clone()
+            .ok_or("the simulator names no tenant")?;
+        let store = SqliteStore::open(&dir.join("fleetbot.sqlite"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let probe_image = super::verify::simulated_probe_image(&connection)?;
+        let planner = Arc::new(
+            CloudPlanner::new(
+                connection.client.clone(),
+                store.clone(),
+                "the fleetbot simulator",
+                Some(tenant.clone()),
+            )
+            .with_verification(VerifyConfig {
+                probe_image,
+                evidence_root: Some(dir.join("evidence")),
+            }),
+        );
+        Ok(Lab {
+            connection,
+            tenant,
+            store,
+            planner,
+        })
     }
-    if [&outcome.privacy, &outcome.preflight]
-        .iter()
-        .any(|c| c.conclusion == CheckConclusion::Failure)
-    {
-        return Err("a check failed; the demo's change would not be merged".into());
-    }
-    let pr = crate::bot::jobs::preflight::PrHead {
-        number: PR,
-        head_sha: &head,
-        base_sha: &base,
-    };
-    let mut deploy_settings = BotSettings {
-        deploy: Some(deployer),
-        ..settings
-    };
-    crate::bot::jobs::preflight::record_reviewed_plans(
-        &deploy_settings,
-        REPO_NAME,
-        pr,
-        &evaluated.specs,
-        &evaluated.base_specs,
-        &evaluated.live,
-    )
-    .await;
-    out.done(&format!(
-        "reviewed plan {} recorded",
-        outcome.report.short_digest()
-    ));
 
-    // 3. The merge, applied as the App applies it: re-planned, held to the reviewed plan.
-    out.begin("Merging: the App's guard holds the plan to the one reviewed, then applies it");
-    git.run(&["checkout", "-q", "main"])?;
-    git.run(&[
-        "merge",
-        "-q",
-        "--no-ff",
-        "-m",
-        "Merge the fleet1-test fleet",
-        "add-fleet1-test",
-    ])?;
-    let merge = git.text(&["rev-parse", "HEAD"])?;
-    let deployer = deploy_settings.deploy.take().ok_or("no deployer")?;
-    let spec = crate::spec::load_str(FLEET, FLEET_PATH).map_err(|e| e.to_string())?;
-    let planned = planner
-        .plan_fleet(&spec, &tenant, None)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or("the fleet has no target the engine plans")?;
-    let reviewed = deployer
-        .state
-        .reviewed_plan(&pr_key(REPO_NAME, PR), &head, FLEET_PATH)
-        .await
-        .map_err(|e| e.to_string())?;
-    let reviewed = reviewed.map(|r| {
-        (
-            r.digest.clone(),
-            ReviewSummary::parse(&r.summary).lines.join("\n"),
-        )
-    });
-    let names = PublicNames::of(&spec);
-    let destructive = planned.plan.destructive();
-    let decision = guard::decide(&GuardInput {
-        trigger: Trigger::Merge,
-        reviewed: reviewed.as_ref().map(|(d, l)| (d.as_str(), l.as_str())),
-        plan: &planned.plan,
-        destructive: &destructive,
-        approved: false,
-        resumed: None,
-        names: &names,
-    });
-    let prune = match decision {
-        Decision::Apply { prune } => prune,
-        Decision::NothingToDo => false,
-        Decision::Refuse(refusal) => {
-            return Err(format!("the guard refused the merge: {refusal:?}"));
+    /// What the App's apply job holds: the planner applies, the store keeps the state.
+    fn deployer(&self) -> Deployer {
+        Deployer {
+            applier: self.planner.clone() as Arc<dyn FleetApplier>,
+            state: Arc::new(self.store.clone()) as Arc<dyn DeployState>,
+            tenant_id: self.tenant.clone(),
+            lease: Duration::from_secs(120),
         }
-    };
-    out.detail(&format!(
-        "the plan at the merge is the one reviewed; applying {} target(s)",
-        planned.plan.targets.len()
-    ));
-    let job_id = format!(
-        "{}:{REPO_NAME}#{PR}@{merge}:merge",
-        crate::bot::deploy::APPLY_JOB
-    );
-    deployer
-        .state
-        .record_apply_run(&ApplyRun {
-            job_id: job_id.clone(),
-            fleet_path: FLEET_PATH.into(),
-            digest: planned.plan.digest.clone(),
-            destructive_approved: false,
-            started_at: now_ms(),
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    let progress = out.progress();
-    let result = deployer
-        .applier
-        .apply_fleet(&spec, &tenant, prune, progress)
-        .await
-        .map_err(|e| e.to_string())?;
-    let outcome_word = if result.failed == 0 {
-        "success"
-    } else {
-        "failure"
-    };
-    deployer
-        .state
-        .append_audit(&AuditEntry {
-            at: now_ms(),
-            actor: "you".into(),
-            action: "apply (merge)".into(),
-            repo: REPO_NAME.into(),
-            pr: PR,
-            sha: merge.clone(),
-            fleet: FLEET_PATH.into(),
-            outcome: outcome_word.into(),
-            digest: planned.plan.digest.clone(),
-            detail: String::new(),
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    if result.failed > 0 {
-        return Err(format!("{} target(s) failed to apply", result.failed));
     }
-    out.done(&format!(
-        "{} deployed in {} project(s) on the simulator",
-        result.deployed,
-        spec.projects.len()
-    ));
 
-    // 4. Storage verification on every worker, as /verify-storage runs it.
-    out.begin("Verifying the shared filesystem on every worker (what /verify-storage posts)");
-    let report = deployer
-        .applier
-        .verify_storage_fleet(&spec, &tenant, Vec::new())
-        .await
-        .map_err(|e| e.to_string())?;
-    out.block(&report.render_text());
-    if !report.passed {
-        return Err("storage verification failed".into());
-    }
-    out.done("passed");
-
-    // 5. Status.
-    out.begin("Status of every target");
-    let status = deployer
-        .applier
-        .fleet_status(&spec)
-        .await
-        .map_err(|e| e.to_string())?;
-    out.block(&status.render_text());
-    if !status.healthy() {
-        return Err("a target is not healthy".into());
-    }
-    out.done("every target deployed and healthy");
-
-    // 6. The dashboard, served as `fleetbot serve` serves it.
-    out.begin("Serving the dashboard");
-    let quota = Arc::new(crate::server::dashboard::LiveQuota {
-        cloud: planner.clone() as Arc<dyn LiveCloud>,
-        tenant_id: tenant.clone(),
-    }) as Arc<dyn crate::server::dashboard::QuotaSource>;
-    let dashboard = crate::server::dashboard::Dashboard::new(store.clone(), "SQLite", Some(quota));
-    let view = dashboard.view().await;
-    let router = crate::server::dashboard::router(dashboard);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| format!("cannot listen for the dashboard: {e}"))?;
-    let url = format!(
-        "http://{}/",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
-    let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    // Read back as a browser would, so "served" is something seen, not assumed. (reqwest is
-    // built without a crypto provider; ring is the process's, as for the GitHub client.)
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let page = reqwest::get(&url)
-        .await
-        .and_then(|r| r.error_for_status())
-        .map_err(|e| format!("the dashboard did not answer: {}", e.without_url()))?;
-    let served = page.bytes().await.map(|b| b.len()).unwrap_or(0);
-    let clusters: usize = view.fleets.iter().map(|f| f.clusters.len()).sum();
-    out.done(&format!(
-        "{url} answers ({:.1} KiB): {} repository, {} fleet, {clusters} clusters; JSON at {url}api/dashboard",
-        served as f64 / 1024.0,
-        view.repositories.len(),
-        view.fleets.len()
-    ));
-    if !args.no_wait && std::io::stdin().is_terminal() {
-        out.line("Press Enter to clean up and exit (the dashboard stays up until then).");
-        let _ = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line)
-        })
+    /// Step 2, the preview: what the App would post on the pull request, and the reviewed plan
+    /// recorded as its preflight job records it.
+    async fn preview(&self, repo: &Repo, out: &mut Steps) -> Result<(), String> {
+        let settings = BotSettings {
+            cloud: Some(self.planner.clone() as Arc<dyn LiveCloud>),
+            ..BotSettings::default()
+        };
+        let evaluated = super::preview::evaluate_local(
+            repo.git.dir(),
+            Some("main"),
+            "HEAD",
+            &settings,
+            Some(REPO_NAME.to_string()),
+            PR,
+        )
+        .await?;
+        let outcome = &evaluated.outcome;
+        out.block(&outcome.comment);
+        for check in [&outcome.privacy, &outcome.preflight] {
+            out.detail(&format!(
+                "check run {}: {} ({})",
+                check.name,
+                check.conclusion.as_str(),
+                check.output.title
+            ));
+        }
+        if [&outcome.privacy, &outcome.preflight]
+            .iter()
+            .any(|c| c.conclusion == CheckConclusion::Failure)
+        {
+            return Err("a check failed; the demo's change would not be merged".into());
+        }
+        let pr = crate::bot::jobs::preflight::PrHead {
+            number: PR,
+            head_sha: &repo.head,
+            base_sha: &repo.base,
+        };
+        let deploy_settings = BotSettings {
+            deploy: Some(self.deployer()),
+            ..settings
+        };
+        crate::bot::jobs::preflight::record_reviewed_plans(
+            &deploy_settings,
+            REPO_NAME,
+            pr,
+            &evaluated.specs,
+            &evaluated.base_specs,
+            &evaluated.live,
+        )
         .await;
-    }
-    server.abort();
-
-    // 7. Cleanup.
-    out.begin("Cleaning up: destroying the fleet on the simulator");
-    let destroyed = crate::engine::ops::destroy(
-        &connection.client,
-        &store,
-        &spec,
-        &crate::engine::ops::LifecycleOptions::default(),
-        out.progress(),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    if destroyed.failed > 0 {
-        return Err(format!(
-            "{} target(s) could not be destroyed",
-            destroyed.failed
+        out.done(&format!(
+            "reviewed plan {} recorded",
+            outcome.report.short_digest()
         ));
+
+        Ok(())
     }
-    out.done(&format!(
-        "{} cluster(s) destroyed",
-        destroyed.clusters.len()
-    ));
-    Ok(())
+
+    /// Step 3, the merge, applied as the App applies it: re-planned, held to the reviewed plan.
+    async fn merge(&self, repo: &Repo, out: &mut Steps) -> Result<FleetSpec, String> {
+        let (git, head, tenant, planner) = (&repo.git, &repo.head, &self.tenant, &self.planner);
+        git.run(&["checkout", "-q", "main"])?;
+        git.run(&[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "Merge the fleet1-test fleet",
+            "add-fleet1-test",
+        ])?;
+        let merge = git.text(&["rev-parse", "HEAD"])?;
+        let deployer = self.deployer();
+        let spec = crate::spec::load_str(FLEET, FLEET_PATH).map_err(|e| e.to_string())?;
+        let planned = planner
+            .plan_fleet(&spec, tenant, None)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("the fleet has no target the engine plans")?;
+        let reviewed = deployer
+            .state
+            .reviewed_plan(&pr_key(REPO_NAME, PR), head, FLEET_PATH)
+            .await
+            .map_err(|e| e.to_string())?;
+        let reviewed = reviewed.map(|r| {
+            (
+                r.digest.clone(),
+                ReviewSummary::parse(&r.summary).lines.join("\n"),
+            )
+        });
+        let names = PublicNames::of(&spec);
+        let destructive = planned.plan.destructive();
+        let decision = guard::decide(&GuardInput {
+            trigger: Trigger::Merge,
+            reviewed: reviewed.as_ref().map(|(d, l)| (d.as_str(), l.as_str())),
+            plan: &planned.plan,
+            destructive: &destructive,
+            approved: false,
+            resumed: None,
+            names: &names,
+        });
+        let prune = match decision {
+            Decision::Apply { prune } => prune,
+            Decision::NothingToDo => false,
+            Decision::Refuse(refusal) => {
+                return Err(format!("the guard refused the merge: {refusal:?}"));
+            }
+        };
+        out.detail(&format!(
+            "the plan at the merge is the one reviewed; applying {} target(s)",
+            planned.plan.targets.len()
+        ));
+        let job_id = format!(
+            "{}:{REPO_NAME}#{PR}@{merge}:merge",
+            crate::bot::deploy::APPLY_JOB
+        );
+        deployer
+            .state
+            .record_apply_run(&ApplyRun {
+                job_id: job_id.clone(),
+                fleet_path: FLEET_PATH.into(),
+                digest: planned.plan.digest.clone(),
+                destructive_approved: false,
+                started_at: now_ms(),
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let progress = out.progress();
+        let result = deployer
+            .applier
+            .apply_fleet(&spec, tenant, prune, progress)
+            .await
+            .map_err(|e| e.to_string())?;
+        let outcome_word = if result.failed == 0 {
+            "success"
+        } else {
+            "failure"
+        };
+        deployer
+            .state
+            .append_audit(&AuditEntry {
+                at: now_ms(),
+                actor: "you".into(),
+                action: "apply (merge)".into(),
+                repo: REPO_NAME.into(),
+                pr: PR,
+                sha: merge.clone(),
+                fleet: FLEET_PATH.into(),
+                outcome: outcome_word.into(),
+                digest: planned.plan.digest.clone(),
+                detail: String::new(),
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        if result.failed > 0 {
+            return Err(format!("{} target(s) failed to apply", result.failed));
+        }
+        out.done(&format!(
+            "{} deployed in {} project(s) on the simulator",
+            result.deployed,
+            spec.projects.len()
+        ));
+
+        Ok(spec)
+    }
+
+    /// Step 4, storage verification on every worker, as /verify-storage runs it.
+    async fn verify_storage(&self, spec: &FleetSpec, out: &mut Steps) -> Result<(), String> {
+        let report = self
+            .planner
+            .verify_storage_fleet(spec, &self.tenant, Vec::new())
+            .await
+            .map_err(|e| e.to_string())?;
+        out.block(&report.render_text());
+        if !report.passed {
+            return Err("storage verification failed".into());
+        }
+        out.done("passed");
+
+        Ok(())
+    }
+
+    /// Step 5, the status of every target.
+    async fn status(&self, spec: &FleetSpec, out: &mut Steps) -> Result<(), String> {
+        let status = self
+            .planner
+            .fleet_status(spec)
+            .await
+            .map_err(|e| e.to_string())?;
+        out.block(&status.render_text());
+        if !status.healthy() {
+            return Err("a target is not healthy".into());
+        }
+        out.done("every target deployed and healthy");
+
+        Ok(())
+    }
+
+    /// Step 6, the dashboard, served as `fleetbot serve` serves it; up until Enter when `wait`.
+    async fn dashboard(&self, wait: bool, out: &mut Steps) -> Result<(), String> {
+        let quota = Arc::new(crate::server::dashboard::LiveQuota {
+            cloud: self.planner.clone() as Arc<dyn LiveCloud>,
+            tenant_id: self.tenant.clone(),
+        }) as Arc<dyn crate::server::dashboard::QuotaSource>;
+        let dashboard =
+            crate::server::dashboard::Dashboard::new(self.store.clone(), "SQLite", Some(quota));
+        let view = dashboard.view().await;
+        let router = crate::server::dashboard::router(dashboard);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("cannot listen for the dashboard: {e}"))?;
+        let url = format!(
+            "http://{}/",
+            listener.local_addr().map_err(|e| e.to_string())?
+        );
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        // Read back as a browser would, so "served" is something seen, not assumed. (reqwest is
+        // built without a crypto provider; ring is the process's, as for the GitHub client.)
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let page = reqwest::get(&url)
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| format!("the dashboard did not answer: {}", e.without_url()))?;
+        let served = page.bytes().await.map(|b| b.len()).unwrap_or(0);
+        let clusters: usize = view.fleets.iter().map(|f| f.clusters.len()).sum();
+        out.done(&format!(
+            "{url} answers ({:.1} KiB): {} repository, {} fleet, {clusters} clusters; JSON at {url}api/dashboard",
+            served as f64 / 1024.0,
+            view.repositories.len(),
+            view.fleets.len()
+        ));
+        if wait && std::io::stdin().is_terminal() {
+            out.line("Press Enter to clean up and exit (the dashboard stays up until then).");
+            let _ = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line)
+            })
+            .await;
+        }
+        server.abort();
+
+        Ok(())
+    }
+
+    /// Step 7, cleanup: the fleet destroyed again.
+    async fn cleanup(&self, spec: &FleetSpec, out: &mut Steps) -> Result<(), String> {
+        let destroyed = crate::engine::ops::destroy(
+            &self.connection.client,
+            &self.store,
+            spec,
+            &crate::engine::ops::LifecycleOptions::default(),
+            out.progress(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        if destroyed.failed > 0 {
+            return Err(format!(
+                "{} target(s) could not be destroyed",
+                destroyed.failed
+            ));
+        }
+        out.done(&format!(
+            "{} cluster(s) destroyed",
+            destroyed.clusters.len()
+        ));
+        Ok(())
+    }
 }
 
 fn short(sha: &str) -> &str {
