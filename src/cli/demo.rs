@@ -5,8 +5,9 @@
 //!
 //! Every step runs the code the App runs: the preview is [`super::preview`]'s evaluation (the
 //! App's `evaluate_change`), the reviewed plan is recorded as the preflight job records it,
-//! the merge is decided by [`crate::bot::guard::decide`] and applied by the App's
-//! [`FleetApplier`], and the dashboard is `fleetbot serve`'s own page over the same store.
+//! the merge is applied by the apply job's own apply of a fleet
+//! ([`crate::bot::deploy::job::apply_one`]: lease, guard, apply run, apply, audit), and the
+//! dashboard is `fleetbot serve`'s own page over the same store.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -19,15 +20,16 @@ use clap::Args;
 use super::connect::{Connection, embedded_simulator_of};
 use super::git::Git;
 use crate::bot::backend::{DeployState, Deployer, FleetApplier};
-use crate::bot::guard::{self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger};
+use crate::bot::deploy::job::{ApplyJob, apply_one};
+use crate::bot::guard::Trigger;
 use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
+use crate::bot::report::apply::FleetOutcome;
 use crate::bot::settings::BotSettings;
 use crate::cloud::client::NebiusClient;
 use crate::github::CheckConclusion;
 use crate::sim::World;
 use crate::spec::FleetSpec;
-use crate::store::queue::{now_ms, pr_key};
-use crate::store::{ApplyRun, AuditEntry, SqliteStore};
+use crate::store::SqliteStore;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -252,9 +254,10 @@ impl Lab {
         Ok(())
     }
 
-    /// Step 3, the merge, applied as the App applies it: re-planned, held to the reviewed plan.
+    /// Step 3, the merge, applied by the App's own apply of a fleet: re-planned, held by its
+    /// guard to the plan reviewed, recorded and audited.
     async fn merge(&self, repo: &Repo, out: &mut Steps) -> Result<FleetSpec, String> {
-        let (git, head, tenant, planner) = (&repo.git, &repo.head, &self.tenant, &self.planner);
+        let git = &repo.git;
         git.run(&["checkout", "-q", "main"])?;
         git.run(&[
             "merge",
@@ -265,97 +268,44 @@ impl Lab {
             "add-fleet1-test",
         ])?;
         let merge = git.text(&["rev-parse", "HEAD"])?;
-        let deployer = self.deployer();
         let spec = crate::spec::load_str(FLEET, FLEET_PATH).map_err(|e| e.to_string())?;
-        let planned = planner
-            .plan_fleet(&spec, tenant, None)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or("the fleet has no target the engine plans")?;
-        let reviewed = deployer
-            .state
-            .reviewed_plan(&pr_key(REPO_NAME, PR), head, FLEET_PATH)
-            .await
-            .map_err(|e| e.to_string())?;
-        let reviewed = reviewed.map(|r| {
-            (
-                r.digest.clone(),
-                ReviewSummary::parse(&r.summary).lines.join("\n"),
-            )
-        });
-        let names = PublicNames::of(&spec);
-        let destructive = planned.plan.destructive();
-        let decision = guard::decide(&GuardInput {
+        let job = ApplyJob {
+            repo: REPO_NAME.into(),
+            installation_id: 0,
+            number: PR,
+            sha: merge.clone(),
+            head_sha: repo.head.clone(),
+            base_sha: repo.base.clone(),
             trigger: Trigger::Merge,
-            reviewed: reviewed.as_ref().map(|(d, l)| (d.as_str(), l.as_str())),
-            plan: &planned.plan,
-            destructive: &destructive,
-            approved: false,
-            resumed: None,
-            names: &names,
-        });
-        let prune = match decision {
-            Decision::Apply { prune } => prune,
-            Decision::NothingToDo => false,
-            Decision::Refuse(refusal) => {
+            actor: "you".into(),
+            check_run_id: 0,
+            check_run_url: String::new(),
+            paths: vec![FLEET_PATH.into()],
+            removed: Vec::new(),
+        };
+        let job_id = ApplyJob::job_id(REPO_NAME, PR, &merge, "merge");
+        let deployer = self.deployer();
+        let fleet = apply_one(&deployer, &job_id, &job, spec.clone(), out.progress()).await?;
+        let counts = &fleet.counts;
+        match &fleet.outcome {
+            FleetOutcome::Applied => {}
+            FleetOutcome::Refused { refusal } => {
                 return Err(format!("the guard refused the merge: {refusal:?}"));
             }
-        };
+            FleetOutcome::Failed => {
+                return Err(format!("{} target(s) failed to apply", counts.failed));
+            }
+            other => return Err(format!("the fleet was not applied: {other:?}")),
+        }
+        let deployed = counts.created + counts.changed + counts.unchanged;
         out.detail(&format!(
             "the plan at the merge is the one reviewed; applying {} target(s)",
-            planned.plan.targets.len()
+            deployed + counts.failed
         ));
-        let job_id = format!(
-            "{}:{REPO_NAME}#{PR}@{merge}:merge",
-            crate::bot::deploy::APPLY_JOB
-        );
-        deployer
-            .state
-            .record_apply_run(&ApplyRun {
-                job_id: job_id.clone(),
-                fleet_path: FLEET_PATH.into(),
-                digest: planned.plan.digest.clone(),
-                destructive_approved: false,
-                started_at: now_ms(),
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let progress = out.progress();
-        let result = deployer
-            .applier
-            .apply_fleet(&spec, tenant, prune, progress)
-            .await
-            .map_err(|e| e.to_string())?;
-        let outcome_word = if result.failed == 0 {
-            "success"
-        } else {
-            "failure"
-        };
-        deployer
-            .state
-            .append_audit(&AuditEntry {
-                at: now_ms(),
-                actor: "you".into(),
-                action: "apply (merge)".into(),
-                repo: REPO_NAME.into(),
-                pr: PR,
-                sha: merge.clone(),
-                fleet: FLEET_PATH.into(),
-                outcome: outcome_word.into(),
-                digest: planned.plan.digest.clone(),
-                detail: String::new(),
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        if result.failed > 0 {
-            return Err(format!("{} target(s) failed to apply", result.failed));
-        }
         out.done(&format!(
-            "{} deployed in {} project(s) on the simulator",
-            result.deployed,
+            "{deployed} deployed in {} project(s) on the simulator",
             spec.projects.len()
         ));
-
         Ok(spec)
     }
 

@@ -27,7 +27,7 @@ use crate::bot::jobs::load_config;
 use crate::bot::live::PlannedFleet;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
-use crate::engine::ops::{DeployResult, Event, Outcome, Progress, TargetStatus};
+use crate::engine::ops::{DeployResult, Event, Outcome, Progress, TargetStatus, quiet};
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
@@ -197,7 +197,8 @@ pub async fn run(
             lost.clone(),
         ));
         let mut applier = Applying {
-            repo,
+            repo: Some(repo),
+            sink: None,
             deployer,
             job_id,
             job,
@@ -258,6 +259,44 @@ pub async fn run(
     )
     .await;
     Ok(JobEnd::Published(report))
+}
+
+/// The fleet at the job's one path, applied under the App's guard as the apply job applies
+/// each of its fleets (lease, guard, apply run, rollout, apply, audit), but without GitHub:
+/// the progress goes to `progress` and nothing is published. For `fleetbot demo`.
+pub async fn apply_one(
+    deployer: &Deployer,
+    job_id: &str,
+    job: &ApplyJob,
+    spec: crate::spec::FleetSpec,
+    progress: Progress,
+) -> Result<FleetApply, String> {
+    let path = job.paths.first().cloned().unwrap_or_default();
+    let specs = [SpecAt::Valid(path.clone(), Box::new(spec))];
+    let leases = take_leases(deployer, job_id, job, &specs)
+        .await
+        .map_err(|Wait(holder, _)| format!("the fleet is locked by {holder}"))?;
+    let applying = Applying {
+        repo: None,
+        sink: Some(progress),
+        deployer,
+        job_id,
+        job,
+        runtime: None,
+        rollout: Default::default(),
+        done: 0,
+        total: 1,
+        lost: Arc::new(AtomicBool::new(false)),
+    };
+    let [spec] = specs;
+    let fleet = applying.fleet(spec).await;
+    for lease in leases {
+        if let Err(e) = deployer.state.release_lease(&lease).await {
+            tracing::warn!("cannot release a fleet lease: {e}");
+        }
+    }
+    audit(deployer, job, "apply", &path, conclusion_word(&fleet), "").await;
+    Ok(fleet)
 }
 
 fn conclusion_word(fleet: &FleetApply) -> &'static str {
@@ -346,7 +385,10 @@ async fn take_leases(
 
 /// The fleets of one job, applied one after another.
 struct Applying<'a> {
-    repo: &'a RepoClient,
+    /// The repository, for the base's spec and the check run's progress; `None` for an
+    /// apply without GitHub ([`apply_one`]), whose progress goes to `sink`.
+    repo: Option<&'a RepoClient>,
+    sink: Option<Progress>,
     deployer: &'a Deployer,
     job_id: &'a str,
     job: &'a ApplyJob,
@@ -532,7 +574,7 @@ impl Applying<'_> {
             return None;
         }
         let bytes = self
-            .repo
+            .repo?
             .file_content(path, &self.job.base_sha)
             .await
             .ok()??;
@@ -556,8 +598,11 @@ impl Applying<'_> {
     }
 
     fn progress(&self, path: &str, targets: usize) -> ProgressReporter {
+        let Some(repo) = self.repo else {
+            return ProgressReporter::forwarding(self.sink.clone().unwrap_or_else(quiet));
+        };
         ProgressReporter::start(
-            self.repo.clone(),
+            repo.clone(),
             self.job.check_run_id,
             format!(
                 "Applying `{path}` (fleet {} of {})",
@@ -694,7 +739,9 @@ async fn publish(
 /// engine's progress lines; only counts and the current target's name are shown.
 struct ProgressReporter {
     state: Arc<Mutex<ProgressState>>,
-    task: tokio::task::JoinHandle<()>,
+    /// The task that publishes, or the caller's own sink (an apply without GitHub).
+    task: Option<tokio::task::JoinHandle<()>>,
+    forward: Option<Progress>,
 }
 
 #[derive(Default)]
@@ -731,10 +778,25 @@ impl ProgressReporter {
                 }
             }
         });
-        ProgressReporter { state, task }
+        ProgressReporter {
+            state,
+            task: Some(task),
+            forward: None,
+        }
+    }
+
+    fn forwarding(sink: Progress) -> Self {
+        ProgressReporter {
+            state: Arc::default(),
+            task: None,
+            forward: Some(sink),
+        }
     }
 
     fn sink(&self) -> Progress {
+        if let Some(sink) = &self.forward {
+            return sink.clone();
+        }
         let state = self.state.clone();
         Arc::new(move |event: &Event| {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -761,6 +823,8 @@ impl ProgressReporter {
     }
 
     async fn stop(self) {
-        self.task.abort();
+        if let Some(task) = self.task {
+            task.abort();
+        }
     }
 }
