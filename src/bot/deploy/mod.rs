@@ -3,6 +3,7 @@
 //! [`super::backend`].
 
 pub mod job;
+mod progress;
 mod specs;
 pub mod waves;
 
