@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 /// Each top-level module's rank; a module may use only modules of a lower rank, and the pairs
 /// in [`BESIDE`].
 const RANKS: &[(&str, u8)] = &[
-    ("fleet", 9),
-    ("cli", 8),
-    ("server", 7),
-    ("bot", 6),
+    ("cli", 9),
+    ("server", 8),
+    ("bot", 7),
+    ("fleet", 6),
     ("engine", 5),
     ("github", 4),
     ("clusters", 4),
@@ -300,6 +300,76 @@ fn the_modules_of_each_layer_form_no_cycle() {
     cycles.sort();
     cycles.dedup();
     assert!(cycles.is_empty(), "{}", cycles.join("\n"));
+}
+
+/// The engine's calls that change a fleet; outside the engine only [`MUTATOR`] names them.
+const MUTATIONS: &[&str] = &["deploy", "deploy_prepared", "destroy"];
+
+/// ARCHITECTURE.md: "only `fleet::apply` mutates a fleet".
+const MUTATOR: &[&str] = &["fleet", "apply"];
+
+/// Module paths whose `refs` name an engine call in [`MUTATIONS`] (as `engine::ops::deploy`,
+/// or the function inside its own module).
+fn mutations(refs: &[Vec<String>]) -> Vec<String> {
+    refs.iter()
+        .filter(|r| {
+            r.len() >= 3
+                && r[0] == "engine"
+                && r[1] == "ops"
+                && MUTATIONS.contains(&r[2].as_str())
+                && (r.len() == 3 || MUTATIONS.contains(&r[3].as_str()))
+        })
+        .map(|r| r.join("::"))
+        .collect()
+}
+
+#[test]
+fn only_fleet_apply_mutates_a_fleet() {
+    let mut problems = Vec::new();
+    for (file, path, refs) in graph() {
+        let exempt = path.first().is_some_and(|m| EXEMPT.contains(&m.as_str()));
+        if exempt || path.first().is_some_and(|m| m == "engine") || path == MUTATOR {
+            continue;
+        }
+        for call in mutations(&refs) {
+            problems.push(format!("{file}: calls `{call}`; go through `fleet::apply`"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let old_cli_deploy = references(
+        &["cli".into(), "deploy".into()],
+        "use crate::engine::ops::{LifecycleOptions, deploy_prepared, prepare, select};\nlet r = crate::engine::ops::destroy(c, s);",
+    );
+    assert_eq!(
+        mutations(&old_cli_deploy),
+        ["engine::ops::deploy_prepared", "engine::ops::destroy"]
+    );
+}
+
+/// ARCHITECTURE.md: "`bot` holds only GitHub glue": the cloud (and what reads or changes it
+/// without GitHub: live plans, the guard, applying) is reached through `fleet`, never named in
+/// `bot`.
+#[test]
+fn bot_holds_only_github_glue() {
+    let problems: Vec<String> = graph()
+        .into_iter()
+        .filter(|(_, path, _)| path.first().is_some_and(|m| m == "bot"))
+        .flat_map(|(file, _, refs)| {
+            refs.into_iter()
+                .filter(|r| r.first().is_some_and(|m| m == "cloud"))
+                .map(move |r| format!("{file}: names `{}`; that belongs in `fleet`", r.join("::")))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join("bot");
+    for domain in ["guard.rs", "live.rs", "backend"] {
+        assert!(
+            !src.join(domain).exists(),
+            "src/bot/{domain} imports nothing from GitHub; it lives in src/fleet/"
+        );
+    }
 }
 
 #[test]

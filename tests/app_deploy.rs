@@ -696,7 +696,7 @@ async fn a_fleet_locked_by_a_dead_apply_waits_until_its_lease_expires_and_unlock
     let store = fleetbot::store::SqliteStore::open(&live.dir.path().join("fleetbot.sqlite"))
         .await
         .unwrap();
-    let key = fleetbot::bot::backend::fleet_lease_key(&live.tenant, "staging");
+    let key = fleetbot::fleet::backend::fleet_lease_key(&live.tenant, "staging");
     let now = fleetbot::store::queue::now_ms();
     let taken = store
         .take_lease(&key, "apply:dead-job", "#11 at deadbee (merge)", now, 3_000)

@@ -195,7 +195,7 @@ async fn seeded(dir: &Path, p: &Private) -> SqliteStore {
         })
         .await
         .unwrap();
-    let lease_key = fleetbot::bot::backend::fleet_lease_key(&p.tenant, "infer");
+    let lease_key = fleetbot::fleet::backend::fleet_lease_key(&p.tenant, "infer");
     store
         .take_lease(
             &lease_key,

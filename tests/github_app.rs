@@ -406,8 +406,8 @@ struct Live {
 /// A simulator with `fleets/prod.yaml` from `main` deployed by fleetbot, and a bot that plans
 /// against it with the same inventory behind the failure switch.
 async fn live_world() -> Live {
-    use fleetbot::bot::live::{CloudPlanner, LiveCloud};
     use fleetbot::engine::ops::{LifecycleOptions, deploy};
+    use fleetbot::fleet::live::{CloudPlanner, LiveCloud};
     let world = include_str!("../fixtures/sim/default.yaml")
         .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
     let sim = support::simulator(&world).await;

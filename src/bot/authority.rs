@@ -12,7 +12,7 @@
 use std::fmt;
 
 use super::config::ApplyMode;
-use super::guard::Trigger;
+use crate::fleet::guard::Trigger;
 use crate::github::Permission;
 use crate::store::PrHead;
 

@@ -7,14 +7,11 @@
 //! check runs, so the rules are tested without any network.
 
 pub mod authority;
-pub mod backend;
 pub mod commands;
 pub mod config;
 pub mod deploy;
-pub mod guard;
 pub mod handler;
 pub mod jobs;
-pub mod live;
 pub mod pr;
 pub mod reconcile;
 pub mod render;

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::bot::config::LoadedConfig;
-use crate::bot::guard::{PublicNames, ReviewSummary};
 use crate::bot::report::drift::{DriftReport, DriftState, FleetDrift, Repair};
 use crate::bot::settings::BotSettings;
 use crate::engine::live::ReadCache;
+use crate::fleet::guard::{PublicNames, ReviewSummary};
 use crate::github::{OpenPullRequest, RepoClient};
 use crate::store::NewJob;
 
@@ -200,7 +200,7 @@ pub async fn drift(
 async fn compare(
     repo: &RepoClient,
     settings: &BotSettings,
-    cloud: &dyn crate::bot::live::LiveCloud,
+    cloud: &dyn crate::fleet::live::LiveCloud,
     path: &str,
     head: &str,
     reads: &Arc<ReadCache>,

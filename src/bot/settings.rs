@@ -4,8 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::backend::Deployer;
-use super::live::LiveCloud;
+use crate::fleet::backend::Deployer;
+use crate::fleet::live::LiveCloud;
 use crate::quota::evidence::QuotaEvidence;
 
 /// Where quota evidence comes from for the budget, and for which tenant.

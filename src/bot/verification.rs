@@ -3,14 +3,14 @@
 //! (`in_progress` at once, then the sanitized summary), for the slash commands
 //! (`super::handler`) and after an apply (`super::deploy`) alike.
 
-use crate::bot::backend::Deployer;
 use crate::bot::config::VerifyKind;
-use crate::bot::guard::PublicNames;
 use crate::bot::report::verify::{
     FleetVerification, VerifyCheck, check_name, graphics_check, storage_check,
 };
 use crate::bot::report::verify_mig::mig_check;
 use crate::engine::verify::{mig_targets, select_targets};
+use crate::fleet::backend::Deployer;
+use crate::fleet::guard::PublicNames;
 use crate::github::{CheckOutput, CheckRunPayload, ClientError, RepoClient, RunningCheck};
 use crate::spec::FleetSpec;
 

@@ -17,19 +17,19 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use super::connect::{Connection, embedded_simulator_of};
 use super::git::Git;
-use crate::bot::backend::{DeployState, Deployer, FleetApplier};
 use crate::bot::deploy::job::{ApplyJob, apply_one};
-use crate::bot::guard::Trigger;
-use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
 use crate::bot::report::apply::FleetOutcome;
 use crate::bot::settings::BotSettings;
 use crate::cloud::client::NebiusClient;
+use crate::fleet::backend::{Deployer, FleetApplier};
+use crate::fleet::connect::{Connection, embedded_simulator_of};
+use crate::fleet::guard::Trigger;
+use crate::fleet::live::{CloudPlanner, LiveCloud, VerifyConfig};
 use crate::github::CheckConclusion;
 use crate::sim::World;
 use crate::spec::FleetSpec;
-use crate::store::SqliteStore;
+use crate::store::{DeployStore, SqliteStore};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -190,7 +190,7 @@ impl Lab {
     fn deployer(&self) -> Deployer {
         Deployer {
             applier: self.planner.clone() as Arc<dyn FleetApplier>,
-            state: Arc::new(self.store.clone()) as Arc<dyn DeployState>,
+            state: Arc::new(self.store.clone()) as Arc<dyn DeployStore>,
             tenant_id: self.tenant.clone(),
             lease: Duration::from_secs(120),
         }
@@ -391,7 +391,7 @@ impl Lab {
 
     /// Step 7, cleanup: the fleet destroyed again.
     async fn cleanup(&self, spec: &FleetSpec, out: &mut Steps) -> Result<(), String> {
-        let destroyed = crate::engine::ops::destroy(
+        let destroyed = crate::fleet::apply::destroy(
             &self.connection.client,
             &self.store,
             spec,

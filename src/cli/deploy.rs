@@ -7,12 +7,13 @@ use clap::Args;
 use serde_json::json;
 
 use super::lifecycle::{
-    confirm, open_cloud, open_inventory, progress_for, resolve_ssh_key, resolve_tenant, runtime,
-    selection_refused,
+    confirm, open_cloud, progress_for, resolve_ssh_key, resolve_tenant, runtime, selection_refused,
 };
 use super::output::{OutputFormat, print_json};
 use crate::engine::live::{Action, LivePlan};
-use crate::engine::ops::{LifecycleOptions, deploy_prepared, prepare, select};
+use crate::engine::ops::{LifecycleOptions, select};
+use crate::fleet::apply::{Approved, apply, plan};
+use crate::fleet::open_inventory;
 
 #[derive(Debug, Args)]
 pub struct DeployArgs {
@@ -208,16 +209,17 @@ pub fn run(args: DeployArgs) -> ExitCode {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
-        let mut options = LifecycleOptions {
+        let options = LifecycleOptions {
             ssh_public_key: resolve_ssh_key(&spec, true),
             ..options
         };
         // The plan is read first (nothing is changed) so the confirmation can say what the
         // deploy deletes or shrinks, and what is applied is exactly what was confirmed.
-        let prepared = match prepare(&connection.client, &store, &spec, &tenant, &options).await {
+        let prepared = match plan(&connection.client, &store, &spec, &tenant, &options).await {
             Ok(p) => p,
             Err(e) => return fail(e.to_string()),
         };
+        let mut allow_destroy = args.allow_destroy;
         // A plan with problems is refused by the engine before anything else: nothing to ask.
         if !prepared.plan.has_problems() {
             let mut note = plan_lines(&prepared.plan, pruning);
@@ -247,15 +249,16 @@ pub fn run(args: DeployArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
             // Answering the prompt that listed each destructive line allows exactly those.
-            options.allow_destructive |= !args.yes;
+            allow_destroy |= !args.yes;
         }
-        match deploy_prepared(
+        match apply(
             &connection.client,
             &store,
             &spec,
             &tenant,
             &options,
             prepared,
+            Approved::ByPerson { allow_destroy },
             progress_for(targets.len(), json),
         )
         .await

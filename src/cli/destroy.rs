@@ -6,9 +6,11 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::lifecycle::{confirm, open_cloud, open_inventory, progress_for, runtime};
+use super::lifecycle::{confirm, open_cloud, progress_for, runtime};
 use super::output::{OutputFormat, print_json};
-use crate::engine::ops::{LifecycleOptions, destroy, select};
+use crate::engine::ops::{LifecycleOptions, select};
+use crate::fleet::apply::destroy;
+use crate::fleet::open_inventory;
 
 #[derive(Debug, Args)]
 pub struct DestroyArgs {

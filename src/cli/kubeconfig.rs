@@ -7,11 +7,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::connect::{ConnectOptions, Connection, connect_configured};
-use super::lifecycle::{open_cloud, open_inventory, profile_for, runtime};
+use super::lifecycle::{open_cloud, profile_for, runtime};
 use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
 use crate::clusters::{ClusterEndpoint, context_name};
 use crate::engine::ops::deployed_clusters;
+use crate::fleet::connect::{ConnectOptions, Connection, connect_configured};
+use crate::fleet::open_inventory;
 
 #[derive(Debug, Args)]
 pub struct KubeconfigArgs {
@@ -198,7 +199,7 @@ async fn residentially(
         return Ok((connection, None));
     }
     let options = ConnectOptions::from_env(profile)?;
-    let state = super::connect::sim_state_path(&options)?;
+    let state = crate::fleet::connect::sim_state_path(&options)?;
     if connection.resident.is_some() {
         return Ok((connection, Some(state)));
     }
@@ -207,7 +208,7 @@ async fn residentially(
     }
     let world = options.sim_world.clone();
     let serves = state.clone();
-    tokio::task::spawn_blocking(move || super::resident::ensure(&serves, world.as_deref()))
+    tokio::task::spawn_blocking(move || crate::fleet::resident::ensure(&serves, world.as_deref()))
         .await
         .map_err(|e| e.to_string())??;
     Ok((open_cloud(profile).await?, Some(state)))
@@ -234,7 +235,7 @@ pub fn run_token(args: KubeTokenArgs) -> ExitCode {
         }
     };
     if let Some(state) = &args.simulator_state {
-        return match super::resident::find(state) {
+        return match crate::fleet::resident::find(state) {
             Some(resident) => {
                 println!("{}", exec_credential(&resident.token));
                 ExitCode::SUCCESS

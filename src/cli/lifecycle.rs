@@ -5,12 +5,12 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::connect::{ConnectOptions, Connection, connect};
 use crate::cloud::profile::{NebiusConfig, default_config_path};
 use crate::engine::ops::{Event, Progress};
+use crate::fleet::connect::{ConnectOptions, Connection, connect};
+use crate::fleet::env_tenant;
 use crate::spec::FleetSpec;
 use crate::spec::select::{SelectError, parse_selector, select};
-use crate::store::SqliteStore;
 
 /// Targets deployed, destroyed or verified at once when `-j` is not given. Targets are
 /// independent (their own clusters, node groups and state), and on Nebius each takes minutes,
@@ -111,15 +111,6 @@ pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
     }
 }
 
-/// `FLEETBOT_TENANT_ID`, when set: the tenant for specs that name none, for the CLI as for the
-/// server.
-pub fn env_tenant() -> Option<String> {
-    std::env::var("FLEETBOT_TENANT_ID")
-        .ok()
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-}
-
 /// The tenant: the spec's, else `FLEETBOT_TENANT_ID` (as the server reads it), else what the
 /// credentials' source names (the simulator's tenant, a profile's `tenant-id`), else the named
 /// or active profile's in `~/.nebius/config.yaml`.
@@ -168,33 +159,6 @@ pub fn resolve_ssh_key(spec: &FleetSpec, warn: bool) -> String {
         );
     }
     String::new()
-}
-
-/// The inventory for this cloud: beside the simulator's state when simulated (so the two
-/// never mix), else `FLEETBOT_INVENTORY` or the user's data directory.
-pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, String> {
-    let path = inventory_path(connection.is_simulated());
-    SqliteStore::open(&path).await.map_err(|e| e.to_string())
-}
-
-/// Where [`open_inventory`] keeps the inventory of the embedded simulator (`simulated`) or of
-/// Nebius. `serve` on the embedded simulator defaults its store to the same file, so its
-/// dashboard shows the clusters the CLI deployed there.
-pub fn inventory_path(simulated: bool) -> PathBuf {
-    if let Some(path) = std::env::var_os("FLEETBOT_INVENTORY") {
-        return PathBuf::from(path);
-    }
-    if simulated {
-        let state = std::env::var_os("FLEETBOT_SIM_STATE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| super::connect::default_sim_state("default"));
-        return state.with_extension("inventory.sqlite");
-    }
-    dirs::data_dir()
-        .or_else(dirs::home_dir)
-        .unwrap_or_else(std::env::temp_dir)
-        .join("fleetbot")
-        .join("inventory.sqlite")
 }
 
 /// Progress for `targets` targets: a progress bar on a terminal in text mode (step lines above

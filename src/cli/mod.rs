@@ -1,7 +1,6 @@
 //! Command-line interface: argument parsing and dispatch; one file per subcommand.
 
 mod args;
-pub mod connect;
 pub mod demo;
 pub mod deploy;
 pub mod destroy;
@@ -16,7 +15,6 @@ pub mod preview;
 mod preview_post;
 pub mod probe;
 mod register;
-pub mod resident;
 pub mod scan;
 pub mod serve;
 mod serve_start;

@@ -215,8 +215,9 @@ fn live_plan(
     spec: &crate::spec::FleetSpec,
     args: &PlanArgs,
 ) -> Result<crate::engine::live::LivePlan, ExitCode> {
-    use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
+    use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime};
     use crate::engine::ops::{LifecycleOptions, prepare};
+    use crate::fleet::open_inventory;
     let prefix = if args.project_prefix.is_empty() {
         &spec.project_prefix
     } else {

@@ -82,10 +82,11 @@ pub fn run(args: PreflightArgs) -> ExitCode {
 /// Live evidence: the tenant's allowances and capacity blocks read through the cloud layer, and
 /// unchanged targets proven by the live plan (so they add no demand).
 fn run_live(args: PreflightArgs) -> ExitCode {
-    use super::lifecycle::{open_cloud, open_inventory, resolve_ssh_key, resolve_tenant, runtime};
+    use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime};
     use super::preflight_run::run_with;
     use crate::engine::ops::{LifecycleOptions, prepare};
     use crate::engine::preflight::{live_evidence, proven_state};
+    use crate::fleet::open_inventory;
 
     let spec = match args.spec.load() {
         Ok(spec) => spec,

@@ -14,15 +14,16 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::git::{Git, Refs};
-use super::lifecycle::{env_tenant, open_cloud, open_inventory, runtime};
+use super::lifecycle::{open_cloud, runtime};
 use super::output::print_json;
 use super::preview_post::ActionsContext;
 use crate::bot::config::{CONFIG_PATH, LoadedConfig};
 use crate::bot::jobs::preflight::{Change, FetchBudget, evaluate_change, too_large};
-use crate::bot::live::{CloudPlanner, LiveCloud};
 use crate::bot::pr::ChangedFile;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
+use crate::fleet::live::{CloudPlanner, LiveCloud};
+use crate::fleet::{env_tenant, open_inventory};
 use crate::github::{CheckConclusion, CheckRunPayload, FileStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
 use super::git::{Git, Refs};
 use crate::bot::pr::PrOutcome;
+use crate::fleet::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
 use crate::github::client::ClientConfig;
 use crate::github::{AppIdentity, GitHubClient, RepoName, SecretString};
 

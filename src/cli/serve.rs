@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
 use super::serve_start::{DashboardPlace, OpenStore, open_store};
-use crate::bot::backend::{DeployState, Deployer, FleetApplier};
-use crate::bot::live::{CloudPlanner, LiveCloud, VerifyConfig};
 use crate::bot::{Bot, BotSettings};
+use crate::fleet::backend::{Deployer, FleetApplier};
+use crate::fleet::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
+use crate::fleet::live::{CloudPlanner, LiveCloud, VerifyConfig};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::sources::SourceSetting;
@@ -359,7 +359,7 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         None if cloud == Some(CloudChoice::Simulator)
             || std::env::var_os("FLEETBOT_INVENTORY").is_some() =>
         {
-            StoreUrl::Sqlite(super::lifecycle::inventory_path(true))
+            StoreUrl::Sqlite(crate::fleet::inventory_path(true))
         }
         url => StoreUrl::parse(url, &StoreUrl::default_dir()).map_err(|e| e.to_string())?,
     };
@@ -515,7 +515,7 @@ async fn serve_with<
             tracing::info!("merges into the default branch are applied");
             Some(Deployer {
                 applier,
-                state: Arc::new(store.clone()) as Arc<dyn DeployState>,
+                state: Arc::new(store.clone()) as Arc<dyn DeployStore>,
                 tenant_id,
                 lease: Duration::from_secs(args.apply_lease_secs.max(1)),
             })

@@ -160,15 +160,15 @@ pub fn run(args: SimArgs) -> ExitCode {
             println!("  state: {}", state.display());
         }
         if let (Some(token), Some(state)) = (&resident_token, &args.state) {
-            let resident = super::resident::Resident {
+            let resident = crate::fleet::resident::Resident {
                 pid: std::process::id(),
                 endpoint: sim.endpoint(),
                 tenant_id: sim.tenant_id(),
                 token: token.clone(),
                 probe_image: probe_image.clone(),
             };
-            if let Err(e) = super::resident::write(state, &resident) {
-                eprintln!("fleetbot sim: cannot write {}: {e}", super::resident::file_of(state).display());
+            if let Err(e) = crate::fleet::resident::write(state, &resident) {
+                eprintln!("fleetbot sim: cannot write {}: {e}", crate::fleet::resident::file_of(state).display());
                 sim.stop().await;
                 return ExitCode::FAILURE;
             }
@@ -190,7 +190,7 @@ pub fn run(args: SimArgs) -> ExitCode {
         stopped().await;
         eprintln!("fleetbot sim: stopping");
         if let (true, Some(state)) = (args.resident, &args.state) {
-            super::resident::remove(state);
+            crate::fleet::resident::remove(state);
         }
         sim.stop().await;
         ExitCode::SUCCESS

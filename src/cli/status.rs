@@ -8,9 +8,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::lifecycle::{open_cloud, open_inventory, runtime};
+use super::lifecycle::{open_cloud, runtime};
 use super::output::{OutputFormat, print_json};
 use crate::engine::ops::status;
+use crate::fleet::open_inventory;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {

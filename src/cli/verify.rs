@@ -11,14 +11,15 @@ use clap::Args;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use super::connect::Connection;
-use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, runtime};
+use super::lifecycle::{open_cloud, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
 use crate::clusters::load_kubeconfig_map;
 use crate::engine::verify::graphics_report::GraphicsReport;
 use crate::engine::verify::{
     GraphicsOptions, StorageOptions, StorageReport, verify_graphics, verify_storage,
 };
+use crate::fleet::connect::Connection;
+use crate::fleet::open_inventory;
 use crate::spec::FleetSpec;
 
 #[derive(Debug, Args)]

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::lifecycle::{open_cloud, open_inventory, profile_for, progress_for, runtime};
+use super::lifecycle::{open_cloud, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
 use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
 use crate::engine::verify::evidence_dir::EvidenceDir;
 use crate::engine::verify::{
     MigError, MigOptions, MigVerificationReport, select_mig_target, verify_mig,
 };
+use crate::fleet::open_inventory;
 use crate::spec::FleetSpec;
 
 #[derive(Debug, Args)]

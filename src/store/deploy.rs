@@ -14,8 +14,6 @@
 //!
 //! Time is passed in (unix milliseconds) instead of read inside, as in the job queue.
 
-use std::future::Future;
-
 use super::StoreError;
 
 /// The live plan a pull request's sticky comment showed for one fleet at one head commit.
@@ -98,78 +96,61 @@ pub enum LeaseTake {
     Held(Lease),
 }
 
-/// Merge-to-deploy's durable state.
+/// Merge-to-deploy's durable state. Object-safe (`Arc<dyn DeployStore>`), so the apply flow
+/// holds one whichever backend the server opened, and a test can stand in its own.
+#[async_trait::async_trait]
 pub trait DeployStore: Send + Sync + 'static {
     /// Upsert on (pr_key, head_sha, fleet_path): the latest preflight of that head wins.
-    fn record_reviewed_plan(
-        &self,
-        plan: &ReviewedPlan,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn record_reviewed_plan(&self, plan: &ReviewedPlan) -> Result<(), StoreError>;
 
     /// The plan recorded for that head and fleet, if any.
-    fn reviewed_plan(
+    async fn reviewed_plan(
         &self,
         pr_key: &str,
         head_sha: &str,
         fleet_path: &str,
-    ) -> impl Future<Output = Result<Option<ReviewedPlan>, StoreError>> + Send;
+    ) -> Result<Option<ReviewedPlan>, StoreError>;
 
     /// Records that the pull request's head was `head_sha` from `seen_at` on. Recording the
     /// same head at the same instant again changes nothing.
-    fn record_pr_head(
+    async fn record_pr_head(
         &self,
         pr_key: &str,
         head_sha: &str,
         seen_at: i64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> Result<(), StoreError>;
 
     /// Every head recorded for the pull request, oldest first.
-    fn pr_heads(
-        &self,
-        pr_key: &str,
-    ) -> impl Future<Output = Result<Vec<PrHead>, StoreError>> + Send;
+    async fn pr_heads(&self, pr_key: &str) -> Result<Vec<PrHead>, StoreError>;
 
     /// Records (or keeps the first record of) a job's guard pass for a fleet.
-    fn record_apply_run(
-        &self,
-        run: &ApplyRun,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn record_apply_run(&self, run: &ApplyRun) -> Result<(), StoreError>;
 
     /// The job's record for the fleet, if it passed the guard before.
-    fn apply_run(
+    async fn apply_run(
         &self,
         job_id: &str,
         fleet_path: &str,
-    ) -> impl Future<Output = Result<Option<ApplyRun>, StoreError>> + Send;
+    ) -> Result<Option<ApplyRun>, StoreError>;
 
     /// Upsert on (pr_key, fleet_path, digest).
-    fn record_approval(
-        &self,
-        approval: &Approval,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn record_approval(&self, approval: &Approval) -> Result<(), StoreError>;
 
     /// The approval of that digest, if any.
-    fn approval(
+    async fn approval(
         &self,
         pr_key: &str,
         fleet_path: &str,
         digest: &str,
-    ) -> impl Future<Output = Result<Option<Approval>, StoreError>> + Send;
+    ) -> Result<Option<Approval>, StoreError>;
 
     /// Appends one record; records are never changed.
-    fn append_audit(
-        &self,
-        entry: &AuditEntry,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;
 
     /// Newest first, at most `limit`, of one repository (`owner/name`, compared
     /// case-insensitively). Records of one millisecond come in the order they were appended
     /// (on PostgreSQL, two appended at the same instant by two replicas may come either way).
-    fn audit(
-        &self,
-        repo: &str,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
+    async fn audit(&self, repo: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
 
     /// Takes the fleet's lease until `now + ttl_ms`. Acquired when the fleet is free, when the
     /// current lease expired (`expires_at <= now`), or when `owner` already holds it (a
@@ -177,40 +158,28 @@ pub trait DeployStore: Send + Sync + 'static {
     /// every token ever handed out for this fleet (kept across release and break, never
     /// reused). Otherwise [`LeaseTake::Held`] with the current lease. Atomic across replicas.
     /// An empty `owner` is refused: it is how a free lease is stored.
-    fn take_lease(
+    async fn take_lease(
         &self,
         fleet_key: &str,
         owner: &str,
         holder: &str,
         now: i64,
         ttl_ms: i64,
-    ) -> impl Future<Output = Result<LeaseTake, StoreError>> + Send;
+    ) -> Result<LeaseTake, StoreError>;
 
     /// Extends to `until` only if `lease.token` is still the current token and it was not
     /// released or broken; `false` otherwise.
-    fn renew_lease(
-        &self,
-        lease: &Lease,
-        until: i64,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    async fn renew_lease(&self, lease: &Lease, until: i64) -> Result<bool, StoreError>;
 
     /// Frees it only if `lease.token` is current (and not already freed); `false` otherwise.
-    fn release_lease(&self, lease: &Lease)
-    -> impl Future<Output = Result<bool, StoreError>> + Send;
+    async fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError>;
 
     /// The current lease, `None` when free or expired at `now`.
-    fn lease(
-        &self,
-        fleet_key: &str,
-        now: i64,
-    ) -> impl Future<Output = Result<Option<Lease>, StoreError>> + Send;
+    async fn lease(&self, fleet_key: &str, now: i64) -> Result<Option<Lease>, StoreError>;
 
     /// `/unlock`: frees whatever holds the fleet now (expired or not) and returns what was
     /// freed (`None` if it was free). A later renew or release with the old token is `false`.
-    fn break_lease(
-        &self,
-        fleet_key: &str,
-    ) -> impl Future<Output = Result<Option<Lease>, StoreError>> + Send;
+    async fn break_lease(&self, fleet_key: &str) -> Result<Option<Lease>, StoreError>;
 }
 
 /// Why a lease may not be taken by `owner`, if it may not.

@@ -454,6 +454,7 @@ impl JobQueue for SqliteStore {
     }
 }
 
+#[async_trait::async_trait]
 impl DeployStore for SqliteStore {
     async fn record_reviewed_plan(&self, plan: &ReviewedPlan) -> Result<(), StoreError> {
         let plan = plan.clone();

@@ -19,16 +19,16 @@ use crate::runtime::RuntimeValues;
 use super::progress::ProgressReporter;
 use super::specs::{Commit, SpecAt, one_fleet_one_file, read_spec};
 use super::{APPLY_ACTION, APPLY_CHECK, APPLY_JOB};
-use crate::bot::backend::{Deployer, fleet_lease_key, plan_now};
 use crate::bot::config::LoadedConfig;
-use crate::bot::guard::{
-    self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger, approval_digest,
-};
 use crate::bot::jobs::load_config;
-use crate::bot::live::PlannedFleet;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
 use crate::engine::ops::{DeployResult, Progress, TargetStatus, quiet};
+use crate::fleet::backend::{Deployer, fleet_lease_key, plan_now};
+use crate::fleet::guard::{
+    self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger, approval_digest,
+};
+use crate::fleet::live::PlannedFleet;
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
@@ -322,7 +322,7 @@ struct Wait(String, Option<i64>);
 /// Keeps the leases alive while the job applies (every third of their length). A lease that
 /// cannot be renewed was freed (`/unlock`) or taken over: the flag stops the next fleet.
 async fn renew_leases(
-    state: Arc<dyn crate::bot::backend::DeployState>,
+    state: Arc<dyn crate::store::DeployStore>,
     leases: Vec<Lease>,
     ttl: Duration,
     lost: Arc<AtomicBool>,

@@ -1,6 +1,6 @@
 //! Merge to deploy: the apply job ([`job`]) and the names the App's apply surface keeps
-//! stable. What may be applied is decided by [`super::guard`]; what applying needs is
-//! [`super::backend`].
+//! stable. What may be applied is decided by [`crate::fleet::guard`]; what applying needs is
+//! [`crate::fleet::backend`].
 
 pub mod job;
 mod progress;

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use crate::bot::backend::Deployer;
 use crate::bot::config::RolloutConfig;
-use crate::bot::guard::PublicNames;
-use crate::bot::live::LiveError;
 use crate::engine::ops::{DeployResult, Event, Progress};
+use crate::fleet::backend::Deployer;
+use crate::fleet::guard::PublicNames;
+use crate::fleet::live::LiveError;
 use crate::privacy::allowlist::glob_to_regex;
 use crate::spec::{Backend, FleetSpec};
 

@@ -5,12 +5,12 @@
 use super::apply::{ApplyRequest, names_fleet};
 use super::{Bot, BotError};
 use crate::bot::authority::{Ask, CommentNow, bound_to_comment};
-use crate::bot::backend::{Deployer, fleet_lease_key};
 use crate::bot::commands::Command;
 use crate::bot::deploy::job::short;
-use crate::bot::guard::{PublicNames, ReviewSummary, approval_digest};
 use crate::bot::jobs::load_config;
 use crate::bot::report::ReplyNote;
+use crate::fleet::backend::{Deployer, fleet_lease_key};
+use crate::fleet::guard::{PublicNames, ReviewSummary, approval_digest};
 use crate::github::events::IssueCommentEvent;
 use crate::github::{FileStatus, PullState, RepoClient};
 use crate::store::queue::{now_ms, pr_key};

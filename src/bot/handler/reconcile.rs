@@ -6,11 +6,11 @@ use sha2::{Digest, Sha256};
 
 use super::{Bot, BotError, Handled};
 use crate::bot::deploy::job::{ApplyJob, DRIFT_REPAIR, acknowledge};
-use crate::bot::guard::Trigger;
 use crate::bot::jobs::load_config;
 use crate::bot::reconcile::{ReconcileJob, drift, recovery_job};
 use crate::bot::render::DRIFT_ISSUE_MARKER;
 use crate::bot::report::drift::{DRIFT_CHECK, DriftReport, Repair};
+use crate::fleet::guard::Trigger;
 use crate::github::{CheckOutput, CheckRunPayload, RepoClient, RepoName};
 use crate::store::queue::{now_ms, pr_key};
 use crate::store::{NewJob, ReviewedPlan};

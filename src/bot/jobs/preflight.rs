@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 
 use super::load_config;
 use crate::bot::config::{LoadedConfig, SpecMatcher};
-use crate::bot::guard::{PublicNames, ReviewSummary};
-use crate::bot::live::{LiveSpec, read_live};
 use crate::bot::pr::{
     ChangedFile, OtherSpec, PrInput, PrOutcome, QuotaInput, evaluate_pull_request,
 };
 use crate::bot::render::COMMENT_MARKER;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
+use crate::fleet::guard::{PublicNames, ReviewSummary};
+use crate::fleet::live::{LiveSpec, read_live};
 use crate::github::client::{StickyComment, is_safe_repo_path};
 use crate::github::{ClientError, FileStatus, RepoClient};
 use crate::runtime::RuntimeValues;

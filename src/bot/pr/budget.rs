@@ -2,8 +2,8 @@
 //! configured evidence, reduced to public rows and lines without the tenant.
 
 use super::{QuotaInput, scrub_tenant};
-use crate::bot::live::LiveSpec;
 use crate::bot::report::{BudgetLine, BudgetReport, BudgetStatus, plural};
+use crate::fleet::live::LiveSpec;
 use crate::quota::evidence::QuotaEvidence;
 use crate::quota::render::{format_amount, format_signed};
 use crate::quota::scope::{ProvenState, SOPERATOR_SKIP_REASON, ScopeOptions, fleet_demand};

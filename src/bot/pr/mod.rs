@@ -5,7 +5,7 @@
 //! [`evaluate_pull_request`] does no IO, so every rule here is unit-tested and the GitHub side
 //! ([`super::jobs`]) only fetches inputs and publishes outputs. When the bot reaches a cloud,
 //! the job reads each spec's live plan and the tenant's quota evidence first
-//! ([`super::live`]); the plan shown is then the live one and unchanged targets add no demand.
+//! ([`crate::fleet::live`]); the plan shown is then the live one and unchanged targets add no demand.
 //! Without a cloud the plan is the static plan of the head spec compared with the base spec,
 //! and the budget uses whatever quota evidence the caller supplies (or is not checked).
 
@@ -25,9 +25,9 @@ mod tests;
 use std::collections::BTreeMap;
 
 use super::config::{CONFIG_PATH, ConfigSource, LoadedConfig, SpecMatcher};
-use super::live::LiveSpec;
 use super::render;
 use super::report::{CommandHelp, ConfigReport, Outcome, PrReport};
+use crate::fleet::live::LiveSpec;
 use crate::github::{CheckRunPayload, FileStatus, PrFile};
 use crate::quota::evidence::QuotaEvidence;
 

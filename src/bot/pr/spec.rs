@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 
 use super::scan::private_lines;
 use super::{ChangedFile, QuotaInput, budget, diff, live_summary, static_summary};
-use crate::bot::live::LiveSpec;
 use crate::bot::report::{FileChange, FleetReport, FleetStatus, SpecDiff, SpecProblem};
 use crate::engine::{FleetPlan, PlanOptions, plan};
+use crate::fleet::live::LiveSpec;
 use crate::github::FileStatus;
 use crate::privacy::Scanner;
 use crate::runtime::{RuntimeValues, load_str_with};

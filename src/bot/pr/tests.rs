@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::bot::config::LoadedConfig;
-use crate::bot::live::LiveError;
 use crate::bot::report::{FleetStatus, LiveProblemKind, Verdict};
+use crate::fleet::live::LiveError;
 use crate::github::CheckConclusion;
 
 const SPEC: &str = include_str!("../../../fixtures/specs/fleet1-test.yaml");
@@ -199,7 +199,7 @@ fn the_digest_covers_spec_bytes_and_config() {
 
 /// A live reading of `fleets/a.yaml` (the SPEC fleet) whose plan is `plan`, with quota
 /// evidence that has room, so only the plan can block.
-fn live_reading(plan: Result<Option<crate::bot::live::PlannedFleet>, LiveError>) -> LiveSpec {
+fn live_reading(plan: Result<Option<crate::fleet::live::PlannedFleet>, LiveError>) -> LiveSpec {
     let room = include_str!("../../../fixtures/quotas/allowances-room.json");
     LiveSpec {
         cloud: "the fleetbot simulator".into(),
@@ -212,9 +212,9 @@ fn live_reading(plan: Result<Option<crate::bot::live::PlannedFleet>, LiveError>)
     }
 }
 
-fn planned_with(problem: crate::engine::live::Problem) -> crate::bot::live::PlannedFleet {
+fn planned_with(problem: crate::engine::live::Problem) -> crate::fleet::live::PlannedFleet {
     use crate::engine::live::{LivePlan, ProjectPlan, Summary};
-    crate::bot::live::PlannedFleet {
+    crate::fleet::live::PlannedFleet {
         plan: LivePlan {
             fleet: "fleet1-test".into(),
             cloud: "sim".into(),
@@ -290,7 +290,7 @@ fn a_live_plan_without_problems_and_room_in_the_quota_succeeds() {
 /// A live plan with only `targets` (and no project entries).
 fn planned_targets(
     targets: Vec<crate::engine::live::TargetPlan>,
-) -> crate::bot::live::PlannedFleet {
+) -> crate::fleet::live::PlannedFleet {
     let mut planned = planned_with(crate::engine::live::Problem::new(
         crate::engine::live::ProblemKind::NotOwned,
         "x",
@@ -377,8 +377,8 @@ fn a_pruned_target_of_a_project_gone_from_both_specs_is_not_named_by_its_key() {
 /// Issue 13: the conclusion once ignored the live plan while the summary listed it.
 #[test]
 fn every_live_plan_problem_fails_preflight_with_its_kind_in_the_title_and_summary() {
-    use crate::bot::live::LiveErrorKind;
     use crate::engine::live::{Problem, ProblemKind};
+    use crate::fleet::live::LiveErrorKind;
     let mut readings: Vec<(LiveProblemKind, LiveSpec)> = ProblemKind::ALL
         .into_iter()
         .map(|kind| {

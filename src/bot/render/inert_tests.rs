@@ -10,13 +10,13 @@ use proptest::prelude::*;
 use regex::Regex;
 
 use super::*;
-use crate::bot::guard::Trigger;
 use crate::bot::report::apply::{ApplyCounts, FleetApply};
 use crate::bot::report::{
     BudgetLine, BudgetReport, BudgetStatus, ConfigReport, FileChange, FleetReport, FleetStatus,
     LiveProblem, LiveProblemKind, Outcome, PlanItem, PlanSummary, PrivacyLocation, PrivacyReport,
     RuleCount, SkippedFile, SpecDiff, SpecProblem,
 };
+use crate::fleet::guard::Trigger;
 use crate::github::Permission;
 use crate::privacy::ScannerConfig;
 use crate::quota::Verdict as QuotaVerdict;

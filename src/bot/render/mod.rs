@@ -17,9 +17,9 @@ use minijinja::{Environment, context};
 
 use escape::code;
 
-use super::guard::Refusal;
 use super::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
 use super::report::{CommandHelp, PrReport, ReplyNote, Verdict};
+use crate::fleet::guard::Refusal;
 use crate::github::CheckConclusion;
 use crate::privacy::{RuleId, Scanner};
 

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::bot::guard::{Refusal, Trigger};
+use crate::fleet::guard::{Refusal, Trigger};
 use crate::github::CheckConclusion;
 
 /// Targets by what happened to them.

@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
-use crate::bot::guard::PublicNames;
 use crate::engine::live::{Action, LivePlan, ProblemKind};
+use crate::fleet::guard::PublicNames;
 use crate::github::CheckConclusion;
 
 /// The check run the reconcile loop keeps on the default branch's head.
@@ -54,7 +54,7 @@ pub struct FleetDrift {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repair {
     pub digest: String,
-    /// [`crate::bot::guard::ReviewSummary`] as JSON, recorded as the reviewed plan.
+    /// [`crate::fleet::guard::ReviewSummary`] as JSON, recorded as the reviewed plan.
     pub summary: String,
 }
 

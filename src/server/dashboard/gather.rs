@@ -10,7 +10,7 @@ use super::view::{
     ReviewState, ReviewView, SpecView,
 };
 use crate::bot::deploy::job::DRIFT_REPAIR;
-use crate::bot::guard::ReviewSummary;
+use crate::fleet::guard::ReviewSummary;
 use crate::privacy::Scanner;
 use crate::store::{ApplyRun, AuditEntry, Lease, OverviewStore, ReviewedPlan, TargetRecord};
 
@@ -155,7 +155,7 @@ fn requested(plans: &[ReviewedPlan], audit: &[AuditEntry]) -> super::quota::Requ
         .collect()
 }
 
-/// A lease key is `t<tenant digest>:fleet:<name>` (`bot::backend::fleet_lease_key`), held by
+/// A lease key is `t<tenant digest>:fleet:<name>` (`fleet::backend::fleet_lease_key`), held by
 /// an apply job (whose id names its repository); another shape is not a fleet lease this page
 /// knows.
 fn lock_view(lease: &Lease) -> Option<LockView> {
@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(split_pr_key("o/r"), None);
         let id = crate::bot::deploy::job::ApplyJob::job_id("Octo/Fleet", 3, "abc", "merge");
         assert_eq!(apply_run_repo(&id).as_deref(), Some("octo/fleet"));
-        let key = crate::bot::backend::fleet_lease_key("tenant-x", "research");
+        let key = crate::fleet::backend::fleet_lease_key("tenant-x", "research");
         let lease = Lease {
             fleet_key: key,
             owner: id.clone(),

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::view::{QuotaBar, QuotaView, RegionQuota, TenantQuota};
-use crate::bot::live::LiveCloud;
+use crate::fleet::live::LiveCloud;
 use crate::quota::shortfall::format_amount;
 use crate::quota::{Allowance, AllowanceDocument, parse_allowances};
 
@@ -65,7 +65,7 @@ impl QuotaSource for FixedQuota {
 }
 
 /// A tenant as the dashboard names it: the same label as the apply lease keys carry
-/// (`bot::backend::fleet_lease_key`) and reviewed plans record, so a lock, a request and a
+/// (`fleet::backend::fleet_lease_key`) and reviewed plans record, so a lock, a request and a
 /// tenant's quota can be matched by eye without the ID ever being shown.
 pub use crate::quota::tenant_label;
 

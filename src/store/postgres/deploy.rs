@@ -9,6 +9,7 @@ use crate::store::deploy::{
 };
 use crate::store::sql;
 
+#[async_trait::async_trait]
 impl DeployStore for PostgresStore {
     async fn record_reviewed_plan(&self, p: &ReviewedPlan) -> Result<(), StoreError> {
         self.write(

@@ -24,6 +24,8 @@ pub enum CloudChoice {
 }
 
 impl CloudChoice {
+    /// Reads `FLEETBOT_CLOUD`'s value; empty is [`CloudChoice::Auto`], anything unknown an
+    /// error naming what is accepted.
     pub fn parse(value: &str) -> Result<CloudChoice, String> {
         match value.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => Ok(CloudChoice::Auto),
@@ -39,6 +41,7 @@ impl CloudChoice {
 /// Inputs to [`connect`]; `from_env` reads them from the process environment.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
+    /// Nebius, the simulator, or whichever the credentials say (`FLEETBOT_CLOUD`).
     pub choice: CloudChoice,
     /// `NEBIUS_IAM_TOKEN`.
     pub iam_token: Option<String>,
@@ -60,6 +63,8 @@ fn env_nonempty(name: &str) -> Option<String> {
 }
 
 impl ConnectOptions {
+    /// The options the process environment gives, `profile` as `--profile` (empty: the
+    /// environment's or the active one).
     pub fn from_env(profile: &str) -> Result<ConnectOptions, String> {
         Ok(ConnectOptions {
             choice: CloudChoice::parse(&std::env::var("FLEETBOT_CLOUD").unwrap_or_default())?,
@@ -87,6 +92,7 @@ impl ConnectOptions {
 
 /// A connected cloud. Holding it keeps an embedded simulator running.
 pub struct Connection {
+    /// The Nebius API client (the simulator's too: it speaks the same gRPC).
     pub client: NebiusClient,
     /// The simulator, when that is what we talk to.
     pub simulator: Option<Simulator>,
@@ -97,6 +103,7 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// Whether this is a simulator, embedded or resident.
     pub fn is_simulated(&self) -> bool {
         self.simulator.is_some() || self.resident.is_some()
     }

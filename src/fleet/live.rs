@@ -40,11 +40,14 @@ pub enum LiveErrorKind {
 /// A classified, public error: the message holds no store or cloud text (see [`public_error`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveError {
+    /// What failed, for the report's wording and its metric label.
     pub kind: LiveErrorKind,
+    /// The public message.
     pub message: String,
 }
 
 impl LiveError {
+    /// An error of `kind` whose `message` is already public.
     pub fn new(kind: LiveErrorKind, message: impl Into<String>) -> Self {
         LiveError {
             kind,
@@ -62,6 +65,7 @@ impl std::fmt::Display for LiveError {
 /// The live plan of one spec's API-engine targets.
 #[derive(Debug, Clone)]
 pub struct PlannedFleet {
+    /// The live plan of the spec's API-engine targets.
     pub plan: LivePlan,
     /// The spec's project index of each entry of `plan.projects`.
     pub project_index: Vec<usize>,
@@ -81,6 +85,7 @@ pub struct LiveSpec {
     pub plan: Result<Option<PlannedFleet>, LiveError>,
     /// The tenant the evidence is for (private: never shown or logged).
     pub tenant_id: String,
+    /// The quota evidence the cloud gave for that tenant (limits, usage, capacity).
     pub evidence: Result<Arc<InMemoryEvidence>, LiveError>,
 }
 

@@ -35,6 +35,7 @@ impl Trigger {
         matches!(self, Trigger::Command | Trigger::Button)
     }
 
+    /// The trigger as the audit log and the check run name it.
     pub fn as_str(&self) -> &'static str {
         match self {
             Trigger::Merge => "merge",
@@ -56,6 +57,7 @@ pub struct PublicNames {
 }
 
 impl PublicNames {
+    /// The names `spec` declares.
     pub fn of(spec: &FleetSpec) -> Self {
         Self::with_base(spec, None)
     }
@@ -139,6 +141,7 @@ impl PublicNames {
 /// Everything the guard of one fleet looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct GuardInput<'a> {
+    /// What asked for this apply.
     pub trigger: Trigger,
     /// The plan the pull request's last head was reviewed with: digest and its lines
     /// ([`plan_lines`]). `None` when no preflight planned this fleet live.
@@ -161,13 +164,22 @@ pub struct GuardInput<'a> {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Refusal {
     /// The plan has problems (ownership, identity, shrinking a filesystem): nothing may run.
-    Problems { problems: Vec<String> },
+    Problems {
+        /// Each problem, in public words.
+        problems: Vec<String>,
+    },
     /// No preflight planned this fleet live for the pull request's last head.
     NotReviewed,
     /// The plan now differs from the one reviewed.
-    Drifted { since_review: Vec<String> },
+    Drifted {
+        /// The plan lines that differ from the reviewed plan's.
+        since_review: Vec<String>,
+    },
     /// The plan deletes, replaces or shrinks, and nobody approved this plan.
-    NeedsApproval { deletions: Vec<String> },
+    NeedsApproval {
+        /// What the plan would delete, replace or shrink.
+        deletions: Vec<String>,
+    },
 }
 
 impl Refusal {
@@ -194,10 +206,12 @@ impl Refusal {
 pub enum Decision {
     /// Apply; `prune` deletes the targets removed from the spec (approved).
     Apply {
+        /// Whether targets removed from the spec are deleted (their deletion was approved).
         prune: bool,
     },
     /// The cloud already matches the spec.
     NothingToDo,
+    /// Not applied, and why.
     Refuse(Refusal),
 }
 
@@ -317,8 +331,11 @@ pub(crate) fn approval_digest(head_sha: &str, plan_digest: &str) -> String {
 /// change would take (for the dashboard's "requested by open pull requests").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewSummary {
+    /// The plan's lines, role names only.
     pub lines: Vec<String>,
+    /// What the plan deletes, replaces or shrinks.
     pub deletions: Vec<String>,
+    /// The tenant quota the change would take.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requested: Vec<RequestedQuota>,
 }
@@ -327,14 +344,18 @@ pub struct ReviewSummary {
 /// unchanged. The tenant only as the dashboard's digest label.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestedQuota {
+    /// The tenant's digest label (never its ID).
     pub tenant: String,
+    /// The region the quota is in.
     pub region: String,
+    /// The quota's name, as Nebius names it.
     pub quota: String,
     /// A decimal count in the quota's unit (bytes for byte quotas).
     pub amount: String,
 }
 
 impl ReviewSummary {
+    /// The summary of `planned`, projects by their public names.
     pub fn of(planned: &PlannedFleet, names: &PublicNames) -> Self {
         let mut names = names.clone();
         ReviewSummary {
@@ -378,6 +399,7 @@ impl ReviewSummary {
         self
     }
 
+    /// The summary as the store keeps it beside the reviewed plan's digest.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

@@ -8,12 +8,19 @@
 
 #![deny(missing_docs)]
 
-use std::path::{Path, PathBuf};
+pub mod apply;
+pub mod backend;
+pub mod connect;
+pub mod guard;
+pub mod live;
+pub mod resident;
+mod session;
+
+pub use session::{Session, env_tenant, inventory_path, open_inventory};
+
+use std::path::Path;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-
-use crate::cli::connect::{ConnectOptions, Connection, connect, embedded_simulator_of};
 use crate::engine::live::LivePlan;
 use crate::engine::ops::{
     DeployResult, DestroyResult, EngineError, Event, LifecycleOptions, Progress, StatusResult,
@@ -25,9 +32,7 @@ use crate::engine::{FleetPlan, PlanOptions};
 use crate::quota::budget::PreflightReport;
 use crate::quota::scope::Selection;
 use crate::runtime::RuntimeValues;
-use crate::sim::World;
 use crate::spec::{FleetSpec, SpecError};
-use crate::store::SqliteStore;
 
 /// Why a library call failed.
 #[derive(Debug, thiserror::Error)]
@@ -47,154 +52,6 @@ pub enum Error {
     /// A verification could not run at all.
     #[error("verification: {0}")]
     Verify(#[from] VerifyError),
-}
-
-/// A cloud to run fleets against, and the inventory fleetbot keeps for it.
-///
-/// Holding a session keeps an embedded simulator running; drop it when done.
-pub struct Session {
-    connection: Connection,
-    inventory: SqliteStore,
-    tenant_id: String,
-    probe_image: Option<String>,
-}
-
-impl std::fmt::Debug for Session {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
-            .field("cloud", &self.connection.client.description())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Session {
-    /// The embedded Nebius simulator with its default world (generous quotas in every public
-    /// region; the projects and capacity blocks the example fleets name), keeping its state
-    /// and the inventory under `dir`, so a later session on the same directory finds what
-    /// this one deployed.
-    ///
-    /// ```
-    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let session = fleetbot::Session::simulator(dir.path()).await?;
-    /// assert!(session.is_simulated());
-    /// assert!(session.tenant_id().starts_with("tenant-"));
-    /// # Ok(()) }
-    /// ```
-    pub async fn simulator(dir: impl AsRef<Path>) -> Result<Session, Error> {
-        Session::simulator_with(World::embedded_default(), dir).await
-    }
-
-    /// [`Session::simulator`] with another world (`fixtures/sim/*.yaml` describes the format):
-    /// other quotas, latencies, capacity blocks or scripted faults.
-    pub async fn simulator_with(world: World, dir: impl AsRef<Path>) -> Result<Session, Error> {
-        let dir = dir.as_ref();
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Cloud(format!("cannot create {}: {e}", dir.display())))?;
-        let connection = embedded_simulator_of(world, Some(dir.join("sim.state")))
-            .await
-            .map_err(Error::Cloud)?;
-        let inventory = SqliteStore::open(&dir.join("inventory.sqlite"))
-            .await
-            .map_err(|e| Error::Cloud(e.to_string()))?;
-        Session::ready(connection, inventory, None)
-    }
-
-    /// The cloud the CLI would use: Nebius when credentials are configured (`NEBIUS_IAM_TOKEN`,
-    /// a service-account profile, `FLEETBOT_CLOUD`), else the embedded simulator with its
-    /// state in the user's data directory; `profile` as `--profile` (empty: the active one).
-    /// The inventory is the CLI's too.
-    pub async fn from_env(profile: &str) -> Result<Session, Error> {
-        let options = ConnectOptions::from_env(profile).map_err(Error::Cloud)?;
-        let connection = connect(&options).await.map_err(Error::Cloud)?;
-        let inventory = crate::cli::lifecycle::open_inventory(&connection)
-            .await
-            .map_err(Error::Cloud)?;
-        let tenant = crate::cli::lifecycle::env_tenant();
-        Session::ready(connection, inventory, tenant)
-    }
-
-    fn ready(
-        connection: Connection,
-        inventory: SqliteStore,
-        tenant: Option<String>,
-    ) -> Result<Session, Error> {
-        let tenant_id = tenant
-            .or_else(|| connection.tenant_id.clone())
-            .filter(|t| !t.is_empty())
-            .unwrap_or_default();
-        Ok(Session {
-            connection,
-            inventory,
-            tenant_id,
-            probe_image: None,
-        })
-    }
-
-    /// The tenant fleets are deployed in when their spec names none (empty when neither the
-    /// credentials nor `FLEETBOT_TENANT_ID` name one).
-    pub fn tenant_id(&self) -> &str {
-        &self.tenant_id
-    }
-
-    /// Whether this is the simulator.
-    pub fn is_simulated(&self) -> bool {
-        self.connection.is_simulated()
-    }
-
-    /// What the session talks to, in words (for a log line).
-    pub fn description(&self) -> String {
-        self.connection.client.description().to_string()
-    }
-
-    /// Names the verification probe image, by digest (`<name>@sha256:<64 hex>`): the image
-    /// built from `deploy/probe/`. Verification needs one.
-    pub fn with_probe_image(mut self, image: impl Into<String>) -> Session {
-        self.probe_image = Some(image.into());
-        self
-    }
-
-    /// On the simulator: runs this `fleetbot` binary as the verification probe, named by its
-    /// own digest, as `fleetbot verify-storage` does on the embedded simulator. Elsewhere an
-    /// error: a real cluster runs images, not local files.
-    pub fn with_probe_binary(mut self, binary: impl Into<PathBuf>) -> Result<Session, Error> {
-        let binary = binary.into();
-        let Some(sim) = &self.connection.simulator else {
-            return Err(Error::Cloud(
-                "a probe binary runs only on the simulator; name a probe image by digest".into(),
-            ));
-        };
-        let bytes = std::fs::read(&binary)
-            .map_err(|e| Error::Cloud(format!("cannot read {}: {e}", binary.display())))?;
-        let image = format!(
-            "fleetbot.local/fleetbot-probe@sha256:{}",
-            hex::encode(Sha256::digest(&bytes))
-        );
-        sim.kube.shared.set_image(&image, binary);
-        self.probe_image = Some(image);
-        Ok(self)
-    }
-
-    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, Error> {
-        if !spec.tenant_id.is_empty() {
-            return Ok(spec.tenant_id.clone());
-        }
-        if self.tenant_id.is_empty() {
-            return Err(Error::Cloud(
-                "no tenant: set 'tenant_id' in the fleet spec or FLEETBOT_TENANT_ID".into(),
-            ));
-        }
-        Ok(self.tenant_id.clone())
-    }
-
-    fn probe_image(&self) -> Result<&str, Error> {
-        self.probe_image.as_deref().ok_or_else(|| {
-            Error::Cloud(
-                "no probe image: Session::with_probe_image (or with_probe_binary on the simulator)"
-                    .into(),
-            )
-        })
-    }
 }
 
 /// Which targets an operation acts on, and how; [`Options::default`] is the whole fleet, as
@@ -476,12 +333,15 @@ impl Fleet {
         options: &Options,
     ) -> Result<DeployResult, Error> {
         let tenant = session.tenant_for(&self.spec)?;
-        Ok(crate::engine::ops::deploy(
+        Ok(apply::plan_and_apply(
             &session.connection.client,
             &session.inventory,
             &self.spec,
             &tenant,
             &options.lifecycle(&self.spec),
+            apply::Approved::ByPerson {
+                allow_destroy: options.allow_destroy,
+            },
             options.progress.clone(),
         )
         .await?)
@@ -529,7 +389,7 @@ impl Fleet {
         session: &Session,
         options: &Options,
     ) -> Result<DestroyResult, Error> {
-        Ok(crate::engine::ops::destroy(
+        Ok(apply::destroy(
             &session.connection.client,
             &session.inventory,
             &self.spec,

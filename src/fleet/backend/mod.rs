@@ -1,12 +1,10 @@
 //! What applying merged specs needs: a cloud the bot may change ([`FleetApplier`]) and the
 //! store of reviewed plans, approvals, apply runs, audit records and per-fleet leases
-//! ([`DeployState`]), held together as the [`Deployer`] in the bot's settings.
+//! ([`DeployStore`]), held together as the [`Deployer`] in the bot's settings.
 //!
 //! The bot never mutates through [`super::live::LiveCloud`]; only the apply job
-//! ([`super::deploy`]) calls [`FleetApplier::apply_fleet`], and only after
+//! ([`crate::bot::deploy`]) calls [`FleetApplier::apply_fleet`], and only after
 //! [`super::guard::decide`] allowed the plan it is about to apply.
-
-pub mod state;
 
 use std::sync::Arc;
 
@@ -16,18 +14,14 @@ use super::live::{
     LiveCloud, LiveError, LiveErrorKind, LiveFuture, PlannedFleet, mk8s_only, public_error,
 };
 use crate::cloud::domain::Cloud;
-use crate::engine::ops::{
-    DeployResult, Event, LifecycleOptions, Progress, StatusResult, deploy, status,
-};
+use crate::engine::ops::{DeployResult, Event, LifecycleOptions, Progress, StatusResult, status};
 use crate::engine::verify::graphics_report::GraphicsReport;
 use crate::engine::verify::{
     GraphicsOptions, MigError, MigFleetReport, MigOptions, StorageOptions, StorageReport,
     VerifyError, verify_graphics, verify_mig_fleet, verify_storage,
 };
 use crate::spec::FleetSpec;
-use crate::store::InventoryStore;
-
-pub use state::DeployState;
+use crate::store::{DeployStore, InventoryStore};
 
 /// A cloud the apply job may change, besides reading it as [`LiveCloud`] does.
 pub trait FleetApplier: LiveCloud {
@@ -113,8 +107,10 @@ fn no_probe_image() -> LiveError {
 /// nothing is applied.
 #[derive(Clone)]
 pub struct Deployer {
+    /// The cloud, as the apply job may change it.
     pub applier: Arc<dyn FleetApplier>,
-    pub state: Arc<dyn DeployState>,
+    /// Reviewed plans, approvals, apply runs, the audit log and fleet leases.
+    pub state: Arc<dyn DeployStore>,
     /// The tenant applies go to (never shown or logged); part of each fleet's lease key.
     pub tenant_id: String,
     /// How long an apply's fleet lease lasts without renewal (a crashed holder's lease runs
@@ -142,7 +138,7 @@ pub fn fleet_lease_key(tenant_id: &str, fleet: &str) -> String {
 
 /// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the
 /// bot's host means nothing to the fleet), preflight on. What the plan deletes or shrinks
-/// inside a target is allowed here because `bot::guard::decide` already required
+/// inside a target is allowed here because `fleet::guard::decide` already required
 /// `/approve-destroy` on exactly this plan before any apply was queued.
 pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
     LifecycleOptions {
@@ -176,12 +172,13 @@ where
                 only_clusters,
                 ..bot_options(&mk8s, prune)
             };
-            deploy(
+            super::apply::plan_and_apply(
                 self.cloud(),
                 self.inventory(),
                 &mk8s,
                 tenant_id,
                 &options,
+                super::apply::Approved::ByGuard { prune },
                 progress,
             )
             .await

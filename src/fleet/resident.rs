@@ -20,9 +20,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Where a resident simulator listens, and what it accepts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resident {
+    /// Its process, to tell a live resident from a stale file.
     pub pid: u32,
     /// The Nebius API, `http://127.0.0.1:<port>`.
     pub endpoint: String,
+    /// The tenant of its world, for specs that name none.
     pub tenant_id: String,
     /// A bearer token only this resident accepts; the file is the user's alone.
     pub token: String,
