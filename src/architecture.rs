@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 /// Each top-level module's rank; a module may use only modules of a lower rank, and the pairs
 /// in [`BESIDE`].
 const RANKS: &[(&str, u8)] = &[
-    ("cli", 9),
-    ("server", 8),
-    ("bot", 7),
-    ("fleet", 6),
+    ("cli", 10),
+    ("server", 9),
+    ("bot", 8),
+    ("fleet", 7),
+    ("verify", 6),
     ("engine", 5),
     ("github", 4),
     ("clusters", 4),

@@ -66,16 +66,18 @@ pub mod sim;
 pub mod spec;
 #[doc(hidden)]
 pub mod store;
+#[doc(hidden)]
+pub mod verify;
 
 pub use engine::FleetPlan;
 pub use engine::live::LivePlan;
 pub use engine::ops::{DeployResult, DestroyResult, StatusResult, TargetStatus};
-pub use engine::verify::graphics_report::GraphicsReport;
-pub use engine::verify::storage_report::StorageReport;
 pub use fleet::{Error, Fleet, Options, Session};
 pub use quota::budget::PreflightReport;
 pub use runtime::RuntimeValues;
 pub use spec::{FleetSpec, SpecError};
+pub use verify::graphics_report::GraphicsReport;
+pub use verify::storage_report::StorageReport;
 
 #[cfg(test)]
 mod architecture;

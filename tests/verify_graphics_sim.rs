@@ -16,11 +16,11 @@ use tokio::sync::watch;
 
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
 use fleetbot::engine::ops::{deploy, deployed_clusters};
-use fleetbot::engine::verify::graphics_report::GraphicsCategory;
-use fleetbot::engine::verify::{GraphicsOptions, verify_graphics};
 use fleetbot::sim::k8s::hosts::HostFault;
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;
+use fleetbot::verify::graphics_report::GraphicsCategory;
+use fleetbot::verify::{GraphicsOptions, verify_graphics};
 use support::{client, simulator, test_options};
 
 const SPEC: &str = "apiVersion: npa.fleet/v0.0.1
@@ -72,8 +72,8 @@ async fn an_rtx_cluster_passes_a_plain_one_is_refused_and_a_broken_vulkan_is_par
 
     let mut options = GraphicsOptions::new(&image);
     options.tenant = Some(sim.tenant_id());
-    options.stabilization = Some(Duration::from_millis(300));
-    options.timeout = Some(Duration::from_secs(20));
+    options.kind.stabilization = Some(Duration::from_millis(300));
+    options.kind.timeout = Some(Duration::from_secs(20));
     options.concurrency = 2;
     let run = |options: GraphicsOptions| {
         let (cloud, store, spec) = (client(&sim), &store, &spec);

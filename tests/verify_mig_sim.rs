@@ -17,11 +17,11 @@ use tokio::sync::watch;
 
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
 use fleetbot::engine::ops::{deploy, deployed_clusters};
-use fleetbot::engine::verify::mig_report::{CudaSmoke, MigProblem};
-use fleetbot::engine::verify::{MigError, MigOptions, select_mig_target, verify_mig};
 use fleetbot::sim::k8s::hosts::HostFault;
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;
+use fleetbot::verify::mig_report::{CudaSmoke, MigProblem};
+use fleetbot::verify::{MigError, MigOptions, select_mig_target, verify_mig};
 use support::{client, simulator, test_options};
 
 const SPEC: &str = "apiVersion: npa.fleet/v0.0.1
@@ -93,9 +93,9 @@ async fn a_mig_cluster_is_ready_a_broken_slice_is_not_and_a_stale_driver_is_repl
 
     let mut options = MigOptions::new(&image);
     options.tenant = Some(sim.tenant_id());
-    options.wait = true;
-    options.poll = Duration::from_millis(200);
-    options.timeout = Some(Duration::from_secs(30));
+    options.kind.wait = true;
+    options.kind.poll = Duration::from_millis(200);
+    options.kind.timeout = Some(Duration::from_secs(30));
     let run = |options: MigOptions| {
         let (cloud, store, spec) = (client(&sim), &store, &spec);
         async move {
@@ -161,7 +161,7 @@ async fn a_mig_cluster_is_ready_a_broken_slice_is_not_and_a_stale_driver_is_repl
         .shared
         .set_host_fault(&gpu_nodes[1], Some(HostFault::MigSliceBroken));
     let mut once = options.clone();
-    once.wait = false;
+    once.kind.wait = false;
     let broken = run(once.clone()).await;
     assert!(!broken.ready);
     assert_eq!(broken.cuda_smoke, CudaSmoke::Failed);
@@ -216,7 +216,7 @@ async fn a_mig_cluster_is_ready_a_broken_slice_is_not_and_a_stale_driver_is_repl
     .unwrap();
     probes.create(&PostParams::default(), &app).await.unwrap();
     let mut reconcile = once.clone();
-    reconcile.reconcile = true;
+    reconcile.kind.reconcile = true;
     let refused = run(reconcile.clone()).await;
     assert!(!refused.ready);
     assert!(

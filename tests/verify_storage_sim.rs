@@ -14,11 +14,11 @@ use tokio::sync::watch;
 
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
 use fleetbot::engine::ops::{deploy, deployed_clusters};
-use fleetbot::engine::verify::{Category, StorageOptions, StorageReport, verify_storage};
 use fleetbot::sim::Simulator;
 use fleetbot::sim::k8s::hosts::HostFault;
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::SqliteStore;
+use fleetbot::verify::{Category, StorageOptions, StorageReport, verify_storage};
 use support::{client, simulator, test_options};
 
 fn image() -> String {
@@ -97,8 +97,8 @@ async fn world() -> World {
 fn options(w: &World) -> StorageOptions {
     let mut o = StorageOptions::new(&image());
     o.tenant = Some(w.sim.tenant_id());
-    o.start_timeout = Duration::from_secs(3);
-    o.phase_timeout = Duration::from_secs(8);
+    o.kind.start_timeout = Duration::from_secs(3);
+    o.kind.phase_timeout = Duration::from_secs(8);
     o.cleanup_timeout = Duration::from_secs(8);
     o
 }

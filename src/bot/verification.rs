@@ -8,11 +8,11 @@ use crate::bot::report::verify::{
     FleetVerification, VerifyCheck, check_name, graphics_check, storage_check,
 };
 use crate::bot::report::verify_mig::mig_check;
-use crate::engine::verify::{mig_targets, select_targets};
 use crate::fleet::backend::Deployer;
 use crate::fleet::guard::PublicNames;
 use crate::github::{CheckOutput, CheckRunPayload, ClientError, RepoClient, RunningCheck};
 use crate::spec::FleetSpec;
+use crate::verify::{mig_targets, select_targets};
 
 fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)

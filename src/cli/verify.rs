@@ -14,13 +14,13 @@ use tokio::sync::watch;
 use super::lifecycle::{open_cloud, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
 use crate::clusters::load_kubeconfig_map;
-use crate::engine::verify::graphics_report::GraphicsReport;
-use crate::engine::verify::{
-    GraphicsOptions, StorageOptions, StorageReport, verify_graphics, verify_storage,
-};
 use crate::fleet::connect::Connection;
 use crate::fleet::open_inventory;
 use crate::spec::FleetSpec;
+use crate::store::SqliteStore;
+use crate::verify::graphics_report::GraphicsReport;
+use crate::verify::options::KindSettings;
+use crate::verify::{Graphics, Options, Storage, StorageReport, verify_graphics, verify_storage};
 
 #[derive(Debug, Args)]
 pub struct VerifyStorageArgs {
@@ -157,8 +157,7 @@ fn check_selection(
         .as_deref()
         .unwrap_or(&spec.project_prefix);
     let (projects, clusters) = args.selection.names().map_err(|e| e.to_string())?;
-    crate::engine::verify::select_targets(spec, &projects, &clusters, prefix)
-        .map_err(|e| e.to_string())?;
+    crate::verify::select_targets(spec, &projects, &clusters, prefix).map_err(|e| e.to_string())?;
     Ok((projects, clusters))
 }
 
@@ -173,13 +172,18 @@ pub(super) fn profile_tenant(
     super::lifecycle::resolve_tenant(&without, connection, profile).ok()
 }
 
-async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<StorageReport, String> {
+/// What a fleet verification of kind `K` needs before it runs: the cloud, the inventory, its
+/// options from the flags every kind shares, and how many targets they select.
+async fn prepare<K: KindSettings>(
+    args: &VerifyStorageArgs,
+    spec: &FleetSpec,
+) -> Result<(Connection, SqliteStore, Options<K>, usize), String> {
     let (only_projects, only_clusters) = check_selection(spec, args)?;
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;
     let store = open_inventory(&connection).await?;
     let image = probe_image(args, &connection)?;
-    let mut options = StorageOptions::new(&image);
+    let mut options = Options::<K>::new(&image);
     options.only_projects = only_projects;
     options.only_clusters = only_clusters;
     options.project_prefix = args
@@ -194,13 +198,18 @@ async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<Storage
         .as_deref()
         .map(load_kubeconfig_map)
         .transpose()?;
-    let (interrupt, signals) = interrupt_on_ctrl_c();
     let targets = selected_count(
         spec,
         &options.only_projects,
         &options.only_clusters,
         &options.project_prefix,
     );
+    Ok((connection, store, options, targets))
+}
+
+async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<StorageReport, String> {
+    let (connection, store, options, targets) = prepare::<Storage>(args, spec).await?;
+    let (interrupt, signals) = interrupt_on_ctrl_c();
     let run = verify_storage(
         &connection.client,
         &store,
@@ -252,40 +261,14 @@ async fn run_graphics_async(
     args: &VerifyGraphicsArgs,
     spec: &FleetSpec,
 ) -> Result<GraphicsReport, String> {
-    let c = &args.common;
-    let (only_projects, only_clusters) = check_selection(spec, c)?;
-    let profile = profile_for(spec, &c.profile);
-    let connection = open_cloud(&profile).await?;
-    let store = open_inventory(&connection).await?;
-    let image = probe_image(c, &connection)?;
-    let mut options = GraphicsOptions::new(&image);
-    options.only_projects = only_projects;
-    options.only_clusters = only_clusters;
-    options.project_prefix = c
-        .project_prefix
-        .clone()
-        .unwrap_or_else(|| spec.project_prefix.clone());
-    options.tenant = profile_tenant(spec, &connection, &profile);
-    options.evidence_dir = c.evidence_dir.clone();
-    options.kubeconfigs = c
-        .kubeconfigs
-        .as_deref()
-        .map(load_kubeconfig_map)
-        .transpose()?;
-    options.concurrency = super::lifecycle::concurrency(c.concurrency, false);
-    options.stabilization = args
+    let (connection, store, mut options, targets) = prepare::<Graphics>(&args.common, spec).await?;
+    options.kind.stabilization = args
         .stabilization_seconds
         .map(std::time::Duration::from_secs);
-    options.timeout = args
+    options.kind.timeout = args
         .timeout_minutes
         .map(|m| std::time::Duration::from_secs(m * 60));
     let (interrupt, signals) = interrupt_on_ctrl_c();
-    let targets = selected_count(
-        spec,
-        &options.only_projects,
-        &options.only_clusters,
-        &options.project_prefix,
-    );
     let run = verify_graphics(
         &connection.client,
         &store,

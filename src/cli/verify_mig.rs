@@ -14,12 +14,10 @@ use clap::Args;
 use super::lifecycle::{open_cloud, profile_for, progress_for, runtime};
 use super::output::OutputFormat;
 use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
-use crate::engine::verify::evidence_dir::EvidenceDir;
-use crate::engine::verify::{
-    MigError, MigOptions, MigVerificationReport, select_mig_target, verify_mig,
-};
 use crate::fleet::open_inventory;
 use crate::spec::FleetSpec;
+use crate::verify::evidence_dir::EvidenceDir;
+use crate::verify::{MigError, MigOptions, MigVerificationReport, select_mig_target, verify_mig};
 
 #[derive(Debug, Args)]
 pub struct VerifyMigArgs {
@@ -83,17 +81,17 @@ async fn run_async(
         }
     };
     let mut options = MigOptions::new(&image);
-    options.project = args.project.clone();
-    options.cluster = args.cluster.clone();
+    options.only_projects = args.project.iter().cloned().collect();
+    options.only_clusters = args.cluster.iter().cloned().collect();
     options.project_prefix = args
         .project_prefix
         .clone()
         .unwrap_or_else(|| spec.project_prefix.clone());
     options.tenant = profile_tenant(spec, &connection, &profile);
-    options.kubeconfig = args.kubeconfig.clone();
-    options.wait = args.wait;
-    options.reconcile = args.reconcile;
-    options.poll = Duration::from_secs(args.poll_seconds);
+    options.kind.kubeconfig = args.kubeconfig.clone();
+    options.kind.wait = args.wait;
+    options.kind.reconcile = args.reconcile;
+    options.kind.poll = Duration::from_secs(args.poll_seconds);
     let (interrupt, signals) = interrupt_on_ctrl_c();
     let report = verify_mig(
         &connection.client,

@@ -9,6 +9,5 @@ pub mod preflight;
 pub mod soperator;
 pub mod static_plan;
 pub mod target_status;
-pub mod verify;
 
 pub use static_plan::{FleetPlan, PlanOptions, plan};

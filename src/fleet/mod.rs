@@ -25,14 +25,15 @@ use crate::engine::live::LivePlan;
 use crate::engine::ops::{
     DeployResult, DestroyResult, EngineError, Event, LifecycleOptions, Progress, StatusResult,
 };
-use crate::engine::verify::graphics_report::GraphicsReport;
-use crate::engine::verify::storage_report::StorageReport;
-use crate::engine::verify::{GraphicsOptions, StorageOptions, VerifyError};
 use crate::engine::{FleetPlan, PlanOptions};
 use crate::quota::budget::PreflightReport;
 use crate::quota::scope::Selection;
 use crate::runtime::RuntimeValues;
 use crate::spec::{FleetSpec, SpecError};
+use crate::verify::graphics_report::GraphicsReport;
+use crate::verify::options::KindSettings;
+use crate::verify::storage_report::StorageReport;
+use crate::verify::{GraphicsOptions, StorageOptions, VerifyError};
 
 /// Why a library call failed.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +65,7 @@ pub struct Options {
     pub only_clusters: Vec<String>,
     /// Overrides the spec's `project_prefix` (empty: the spec's).
     pub project_prefix: String,
-    /// Targets applied at once (at least 1).
+    /// Targets applied or verified at once (at least 1).
     pub concurrency: usize,
     /// Stop at the first failed target (default: keep going).
     pub fail_fast: bool,
@@ -418,13 +419,9 @@ impl Fleet {
         session: &Session,
         options: &Options,
     ) -> Result<StorageReport, Error> {
-        let mut verify = StorageOptions::new(session.probe_image()?);
-        verify.only_projects = options.only_projects.clone();
-        verify.only_clusters = options.only_clusters.clone();
-        verify.project_prefix = options.prefix(&self.spec).to_string();
-        verify.tenant = Some(session.tenant_for(&self.spec)?);
+        let verify: StorageOptions = self.verify_options(session, options)?;
         let (_never, interrupt) = tokio::sync::watch::channel(false);
-        let run = crate::engine::verify::verify_storage(
+        let run = crate::verify::verify_storage(
             &session.connection.client,
             &session.inventory,
             &self.spec,
@@ -455,14 +452,9 @@ impl Fleet {
         session: &Session,
         options: &Options,
     ) -> Result<GraphicsReport, Error> {
-        let mut verify = GraphicsOptions::new(session.probe_image()?);
-        verify.only_projects = options.only_projects.clone();
-        verify.only_clusters = options.only_clusters.clone();
-        verify.project_prefix = options.prefix(&self.spec).to_string();
-        verify.tenant = Some(session.tenant_for(&self.spec)?);
-        verify.concurrency = options.concurrency.max(1);
+        let verify: GraphicsOptions = self.verify_options(session, options)?;
         let (_never, interrupt) = tokio::sync::watch::channel(false);
-        let run = crate::engine::verify::verify_graphics(
+        let run = crate::verify::verify_graphics(
             &session.connection.client,
             &session.inventory,
             &self.spec,
@@ -472,5 +464,20 @@ impl Fleet {
         )
         .await?;
         Ok(run.report)
+    }
+
+    /// The options of a verification of kind `K` over what `options` selects.
+    fn verify_options<K: KindSettings>(
+        &self,
+        session: &Session,
+        options: &Options,
+    ) -> Result<crate::verify::Options<K>, Error> {
+        let mut verify = crate::verify::Options::<K>::new(session.probe_image()?);
+        verify.only_projects = options.only_projects.clone();
+        verify.only_clusters = options.only_clusters.clone();
+        verify.project_prefix = options.prefix(&self.spec).to_string();
+        verify.tenant = Some(session.tenant_for(&self.spec)?);
+        verify.concurrency = options.concurrency.max(1);
+        Ok(verify)
     }
 }

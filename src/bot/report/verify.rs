@@ -6,9 +6,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::engine::verify::graphics_report::{GraphicsCategory, GraphicsReport};
-use crate::engine::verify::{Category, StorageReport};
 use crate::github::CheckConclusion;
+use crate::verify::graphics_report::{GraphicsCategory, GraphicsReport};
+use crate::verify::{Category, StorageReport};
 
 /// The check runs' names.
 pub const STORAGE_CHECK: &str = "fleet/verify-storage";
@@ -266,7 +266,7 @@ pub fn graphics_check(fleets: &[FleetVerification<GraphicsReport>]) -> VerifyChe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::verify::storage_report::{CleanupReport, ClusterReport};
+    use crate::verify::storage_report::{CleanupReport, ClusterReport};
 
     fn report(failures: Vec<Category>) -> StorageReport {
         let cluster = ClusterReport {
@@ -276,14 +276,14 @@ mod tests {
             requested_gibibytes: 64,
             cpu_workers: 2,
             gpu_workers: 0,
-            nodes: vec![crate::engine::verify::NodeReport {
+            nodes: vec![crate::verify::NodeReport {
                 node_index: 0,
-                role: crate::engine::verify::storage_report::Role::Cpu,
-                host_mount: crate::engine::verify::storage_report::Check::Passed,
-                capacity: crate::engine::verify::storage_report::Check::Passed,
-                host_io: crate::engine::verify::storage_report::Check::Passed,
-                shared_visibility: crate::engine::verify::storage_report::Check::Passed,
-                cleanup: crate::engine::verify::storage_report::Check::Passed,
+                role: crate::verify::storage_report::Role::Cpu,
+                host_mount: crate::verify::storage_report::Check::Passed,
+                capacity: crate::verify::storage_report::Check::Passed,
+                host_io: crate::verify::storage_report::Check::Passed,
+                shared_visibility: crate::verify::storage_report::Check::Passed,
+                cleanup: crate::verify::storage_report::Check::Passed,
             }],
             failures,
             evidence_sha256: "e".repeat(64),
@@ -327,7 +327,7 @@ mod tests {
 
     #[test]
     fn a_graphics_check_fails_with_its_categories_explained() {
-        use crate::engine::verify::graphics_report::GraphicsClusterReport;
+        use crate::verify::graphics_report::GraphicsClusterReport;
         let report = GraphicsReport::from_clusters(vec![GraphicsClusterReport::failed(
             0,
             [GraphicsCategory::InvalidGraphicsTarget],

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use super::verify::{FleetVerification, VerifyCheck, finish_check};
-use crate::engine::verify::MigFleetReport;
-use crate::engine::verify::mig_report::{CudaSmoke, MigProblem, MigVerificationReport};
+use crate::verify::MigFleetReport;
+use crate::verify::mig_report::{CudaSmoke, MigProblem, MigVerificationReport};
 
 /// (nodes right, slices advertised, slices the layout gives)
 fn counts(r: &MigVerificationReport) -> (usize, i64, i64) {
@@ -120,9 +120,9 @@ pub fn mig_check(fleets: &[FleetVerification<MigFleetReport>]) -> VerifyCheck {
 mod tests {
     use super::*;
     use crate::clusters::Node;
-    use crate::engine::verify::MigTarget;
-    use crate::engine::verify::mig_report::{MigExpectation, MigFinding, judge_mig};
     use crate::github::CheckConclusion;
+    use crate::verify::MigTarget;
+    use crate::verify::mig_report::{MigExpectation, MigFinding, judge_mig};
 
     fn node(name: &str, ready: bool) -> Node {
         Node {

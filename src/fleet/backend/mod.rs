@@ -11,17 +11,19 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::live::{
-    LiveCloud, LiveError, LiveErrorKind, LiveFuture, PlannedFleet, mk8s_only, public_error,
+    LiveCloud, LiveError, LiveErrorKind, LiveFuture, PlannedFleet, VerifyConfig, mk8s_only,
+    public_error,
 };
 use crate::cloud::domain::Cloud;
 use crate::engine::ops::{DeployResult, Event, LifecycleOptions, Progress, StatusResult, status};
-use crate::engine::verify::graphics_report::GraphicsReport;
-use crate::engine::verify::{
-    GraphicsOptions, MigError, MigFleetReport, MigOptions, StorageOptions, StorageReport,
-    VerifyError, verify_graphics, verify_mig_fleet, verify_storage,
-};
 use crate::spec::FleetSpec;
 use crate::store::{DeployStore, InventoryStore};
+use crate::verify::graphics_report::GraphicsReport;
+use crate::verify::options::KindSettings;
+use crate::verify::{
+    GraphicsOptions, MigError, MigFleetReport, MigOptions, Options, StorageOptions, StorageReport,
+    VerifyError, verify_graphics, verify_mig_fleet, verify_storage,
+};
 
 /// A cloud the apply job may change, besides reading it as [`LiveCloud`] does.
 pub trait FleetApplier: LiveCloud {
@@ -94,6 +96,23 @@ fn verify_error(e: VerifyError) -> LiveError {
             )
         }
     }
+}
+
+/// The options of a verification the App runs: the clusters a command named (all when none),
+/// the spec's prefix, the App's tenant and evidence directory.
+fn app_options<K: KindSettings>(
+    image: &str,
+    spec: &FleetSpec,
+    tenant_id: &str,
+    clusters: Vec<String>,
+    config: &VerifyConfig,
+) -> Options<K> {
+    let mut options = Options::<K>::new(image);
+    options.only_clusters = clusters;
+    options.project_prefix = spec.project_prefix.clone();
+    options.tenant = Some(tenant_id.to_string());
+    options.evidence_dir = config.evidence_root.clone();
+    options
 }
 
 fn no_probe_image() -> LiveError {
@@ -239,11 +258,7 @@ where
             let Some(image) = &config.probe_image else {
                 return Err(no_probe_image());
             };
-            let mut options = StorageOptions::new(image);
-            options.only_clusters = clusters;
-            options.project_prefix = spec.project_prefix.clone();
-            options.tenant = Some(tenant_id.to_string());
-            options.evidence_dir = config.evidence_root.clone();
+            let options: StorageOptions = app_options(image, spec, tenant_id, clusters, config);
             // The server is never interrupted mid-run; a stopped job is taken over, and the
             // run's objects carry its label for the next run's cleanup to prove.
             let (_keep, interrupt) = tokio::sync::watch::channel(false);
@@ -274,11 +289,7 @@ where
             let Some(image) = &config.probe_image else {
                 return Err(no_probe_image());
             };
-            let mut options = GraphicsOptions::new(image);
-            options.only_clusters = clusters;
-            options.project_prefix = spec.project_prefix.clone();
-            options.tenant = Some(tenant_id.to_string());
-            options.evidence_dir = config.evidence_root.clone();
+            let options: GraphicsOptions = app_options(image, spec, tenant_id, clusters, config);
             let (_keep, interrupt) = tokio::sync::watch::channel(false);
             let progress: Progress =
                 Arc::new(|event: &Event| tracing::info!("verify-graphics: {event}"));
@@ -307,30 +318,21 @@ where
             let Some(image) = &config.probe_image else {
                 return Err(no_probe_image());
             };
-            let mut options = MigOptions::new(image);
-            options.project_prefix = spec.project_prefix.clone();
-            options.tenant = Some(tenant_id.to_string());
+            let mut options: MigOptions = app_options(image, spec, tenant_id, clusters, config);
             // Two identical snapshots, as after a deploy; never --reconcile from a comment: a
             // driver repair is maintenance an operator starts.
-            options.wait = true;
+            options.kind.wait = true;
             let progress: Progress =
                 Arc::new(|event: &Event| tracing::info!("verify-mig: {event}"));
-            verify_mig_fleet(
-                self.cloud(),
-                self.inventory(),
-                spec,
-                &clusters,
-                &options,
-                progress,
-            )
-            .await
-            .map_err(|e| match e {
-                MigError::Selection(_) => LiveError::new(
-                    LiveErrorKind::Engine,
-                    "no MIG cluster of this fleet is selected",
-                ),
-                MigError::Verify(e) => verify_error(e),
-            })
+            verify_mig_fleet(self.cloud(), self.inventory(), spec, &options, progress)
+                .await
+                .map_err(|e| match e {
+                    MigError::Selection(_) => LiveError::new(
+                        LiveErrorKind::Engine,
+                        "no MIG cluster of this fleet is selected",
+                    ),
+                    MigError::Verify(e) => verify_error(e),
+                })
         })
     }
 }

@@ -18,55 +18,15 @@ use super::graphics_report::{
 use super::identity::prove;
 use super::json;
 use super::manifests::{RunContext, pinned_node};
+use super::options::GraphicsOptions;
 use super::storage_run::{RunStart, VerifyError, image_digest, interrupted, new_run_id};
 use super::workload::{PodEnd, Purpose, Workload};
 use crate::cloud::domain::Cloud;
-use crate::clusters::kubeconfig::KubeconfigMap;
 use crate::clusters::{ClusterClient, Node};
 use crate::engine::ops::{Event, Outcome, Progress};
 use crate::probe::{EvidenceError, GraphicsEvidence, parse_graphics};
 use crate::spec::{ClusterSpec, FleetSpec, gpus_per_node};
 use crate::store::{InventoryStore, TargetRecord};
-
-/// How a graphics verification runs.
-#[derive(Debug, Clone)]
-pub struct GraphicsOptions {
-    pub only_projects: Vec<String>,
-    pub only_clusters: Vec<String>,
-    pub project_prefix: String,
-    pub tenant: Option<String>,
-    pub kubeconfigs: Option<KubeconfigMap>,
-    pub probe_image: String,
-    pub namespace: String,
-    /// Targets verified at once (at least 1).
-    pub concurrency: usize,
-    /// How long GPUs must be advertised unchanged before probing (`None`: the cluster's
-    /// `gpu_health_stabilization_seconds`).
-    pub stabilization: Option<Duration>,
-    /// The whole target's limit (`None`: the cluster's `gpu_health_timeout_minutes`).
-    pub timeout: Option<Duration>,
-    pub cleanup_timeout: Duration,
-    pub evidence_dir: Option<std::path::PathBuf>,
-}
-
-impl GraphicsOptions {
-    pub fn new(probe_image: &str) -> GraphicsOptions {
-        GraphicsOptions {
-            only_projects: Vec::new(),
-            only_clusters: Vec::new(),
-            project_prefix: String::new(),
-            tenant: None,
-            kubeconfigs: None,
-            probe_image: probe_image.to_string(),
-            namespace: "default".into(),
-            concurrency: 1,
-            stabilization: None,
-            timeout: None,
-            cleanup_timeout: Duration::from_secs(300),
-            evidence_dir: None,
-        }
-    }
-}
 
 /// The private receipt of one target.
 #[derive(Debug, Default, Serialize)]
@@ -234,10 +194,10 @@ async fn verify_target<C: Cloud>(
             );
         }
     };
-    let timeout = options.timeout.unwrap_or(Duration::from_secs(
+    let timeout = options.kind.timeout.unwrap_or(Duration::from_secs(
         u64::try_from(c.gpu_health_timeout_minutes.max(1)).unwrap_or(60) * 60,
     ));
-    let stabilization = options.stabilization.unwrap_or(Duration::from_secs(
+    let stabilization = options.kind.stabilization.unwrap_or(Duration::from_secs(
         u64::try_from(c.gpu_health_stabilization_seconds).unwrap_or(0),
     ));
     let began = Instant::now();

@@ -86,7 +86,7 @@ impl MigVerificationReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::verify::mig_report::{CudaSmoke, MigHardware, MigNode, MigProblem};
+    use crate::verify::mig_report::{CudaSmoke, MigHardware, MigNode, MigProblem};
 
     fn node(name: &str) -> MigNode {
         MigNode {

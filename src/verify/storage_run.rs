@@ -9,7 +9,6 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -25,11 +24,11 @@ use super::evidence_dir::{EvidenceDir, EvidenceDirError};
 use super::identity::prove;
 use super::json;
 use super::manifests::RunContext;
+use super::options::StorageOptions;
 use super::select::{SelectError, select_targets, storage_skipped};
 use super::storage_report::{Category, CleanupReport, ClusterReport, Role, StorageReport};
 use super::workload::Workload;
 use crate::cloud::domain::Cloud;
-use crate::clusters::kubeconfig::KubeconfigMap;
 use crate::clusters::{ClusterClient, Node};
 use crate::engine::addons::CSI_STORAGE_CLASS;
 use crate::engine::ops::{Event, Outcome, Progress};
@@ -42,48 +41,6 @@ const CSI_NAMESPACE: &str = "kube-system";
 const CSI_DAEMON_SET: &str = "csi-mounted-fs-path-node";
 /// Where the driver keeps a volume's data, relative to the filesystem's root.
 pub(super) const BACKING_DIR: &str = "csi-mounted-fs-path-data";
-
-/// How a storage verification runs.
-#[derive(Debug, Clone)]
-pub struct StorageOptions {
-    pub only_projects: Vec<String>,
-    pub only_clusters: Vec<String>,
-    pub project_prefix: String,
-    /// The tenant the profile's credentials belong to.
-    pub tenant: Option<String>,
-    pub kubeconfigs: Option<KubeconfigMap>,
-    /// The probe image, by digest.
-    pub probe_image: String,
-    pub namespace: String,
-    /// A probe pod must be running this soon after it is created.
-    pub start_timeout: Duration,
-    /// And done this soon.
-    pub phase_timeout: Duration,
-    pub cleanup_timeout: Duration,
-    /// Private receipts go to a fresh directory under here.
-    pub evidence_dir: Option<PathBuf>,
-    /// Targets verified at once (each target's probes stay in order within it).
-    pub concurrency: usize,
-}
-
-impl StorageOptions {
-    pub fn new(probe_image: &str) -> StorageOptions {
-        StorageOptions {
-            only_projects: Vec::new(),
-            only_clusters: Vec::new(),
-            project_prefix: String::new(),
-            tenant: None,
-            kubeconfigs: None,
-            probe_image: probe_image.to_string(),
-            namespace: "default".into(),
-            concurrency: 1,
-            start_timeout: Duration::from_secs(300),
-            phase_timeout: Duration::from_secs(600),
-            cleanup_timeout: Duration::from_secs(300),
-            evidence_dir: None,
-        }
-    }
-}
 
 /// Why a verification could not run at all (its report is then the "unavailable" document).
 #[derive(Debug, thiserror::Error)]

@@ -55,8 +55,8 @@ impl TargetRun<'_> {
         let mut runs = workload
             .wait_pods(
                 &names,
-                self.options.start_timeout,
-                self.options.phase_timeout,
+                self.options.kind.start_timeout,
+                self.options.kind.phase_timeout,
             )
             .await
             .into_iter();
@@ -176,7 +176,7 @@ impl TargetRun<'_> {
             Err(e) => return self.note(Category::PvcBindingMismatch, e),
         };
         let Some((bound, volume)) = workload
-            .wait_bound(&self.run.claim_name(), self.options.start_timeout)
+            .wait_bound(&self.run.claim_name(), self.options.kind.start_timeout)
             .await
         else {
             return self.note(
@@ -225,7 +225,7 @@ impl TargetRun<'_> {
         if !csi.volume_handle.is_empty() {
             self.volume_handle = Some(csi.volume_handle.clone());
         }
-        let wait = self.options.phase_timeout.as_secs().max(1);
+        let wait = self.options.kind.phase_timeout.as_secs().max(1);
         let pods: Vec<Pod> = self
             .nodes
             .iter()

@@ -7,7 +7,6 @@
 //! scheduling restored); then fleetbot's MIG probe runs on every GPU node holding all its
 //! slices, and what the driver says (MIG mode, instances, vectorAdd per slice) is judged.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -23,6 +22,7 @@ use super::mig_report::{
     CudaSmoke, MigExpectation, MigFinding, MigHardware, MigJudgement, MigProblem,
     MigVerificationReport, judge_mig,
 };
+use super::options::MigOptions;
 use super::storage_run::{VerifyError, image_digest, interrupted, new_run_id};
 use super::workload::{PodEnd, Purpose, Workload};
 use crate::cloud::domain::Cloud;
@@ -36,47 +36,6 @@ use crate::store::InventoryStore;
 const OPERATOR_NAMESPACE: &str = "gpu-operator";
 const DRIVER_DAEMON_SET: &str = "nvidia-driver-daemonset";
 const TEMPLATE_GENERATION: &str = "pod-template-generation";
-
-/// How a MIG verification runs.
-#[derive(Debug, Clone)]
-pub struct MigOptions {
-    /// `--project` (a key or display name) and `--cluster`.
-    pub project: Option<String>,
-    pub cluster: Option<String>,
-    pub project_prefix: String,
-    pub tenant: Option<String>,
-    /// `--kubeconfig`: this target's kubeconfig, whose endpoint and CA must still be the
-    /// cluster's.
-    pub kubeconfig: Option<PathBuf>,
-    pub probe_image: String,
-    pub namespace: String,
-    pub wait: bool,
-    pub reconcile: bool,
-    /// The whole run's limit (`None`: the cluster's `gpu_health_timeout_minutes`).
-    pub timeout: Option<Duration>,
-    /// Between snapshots.
-    pub poll: Duration,
-    pub cleanup_timeout: Duration,
-}
-
-impl MigOptions {
-    pub fn new(probe_image: &str) -> MigOptions {
-        MigOptions {
-            project: None,
-            cluster: None,
-            project_prefix: String::new(),
-            tenant: None,
-            kubeconfig: None,
-            probe_image: probe_image.to_string(),
-            namespace: "default".into(),
-            wait: false,
-            reconcile: false,
-            timeout: None,
-            poll: Duration::from_secs(5),
-            cleanup_timeout: Duration::from_secs(300),
-        }
-    }
-}
 
 /// Why a MIG verification could not start.
 #[derive(Debug, thiserror::Error)]
@@ -178,8 +137,8 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
 ) -> Result<MigVerificationReport, MigError> {
     let (pi, ci) = select_mig_target(
         spec,
-        options.project.as_deref(),
-        options.cluster.as_deref(),
+        options.only_projects.first().map(String::as_str),
+        options.only_clusters.first().map(String::as_str),
         &options.project_prefix,
     )?;
     if image_digest(&options.probe_image).is_none() {
@@ -207,6 +166,7 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
         )
     };
     let kubeconfigs = options
+        .kind
         .kubeconfig
         .clone()
         .map(|path| KubeconfigMap::single(&project.key(), &c.name, path));
@@ -240,7 +200,7 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
             )));
         }
     };
-    let timeout = options.timeout.unwrap_or(Duration::from_secs(
+    let timeout = options.kind.timeout.unwrap_or(Duration::from_secs(
         u64::try_from(c.gpu_health_timeout_minutes.max(1)).unwrap_or(60) * 60,
     ));
     let deadline = Instant::now() + timeout;
@@ -252,7 +212,7 @@ pub async fn verify_mig<C: Cloud, S: InventoryStore>(
         }
         Err(e) => return Ok(failed(e)),
     };
-    if options.reconcile && snapshot.stale.iter().any(|s| s.on_delete) {
+    if options.kind.reconcile && snapshot.stale.iter().any(|s| s.on_delete) {
         // Progress is printed: nodes by the worker names the printed report gives them.
         let workers = super::mig_public::worker_names(
             snapshot.judgement.nodes.iter().map(|n| n.name.as_str()),
@@ -373,24 +333,24 @@ pub fn mig_targets(spec: &FleetSpec, only_clusters: &[String]) -> Vec<(usize, us
         .collect()
 }
 
-/// Verifies each of the fleet's MIG targets that `only_clusters` names.
+/// Verifies each of the fleet's MIG targets that `options.only_clusters` names (all of them
+/// when it is empty), one after another.
 pub async fn verify_mig_fleet<C: Cloud, S: InventoryStore>(
     cloud: &C,
     store: &S,
     spec: &FleetSpec,
-    only_clusters: &[String],
     options: &MigOptions,
     progress: Progress,
 ) -> Result<MigFleetReport, MigError> {
-    let targets = mig_targets(spec, only_clusters);
+    let targets = mig_targets(spec, &options.only_clusters);
     if targets.is_empty() {
         return Err(MigError::Selection(0));
     }
     let mut clusters = Vec::new();
     for (target_index, (pi, ci)) in targets.into_iter().enumerate() {
         let mut one = options.clone();
-        one.project = Some(spec.projects[pi].key());
-        one.cluster = Some(spec.projects[pi].clusters[ci].name.clone());
+        one.only_projects = vec![spec.projects[pi].key()];
+        one.only_clusters = vec![spec.projects[pi].clusters[ci].name.clone()];
         let (_keep, interrupt) = watch::channel(false);
         let report = verify_mig(cloud, store, spec, &one, progress.clone(), interrupt).await?;
         clusters.push(MigTarget {
@@ -411,12 +371,12 @@ async fn settle(
     progress: &Progress,
 ) -> Result<(Snapshot, Vec<MigFinding>), MigFinding> {
     let mut last = look(kube, expected).await?;
-    if !options.wait {
+    if !options.kind.wait {
         return Ok((last, Vec::new()));
     }
     progress(&Event::note("waiting for two identical MIG snapshots"));
     loop {
-        if Instant::now() + options.poll > deadline {
+        if Instant::now() + options.kind.poll > deadline {
             let steady = if last.clean(expected) {
                 vec![MigFinding::cluster(
                     MigProblem::NotSteady,
@@ -427,7 +387,7 @@ async fn settle(
             };
             return Ok((last, steady));
         }
-        tokio::time::sleep(options.poll).await;
+        tokio::time::sleep(options.kind.poll).await;
         let next = look(kube, expected).await?;
         if next == last && next.clean(expected) {
             return Ok((next, Vec::new()));

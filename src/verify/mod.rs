@@ -15,6 +15,7 @@ pub mod manifests;
 pub mod mig_public;
 pub mod mig_report;
 pub mod mig_run;
+pub mod options;
 pub mod select;
 pub mod storage_phases;
 pub mod storage_report;
@@ -25,12 +26,15 @@ pub use graphics_report::{
     GraphicsCategory, GraphicsClusterReport, GraphicsJudgement, GraphicsReport, judge_graphics,
     validate_target,
 };
-pub use graphics_run::{GraphicsOptions, GraphicsRun, verify_graphics};
+pub use graphics_run::{GraphicsRun, verify_graphics};
 pub use mig_report::{MigExpectation, MigVerificationReport, judge_mig};
 pub use mig_run::{
-    MigError, MigFleetReport, MigOptions, MigTarget, mig_targets, select_mig_target, verify_mig,
+    MigError, MigFleetReport, MigTarget, mig_targets, select_mig_target, verify_mig,
     verify_mig_fleet,
+};
+pub use options::{
+    Graphics, GraphicsOptions, Kind, Mig, MigOptions, Options, Storage, StorageOptions,
 };
 pub use select::{Selection, select_targets};
 pub use storage_report::{Category, ClusterReport, NodeReport, StorageReport};
-pub use storage_run::{StorageOptions, StorageRun, VerifyError, verify_storage};
+pub use storage_run::{StorageRun, VerifyError, verify_storage};
