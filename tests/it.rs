@@ -31,6 +31,7 @@ mod guards_cli;
 mod intake_depth;
 mod kube_sim;
 mod kubectl_cli;
+mod library_sim;
 mod lifecycle_cli;
 mod mixed_backends_sim;
 mod object_storage_sim;

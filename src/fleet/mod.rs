@@ -30,6 +30,7 @@ use crate::quota::budget::PreflightReport;
 use crate::quota::scope::Selection;
 use crate::runtime::RuntimeValues;
 use crate::spec::{FleetSpec, SpecError};
+use crate::store::InventoryStore;
 use crate::verify::graphics_report::GraphicsReport;
 use crate::verify::options::KindSettings;
 use crate::verify::storage_report::StorageReport;
@@ -260,7 +261,11 @@ impl Fleet {
     /// assert!(!plan.has_problems(), "{:?}", plan.problems());
     /// # Ok(()) }
     /// ```
-    pub async fn plan_live(&self, session: &Session, options: &Options) -> Result<LivePlan, Error> {
+    pub async fn plan_live<S: InventoryStore + Clone + 'static>(
+        &self,
+        session: &Session<S>,
+        options: &Options,
+    ) -> Result<LivePlan, Error> {
         let tenant = session.tenant_for(&self.spec)?;
         let prepared = crate::engine::ops::prepare(
             &session.connection.client,
@@ -286,9 +291,9 @@ impl Fleet {
     /// assert!(report.fits());
     /// # Ok(()) }
     /// ```
-    pub async fn preflight(
+    pub async fn preflight<S: InventoryStore + Clone + 'static>(
         &self,
-        session: &Session,
+        session: &Session<S>,
         options: &Options,
     ) -> Result<PreflightReport, Error> {
         let plan = self.plan_live(session, options).await?;
@@ -328,9 +333,9 @@ impl Fleet {
     /// assert!(!again.changed);
     /// # Ok(()) }
     /// ```
-    pub async fn deploy(
+    pub async fn deploy<S: InventoryStore + Clone + 'static>(
         &self,
-        session: &Session,
+        session: &Session<S>,
         options: &Options,
     ) -> Result<DeployResult, Error> {
         let tenant = session.tenant_for(&self.spec)?;
@@ -363,7 +368,10 @@ impl Fleet {
     /// assert_eq!(status.clusters[0].nodes_ready, 1);
     /// # Ok(()) }
     /// ```
-    pub async fn status(&self, session: &Session) -> Result<StatusResult, Error> {
+    pub async fn status<S: InventoryStore + Clone + 'static>(
+        &self,
+        session: &Session<S>,
+    ) -> Result<StatusResult, Error> {
         Ok(
             crate::engine::ops::status(&session.connection.client, &session.inventory, &self.spec)
                 .await?,
@@ -385,9 +393,9 @@ impl Fleet {
     /// assert_eq!(result.clusters[0].status, fleetbot::TargetStatus::Destroyed);
     /// # Ok(()) }
     /// ```
-    pub async fn destroy(
+    pub async fn destroy<S: InventoryStore + Clone + 'static>(
         &self,
-        session: &Session,
+        session: &Session<S>,
         options: &Options,
     ) -> Result<DestroyResult, Error> {
         Ok(apply::destroy(
@@ -414,9 +422,9 @@ impl Fleet {
     /// println!("{}", report.render_text());
     /// # Ok(()) }
     /// ```
-    pub async fn verify_storage(
+    pub async fn verify_storage<S: InventoryStore + Clone + 'static>(
         &self,
-        session: &Session,
+        session: &Session<S>,
         options: &Options,
     ) -> Result<StorageReport, Error> {
         let verify: StorageOptions = self.verify_options(session, options)?;
@@ -447,9 +455,9 @@ impl Fleet {
     /// assert!(report.passed);
     /// # Ok(()) }
     /// ```
-    pub async fn verify_graphics(
+    pub async fn verify_graphics<S: InventoryStore + Clone + 'static>(
         &self,
-        session: &Session,
+        session: &Session<S>,
         options: &Options,
     ) -> Result<GraphicsReport, Error> {
         let verify: GraphicsOptions = self.verify_options(session, options)?;
@@ -467,9 +475,9 @@ impl Fleet {
     }
 
     /// The options of a verification of kind `K` over what `options` selects.
-    fn verify_options<K: KindSettings>(
+    fn verify_options<K: KindSettings, S: InventoryStore + Clone + 'static>(
         &self,
-        session: &Session,
+        session: &Session<S>,
         options: &Options,
     ) -> Result<crate::verify::Options<K>, Error> {
         let mut verify = crate::verify::Options::<K>::new(session.probe_image()?);

@@ -11,19 +11,20 @@ use super::connect::{
 };
 use crate::sim::World;
 use crate::spec::FleetSpec;
-use crate::store::SqliteStore;
+use crate::store::{InventoryStore, SqliteStore};
 
-/// A cloud to run fleets against, and the inventory fleetbot keeps for it.
+/// A cloud to run fleets against, and the inventory fleetbot keeps for it: the CLI's SQLite
+/// file unless [`Session::with_inventory`] gave another store (PostgreSQL, as a server keeps).
 ///
 /// Holding a session keeps an embedded simulator running; drop it when done.
-pub struct Session {
+pub struct Session<S = SqliteStore> {
     pub(super) connection: Connection,
-    pub(super) inventory: SqliteStore,
+    pub(super) inventory: S,
     tenant_id: String,
     probe_image: Option<String>,
 }
 
-impl std::fmt::Debug for Session {
+impl<S> std::fmt::Debug for Session<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("cloud", &self.connection.client.description())
@@ -92,6 +93,32 @@ impl Session {
             probe_image: None,
         })
     }
+}
+
+impl<S: InventoryStore + Clone + 'static> Session<S> {
+    /// This session's cloud with `inventory` as the record of what fleetbot deployed (any
+    /// store: the server's PostgreSQL, another SQLite file).
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let elsewhere = fleetbot::store::SqliteStore::open(&dir.path().join("other.sqlite"))
+    ///     .await
+    ///     .unwrap();
+    /// let session = fleetbot::Session::simulator(dir.path()).await?.with_inventory(elsewhere);
+    /// let fleet = fleetbot::Fleet::from_yaml(fleetbot::fleet::EXAMPLE_SPEC, "docs.yaml")?;
+    /// fleet.deploy(&session, &fleetbot::Options::default()).await?;
+    /// assert!(fleet.status(&session).await?.healthy());
+    /// # Ok(()) }
+    /// ```
+    pub fn with_inventory<T: InventoryStore + Clone + 'static>(self, inventory: T) -> Session<T> {
+        Session {
+            connection: self.connection,
+            inventory,
+            tenant_id: self.tenant_id,
+            probe_image: self.probe_image,
+        }
+    }
 
     /// The tenant fleets are deployed in when their spec names none (empty when neither the
     /// credentials nor `FLEETBOT_TENANT_ID` name one).
@@ -111,7 +138,7 @@ impl Session {
 
     /// Names the verification probe image, by digest (`<name>@sha256:<64 hex>`): the image
     /// built from `deploy/probe/`. Verification needs one.
-    pub fn with_probe_image(mut self, image: impl Into<String>) -> Session {
+    pub fn with_probe_image(mut self, image: impl Into<String>) -> Session<S> {
         self.probe_image = Some(image.into());
         self
     }
@@ -119,7 +146,7 @@ impl Session {
     /// On the simulator: runs this `fleetbot` binary as the verification probe, named by its
     /// own digest, as `fleetbot verify-storage` does on the embedded simulator. Elsewhere an
     /// error: a real cluster runs images, not local files.
-    pub fn with_probe_binary(mut self, binary: impl Into<PathBuf>) -> Result<Session, Error> {
+    pub fn with_probe_binary(mut self, binary: impl Into<PathBuf>) -> Result<Session<S>, Error> {
         let binary = binary.into();
         let Some(sim) = &self.connection.simulator else {
             return Err(Error::Cloud(
