@@ -347,6 +347,36 @@ fn only_fleet_apply_mutates_a_fleet() {
     );
 }
 
+/// The App's applying methods; only its apply job ([`APPLY_JOB`]) calls them.
+const APPLYING: &[&str] = &[".apply_fleet(", ".apply_targets("];
+
+/// ARCHITECTURE.md: "only the apply job applies" (after the guard allowed the plan).
+const APPLY_JOB: &[&str] = &["bot", "deploy"];
+
+#[test]
+fn only_the_apply_job_applies_through_the_planner() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut problems = Vec::new();
+    for file in files {
+        let path = module_path(&src, &file);
+        if path.len() >= APPLY_JOB.len() && path.iter().zip(APPLY_JOB).all(|(a, b)| a == b)
+            || path.first().is_some_and(|m| m == "architecture")
+        {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).expect("readable source"));
+        for call in APPLYING.iter().filter(|c| text.contains(*c)) {
+            problems.push(format!(
+                "{}: calls `{call}…)`; only bot::deploy applies",
+                file.display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// ARCHITECTURE.md: "`bot` holds only GitHub glue": the cloud (and what reads or changes it
 /// without GitHub: live plans, the guard, applying) is reached through `fleet`, never named in
 /// `bot`.

@@ -317,80 +317,58 @@ impl FlakyStore {
 
 use fleetbot::store::{InventoryStore, ProjectRecord, StoreError, TargetRecord};
 
+#[async_trait::async_trait]
 impl InventoryStore for FlakyStore {
     fn location(&self) -> String {
         self.inner.location()
     }
-    fn targets(
-        &self,
-        fleet: &str,
-    ) -> impl std::future::Future<Output = Result<Vec<TargetRecord>, StoreError>> + Send {
-        let fleet = fleet.to_string();
-        async move {
-            self.check()?;
-            self.inner.targets(&fleet).await
-        }
+    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
+        self.check()?;
+        self.inner.targets(fleet).await
     }
-    fn upsert_target(
-        &self,
-        record: &TargetRecord,
-    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
-        self.inner.upsert_target(record)
+    async fn upsert_target(&self, record: &TargetRecord) -> Result<(), StoreError> {
+        self.inner.upsert_target(record).await
     }
-    fn remove_target(
+    async fn remove_target(
         &self,
         fleet: &str,
         project_key: &str,
         cluster_name: &str,
-    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
-        self.inner.remove_target(fleet, project_key, cluster_name)
+    ) -> Result<(), StoreError> {
+        self.inner
+            .remove_target(fleet, project_key, cluster_name)
+            .await
     }
-    fn projects(
-        &self,
-        fleet: &str,
-    ) -> impl std::future::Future<Output = Result<Vec<ProjectRecord>, StoreError>> + Send {
-        let fleet = fleet.to_string();
-        async move {
-            self.check()?;
-            self.inner.projects(&fleet).await
-        }
+    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
+        self.check()?;
+        self.inner.projects(fleet).await
     }
-    fn upsert_project(
-        &self,
-        record: &ProjectRecord,
-    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
-        self.inner.upsert_project(record)
+    async fn upsert_project(&self, record: &ProjectRecord) -> Result<(), StoreError> {
+        self.inner.upsert_project(record).await
     }
-    fn remove_project(
-        &self,
-        fleet: &str,
-        project_key: &str,
-    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
-        self.inner.remove_project(fleet, project_key)
+    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
+        self.inner.remove_project(fleet, project_key).await
     }
-    fn generation(
+    async fn generation(
         &self,
         fleet: &str,
         project_key: &str,
         cluster_name: &str,
-    ) -> impl std::future::Future<Output = Result<i64, StoreError>> + Send {
-        let (fleet, key, name) = (
-            fleet.to_string(),
-            project_key.to_string(),
-            cluster_name.to_string(),
-        );
-        async move {
-            self.check()?;
-            self.inner.generation(&fleet, &key, &name).await
-        }
+    ) -> Result<i64, StoreError> {
+        self.check()?;
+        self.inner
+            .generation(fleet, project_key, cluster_name)
+            .await
     }
-    fn bump_generation(
+    async fn bump_generation(
         &self,
         fleet: &str,
         project_key: &str,
         cluster_name: &str,
-    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
-        self.inner.bump_generation(fleet, project_key, cluster_name)
+    ) -> Result<(), StoreError> {
+        self.inner
+            .bump_generation(fleet, project_key, cluster_name)
+            .await
     }
 }
 
@@ -407,7 +385,7 @@ struct Live {
 /// against it with the same inventory behind the failure switch.
 async fn live_world() -> Live {
     use fleetbot::engine::ops::{LifecycleOptions, deploy};
-    use fleetbot::fleet::live::{CloudPlanner, LiveCloud};
+    use fleetbot::fleet::live::CloudPlanner;
     let world = include_str!("../fixtures/sim/default.yaml")
         .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
     let sim = support::simulator(&world).await;
@@ -432,7 +410,7 @@ async fn live_world() -> Live {
     .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
     let store_fails = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let cloud: Arc<dyn LiveCloud> = Arc::new(CloudPlanner::new(
+    let cloud: Arc<CloudPlanner> = Arc::new(CloudPlanner::new(
         client,
         FlakyStore {
             inner: inventory.clone(),

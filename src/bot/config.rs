@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::github::Permission;
 use crate::privacy::{PrivacyAllowlist, Scanner, ScannerConfig};
+use crate::verify::Kind as VerifyKind;
 
 /// Where the config lives in the repository.
 pub const CONFIG_PATH: &str = ".fleetbot.yml";
@@ -150,34 +151,6 @@ impl Default for DriftConfig {
             interval_minutes: DEFAULT_DRIFT_MINUTES,
             issue: false,
             apply: false,
-        }
-    }
-}
-
-/// A verification fleetbot can run on a fleet's clusters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VerifyKind {
-    Storage,
-    Graphics,
-    Mig,
-}
-
-impl VerifyKind {
-    /// The slash command's name.
-    pub fn command(self) -> &'static str {
-        match self {
-            VerifyKind::Storage => "verify-storage",
-            VerifyKind::Graphics => "verify-graphics",
-            VerifyKind::Mig => "verify-mig",
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            VerifyKind::Storage => "Storage",
-            VerifyKind::Graphics => "Graphics",
-            VerifyKind::Mig => "MIG",
         }
     }
 }

@@ -200,7 +200,7 @@ pub async fn drift(
 async fn compare(
     repo: &RepoClient,
     settings: &BotSettings,
-    cloud: &dyn crate::fleet::live::LiveCloud,
+    cloud: &crate::fleet::live::CloudPlanner,
     path: &str,
     head: &str,
     reads: &Arc<ReadCache>,

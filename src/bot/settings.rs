@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::fleet::backend::Deployer;
-use crate::fleet::live::LiveCloud;
+use crate::fleet::live::CloudPlanner;
 use crate::quota::evidence::QuotaEvidence;
 
 /// Where quota evidence comes from for the budget, and for which tenant.
@@ -29,7 +29,7 @@ impl fmt::Debug for QuotaSource {
 pub struct BotSettings {
     /// The cloud each changed spec is planned against, live; its quota evidence is the
     /// budget's. Reads only.
-    pub cloud: Option<Arc<dyn LiveCloud>>,
+    pub cloud: Option<Arc<CloudPlanner>>,
     /// What merges are applied with. Without it, a merge applies nothing (and says so only in
     /// the log).
     pub deploy: Option<Deployer>,

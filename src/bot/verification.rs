@@ -3,7 +3,6 @@
 //! (`in_progress` at once, then the sanitized summary), for the slash commands
 //! (`super::handler`) and after an apply (`super::deploy`) alike.
 
-use crate::bot::config::VerifyKind;
 use crate::bot::report::verify::{
     FleetVerification, VerifyCheck, check_name, graphics_check, storage_check,
 };
@@ -12,6 +11,7 @@ use crate::fleet::backend::Deployer;
 use crate::fleet::guard::PublicNames;
 use crate::github::{CheckOutput, CheckRunPayload, ClientError, RepoClient, RunningCheck};
 use crate::spec::FleetSpec;
+use crate::verify::Kind as VerifyKind;
 use crate::verify::{mig_targets, select_targets};
 
 fn short(sha: &str) -> &str {

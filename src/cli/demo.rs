@@ -21,11 +21,10 @@ use super::git::Git;
 use crate::bot::deploy::job::{ApplyJob, apply_one};
 use crate::bot::report::apply::FleetOutcome;
 use crate::bot::settings::BotSettings;
-use crate::cloud::client::NebiusClient;
-use crate::fleet::backend::{Deployer, FleetApplier};
+use crate::fleet::backend::Deployer;
 use crate::fleet::connect::{Connection, embedded_simulator_of};
 use crate::fleet::guard::Trigger;
-use crate::fleet::live::{CloudPlanner, LiveCloud, VerifyConfig};
+use crate::fleet::live::{CloudPlanner, VerifyConfig};
 use crate::github::CheckConclusion;
 use crate::sim::World;
 use crate::spec::FleetSpec;
@@ -151,7 +150,7 @@ struct Lab {
     connection: Connection,
     tenant: String,
     store: SqliteStore,
-    planner: Arc<CloudPlanner<NebiusClient, SqliteStore>>,
+    planner: Arc<CloudPlanner>,
 }
 
 impl Lab {
@@ -189,7 +188,7 @@ impl Lab {
     /// What the App's apply job holds: the planner applies, the store keeps the state.
     fn deployer(&self) -> Deployer {
         Deployer {
-            applier: self.planner.clone() as Arc<dyn FleetApplier>,
+            applier: self.planner.clone(),
             state: Arc::new(self.store.clone()) as Arc<dyn DeployStore>,
             tenant_id: self.tenant.clone(),
             lease: Duration::from_secs(120),
@@ -200,7 +199,7 @@ impl Lab {
     /// recorded as its preflight job records it.
     async fn preview(&self, repo: &Repo, out: &mut Steps) -> Result<(), String> {
         let settings = BotSettings {
-            cloud: Some(self.planner.clone() as Arc<dyn LiveCloud>),
+            cloud: Some(self.planner.clone()),
             ..BotSettings::default()
         };
         let evaluated = super::preview::evaluate_local(
@@ -344,7 +343,7 @@ impl Lab {
     /// Step 6, the dashboard, served as `fleetbot serve` serves it; up until Enter when `wait`.
     async fn dashboard(&self, wait: bool, out: &mut Steps) -> Result<(), String> {
         let quota = Arc::new(crate::server::dashboard::LiveQuota {
-            cloud: self.planner.clone() as Arc<dyn LiveCloud>,
+            cloud: self.planner.clone(),
             tenant_id: self.tenant.clone(),
         }) as Arc<dyn crate::server::dashboard::QuotaSource>;
         let dashboard =

@@ -22,7 +22,7 @@ use crate::bot::jobs::preflight::{Change, FetchBudget, evaluate_change, too_larg
 use crate::bot::pr::ChangedFile;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
-use crate::fleet::live::{CloudPlanner, LiveCloud};
+use crate::fleet::live::CloudPlanner;
 use crate::fleet::{env_tenant, open_inventory};
 use crate::github::{CheckConclusion, CheckRunPayload, FileStatus};
 
@@ -136,10 +136,12 @@ pub fn run(args: PreviewArgs) -> ExitCode {
                 "Nebius"
             };
             let tenant = env_tenant().or_else(|| c.tenant_id.clone());
-            settings.cloud = Some(
-                Arc::new(CloudPlanner::new(c.client.clone(), store, name, tenant))
-                    as Arc<dyn LiveCloud>,
-            );
+            settings.cloud = Some(Arc::new(CloudPlanner::new(
+                c.client.clone(),
+                store,
+                name,
+                tenant,
+            )));
         }
         let (repo_name, number) = match &post {
             Some(context) => (Some(context.repo.clone()), context.number),

@@ -15,9 +15,9 @@ use clap::Args;
 
 use super::serve_start::{DashboardPlace, OpenStore, open_store};
 use crate::bot::{Bot, BotSettings};
-use crate::fleet::backend::{Deployer, FleetApplier};
+use crate::fleet::backend::Deployer;
 use crate::fleet::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
-use crate::fleet::live::{CloudPlanner, LiveCloud, VerifyConfig};
+use crate::fleet::live::{CloudPlanner, VerifyConfig};
 use crate::github::{AppCredentials, ClientConfig, DEFAULT_API_URL, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::sources::SourceSetting;
@@ -450,7 +450,7 @@ async fn serve_with<
     };
     // Held for the server's life: an embedded simulator stops when its connection drops.
     let connection = open_cloud(checked.cloud).await?;
-    let applier: Option<Arc<dyn FleetApplier>> = connection.as_ref().map(|c| {
+    let applier: Option<Arc<CloudPlanner>> = connection.as_ref().map(|c| {
         let name = if c.is_simulated() {
             "the fleetbot simulator"
         } else {
@@ -476,9 +476,9 @@ async fn serve_with<
                     evidence_root,
                 },
             ),
-        ) as Arc<dyn FleetApplier>
+        )
     });
-    let cloud = applier.clone().map(|a| a as Arc<dyn LiveCloud>);
+    let cloud = applier.clone();
     match &cloud {
         Some(c) => tracing::info!(cloud = %c.public_name(), "pull requests are planned live"),
         None => tracing::warn!(

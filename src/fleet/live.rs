@@ -1,17 +1,15 @@
 //! The live side of the pull-request preflight: each changed spec planned against the cloud
 //! the engine reaches (Nebius, or a simulator an operator chose), and the tenant's quota
-//! evidence, read before the pure evaluation in [`super::pr`].
+//! evidence, read before the pure evaluation in [`crate::bot::pr`].
 //!
 //! The bot reads only: it observes, plans and lists allowances; it never mutates. What it reads
 //! is private (tenant, project and resource IDs), so it reaches the report only through
-//! [`super::pr`], which keeps public fields and names only.
+//! [`crate::bot::pr`], which keeps public fields and names only.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::cloud::domain::Cloud;
+use crate::cloud::client::NebiusClient;
 use crate::engine::live::{LivePlan, ReadCache};
 use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, prepare};
 use crate::engine::preflight::{live_evidence, proven_state};
@@ -19,9 +17,6 @@ use crate::quota::InMemoryEvidence;
 use crate::quota::scope::ProvenState;
 use crate::spec::{Backend, FleetSpec};
 use crate::store::InventoryStore;
-
-/// A boxed future, so [`LiveCloud`] stays object-safe (`Arc<dyn LiveCloud>` in the bot).
-pub type LiveFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LiveError>> + Send + 'a>>;
 
 /// Why the cloud could not be planned against, by kind, so the preflight fails on each kind
 /// and says which it was.
@@ -131,32 +126,13 @@ fn cloud_unreadable(code: tonic::Code) -> LiveError {
     )
 }
 
-/// A cloud the bot can plan against. Reads only.
-pub trait LiveCloud: Send + Sync + 'static {
-    /// Public name for the comment; never an endpoint, path or ID.
-    fn public_name(&self) -> String;
-
-    /// The tenant whose allowances apply to `spec`: the configured one, which a spec naming a
-    /// tenant must match.
-    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError>;
-
-    /// The live plan of the spec's mk8s targets (`Ok(None)` when it has none). `reads`: the
-    /// listings shared with the other specs of one pass or head (`None`: read afresh).
-    fn plan_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        reads: Option<Arc<ReadCache>>,
-    ) -> LiveFuture<'a, Option<PlannedFleet>>;
-
-    /// The tenant's allowances and capacity blocks.
-    fn quota_evidence<'a>(&'a self, tenant_id: &'a str) -> LiveFuture<'a, InMemoryEvidence>;
-}
-
-/// [`LiveCloud`] over the cloud layer and an inventory (the bot's store).
-pub struct CloudPlanner<C, S> {
-    cloud: C,
-    inventory: S,
+/// The cloud as the App sees it: Nebius (or a simulator an operator chose) and the bot's
+/// inventory, whichever store holds it. The preflight and the reconcile pass only read through
+/// it (plans, quota evidence, status, verification); the apply job alone applies
+/// ([`super::backend`], through [`super::apply`]), which `src/architecture.rs` holds.
+pub struct CloudPlanner {
+    cloud: NebiusClient,
+    inventory: Arc<dyn InventoryStore>,
     public_name: String,
     default_tenant: Option<String>,
     verification: VerifyConfig,
@@ -171,18 +147,18 @@ pub struct VerifyConfig {
     pub evidence_root: Option<std::path::PathBuf>,
 }
 
-impl<C, S> CloudPlanner<C, S> {
+impl CloudPlanner {
     /// `tenant` is the only tenant read (`FLEETBOT_TENANT_ID`, or what the credentials' source
     /// names); specs naming another are refused.
     pub fn new(
-        cloud: C,
-        inventory: S,
+        cloud: NebiusClient,
+        inventory: impl InventoryStore + 'static,
         public_name: impl Into<String>,
         default_tenant: Option<String>,
     ) -> Self {
         CloudPlanner {
             cloud,
-            inventory,
+            inventory: Arc::new(inventory),
             public_name: public_name.into(),
             default_tenant: default_tenant.filter(|t| !t.trim().is_empty()),
             verification: VerifyConfig::default(),
@@ -196,12 +172,12 @@ impl<C, S> CloudPlanner<C, S> {
     }
 }
 
-impl<C, S> CloudPlanner<C, S> {
-    pub(crate) fn cloud(&self) -> &C {
+impl CloudPlanner {
+    pub(crate) fn cloud(&self) -> &NebiusClient {
         &self.cloud
     }
 
-    pub(crate) fn inventory(&self) -> &S {
+    pub(crate) fn inventory(&self) -> &Arc<dyn InventoryStore> {
         &self.inventory
     }
 
@@ -210,16 +186,16 @@ impl<C, S> CloudPlanner<C, S> {
     }
 }
 
-impl<C, S> LiveCloud for CloudPlanner<C, S>
-where
-    C: Cloud + 'static,
-    S: InventoryStore + 'static,
-{
-    fn public_name(&self) -> String {
+/// Reads only.
+impl CloudPlanner {
+    /// Public name for the comment; never an endpoint, path or ID.
+    pub fn public_name(&self) -> String {
         self.public_name.clone()
     }
 
-    fn tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError> {
+    /// The tenant whose allowances apply to `spec`: the configured one, which a spec naming a
+    /// tenant must match.
+    pub fn tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError> {
         // Only the configured tenant is ever read: a pull request chooses its spec's
         // tenant_id, and must not point the bot's credentials at another tenant.
         let Some(tenant) = &self.default_tenant else {
@@ -238,13 +214,15 @@ where
         Ok(tenant.clone())
     }
 
-    fn plan_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
+    /// The live plan of the spec's mk8s targets (`Ok(None)` when it has none). `reads`: the
+    /// listings shared with the other specs of one pass or head (`None`: read afresh).
+    pub async fn plan_fleet(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
         reads: Option<Arc<ReadCache>>,
-    ) -> LiveFuture<'a, Option<PlannedFleet>> {
-        Box::pin(async move {
+    ) -> Result<Option<PlannedFleet>, LiveError> {
+        {
             // The API engine plans mk8s targets; soperator targets stay statically planned
             // (and are not budgeted, as in the reference). They are left out by position, not
             // by name: an mk8s and a soperator cluster may share a name in two projects.
@@ -271,15 +249,14 @@ where
                     .collect(),
                 plan: prepared.plan,
             }))
-        })
+        }
     }
 
-    fn quota_evidence<'a>(&'a self, tenant_id: &'a str) -> LiveFuture<'a, InMemoryEvidence> {
-        Box::pin(async move {
-            live_evidence(&self.cloud, tenant_id)
-                .await
-                .map_err(|e| cloud_unreadable(e.code))
-        })
+    /// The tenant's allowances and capacity blocks.
+    pub async fn quota_evidence(&self, tenant_id: &str) -> Result<InMemoryEvidence, LiveError> {
+        live_evidence(&self.cloud, tenant_id)
+            .await
+            .map_err(|e| cloud_unreadable(e.code))
     }
 }
 
@@ -307,7 +284,7 @@ pub(crate) fn mk8s_only(spec: &FleetSpec) -> (FleetSpec, BTreeMap<(usize, usize)
 /// Plans every spec of one head against `cloud`, reading each tenant's evidence once and each
 /// listing the specs share once.
 pub async fn read_live(
-    cloud: &dyn LiveCloud,
+    cloud: &CloudPlanner,
     specs: &[(String, FleetSpec)],
 ) -> BTreeMap<String, LiveSpec> {
     let reads = ReadCache::new();

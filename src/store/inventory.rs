@@ -1,7 +1,5 @@
 //! The inventory records and the trait every store backend implements.
 
-use std::future::Future;
-
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
@@ -64,65 +62,109 @@ pub struct ProjectRecord {
 }
 
 /// The inventory. Every write is atomic; a read error is [`StoreError::Unreadable`], on which
-/// callers refuse to act.
+/// callers refuse to act. Object-safe, so a planner holds one `Arc<dyn InventoryStore>`
+/// whichever backend the server opened.
+#[async_trait::async_trait]
 pub trait InventoryStore: Send + Sync {
     /// A name for messages (a path or a database URL without credentials).
     fn location(&self) -> String;
-    fn targets(
-        &self,
-        fleet: &str,
-    ) -> impl Future<Output = Result<Vec<TargetRecord>, StoreError>> + Send;
+    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError>;
     /// One target's record: what an apply of one target reads, at any fleet size.
-    fn target(
+    async fn target(
         &self,
         fleet: &str,
         project_key: &str,
         cluster_name: &str,
-    ) -> impl Future<Output = Result<Option<TargetRecord>, StoreError>> + Send {
-        async move {
-            Ok(self
-                .targets(fleet)
-                .await?
-                .into_iter()
-                .find(|r| r.project_key == project_key && r.cluster_name == cluster_name))
-        }
+    ) -> Result<Option<TargetRecord>, StoreError> {
+        Ok(self
+            .targets(fleet)
+            .await?
+            .into_iter()
+            .find(|r| r.project_key == project_key && r.cluster_name == cluster_name))
     }
-    fn upsert_target(
-        &self,
-        record: &TargetRecord,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
-    fn remove_target(
+    async fn upsert_target(&self, record: &TargetRecord) -> Result<(), StoreError>;
+    async fn remove_target(
         &self,
         fleet: &str,
         project_key: &str,
         cluster_name: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
-    fn projects(
-        &self,
-        fleet: &str,
-    ) -> impl Future<Output = Result<Vec<ProjectRecord>, StoreError>> + Send;
-    fn upsert_project(
-        &self,
-        record: &ProjectRecord,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
-    fn remove_project(
-        &self,
-        fleet: &str,
-        project_key: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> Result<(), StoreError>;
+    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError>;
+    async fn upsert_project(&self, record: &ProjectRecord) -> Result<(), StoreError>;
+    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError>;
     /// The lifecycle generation of a target (`cluster_name` empty: of the project's network),
     /// 0 before its first completed destroy. It outlives the target's record.
-    fn generation(
+    async fn generation(
         &self,
         fleet: &str,
         project_key: &str,
         cluster_name: &str,
-    ) -> impl Future<Output = Result<i64, StoreError>> + Send;
+    ) -> Result<i64, StoreError>;
     /// Starts a new lifecycle, after a destroy has completed.
-    fn bump_generation(
+    async fn bump_generation(
         &self,
         fleet: &str,
         project_key: &str,
         cluster_name: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> Result<(), StoreError>;
+}
+
+/// A shared store is a store: what a planner holds as `Arc<dyn InventoryStore>` is passed to
+/// the engine, which takes any `InventoryStore + Clone`.
+#[async_trait::async_trait]
+impl<T: InventoryStore + ?Sized> InventoryStore for std::sync::Arc<T> {
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
+        (**self).targets(fleet).await
+    }
+    async fn target(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<Option<TargetRecord>, StoreError> {
+        (**self).target(fleet, project_key, cluster_name).await
+    }
+    async fn upsert_target(&self, record: &TargetRecord) -> Result<(), StoreError> {
+        (**self).upsert_target(record).await
+    }
+    async fn remove_target(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<(), StoreError> {
+        (**self)
+            .remove_target(fleet, project_key, cluster_name)
+            .await
+    }
+    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
+        (**self).projects(fleet).await
+    }
+    async fn upsert_project(&self, record: &ProjectRecord) -> Result<(), StoreError> {
+        (**self).upsert_project(record).await
+    }
+    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
+        (**self).remove_project(fleet, project_key).await
+    }
+    async fn generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<i64, StoreError> {
+        (**self).generation(fleet, project_key, cluster_name).await
+    }
+    async fn bump_generation(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster_name: &str,
+    ) -> Result<(), StoreError> {
+        (**self)
+            .bump_generation(fleet, project_key, cluster_name)
+            .await
+    }
 }

@@ -172,6 +172,7 @@ impl PostgresStore {
     }
 }
 
+#[async_trait::async_trait]
 impl InventoryStore for PostgresStore {
     fn location(&self) -> String {
         self.location.clone()

@@ -191,6 +191,7 @@ impl SqliteStore {
     }
 }
 
+#[async_trait::async_trait]
 impl InventoryStore for SqliteStore {
     fn location(&self) -> String {
         self.path.display().to_string()

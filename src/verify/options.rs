@@ -6,8 +6,12 @@ use std::time::Duration;
 
 use crate::clusters::kubeconfig::KubeconfigMap;
 
-/// The three verifications fleetbot runs on deployed clusters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The three verifications fleetbot runs on deployed clusters, as options, commands, checks
+/// and `.fleetbot.yml`'s `verify_after_apply` name them.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// Shared filesystem on every worker (fleet-engine §7.1).
     Storage,
@@ -24,6 +28,24 @@ impl Kind {
             Kind::Storage => "storage",
             Kind::Graphics => "graphics",
             Kind::Mig => "mig",
+        }
+    }
+
+    /// The slash command's and the CLI subcommand's name.
+    pub fn command(self) -> &'static str {
+        match self {
+            Kind::Storage => "verify-storage",
+            Kind::Graphics => "verify-graphics",
+            Kind::Mig => "verify-mig",
+        }
+    }
+
+    /// The kind in a title ("Storage verification running").
+    pub fn title(self) -> &'static str {
+        match self {
+            Kind::Storage => "Storage",
+            Kind::Graphics => "Graphics",
+            Kind::Mig => "MIG",
         }
     }
 }

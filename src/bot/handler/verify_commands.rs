@@ -6,13 +6,13 @@
 use super::deploy_commands::{Said, changed_fleets, commit_of};
 use super::{Bot, BotError};
 use crate::bot::commands::{Command, CommandKind};
-use crate::bot::config::VerifyKind;
 use crate::bot::deploy::job::short;
 use crate::bot::report::ReplyNote;
 use crate::bot::report::verify::check_name;
 use crate::bot::verification::verify_and_publish;
 use crate::github::RepoClient;
 use crate::github::events::IssueCommentEvent;
+use crate::verify::Kind as VerifyKind;
 
 impl Bot {
     pub(super) async fn verify_command(

@@ -46,12 +46,12 @@ pub(super) fn finish_check(
 }
 
 /// The check run of a kind of verification.
-pub fn check_name(kind: crate::bot::config::VerifyKind) -> &'static str {
-    use crate::bot::config::VerifyKind;
+pub fn check_name(kind: crate::verify::Kind) -> &'static str {
+    use crate::verify::Kind;
     match kind {
-        VerifyKind::Storage => STORAGE_CHECK,
-        VerifyKind::Graphics => GRAPHICS_CHECK,
-        VerifyKind::Mig => MIG_CHECK,
+        Kind::Storage => STORAGE_CHECK,
+        Kind::Graphics => GRAPHICS_CHECK,
+        Kind::Mig => MIG_CHECK,
     }
 }
 

@@ -1,83 +1,28 @@
-//! What applying merged specs needs: a cloud the bot may change ([`FleetApplier`]) and the
-//! store of reviewed plans, approvals, apply runs, audit records and per-fleet leases
-//! ([`DeployStore`]), held together as the [`Deployer`] in the bot's settings.
+//! What applying merged specs needs: the cloud the apply job may change (the
+//! [`CloudPlanner`]'s applying methods, through [`super::apply`]) and the store of reviewed
+//! plans, approvals, apply runs, audit records and per-fleet leases ([`DeployStore`]), held
+//! together as the [`Deployer`] in the bot's settings.
 //!
-//! The bot never mutates through [`super::live::LiveCloud`]; only the apply job
-//! ([`crate::bot::deploy`]) calls [`FleetApplier::apply_fleet`], and only after
-//! [`super::guard::decide`] allowed the plan it is about to apply.
+//! Only the apply job ([`crate::bot::deploy`]) calls [`CloudPlanner::apply_fleet`] and
+//! [`CloudPlanner::apply_targets`], and only after [`super::guard::decide`] allowed the plan it
+//! is about to apply; `src/architecture.rs` fails on a call anywhere else.
 
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 use super::live::{
-    LiveCloud, LiveError, LiveErrorKind, LiveFuture, PlannedFleet, VerifyConfig, mk8s_only,
-    public_error,
+    CloudPlanner, LiveError, LiveErrorKind, PlannedFleet, VerifyConfig, mk8s_only, public_error,
 };
-use crate::cloud::domain::Cloud;
 use crate::engine::ops::{DeployResult, Event, LifecycleOptions, Progress, StatusResult, status};
 use crate::spec::FleetSpec;
-use crate::store::{DeployStore, InventoryStore};
+use crate::store::DeployStore;
 use crate::verify::graphics_report::GraphicsReport;
 use crate::verify::options::KindSettings;
 use crate::verify::{
     GraphicsOptions, MigError, MigFleetReport, MigOptions, Options, StorageOptions, StorageReport,
     VerifyError, verify_graphics, verify_mig_fleet, verify_storage,
 };
-
-/// A cloud the apply job may change, besides reading it as [`LiveCloud`] does.
-pub trait FleetApplier: LiveCloud {
-    /// Deploys the spec's mk8s targets through the engine (preflight first, fail-closed);
-    /// with `prune`, the targets the spec no longer declares are deleted too.
-    fn apply_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        prune: bool,
-        progress: Progress,
-    ) -> LiveFuture<'a, DeployResult>;
-
-    /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
-    /// [`FleetApplier::apply_fleet`] does the whole fleet; never prunes.
-    fn apply_targets<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        only_projects: Vec<String>,
-        only_clusters: Vec<String>,
-        progress: Progress,
-    ) -> LiveFuture<'a, DeployResult>;
-
-    /// The live status of the spec's targets.
-    fn fleet_status<'a>(&'a self, spec: &'a FleetSpec) -> LiveFuture<'a, StatusResult>;
-
-    /// Verifies the shared storage of the spec's clusters (only `clusters`, when given) on
-    /// every worker; the report is public, the receipts stay in the server's data directory.
-    fn verify_storage_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        clusters: Vec<String>,
-    ) -> LiveFuture<'a, StorageReport>;
-
-    /// Verifies CUDA, GLX, EGL and Vulkan on every GPU worker of the spec's clusters (only
-    /// `clusters`, when given).
-    fn verify_graphics_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        clusters: Vec<String>,
-    ) -> LiveFuture<'a, GraphicsReport>;
-
-    /// Verifies the MIG layout, Operator and slices of each of the spec's MIG clusters (only
-    /// `clusters`, when given), one after another.
-    fn verify_mig_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        clusters: Vec<String>,
-    ) -> LiveFuture<'a, MigFleetReport>;
-}
 
 /// A verification error as the App may show it: selection errors name only the spec's own
 /// (public) names; anything else is logged and said in general words.
@@ -98,21 +43,26 @@ fn verify_error(e: VerifyError) -> LiveError {
     }
 }
 
-/// The options of a verification the App runs: the clusters a command named (all when none),
-/// the spec's prefix, the App's tenant and evidence directory.
-fn app_options<K: KindSettings>(
-    image: &str,
+/// The options of a verification the App runs (the clusters a command named, all when none;
+/// the spec's prefix, the App's tenant and evidence directory) and its progress, logged.
+fn app_run<K: KindSettings>(
+    config: &VerifyConfig,
     spec: &FleetSpec,
     tenant_id: &str,
     clusters: Vec<String>,
-    config: &VerifyConfig,
-) -> Options<K> {
+) -> Result<(Options<K>, Progress), LiveError> {
+    let Some(image) = &config.probe_image else {
+        return Err(no_probe_image());
+    };
     let mut options = Options::<K>::new(image);
     options.only_clusters = clusters;
     options.project_prefix = spec.project_prefix.clone();
     options.tenant = Some(tenant_id.to_string());
     options.evidence_dir = config.evidence_root.clone();
-    options
+    let kind = K::KIND.as_str();
+    let progress: Progress =
+        Arc::new(move |event: &Event| tracing::info!("verify-{kind}: {event}"));
+    Ok((options, progress))
 }
 
 fn no_probe_image() -> LiveError {
@@ -127,7 +77,7 @@ fn no_probe_image() -> LiveError {
 #[derive(Clone)]
 pub struct Deployer {
     /// The cloud, as the apply job may change it.
-    pub applier: Arc<dyn FleetApplier>,
+    pub applier: Arc<CloudPlanner>,
     /// Reviewed plans, approvals, apply runs, the audit log and fleet leases.
     pub state: Arc<dyn DeployStore>,
     /// The tenant applies go to (never shown or logged); part of each fleet's lease key.
@@ -169,66 +119,59 @@ pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
     }
 }
 
-impl<C, S> super::live::CloudPlanner<C, S>
-where
-    C: Cloud + Clone + 'static,
-    S: InventoryStore + Clone + 'static,
-{
+impl CloudPlanner {
     /// Deploys the spec's mk8s targets, all of them or the `(projects, clusters)` selected
     /// (empty: no filter); `prune` applies only to the whole spec, as in the engine.
-    fn apply_selected<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
+    async fn apply_selected(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
         prune: bool,
         (only_projects, only_clusters): (Vec<String>, Vec<String>),
         progress: Progress,
-    ) -> LiveFuture<'a, DeployResult> {
-        Box::pin(async move {
-            let (mk8s, _) = mk8s_only(spec);
-            let options = LifecycleOptions {
-                only_projects,
-                only_clusters,
-                ..bot_options(&mk8s, prune)
-            };
-            super::apply::plan_and_apply(
-                self.cloud(),
-                self.inventory(),
-                &mk8s,
-                tenant_id,
-                &options,
-                super::apply::Approved::ByGuard { prune },
-                progress,
-            )
-            .await
-            .map_err(|e| public_error(&e))
-        })
+    ) -> Result<DeployResult, LiveError> {
+        let (mk8s, _) = mk8s_only(spec);
+        let options = LifecycleOptions {
+            only_projects,
+            only_clusters,
+            ..bot_options(&mk8s, prune)
+        };
+        super::apply::plan_and_apply(
+            self.cloud(),
+            self.inventory(),
+            &mk8s,
+            tenant_id,
+            &options,
+            super::apply::Approved::ByGuard { prune },
+            progress,
+        )
+        .await
+        .map_err(|e| public_error(&e))
     }
-}
 
-impl<C, S> FleetApplier for super::live::CloudPlanner<C, S>
-where
-    C: Cloud + Clone + 'static,
-    S: InventoryStore + Clone + 'static,
-{
-    fn apply_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
+    /// Deploys the spec's mk8s targets through the engine (preflight first, fail-closed);
+    /// with `prune`, the targets the spec no longer declares are deleted too.
+    pub async fn apply_fleet(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
         prune: bool,
         progress: Progress,
-    ) -> LiveFuture<'a, DeployResult> {
+    ) -> Result<DeployResult, LiveError> {
         self.apply_selected(spec, tenant_id, prune, (Vec::new(), Vec::new()), progress)
+            .await
     }
 
-    fn apply_targets<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
+    /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
+    /// [`CloudPlanner::apply_fleet`] does the whole fleet; never prunes.
+    pub async fn apply_targets(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
         only_projects: Vec<String>,
         only_clusters: Vec<String>,
         progress: Progress,
-    ) -> LiveFuture<'a, DeployResult> {
+    ) -> Result<DeployResult, LiveError> {
         // Never prune: deletions happen once, after the last wave, with the whole spec.
         self.apply_selected(
             spec,
@@ -237,109 +180,94 @@ where
             (only_projects, only_clusters),
             progress,
         )
+        .await
     }
 
-    fn fleet_status<'a>(&'a self, spec: &'a FleetSpec) -> LiveFuture<'a, StatusResult> {
-        Box::pin(async move {
-            status(self.cloud(), self.inventory(), spec)
-                .await
-                .map_err(|e| public_error(&e))
-        })
-    }
-
-    fn verify_storage_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        clusters: Vec<String>,
-    ) -> LiveFuture<'a, StorageReport> {
-        Box::pin(async move {
-            let config = self.verification();
-            let Some(image) = &config.probe_image else {
-                return Err(no_probe_image());
-            };
-            let options: StorageOptions = app_options(image, spec, tenant_id, clusters, config);
-            // The server is never interrupted mid-run; a stopped job is taken over, and the
-            // run's objects carry its label for the next run's cleanup to prove.
-            let (_keep, interrupt) = tokio::sync::watch::channel(false);
-            let progress: Progress =
-                Arc::new(|event: &Event| tracing::info!("verify-storage: {event}"));
-            verify_storage(
-                self.cloud(),
-                self.inventory(),
-                spec,
-                &options,
-                progress,
-                interrupt,
-            )
+    /// The live status of the spec's targets.
+    pub async fn fleet_status(&self, spec: &FleetSpec) -> Result<StatusResult, LiveError> {
+        status(self.cloud(), self.inventory(), spec)
             .await
-            .map(|run| run.report)
-            .map_err(verify_error)
-        })
+            .map_err(|e| public_error(&e))
     }
 
-    fn verify_graphics_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
+    /// Verifies the shared storage of the spec's clusters (only `clusters`, when given) on
+    /// every worker; the report is public, the receipts stay in the server's data directory.
+    pub async fn verify_storage_fleet(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
         clusters: Vec<String>,
-    ) -> LiveFuture<'a, GraphicsReport> {
-        Box::pin(async move {
-            let config = self.verification();
-            let Some(image) = &config.probe_image else {
-                return Err(no_probe_image());
-            };
-            let options: GraphicsOptions = app_options(image, spec, tenant_id, clusters, config);
-            let (_keep, interrupt) = tokio::sync::watch::channel(false);
-            let progress: Progress =
-                Arc::new(|event: &Event| tracing::info!("verify-graphics: {event}"));
-            verify_graphics(
-                self.cloud(),
-                self.inventory(),
-                spec,
-                &options,
-                progress,
-                interrupt,
-            )
+    ) -> Result<StorageReport, LiveError> {
+        let (options, progress): (StorageOptions, _) =
+            app_run(self.verification(), spec, tenant_id, clusters)?;
+        // The server is never interrupted mid-run; a stopped job is taken over, and the
+        // run's objects carry its label for the next run's cleanup to prove.
+        let (_keep, interrupt) = tokio::sync::watch::channel(false);
+        verify_storage(
+            self.cloud(),
+            self.inventory(),
+            spec,
+            &options,
+            progress,
+            interrupt,
+        )
+        .await
+        .map(|run| run.report)
+        .map_err(verify_error)
+    }
+
+    /// Verifies CUDA, GLX, EGL and Vulkan on every GPU worker of the spec's clusters (only
+    /// `clusters`, when given).
+    pub async fn verify_graphics_fleet(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        clusters: Vec<String>,
+    ) -> Result<GraphicsReport, LiveError> {
+        let (options, progress): (GraphicsOptions, _) =
+            app_run(self.verification(), spec, tenant_id, clusters)?;
+        let (_keep, interrupt) = tokio::sync::watch::channel(false);
+        verify_graphics(
+            self.cloud(),
+            self.inventory(),
+            spec,
+            &options,
+            progress,
+            interrupt,
+        )
+        .await
+        .map(|run| run.report)
+        .map_err(verify_error)
+    }
+
+    /// Verifies the MIG layout, Operator and slices of each of the spec's MIG clusters (only
+    /// `clusters`, when given), one after another.
+    pub async fn verify_mig_fleet(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        clusters: Vec<String>,
+    ) -> Result<MigFleetReport, LiveError> {
+        let (mut options, progress): (MigOptions, _) =
+            app_run(self.verification(), spec, tenant_id, clusters)?;
+        // Two identical snapshots, as after a deploy; never --reconcile from a comment: a
+        // driver repair is maintenance an operator starts.
+        options.kind.wait = true;
+        verify_mig_fleet(self.cloud(), self.inventory(), spec, &options, progress)
             .await
-            .map(|run| run.report)
-            .map_err(verify_error)
-        })
-    }
-
-    fn verify_mig_fleet<'a>(
-        &'a self,
-        spec: &'a FleetSpec,
-        tenant_id: &'a str,
-        clusters: Vec<String>,
-    ) -> LiveFuture<'a, MigFleetReport> {
-        Box::pin(async move {
-            let config = self.verification();
-            let Some(image) = &config.probe_image else {
-                return Err(no_probe_image());
-            };
-            let mut options: MigOptions = app_options(image, spec, tenant_id, clusters, config);
-            // Two identical snapshots, as after a deploy; never --reconcile from a comment: a
-            // driver repair is maintenance an operator starts.
-            options.kind.wait = true;
-            let progress: Progress =
-                Arc::new(|event: &Event| tracing::info!("verify-mig: {event}"));
-            verify_mig_fleet(self.cloud(), self.inventory(), spec, &options, progress)
-                .await
-                .map_err(|e| match e {
-                    MigError::Selection(_) => LiveError::new(
-                        LiveErrorKind::Engine,
-                        "no MIG cluster of this fleet is selected",
-                    ),
-                    MigError::Verify(e) => verify_error(e),
-                })
-        })
+            .map_err(|e| match e {
+                MigError::Selection(_) => LiveError::new(
+                    LiveErrorKind::Engine,
+                    "no MIG cluster of this fleet is selected",
+                ),
+                MigError::Verify(e) => verify_error(e),
+            })
     }
 }
 
 /// Plans one spec for the apply job: the same plan the preflight showed, read again now.
 pub(crate) async fn plan_now(
-    applier: &dyn FleetApplier,
+    applier: &CloudPlanner,
     spec: &FleetSpec,
 ) -> Result<(String, Option<PlannedFleet>), LiveError> {
     let tenant = applier.tenant_for(spec)?;
