@@ -296,7 +296,7 @@ pub(super) fn set_entry(entries: &mut Vec<Entry>, key: &str, value: Node) {
 
 /// Field paths shared across one spec's objects ([`crate::spec::model::FieldPositions`]).
 #[derive(Default)]
-pub(crate) struct Keys(RefCell<std::collections::HashSet<std::sync::Arc<str>>>);
+pub(crate) struct Keys(RefCell<rustc_hash::FxHashSet<std::sync::Arc<str>>>);
 
 impl Keys {
     pub fn intern(&self, key: &str) -> std::sync::Arc<str> {
@@ -337,14 +337,33 @@ pub(super) fn record_positions(
     out: &mut Positions,
     depth: usize,
 ) {
+    // One path buffer for the whole walk: every cluster records the same dozen paths, so
+    // building each as a fresh string was most of this function's cost.
+    let mut path = String::with_capacity(64);
+    path.push_str(prefix);
+    record_into(keys, entries, &mut path, out, depth);
+}
+
+fn record_into(
+    keys: &Keys,
+    entries: &[Entry],
+    path: &mut String,
+    out: &mut Positions,
+    depth: usize,
+) {
+    let base = path.len();
     for e in entries {
-        let key = keys.intern(&join(prefix, &e.key));
-        out.fields.insert(key.clone(), e.value.pos);
+        if base > 0 {
+            path.push('.');
+        }
+        path.push_str(&e.key);
+        out.fields.insert(keys.intern(path), e.value.pos);
         if depth > 0
             && let Value::Map(inner) = &e.value.value
         {
-            record_positions(keys, inner, &key, out, depth - 1);
+            record_into(keys, inner, path, out, depth - 1);
         }
+        path.truncate(base);
     }
 }
 
