@@ -347,11 +347,12 @@ fn only_fleet_apply_mutates_a_fleet() {
     );
 }
 
-/// The App's applying methods; only its apply job ([`APPLY_JOB`]) calls them.
+/// The App's applying methods; only its apply job and the waves it rolls out ([`APPLY_JOB`])
+/// call them.
 const APPLYING: &[&str] = &[".apply_fleet(", ".apply_targets("];
 
 /// ARCHITECTURE.md: "only the apply job applies" (after the guard allowed the plan).
-const APPLY_JOB: &[&str] = &["bot", "deploy"];
+const APPLY_JOB: &[&[&str]] = &[&["bot", "deploy"], &["fleet", "waves"]];
 
 #[test]
 fn only_the_apply_job_applies_through_the_planner() {
@@ -361,7 +362,9 @@ fn only_the_apply_job_applies_through_the_planner() {
     let mut problems = Vec::new();
     for file in files {
         let path = module_path(&src, &file);
-        if path.len() >= APPLY_JOB.len() && path.iter().zip(APPLY_JOB).all(|(a, b)| a == b)
+        if APPLY_JOB
+            .iter()
+            .any(|job| path.len() >= job.len() && path.iter().zip(*job).all(|(a, b)| a == b))
             || path.first().is_some_and(|m| m == "architecture")
         {
             continue;

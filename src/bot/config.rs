@@ -37,6 +37,7 @@ use crate::privacy::allowlist::glob_to_regex;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::waves::RolloutConfig;
 use crate::github::Permission;
 use crate::privacy::{PrivacyAllowlist, Scanner, ScannerConfig};
 use crate::verify::Kind as VerifyKind;
@@ -78,45 +79,6 @@ pub struct RepoConfig {
     /// How a merge rolls out: wave by wave, each only once the previous one is healthy.
     #[serde(default)]
     pub rollout: RolloutConfig,
-}
-
-/// Health-gated waves (`rollout:`). Without waves and `max_clusters`, a fleet is applied
-/// whole, as it always was.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RolloutConfig {
-    /// The first waves, in order: a target goes to the first wave one of whose patterns
-    /// matches it.
-    #[serde(default)]
-    pub waves: Vec<WaveConfig>,
-    /// The targets no wave names follow in steps of at most this many (0: one last wave).
-    #[serde(default)]
-    pub max_clusters: usize,
-    /// How long each wave may take to become healthy before the rollout stops.
-    #[serde(default = "default_health_minutes")]
-    pub health_timeout_minutes: u64,
-}
-
-fn default_health_minutes() -> u64 {
-    10
-}
-
-/// One wave: the targets whose project key or cluster name matches one of its globs (`*`,
-/// `?`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WaveConfig {
-    #[serde(default)]
-    pub projects: Vec<String>,
-    #[serde(default)]
-    pub clusters: Vec<String>,
-}
-
-impl RolloutConfig {
-    /// Whether the fleet rolls out in more than one step.
-    pub fn staged(&self) -> bool {
-        !self.waves.is_empty() || self.max_clusters > 0
-    }
 }
 
 /// The reconcile loop's settings (`drift:`).

@@ -395,7 +395,7 @@ struct Applying<'a> {
     job: &'a ApplyJob,
     runtime: Option<&'a RuntimeValues>,
     /// `rollout:` of the repository's config: health-gated waves, when set.
-    rollout: crate::bot::config::RolloutConfig,
+    rollout: crate::fleet::waves::RolloutConfig,
     done: usize,
     total: usize,
     /// A lease was lost: no further fleet is applied.
@@ -482,7 +482,7 @@ impl Applying<'_> {
         let progress = self.progress(&path, planned.plan.targets.len());
         let staged = self.rollout.staged() && !quiet;
         let result = if staged {
-            super::waves::roll_out(
+            crate::fleet::waves::roll_out(
                 self.deployer,
                 &spec,
                 &tenant,

@@ -5,7 +5,6 @@
 pub mod job;
 mod progress;
 mod specs;
-pub mod waves;
 
 /// The name of the apply check run (stable: branch protection and people look for it).
 pub const APPLY_CHECK: &str = "fleet/apply";

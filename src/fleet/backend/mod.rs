@@ -3,8 +3,8 @@
 //! plans, approvals, apply runs, audit records and per-fleet leases ([`DeployStore`]), held
 //! together as the [`Deployer`] in the bot's settings.
 //!
-//! Only the apply job ([`crate::bot::deploy`]) calls [`CloudPlanner::apply_fleet`] and
-//! [`CloudPlanner::apply_targets`], and only after [`super::guard::decide`] allowed the plan it
+//! Only the apply job ([`crate::bot::deploy`], and the waves it rolls out, [`super::waves`])
+//! calls [`CloudPlanner::apply_fleet`] and [`CloudPlanner::apply_targets`], and only after [`super::guard::decide`] allowed the plan it
 //! is about to apply; `src/architecture.rs` fails on a call anywhere else.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Health-gated waves (`rollout:` in `.fleetbot.yml`): a fleet's targets applied step by step,
+//! Health-gated waves (`rollout:` in a repository's `.fleetbot.yml`, or any caller's own): a fleet's targets applied step by step,
 //! each step only once every cluster of the previous one is healthy (the cluster running and
 //! its node groups with the nodes they declare, every add-on deployed), so one bad wave cannot
 //! take the whole fleet down. A wave that fails or stays unhealthy stops the rollout, and the
@@ -6,13 +6,55 @@
 
 use std::time::Duration;
 
-use crate::bot::config::RolloutConfig;
+use serde::{Deserialize, Serialize};
+
+use super::backend::Deployer;
+use super::guard::PublicNames;
+use super::live::LiveError;
 use crate::engine::ops::{DeployResult, Event, Progress};
-use crate::fleet::backend::Deployer;
-use crate::fleet::guard::PublicNames;
-use crate::fleet::live::LiveError;
 use crate::privacy::allowlist::glob_to_regex;
 use crate::spec::{Backend, FleetSpec};
+
+/// Health-gated waves (`rollout:`). Without waves and `max_clusters`, a fleet is applied
+/// whole, as it always was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RolloutConfig {
+    /// The first waves, in order: a target goes to the first wave one of whose patterns
+    /// matches it.
+    #[serde(default)]
+    pub waves: Vec<WaveConfig>,
+    /// The targets no wave names follow in steps of at most this many (0: one last wave).
+    #[serde(default)]
+    pub max_clusters: usize,
+    /// How long each wave may take to become healthy before the rollout stops.
+    #[serde(default = "default_health_minutes")]
+    pub health_timeout_minutes: u64,
+}
+
+fn default_health_minutes() -> u64 {
+    10
+}
+
+/// One wave: the targets whose project key or cluster name matches one of its globs (`*`,
+/// `?`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaveConfig {
+    /// Globs over project keys.
+    #[serde(default)]
+    pub projects: Vec<String>,
+    /// Globs over cluster names.
+    #[serde(default)]
+    pub clusters: Vec<String>,
+}
+
+impl RolloutConfig {
+    /// Whether the fleet rolls out in more than one step.
+    pub fn staged(&self) -> bool {
+        !self.waves.is_empty() || self.max_clusters > 0
+    }
+}
 
 /// A wave: the spec's `(project, cluster)` positions, in spec order.
 pub type Wave = Vec<(usize, usize)>;
@@ -60,8 +102,11 @@ pub fn plan_waves(rollout: &RolloutConfig, spec: &FleetSpec) -> Vec<Wave> {
 /// What the rollout did: the merged result of every wave applied, one public line per wave,
 /// and whether it stopped before the end.
 pub struct Rollout {
+    /// Every applied wave's targets, merged.
     pub result: DeployResult,
+    /// One public line per wave (its targets by public names, and how it ended).
     pub lines: Vec<String>,
+    /// Whether a wave failed or stayed unhealthy, so later waves were not applied.
     pub stopped: bool,
 }
 
@@ -194,8 +239,8 @@ async fn healthy(
 
 #[cfg(test)]
 mod tests {
+    use super::WaveConfig;
     use super::*;
-    use crate::bot::config::WaveConfig;
 
     const SPEC: &str = "apiVersion: npa.fleet/v0.0.1\nname: w\nregion: eu-north1\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 8vcpu-32gb}\n  gpu_nodes: null\nprojects:\n  - name: canary\n  - name: eu\n    clusters: [{name: a}, {name: b}, {name: c}]\n  - name: us\n    clusters: [{name: a}, {name: edge-1}]\n";
 
