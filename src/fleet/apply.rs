@@ -4,7 +4,6 @@
 //! (through [`super::backend`]), the demo and the library's [`super::Fleet`] all come here, and
 //! `src/architecture.rs` holds everything else to it.
 
-use super::guard::Decision;
 use crate::cloud::domain::Cloud;
 use crate::engine::ops::{
     DeployResult, DestroyResult, EngineError, LifecycleOptions, Prepared, Progress,
@@ -32,15 +31,6 @@ pub enum Approved {
 }
 
 impl Approved {
-    /// What the guard's decision approves: `None` when it approves nothing (nothing to do, or
-    /// refused).
-    pub fn by_guard(decision: &Decision) -> Option<Approved> {
-        match decision {
-            Decision::Apply { prune } => Some(Approved::ByGuard { prune: *prune }),
-            Decision::NothingToDo | Decision::Refuse(_) => None,
-        }
-    }
-
     /// `options` as this approval lets them apply.
     fn options(self, options: &LifecycleOptions) -> LifecycleOptions {
         match self {
@@ -106,10 +96,17 @@ where
     C: Cloud + Clone + 'static,
     S: InventoryStore + Clone + 'static,
 {
-    let options = approved.options(options);
-    let prepared = plan(cloud, inventory, spec, tenant_id, &options).await?;
+    // The plan is read with the options the approval lets apply, so it is the plan applied.
+    let prepared = plan(
+        cloud,
+        inventory,
+        spec,
+        tenant_id,
+        &approved.options(options),
+    )
+    .await?;
     apply(
-        cloud, inventory, spec, tenant_id, &options, prepared, approved, progress,
+        cloud, inventory, spec, tenant_id, options, prepared, approved, progress,
     )
     .await
 }
@@ -130,7 +127,6 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::guard::Refusal;
 
     #[test]
     fn an_approval_sets_what_the_plan_may_destroy_and_nothing_else() {
@@ -153,18 +149,5 @@ mod tests {
         }
         .options(&asked);
         assert!(person.allow_destructive);
-    }
-
-    #[test]
-    fn only_a_decision_to_apply_approves() {
-        assert_eq!(
-            Approved::by_guard(&Decision::Apply { prune: true }),
-            Some(Approved::ByGuard { prune: true })
-        );
-        assert_eq!(Approved::by_guard(&Decision::NothingToDo), None);
-        assert_eq!(
-            Approved::by_guard(&Decision::Refuse(Refusal::NotReviewed)),
-            None
-        );
     }
 }

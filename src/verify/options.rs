@@ -103,11 +103,6 @@ impl<K: KindSettings> Options<K> {
             kind: K::default(),
         }
     }
-
-    /// Which verification these options run.
-    pub fn kind(&self) -> Kind {
-        K::KIND
-    }
 }
 
 /// What only storage verification needs.
@@ -192,22 +187,25 @@ mod tests {
     #[test]
     fn each_kind_keeps_its_defaults_and_names_itself() {
         let storage = StorageOptions::new("probe@sha256:00");
-        assert_eq!(storage.kind(), Kind::Storage);
+        assert_eq!(Storage::KIND, Kind::Storage);
         assert_eq!(storage.kind.start_timeout, Duration::from_secs(300));
         assert_eq!(storage.kind.phase_timeout, Duration::from_secs(600));
         let graphics = GraphicsOptions::new("probe@sha256:00");
-        assert_eq!(graphics.kind(), Kind::Graphics);
+        assert_eq!(Graphics::KIND, Kind::Graphics);
         assert!(graphics.kind.stabilization.is_none() && graphics.kind.timeout.is_none());
         let mig = MigOptions::new("probe@sha256:00");
-        assert_eq!(mig.kind().as_str(), "mig");
+        assert_eq!(
+            (Mig::KIND.as_str(), Mig::KIND.command()),
+            ("mig", "verify-mig")
+        );
         assert_eq!(mig.kind.poll, Duration::from_secs(5));
         assert!(!mig.kind.wait && !mig.kind.reconcile);
-        for options in [
+        for cleanup in [
             storage.cleanup_timeout,
             graphics.cleanup_timeout,
             mig.cleanup_timeout,
         ] {
-            assert_eq!(options, Duration::from_secs(300));
+            assert_eq!(cleanup, Duration::from_secs(300));
         }
         assert_eq!(
             (storage.concurrency, storage.namespace.as_str()),
