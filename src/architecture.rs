@@ -347,37 +347,54 @@ fn only_fleet_apply_mutates_a_fleet() {
     );
 }
 
-/// The App's applying methods; only its apply job and the waves it rolls out ([`APPLY_JOB`])
-/// call them.
-const APPLYING: &[&str] = &[".apply_fleet(", ".apply_targets("];
+/// The App's applying methods and the guard's decision; only the guarded apply and the waves
+/// it rolls out ([`APPLY_JOB`]) call them.
+const APPLYING: &[&str] = &[".apply_fleet(", ".apply_targets(", "guard::decide("];
 
-/// ARCHITECTURE.md: "only the apply job applies" (after the guard allowed the plan).
-const APPLY_JOB: &[&[&str]] = &[&["bot", "deploy"], &["fleet", "waves"]];
+/// ARCHITECTURE.md: "only the guarded apply applies" (after the guard allowed the plan): the
+/// apply job, the demo and any later caller reach the cloud through `fleet::apply::guarded`.
+const APPLY_JOB: &[&[&str]] = &[&["fleet", "apply"]];
+
+/// The applying calls `text` (of the module at `path`) makes where it may not.
+fn applying_calls(path: &[String], text: &str) -> Vec<&'static str> {
+    let allowed = APPLY_JOB
+        .iter()
+        .any(|job| path.len() >= job.len() && path.iter().zip(*job).all(|(a, b)| a == b));
+    if allowed || path.first().is_some_and(|m| m == "architecture") {
+        return Vec::new();
+    }
+    let text = code(text);
+    APPLYING
+        .iter()
+        .copied()
+        .filter(|c| text.contains(*c))
+        .collect()
+}
 
 #[test]
-fn only_the_apply_job_applies_through_the_planner() {
+fn only_the_guarded_apply_applies_through_the_planner() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
     let mut problems = Vec::new();
     for file in files {
-        let path = module_path(&src, &file);
-        if APPLY_JOB
-            .iter()
-            .any(|job| path.len() >= job.len() && path.iter().zip(*job).all(|(a, b)| a == b))
-            || path.first().is_some_and(|m| m == "architecture")
-        {
-            continue;
-        }
-        let text = code(&std::fs::read_to_string(&file).expect("readable source"));
-        for call in APPLYING.iter().filter(|c| text.contains(*c)) {
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        for call in applying_calls(&module_path(&src, &file), &text) {
             problems.push(format!(
-                "{}: calls `{call}…)`; only bot::deploy applies",
+                "{}: calls `{call}…)`; only fleet::apply::guarded applies",
                 file.display()
             ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The apply job as it was: it decided and applied in `bot`.
+    let old_job =
+        "Ok(guard::decide(&GuardInput {\n  .applier\n  .apply_fleet(&spec, &tenant, prune, p)";
+    let bot_deploy = ["bot", "deploy", "job"].map(String::from);
+    assert_eq!(
+        applying_calls(&bot_deploy, old_job),
+        [".apply_fleet(", "guard::decide("]
+    );
 }
 
 /// ARCHITECTURE.md: "`bot` holds only GitHub glue": the cloud (and what reads or changes it

@@ -37,7 +37,7 @@ use crate::privacy::allowlist::glob_to_regex;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::fleet::waves::RolloutConfig;
+use crate::fleet::apply::waves::RolloutConfig;
 use crate::github::Permission;
 use crate::privacy::{PrivacyAllowlist, Scanner, ScannerConfig};
 use crate::verify::Kind as VerifyKind;

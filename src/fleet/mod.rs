@@ -15,7 +15,6 @@ pub mod guard;
 pub mod live;
 pub mod resident;
 mod session;
-pub mod waves;
 
 pub use session::{Session, env_tenant, inventory_path, open_inventory};
 

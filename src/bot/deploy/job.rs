@@ -24,15 +24,14 @@ use crate::bot::jobs::load_config;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
 use crate::engine::ops::{DeployResult, Progress, TargetStatus, quiet};
-use crate::fleet::backend::{Deployer, fleet_lease_key, plan_now};
-use crate::fleet::guard::{
-    self, Decision, GuardInput, PublicNames, ReviewSummary, Trigger, approval_digest,
-};
+use crate::fleet::apply::guarded::{Guarded, Review, apply_reviewed};
+use crate::fleet::backend::{Deployer, fleet_lease_key};
+use crate::fleet::guard::{PublicNames, Trigger};
 use crate::fleet::live::PlannedFleet;
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
-use crate::store::{ApplyRun, AuditEntry, Lease, LeaseTake, NewJob, ReviewedPlan};
+use crate::store::{AuditEntry, Lease, LeaseTake, NewJob};
 
 /// The pull request number of a drift repair (`drift: apply`), which has none: pull requests
 /// are numbered from 1. Its reviewed plan is the one the reconcile pass published.
@@ -395,7 +394,7 @@ struct Applying<'a> {
     job: &'a ApplyJob,
     runtime: Option<&'a RuntimeValues>,
     /// `rollout:` of the repository's config: health-gated waves, when set.
-    rollout: crate::fleet::waves::RolloutConfig,
+    rollout: crate::fleet::apply::waves::RolloutConfig,
     done: usize,
     total: usize,
     /// A lease was lost: no further fleet is applied.
@@ -422,151 +421,60 @@ impl Applying<'_> {
             SpecAt::Valid(_, spec) => spec,
         };
         let name = Some(spec.name.clone());
-        let (tenant, planned) = match plan_now(self.deployer.applier.as_ref(), &spec).await {
-            Ok((tenant, Some(planned))) => (tenant, planned),
-            Ok((_, None)) => {
-                return FleetApply::new(&path, name, FleetOutcome::NothingForTheEngine);
-            }
-            Err(e) => {
-                return FleetApply::new(
-                    &path,
-                    name,
-                    FleetOutcome::NotApplied { reason: e.message },
-                );
-            }
-        };
         let base = self.base_spec(&path).await;
         let names = PublicNames::with_base(&spec, base.as_ref());
-        let decision = self.decide(&path, &planned, &names).await;
-        // A quiet plan is still run through the engine: it makes no mutation, and it records
-        // what an apply killed after its last create left unrecorded (the cloud matches the
-        // spec, the inventory does not yet know every ID).
-        let (prune, quiet) = match decision {
-            Ok(Decision::Apply { prune }) => (prune, false),
-            Ok(Decision::NothingToDo) => (false, true),
-            Ok(Decision::Refuse(refusal)) => {
-                self.remember_refused_plan(&path, &planned, &names).await;
-                return FleetApply::new(&path, name, FleetOutcome::Refused { refusal });
-            }
-            Err(reason) => {
-                return FleetApply::new(&path, name, FleetOutcome::NotApplied { reason });
-            }
+        let pr_key = self.job.pr_key();
+        let review = Review {
+            job_id: self.job_id,
+            pr_key: &pr_key,
+            head_sha: &self.job.head_sha,
+            sha: &self.job.sha,
+            fleet_path: &path,
+            trigger: self.job.trigger,
         };
-        if self.lost.load(Ordering::SeqCst) {
-            return FleetApply::new(
-                &path,
-                name,
-                FleetOutcome::NotApplied {
-                    reason: "this apply's fleet lock was freed (/unlock) or expired before this fleet; nothing was applied to it".into(),
-                },
-            );
+        let mut reporter = None;
+        let guarded = apply_reviewed(
+            self.deployer,
+            &review,
+            &spec,
+            &names,
+            &self.rollout,
+            &self.lost,
+            |targets| {
+                let started = self.progress(&path, targets);
+                let sink = started.sink();
+                reporter = Some(started);
+                sink
+            },
+        )
+        .await;
+        if let Some(reporter) = reporter {
+            reporter.stop().await;
         }
-        let run = ApplyRun {
-            job_id: self.job_id.to_string(),
-            fleet_path: path.clone(),
-            digest: planned.plan.digest.clone(),
-            destructive_approved: prune,
-            started_at: now_ms(),
-        };
-        // Recorded before the first mutation: a resumed job knows it passed the guard.
-        if let Err(e) = self.deployer.state.record_apply_run(&run).await {
-            tracing::warn!("cannot record the apply run: {e}");
-            return FleetApply::new(
-                &path,
-                name,
-                FleetOutcome::NotApplied {
-                    reason: "fleetbot's store could not be written; nothing was applied".into(),
-                },
-            );
-        }
-        let progress = self.progress(&path, planned.plan.targets.len());
-        let staged = self.rollout.staged() && !quiet;
-        let result = if staged {
-            crate::fleet::waves::roll_out(
-                self.deployer,
-                &spec,
-                &tenant,
-                prune,
-                &self.rollout,
-                &names,
-                progress.sink(),
-            )
-            .await
-            .map(|r| (r.result, r.lines, r.stopped))
-        } else {
-            self.deployer
-                .applier
-                .apply_fleet(&spec, &tenant, prune, progress.sink())
-                .await
-                .map(|r| (r, Vec::new(), false))
-        };
-        progress.stop().await;
-        match result {
-            Ok((result, _, _)) if quiet && result.failed == 0 => {
+        match guarded {
+            Guarded::NothingForTheEngine => {
+                FleetApply::new(&path, name, FleetOutcome::NothingForTheEngine)
+            }
+            Guarded::NotApplied(reason) => {
+                FleetApply::new(&path, name, FleetOutcome::NotApplied { reason })
+            }
+            Guarded::Refused(refusal) => {
+                FleetApply::new(&path, name, FleetOutcome::Refused { refusal })
+            }
+            Guarded::Unchanged { targets } => {
                 let mut fleet = FleetApply::new(&path, name, FleetOutcome::Unchanged);
-                fleet.counts.unchanged = planned.plan.targets.len();
+                fleet.counts.unchanged = targets;
                 fleet
             }
-            Ok((result, waves, stopped)) => {
-                let mut fleet = applied(&path, name, &planned, &result, names);
-                fleet.waves = waves;
-                if stopped {
+            Guarded::Applied(done) => {
+                let mut fleet = applied(&path, name, &done.planned, &done.result, names);
+                fleet.waves = done.waves;
+                if done.stopped {
                     fleet.outcome = FleetOutcome::Failed;
                 }
                 fleet
             }
-            Err(e) => FleetApply::new(&path, name, FleetOutcome::NotApplied { reason: e.message }),
         }
-    }
-
-    async fn decide(
-        &self,
-        path: &str,
-        planned: &PlannedFleet,
-        names: &PublicNames,
-    ) -> Result<Decision, String> {
-        let state = &self.deployer.state;
-        let pr = self.job.pr_key();
-        let unreadable = |e: crate::store::StoreError| {
-            tracing::warn!("apply guard: the store could not be read: {e}");
-            "fleetbot's store could not be read; nothing was applied".to_string()
-        };
-        let reviewed = state
-            .reviewed_plan(&pr, &self.job.head_sha, path)
-            .await
-            .map_err(unreadable)?;
-        let reviewed = reviewed.map(|r| (r.digest.clone(), ReviewSummary::parse(&r.summary)));
-        let destructive = planned.plan.destructive();
-        let mut approved = false;
-        for head in [&self.job.head_sha, &self.job.sha] {
-            let key = approval_digest(head, &planned.plan.digest);
-            if state
-                .approval(&pr, path, &key)
-                .await
-                .map_err(unreadable)?
-                .is_some()
-            {
-                approved = true;
-            }
-        }
-        let resumed = state
-            .apply_run(self.job_id, path)
-            .await
-            .map_err(unreadable)?
-            .map(|r| r.destructive_approved);
-        let lines = reviewed.as_ref().map(|(_, s)| s.lines.join("\n"));
-        Ok(guard::decide(&GuardInput {
-            trigger: self.job.trigger,
-            reviewed: reviewed
-                .as_ref()
-                .zip(lines.as_deref())
-                .map(|((digest, _), lines)| (digest.as_str(), lines)),
-            plan: &planned.plan,
-            destructive: &destructive,
-            approved,
-            resumed,
-            names,
-        }))
     }
 
     /// The spec at the pull request's base, when it is there and parses (names only).
@@ -580,22 +488,6 @@ impl Applying<'_> {
             .await
             .ok()??;
         crate::runtime::load_str_with(std::str::from_utf8(&bytes).ok()?, path, self.runtime).ok()
-    }
-
-    /// A refused plan is kept as reviewed at the applied commit, so `/approve-destroy` after
-    /// the merge approves exactly it (and `/apply` then applies it).
-    async fn remember_refused_plan(&self, path: &str, planned: &PlannedFleet, names: &PublicNames) {
-        let plan = ReviewedPlan {
-            pr_key: self.job.pr_key(),
-            head_sha: self.job.sha.clone(),
-            fleet_path: path.to_string(),
-            digest: planned.plan.digest.clone(),
-            summary: ReviewSummary::of(planned, names).to_json(),
-            recorded_at: now_ms(),
-        };
-        if let Err(e) = self.deployer.state.record_reviewed_plan(&plan).await {
-            tracing::warn!("cannot record the refused plan: {e}");
-        }
     }
 
     fn progress(&self, path: &str, targets: usize) -> ProgressReporter {

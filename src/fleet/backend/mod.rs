@@ -1,20 +1,20 @@
-//! What applying merged specs needs: the cloud the apply job may change (the
-//! [`CloudPlanner`]'s applying methods, through [`super::apply`]) and the store of reviewed
-//! plans, approvals, apply runs, audit records and per-fleet leases ([`DeployStore`]), held
-//! together as the [`Deployer`] in the bot's settings.
+//! What the App's jobs need of the cloud beyond a live plan: the [`Deployer`] (the cloud the
+//! apply job may change, and the store of reviewed plans, approvals, apply runs, audit records
+//! and per-fleet leases, [`DeployStore`]) held in the bot's settings, the fleet's lease key,
+//! and the [`CloudPlanner`]'s status and verification runs.
 //!
-//! Only the apply job ([`crate::bot::deploy`], and the waves it rolls out, [`super::waves`])
-//! calls [`CloudPlanner::apply_fleet`] and [`CloudPlanner::apply_targets`], and only after [`super::guard::decide`] allowed the plan it
-//! is about to apply; `src/architecture.rs` fails on a call anywhere else.
+//! Its applying methods live in `fleet::apply`: only the guarded apply and the waves it rolls
+//! out call them, after `fleet::guard::decide` allowed the plan; `src/architecture.rs` fails
+//! on a call anywhere else.
 
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 use super::live::{
-    CloudPlanner, LiveError, LiveErrorKind, PlannedFleet, VerifyConfig, mk8s_only, public_error,
+    CloudPlanner, LiveError, LiveErrorKind, PlannedFleet, VerifyConfig, public_error,
 };
-use crate::engine::ops::{DeployResult, Event, LifecycleOptions, Progress, StatusResult, status};
+use crate::engine::ops::{Event, Progress, StatusResult, status};
 use crate::spec::FleetSpec;
 use crate::store::DeployStore;
 use crate::verify::graphics_report::GraphicsReport;
@@ -105,84 +105,7 @@ pub fn fleet_lease_key(tenant_id: &str, fleet: &str) -> String {
     format!("t{}:fleet:{fleet}", &hex::encode(tenant)[..12])
 }
 
-/// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the
-/// bot's host means nothing to the fleet), preflight on. What the plan deletes or shrinks
-/// inside a target is allowed here because `fleet::guard::decide` already required
-/// `/approve-destroy` on exactly this plan before any apply was queued.
-pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
-    LifecycleOptions {
-        ssh_public_key: spec.ssh_public_key.trim().to_string(),
-        prune,
-        allow_destructive: true,
-        preflight: true,
-        ..LifecycleOptions::default()
-    }
-}
-
 impl CloudPlanner {
-    /// Deploys the spec's mk8s targets, all of them or the `(projects, clusters)` selected
-    /// (empty: no filter); `prune` applies only to the whole spec, as in the engine.
-    async fn apply_selected(
-        &self,
-        spec: &FleetSpec,
-        tenant_id: &str,
-        prune: bool,
-        (only_projects, only_clusters): (Vec<String>, Vec<String>),
-        progress: Progress,
-    ) -> Result<DeployResult, LiveError> {
-        let (mk8s, _) = mk8s_only(spec);
-        let options = LifecycleOptions {
-            only_projects,
-            only_clusters,
-            ..bot_options(&mk8s, prune)
-        };
-        super::apply::plan_and_apply(
-            self.cloud(),
-            self.inventory(),
-            &mk8s,
-            tenant_id,
-            &options,
-            super::apply::Approved::ByGuard { prune },
-            progress,
-        )
-        .await
-        .map_err(|e| public_error(&e))
-    }
-
-    /// Deploys the spec's mk8s targets through the engine (preflight first, fail-closed);
-    /// with `prune`, the targets the spec no longer declares are deleted too.
-    pub async fn apply_fleet(
-        &self,
-        spec: &FleetSpec,
-        tenant_id: &str,
-        prune: bool,
-        progress: Progress,
-    ) -> Result<DeployResult, LiveError> {
-        self.apply_selected(spec, tenant_id, prune, (Vec::new(), Vec::new()), progress)
-            .await
-    }
-
-    /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
-    /// [`CloudPlanner::apply_fleet`] does the whole fleet; never prunes.
-    pub async fn apply_targets(
-        &self,
-        spec: &FleetSpec,
-        tenant_id: &str,
-        only_projects: Vec<String>,
-        only_clusters: Vec<String>,
-        progress: Progress,
-    ) -> Result<DeployResult, LiveError> {
-        // Never prune: deletions happen once, after the last wave, with the whole spec.
-        self.apply_selected(
-            spec,
-            tenant_id,
-            false,
-            (only_projects, only_clusters),
-            progress,
-        )
-        .await
-    }
-
     /// The live status of the spec's targets.
     pub async fn fleet_status(&self, spec: &FleetSpec) -> Result<StatusResult, LiveError> {
         status(self.cloud(), self.inventory(), spec)

@@ -4,12 +4,16 @@
 //! (through [`super::backend`]), the demo and the library's [`super::Fleet`] all come here, and
 //! `src/architecture.rs` holds everything else to it.
 
+use super::live::{CloudPlanner, LiveError, mk8s_only, public_error};
 use crate::cloud::domain::Cloud;
 use crate::engine::ops::{
     DeployResult, DestroyResult, EngineError, LifecycleOptions, Prepared, Progress,
 };
 use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
+
+pub mod guarded;
+pub mod waves;
 
 /// Who approved the plan about to be applied, and so what it may delete, replace or shrink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +126,87 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
     progress: Progress,
 ) -> Result<DestroyResult, EngineError> {
     crate::engine::ops::destroy(cloud, inventory, spec, options, progress).await
+}
+
+/// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the
+/// bot's host means nothing to the fleet), preflight on. What the plan deletes or shrinks
+/// inside a target is allowed here because `fleet::guard::decide` already required
+/// `/approve-destroy` on exactly this plan before any apply was queued.
+pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
+    LifecycleOptions {
+        ssh_public_key: spec.ssh_public_key.trim().to_string(),
+        prune,
+        allow_destructive: true,
+        preflight: true,
+        ..LifecycleOptions::default()
+    }
+}
+
+/// The App's applying methods: only [`guarded`] and its [`waves`] call them (after the guard
+/// allowed the plan), and `src/architecture.rs` holds everything else to that.
+impl CloudPlanner {
+    /// Deploys the spec's mk8s targets, all of them or the `(projects, clusters)` selected
+    /// (empty: no filter); `prune` applies only to the whole spec, as in the engine.
+    async fn apply_selected(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        prune: bool,
+        (only_projects, only_clusters): (Vec<String>, Vec<String>),
+        progress: Progress,
+    ) -> Result<DeployResult, LiveError> {
+        let (mk8s, _) = mk8s_only(spec);
+        let options = LifecycleOptions {
+            only_projects,
+            only_clusters,
+            ..bot_options(&mk8s, prune)
+        };
+        plan_and_apply(
+            self.cloud(),
+            self.inventory(),
+            &mk8s,
+            tenant_id,
+            &options,
+            Approved::ByGuard { prune },
+            progress,
+        )
+        .await
+        .map_err(|e| public_error(&e))
+    }
+
+    /// Deploys the spec's mk8s targets through the engine (preflight first, fail-closed);
+    /// with `prune`, the targets the spec no longer declares are deleted too.
+    pub async fn apply_fleet(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        prune: bool,
+        progress: Progress,
+    ) -> Result<DeployResult, LiveError> {
+        self.apply_selected(spec, tenant_id, prune, (Vec::new(), Vec::new()), progress)
+            .await
+    }
+
+    /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
+    /// [`CloudPlanner::apply_fleet`] does the whole fleet; never prunes.
+    pub async fn apply_targets(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        only_projects: Vec<String>,
+        only_clusters: Vec<String>,
+        progress: Progress,
+    ) -> Result<DeployResult, LiveError> {
+        // Never prune: deletions happen once, after the last wave, with the whole spec.
+        self.apply_selected(
+            spec,
+            tenant_id,
+            false,
+            (only_projects, only_clusters),
+            progress,
+        )
+        .await
+    }
 }
 
 #[cfg(test)]

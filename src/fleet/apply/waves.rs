@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::backend::Deployer;
-use super::guard::PublicNames;
-use super::live::LiveError;
 use crate::engine::ops::{DeployResult, Event, Progress};
+use crate::fleet::backend::Deployer;
+use crate::fleet::guard::PublicNames;
+use crate::fleet::live::LiveError;
 use crate::privacy::allowlist::glob_to_regex;
 use crate::spec::{Backend, FleetSpec};
 

@@ -1,0 +1,213 @@
+//! The App's guarded apply of one fleet: its plan read now, decided against the plan reviewed
+//! on the pull request and the approvals given there ([`super::super::guard::decide`]), the
+//! decision recorded, then the fleet applied whole or in health-gated waves. The apply job
+//! and `fleetbot demo` (through it) come here with one [`Review`]; what GitHub shows of the
+//! [`Guarded`] outcome is the caller's.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::waves::{RolloutConfig, roll_out};
+use crate::engine::ops::{DeployResult, Progress};
+use crate::fleet::backend::{Deployer, plan_now};
+use crate::fleet::guard::{
+    self, Decision, GuardInput, PublicNames, Refusal, ReviewSummary, Trigger, approval_digest,
+};
+use crate::fleet::live::PlannedFleet;
+use crate::spec::FleetSpec;
+use crate::store::queue::now_ms;
+use crate::store::{ApplyRun, DeployStore, ReviewedPlan, StoreError};
+
+/// What the plan of one fleet is held to: where it was reviewed and who asked for the apply.
+#[derive(Debug, Clone, Copy)]
+pub struct Review<'a> {
+    /// The apply's job: a job resumed after a crash finds its own record of having passed
+    /// the guard under this id.
+    pub job_id: &'a str,
+    /// The pull request (`store::queue::pr_key`) whose reviews and approvals count.
+    pub pr_key: &'a str,
+    /// The pull request's last head, whose reviewed plan the plan read now must equal.
+    pub head_sha: &'a str,
+    /// The commit applied (the merge commit, or the head itself before a merge).
+    pub sha: &'a str,
+    /// The spec's path in the repository: reviews and approvals are per file.
+    pub fleet_path: &'a str,
+    /// What asked for the apply (`/apply` overrides a review that drifted; a merge does not).
+    pub trigger: Trigger,
+}
+
+/// How the guarded apply of one fleet ended.
+pub enum Guarded {
+    /// The spec has no target the engine applies.
+    NothingForTheEngine,
+    /// Nothing was applied, and why, in public words (a store or cloud error, a lost lease).
+    NotApplied(String),
+    /// The guard refused the plan; it is kept as reviewed at the applied commit, so that
+    /// `/approve-destroy` after the merge approves exactly it.
+    Refused(Refusal),
+    /// The plan changed nothing, and the engine (run to record what an interrupted apply
+    /// left unrecorded) failed nowhere.
+    Unchanged {
+        /// The plan's targets, all unchanged.
+        targets: usize,
+    },
+    /// The plan was applied (or a wave of it failed or stayed unhealthy).
+    Applied(Box<Applied>),
+}
+
+/// A plan that was applied, and what the engine did.
+pub struct Applied {
+    /// The plan that was applied.
+    pub planned: PlannedFleet,
+    /// What the engine did.
+    pub result: DeployResult,
+    /// One public line per wave, when the rollout is staged.
+    pub waves: Vec<String>,
+    /// Whether a wave failed or stayed unhealthy, so later waves were not applied.
+    pub stopped: bool,
+}
+
+/// Plans `spec` now, decides it against `review` and, when the guard allows, records the
+/// decision (before the first mutation, so a resumed job knows it passed) and applies it under
+/// `rollout`. Nothing is applied once `lost` is set (the fleet's lease was freed or expired).
+/// `progress` is asked for a sink once the plan is known, with its number of targets.
+pub async fn apply_reviewed(
+    deployer: &Deployer,
+    review: &Review<'_>,
+    spec: &FleetSpec,
+    names: &PublicNames,
+    rollout: &RolloutConfig,
+    lost: &AtomicBool,
+    progress: impl FnOnce(usize) -> Progress,
+) -> Guarded {
+    let (tenant, planned) = match plan_now(deployer.applier.as_ref(), spec).await {
+        Ok((tenant, Some(planned))) => (tenant, planned),
+        Ok((_, None)) => return Guarded::NothingForTheEngine,
+        Err(e) => return Guarded::NotApplied(e.message),
+    };
+    let state = deployer.state.as_ref();
+    // A quiet plan is still run through the engine: it makes no mutation, and it records what
+    // an apply killed after its last create left unrecorded (the cloud matches the spec, the
+    // inventory does not yet know every ID).
+    let (prune, quiet) = match decide(state, review, &planned, names).await {
+        Ok(Decision::Apply { prune }) => (prune, false),
+        Ok(Decision::NothingToDo) => (false, true),
+        Ok(Decision::Refuse(refusal)) => {
+            remember_refused_plan(state, review, &planned, names).await;
+            return Guarded::Refused(refusal);
+        }
+        Err(reason) => return Guarded::NotApplied(reason),
+    };
+    if lost.load(Ordering::SeqCst) {
+        return Guarded::NotApplied(
+            "this apply's fleet lock was freed (/unlock) or expired before this fleet; nothing was applied to it".into(),
+        );
+    }
+    let run = ApplyRun {
+        job_id: review.job_id.to_string(),
+        fleet_path: review.fleet_path.to_string(),
+        digest: planned.plan.digest.clone(),
+        destructive_approved: prune,
+        started_at: now_ms(),
+    };
+    if let Err(e) = state.record_apply_run(&run).await {
+        tracing::warn!("cannot record the apply run: {e}");
+        return Guarded::NotApplied(
+            "fleetbot's store could not be written; nothing was applied".into(),
+        );
+    }
+    let progress = progress(planned.plan.targets.len());
+    let result = if rollout.staged() && !quiet {
+        roll_out(deployer, spec, &tenant, prune, rollout, names, progress)
+            .await
+            .map(|r| (r.result, r.lines, r.stopped))
+    } else {
+        deployer
+            .applier
+            .apply_fleet(spec, &tenant, prune, progress)
+            .await
+            .map(|r| (r, Vec::new(), false))
+    };
+    match result {
+        Ok((result, _, _)) if quiet && result.failed == 0 => Guarded::Unchanged {
+            targets: planned.plan.targets.len(),
+        },
+        Ok((result, waves, stopped)) => Guarded::Applied(Box::new(Applied {
+            planned,
+            result,
+            waves,
+            stopped,
+        })),
+        Err(e) => Guarded::NotApplied(e.message),
+    }
+}
+
+/// The guard's inputs read from the store (fail-closed: a store that cannot be read applies
+/// nothing), then its decision.
+async fn decide(
+    state: &dyn DeployStore,
+    review: &Review<'_>,
+    planned: &PlannedFleet,
+    names: &PublicNames,
+) -> Result<Decision, String> {
+    let unreadable = |e: StoreError| {
+        tracing::warn!("apply guard: the store could not be read: {e}");
+        "fleetbot's store could not be read; nothing was applied".to_string()
+    };
+    let (pr, path) = (review.pr_key, review.fleet_path);
+    let reviewed = state
+        .reviewed_plan(pr, review.head_sha, path)
+        .await
+        .map_err(unreadable)?;
+    let reviewed = reviewed.map(|r| (r.digest.clone(), ReviewSummary::parse(&r.summary)));
+    let destructive = planned.plan.destructive();
+    let mut approved = false;
+    for head in [review.head_sha, review.sha] {
+        let key = approval_digest(head, &planned.plan.digest);
+        if state
+            .approval(pr, path, &key)
+            .await
+            .map_err(unreadable)?
+            .is_some()
+        {
+            approved = true;
+        }
+    }
+    let resumed = state
+        .apply_run(review.job_id, path)
+        .await
+        .map_err(unreadable)?
+        .map(|r| r.destructive_approved);
+    let lines = reviewed.as_ref().map(|(_, s)| s.lines.join("\n"));
+    Ok(guard::decide(&GuardInput {
+        trigger: review.trigger,
+        reviewed: reviewed
+            .as_ref()
+            .zip(lines.as_deref())
+            .map(|((digest, _), lines)| (digest.as_str(), lines)),
+        plan: &planned.plan,
+        destructive: &destructive,
+        approved,
+        resumed,
+        names,
+    }))
+}
+
+/// Keeps a refused plan as reviewed at the applied commit.
+async fn remember_refused_plan(
+    state: &dyn DeployStore,
+    review: &Review<'_>,
+    planned: &PlannedFleet,
+    names: &PublicNames,
+) {
+    let plan = ReviewedPlan {
+        pr_key: review.pr_key.to_string(),
+        head_sha: review.sha.to_string(),
+        fleet_path: review.fleet_path.to_string(),
+        digest: planned.plan.digest.clone(),
+        summary: ReviewSummary::of(planned, names).to_json(),
+        recorded_at: now_ms(),
+    };
+    if let Err(e) = state.record_reviewed_plan(&plan).await {
+        tracing::warn!("cannot record the refused plan: {e}");
+    }
+}
