@@ -1,5 +1,6 @@
 //! `fleetbot plan`: the static plan of a spec, as text or JSON.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -129,40 +130,63 @@ pub fn run(args: PlanArgs) -> ExitCode {
     if args.live {
         return run_live(&specs, &args);
     }
-    let plans: Vec<_> = specs
-        .iter()
-        .map(|spec| {
-            let effective_profile = if args.profile.is_empty() {
-                spec.profile.clone()
+    let options = |spec: &crate::spec::FleetSpec| {
+        let effective_profile = if args.profile.is_empty() {
+            spec.profile.clone()
+        } else {
+            args.profile.clone()
+        };
+        PlanOptions {
+            project_prefix: Some(args.project_prefix.clone()),
+            profile: Some(args.profile.clone()),
+            profile_tenant_id: if spec.tenant_id.is_empty() {
+                profile_tenant(args.nebius_config.clone(), &effective_profile)
             } else {
-                args.profile.clone()
-            };
-            let options = PlanOptions {
-                project_prefix: Some(args.project_prefix.clone()),
-                profile: Some(args.profile.clone()),
-                profile_tenant_id: if spec.tenant_id.is_empty() {
-                    profile_tenant(args.nebius_config.clone(), &effective_profile)
-                } else {
-                    None
-                },
-                ..PlanOptions::default()
-            };
-            plan(spec, &options)
-        })
-        .collect();
-    match (args.output, plans.as_slice()) {
-        (OutputFormat::Json, [one]) => print_json(one),
-        (OutputFormat::Json, all) => print_json(&all),
-        (OutputFormat::Text, all) => {
-            let texts: Vec<String> = all.iter().map(|p| p.render_text()).collect();
-            print!("{}", texts.join("\n"));
+                None
+            },
+            ..PlanOptions::default()
         }
-    }
-    // The process ends here: freeing a 40,000-cluster spec and its plan node by node would
-    // cost more CPU than planning it, and the operating system takes the memory back whole.
-    std::mem::forget(plans);
+    };
+    let code = match args.output {
+        OutputFormat::Json => {
+            let plans: Vec<_> = specs.iter().map(|s| plan(s, &options(s))).collect();
+            match plans.as_slice() {
+                [one] => print_json(one),
+                all => print_json(&all),
+            }
+            // Freeing a 40,000-cluster plan node by node costs more CPU than making it.
+            std::mem::forget(plans);
+            ExitCode::SUCCESS
+        }
+        // Planned and written a project at a time: the text never holds the whole plan.
+        OutputFormat::Text => match write_texts(&specs, options) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fleetbot plan: cannot write the plan: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    };
+    // The process ends here: freeing a 40,000-cluster spec node by node would cost more CPU
+    // than planning it, and the operating system takes the memory back whole.
     std::mem::forget(specs);
-    ExitCode::SUCCESS
+    code
+}
+
+/// The text plans of `specs`, one blank line between two.
+fn write_texts(
+    specs: &[crate::spec::FleetSpec],
+    options: impl Fn(&crate::spec::FleetSpec) -> PlanOptions,
+) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    for (i, spec) in specs.iter().enumerate() {
+        if i > 0 {
+            stdout.write_all(b"\n")?;
+        }
+        crate::engine::static_plan::write_text(spec, &options(spec), &mut stdout)?;
+    }
+    stdout.flush()
 }
 
 /// Several specs planned together must each own their fleet and clusters, and selectors

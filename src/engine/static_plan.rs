@@ -161,58 +161,96 @@ fn non_empty(value: Option<&str>) -> Option<&str> {
     value.filter(|v| !v.is_empty())
 }
 
-/// Builds the static plan of an already validated spec.
-pub fn plan(spec: &FleetSpec, options: &PlanOptions) -> FleetPlan {
-    let prefix = non_empty(options.project_prefix.as_deref())
-        .unwrap_or(&spec.project_prefix)
-        .to_string();
-    let profile = non_empty(options.profile.as_deref())
-        .unwrap_or(&spec.profile)
-        .to_string();
-    let tenant = non_empty(options.tenant_id.as_deref())
-        .or(non_empty(Some(&spec.tenant_id)))
-        .or(non_empty(options.profile_tenant_id.as_deref()))
-        .unwrap_or("")
-        .to_string();
-    let region = non_empty(options.region.as_deref())
-        .unwrap_or(&spec.region)
-        .to_string();
+/// What the plan's header resolves to, before the projects.
+#[derive(Clone)]
+struct Header {
+    prefix: String,
+    profile: String,
+    tenant: String,
+    /// The fleet's region as written (empty when left to deploy time): projects inherit it.
+    region: String,
+}
 
-    let projects = spec
-        .projects
-        .iter()
-        .map(|p| project_plan(p, &prefix, &region))
-        .collect();
-    let mut counts = BackendCounts::default();
-    for (_, cluster) in spec.cluster_targets() {
-        match cluster.backend {
-            Backend::Mk8s => counts.mk8s += 1,
-            Backend::Soperator => counts.soperator += 1,
+impl Header {
+    fn of(spec: &FleetSpec, options: &PlanOptions) -> Header {
+        let pick = |option: &Option<String>, spec: &str| {
+            non_empty(option.as_deref()).unwrap_or(spec).to_string()
+        };
+        Header {
+            prefix: pick(&options.project_prefix, &spec.project_prefix),
+            profile: pick(&options.profile, &spec.profile),
+            tenant: non_empty(options.tenant_id.as_deref())
+                .or(non_empty(Some(&spec.tenant_id)))
+                .or(non_empty(options.profile_tenant_id.as_deref()))
+                .unwrap_or("")
+                .to_string(),
+            region: pick(&options.region, &spec.region),
         }
     }
-    FleetPlan {
-        name: spec.name.clone(),
-        tenant_id: if tenant.is_empty() {
-            RESOLVE_AT_DEPLOY.into()
-        } else {
-            tenant
-        },
-        region: if region.is_empty() {
-            RESOLVE_AT_DEPLOY.into()
-        } else {
-            region
-        },
-        project_prefix: prefix,
-        profile: if profile.is_empty() {
-            "(active)".into()
-        } else {
-            profile
-        },
-        project_count: spec.projects.len(),
-        cluster_count: spec.cluster_count(),
-        backend_counts: counts,
-        projects,
+
+    fn project(&self, project: &ProjectSpec) -> ProjectPlan {
+        project_plan(project, &self.prefix, &self.region)
     }
+
+    /// The plan with `projects` (each made by [`Header::project`]).
+    fn plan(self, spec: &FleetSpec, projects: Vec<ProjectPlan>) -> FleetPlan {
+        let mut counts = BackendCounts::default();
+        for (_, cluster) in spec.cluster_targets() {
+            match cluster.backend {
+                Backend::Mk8s => counts.mk8s += 1,
+                Backend::Soperator => counts.soperator += 1,
+            }
+        }
+        let or = |value: String, shown: &str| {
+            if value.is_empty() {
+                shown.to_string()
+            } else {
+                value
+            }
+        };
+        FleetPlan {
+            name: spec.name.clone(),
+            tenant_id: or(self.tenant, RESOLVE_AT_DEPLOY),
+            region: or(self.region, RESOLVE_AT_DEPLOY),
+            project_prefix: self.prefix,
+            profile: or(self.profile, "(active)"),
+            project_count: spec.projects.len(),
+            cluster_count: spec.cluster_count(),
+            backend_counts: counts,
+            projects,
+        }
+    }
+}
+
+/// Builds the static plan of an already validated spec.
+pub fn plan(spec: &FleetSpec, options: &PlanOptions) -> FleetPlan {
+    let header = Header::of(spec, options);
+    let projects = spec.projects.iter().map(|p| header.project(p)).collect();
+    header.plan(spec, projects)
+}
+
+/// Writes the text of [`plan`] (as [`FleetPlan::render_text`] renders it) to `out`, planning
+/// one project at a time: a 40,000-cluster fleet is never held planned and rendered whole.
+pub fn write_text(
+    spec: &FleetSpec,
+    options: &PlanOptions,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    const CHUNK: usize = 64 * 1024;
+    let header = Header::of(spec, options);
+    let mut text = String::with_capacity(CHUNK + 4096);
+    header
+        .clone()
+        .plan(spec, Vec::new())
+        .write_header(&mut text);
+    for project in &spec.projects {
+        write_project(&mut text, &header.project(project));
+        if text.len() >= CHUNK {
+            out.write_all(text.as_bytes())?;
+            text.clear();
+        }
+    }
+    out.write_all(text.as_bytes())
 }
 
 fn project_plan(project: &ProjectSpec, prefix: &str, fleet_region: &str) -> ProjectPlan {
@@ -345,6 +383,15 @@ impl FleetPlan {
     /// The reference's text layout.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
+        self.write_header(&mut out);
+        for project in &self.projects {
+            write_project(&mut out, project);
+        }
+        out
+    }
+
+    /// The fleet's lines, before its projects'.
+    fn write_header(&self, out: &mut String) {
         let _ = writeln!(
             out,
             "Fleet '{}': {} cluster(s) across {} project(s)",
@@ -358,49 +405,50 @@ impl FleetPlan {
             py_repr(&self.project_prefix)
         );
         let _ = writeln!(out, "  nebius profile: {}", self.profile);
-        for project in &self.projects {
-            let tag = if project.will_create {
-                "create"
-            } else {
-                "existing"
-            };
-            let name = project
-                .display_name
-                .as_deref()
-                .or(project.project_id.as_deref())
-                .unwrap_or("");
-            let _ = writeln!(out, "  - project [{tag}] {name}");
-            for cluster in &project.clusters {
-                match cluster {
-                    ClusterPlan::Mk8s(c) => {
-                        let _ = writeln!(
-                            out,
-                            "      cluster {}: cpu={} ({}) gpu={} ({} {}) reservation={} gpu_cluster={}",
-                            c.name,
-                            c.cpu_nodes,
-                            c.cpu_preset,
-                            c.gpu_nodes,
-                            c.gpu_platform,
-                            c.gpu_preset,
-                            c.gpu_reservation,
-                            py_bool(c.enable_gpu_cluster)
-                        );
-                    }
-                    ClusterPlan::Soperator(s) => {
-                        let workers: i64 = s.workers.iter().map(|w| w.size).sum();
-                        let _ = writeln!(
-                            out,
-                            "      cluster {}: backend=soperator workers={} ({} pool(s)) reservation_preflight={}",
-                            s.name,
-                            workers,
-                            s.workers.len(),
-                            s.reservation_preflight
-                        );
-                    }
-                }
+    }
+}
+
+/// One project's lines of the text layout.
+fn write_project(out: &mut String, project: &ProjectPlan) {
+    let tag = if project.will_create {
+        "create"
+    } else {
+        "existing"
+    };
+    let name = project
+        .display_name
+        .as_deref()
+        .or(project.project_id.as_deref())
+        .unwrap_or("");
+    let _ = writeln!(out, "  - project [{tag}] {name}");
+    for cluster in &project.clusters {
+        match cluster {
+            ClusterPlan::Mk8s(c) => {
+                let _ = writeln!(
+                    out,
+                    "      cluster {}: cpu={} ({}) gpu={} ({} {}) reservation={} gpu_cluster={}",
+                    c.name,
+                    c.cpu_nodes,
+                    c.cpu_preset,
+                    c.gpu_nodes,
+                    c.gpu_platform,
+                    c.gpu_preset,
+                    c.gpu_reservation,
+                    py_bool(c.enable_gpu_cluster)
+                );
+            }
+            ClusterPlan::Soperator(s) => {
+                let workers: i64 = s.workers.iter().map(|w| w.size).sum();
+                let _ = writeln!(
+                    out,
+                    "      cluster {}: backend=soperator workers={} ({} pool(s)) reservation_preflight={}",
+                    s.name,
+                    workers,
+                    s.workers.len(),
+                    s.reservation_preflight
+                );
             }
         }
-        out
     }
 }
 
@@ -422,6 +470,34 @@ projects:
   - name: a
   - name: b
 "#;
+
+    #[test]
+    fn the_streamed_text_is_the_rendered_plan_at_any_size() {
+        let mut text = BASE.replace("  - name: b\n", "");
+        for p in 0..400 {
+            text.push_str(&format!(
+                "  - name: p{p}\n    clusters:\n      - name: k\n      - name: s{p}\n        backend: soperator\n        soperator:\n          workers:\n            - {{name: cpu, platform: cpu-d3, preset: 16vcpu-64gb, size: 2}}\n"
+            ));
+        }
+        let spec = load_str(&text, "fleet.yaml").unwrap();
+        for options in [
+            PlanOptions::default(),
+            PlanOptions {
+                region: Some("eu-north1".into()),
+                project_prefix: Some("other-".into()),
+                profile_tenant_id: Some("tenant-p".into()),
+                ..PlanOptions::default()
+            },
+        ] {
+            let mut streamed = Vec::new();
+            write_text(&spec, &options, &mut streamed).unwrap();
+            let rendered = plan(&spec, &options).render_text();
+            // Larger than one written chunk, so the chunking is exercised.
+            assert!(rendered.len() > 64 * 1024, "{}", rendered.len());
+            assert!(rendered.contains("backend=soperator workers=2"));
+            assert_eq!(String::from_utf8(streamed).unwrap(), rendered);
+        }
+    }
 
     #[test]
     fn plan_json() {

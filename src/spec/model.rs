@@ -296,7 +296,7 @@ pub struct ClusterSpec {
     pub gpu_cuda_smoke_image: String,
     pub mig: Option<MigSpec>,
     pub backend: Backend,
-    pub soperator: Option<SoperatorSpec>,
+    pub soperator: Option<Box<SoperatorSpec>>,
     /// Whether the spec named the backend (`backend:` or an `mk8s:` envelope); legacy flat
     /// clusters keep plan output without a `backend` key.
     pub backend_explicit: bool,

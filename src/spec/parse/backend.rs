@@ -102,7 +102,7 @@ fn soperator_target(
     Ok(ClusterSpec {
         name,
         backend: Backend::Soperator,
-        soperator: Some(spec),
+        soperator: Some(Box::new(spec)),
         backend_explicit: true,
         positions: r.positions_of(c.raw, c.pos, c.path, 1),
         ..ClusterSpec::default()

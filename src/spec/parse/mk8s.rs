@@ -149,7 +149,12 @@ pub(super) fn mk8s_cluster_from(
         backend: Backend::Mk8s,
         backend_explicit,
         positions: r.positions_of(merged, pos, cpath, 1),
-        ..ClusterSpec::default()
+        // Named rather than `..ClusterSpec::default()`: that would allocate each default
+        // string above only to drop it, for every cluster of the fleet.
+        soperator: None,
+        allow_control_plane_only: false,
+        gpu_graphics_smoke: false,
+        gpu_graphics_smoke_image: DEFAULT_GRAPHICS_SMOKE_IMAGE.to_string(),
     };
     crate::spec::profile::apply_workload_profile(&mut cluster).map_err(|msg| {
         r.error(
