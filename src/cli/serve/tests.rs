@@ -1,5 +1,6 @@
 //! `serve`'s settings: what is checked before the server starts, and what is never shown.
 use super::*;
+use crate::github::DEFAULT_API_URL;
 
 #[test]
 fn urls_are_logged_without_credentials() {
