@@ -176,8 +176,10 @@ enum Frame {
         anchor: usize,
         entries: Vec<Entry>,
         pending_key: Option<(String, Pos)>,
-        /// The keys seen so far, so a duplicate is found in constant time: a scan of
-        /// `entries` per key made one 100,000-key mapping take half a minute.
+        /// The keys seen so far once the mapping is large, so a duplicate is found in constant
+        /// time: a scan of `entries` per key made one 100,000-key mapping take half a minute.
+        /// A small mapping (nearly all of them) is scanned instead: hashing and copying every
+        /// key of a 40,000-cluster spec cost more than the scan.
         keys: HashSet<String>,
     },
 }
@@ -316,17 +318,26 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
                 ..
             }) => match pending_key.take() {
                 None => {
-                    let key = key_text(&node)?;
+                    let key_pos = node.pos;
+                    let key = key_text(node)?;
                     if key == "<<" {
                         return Err(err(
-                            node.pos,
+                            key_pos,
                             "merge keys (`<<`) are not supported in fleet specs; use `defaults`",
                         ));
                     }
-                    if !keys.insert(key.clone()) {
-                        return Err(err(node.pos, format!("duplicate key {key:?}")));
+                    let duplicate = if entries.len() < SMALL_MAPPING {
+                        entries.iter().any(|e| e.key == key)
+                    } else {
+                        if keys.is_empty() {
+                            keys.extend(entries.iter().map(|e| e.key.clone()));
+                        }
+                        !keys.insert(key.clone())
+                    };
+                    if duplicate {
+                        return Err(err(key_pos, format!("duplicate key {key:?}")));
                     }
-                    *pending_key = Some((key, node.pos));
+                    *pending_key = Some((key, key_pos));
                 }
                 Some((key, key_pos)) => entries.push(Entry {
                     key,
@@ -354,15 +365,19 @@ pub(crate) fn count_nodes(node: &Node) -> usize {
     }
 }
 
-fn key_text(node: &Node) -> Result<String, YamlError> {
-    match &node.value {
-        Value::Str(s) | Value::Float(s) => Ok(s.clone()),
+/// A key's text (the node is consumed: its string is the key's).
+fn key_text(node: Node) -> Result<String, YamlError> {
+    match node.value {
+        Value::Str(s) | Value::Float(s) => Ok(s),
         Value::Int(i) => Ok(i.to_string()),
-        Value::Bool(b) => Ok(if *b { "True" } else { "False" }.to_string()),
+        Value::Bool(b) => Ok(if b { "True" } else { "False" }.to_string()),
         Value::Null => Ok("None".to_string()),
         Value::Seq(_) | Value::Map(_) => Err(err(node.pos, "mapping keys must be scalars")),
     }
 }
+
+/// Mappings with fewer entries than this find a duplicate key by scanning them.
+const SMALL_MAPPING: usize = 16;
 
 /// Resolves a scalar with PyYAML's YAML 1.1 rules for the types a spec can hold.
 fn resolve_scalar(text: String, style: TScalarStyle) -> Value {
@@ -482,6 +497,20 @@ mod tests {
             }
         );
         assert_eq!(e.message, "duplicate key \"k99999\"");
+    }
+
+    #[test]
+    fn a_duplicate_is_found_on_either_side_of_the_small_mapping_scan() {
+        for size in [2, SMALL_MAPPING - 1, SMALL_MAPPING, SMALL_MAPPING + 1, 40] {
+            for repeated in [0, size / 2, size - 1] {
+                let mut doc: String = (0..size).map(|i| format!("k{i}: {i}\n")).collect();
+                assert_eq!(p(&doc).as_map().unwrap().len(), size);
+                doc.push_str(&format!("k{repeated}: again\n"));
+                let e = parse(&doc, Limits::default()).unwrap_err();
+                assert_eq!(e.pos.line as usize, size + 1, "{size} {repeated}");
+                assert_eq!(e.message, format!("duplicate key \"k{repeated}\""));
+            }
+        }
     }
 
     #[test]
