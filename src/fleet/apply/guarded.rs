@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::waves::{RolloutConfig, roll_out};
 use crate::engine::ops::{DeployResult, Progress};
-use crate::fleet::backend::{Deployer, plan_now};
+use crate::fleet::backend::Deployer;
 use crate::fleet::guard::{
     self, Decision, GuardInput, PublicNames, Refusal, ReviewSummary, Trigger, approval_digest,
 };
-use crate::fleet::live::PlannedFleet;
+use crate::fleet::live::{CloudPlanner, LiveError, PlannedFleet};
 use crate::spec::FleetSpec;
 use crate::store::queue::now_ms;
 use crate::store::{ApplyRun, DeployStore, ReviewedPlan, StoreError};
@@ -210,4 +210,15 @@ async fn remember_refused_plan(
     if let Err(e) = state.record_reviewed_plan(&plan).await {
         tracing::warn!("cannot record the refused plan: {e}");
     }
+}
+
+/// Plans one spec for the apply job: the same plan the preflight showed, read again now.
+async fn plan_now(
+    applier: &CloudPlanner,
+    spec: &FleetSpec,
+) -> Result<(String, Option<PlannedFleet>), LiveError> {
+    let tenant = applier.tenant_for(spec)?;
+    // Never a shared read: an apply decides on what the cloud holds now.
+    let planned = applier.plan_fleet(spec, &tenant, None).await?;
+    Ok((tenant, planned))
 }

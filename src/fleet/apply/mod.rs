@@ -1,7 +1,7 @@
 //! The one door through which a fleet is changed: a plan read now, approved by whoever may
 //! approve it (the App's guard, or a person at a terminal), and then exactly that plan applied;
 //! and the teardown of recorded targets. The CLI's `deploy` and `destroy`, the App's apply job
-//! (through [`super::backend`]), the demo and the library's [`super::Fleet`] all come here, and
+//! and the demo (through [`guarded`]) and the library's [`super::Fleet`] all come here, and
 //! `src/architecture.rs` holds everything else to it.
 
 use super::live::{CloudPlanner, LiveError, mk8s_only, public_error};
@@ -142,8 +142,8 @@ pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
     }
 }
 
-/// The App's applying methods: only [`guarded`] and its [`waves`] call them (after the guard
-/// allowed the plan), and `src/architecture.rs` holds everything else to that.
+/// The App's applying methods, private to this module: only [`guarded`] and its [`waves`] can
+/// call them (after the guard allowed the plan).
 impl CloudPlanner {
     /// Deploys the spec's mk8s targets, all of them or the `(projects, clusters)` selected
     /// (empty: no filter); `prune` applies only to the whole spec, as in the engine.
@@ -176,7 +176,7 @@ impl CloudPlanner {
 
     /// Deploys the spec's mk8s targets through the engine (preflight first, fail-closed);
     /// with `prune`, the targets the spec no longer declares are deleted too.
-    pub async fn apply_fleet(
+    async fn apply_fleet(
         &self,
         spec: &FleetSpec,
         tenant_id: &str,
@@ -189,7 +189,7 @@ impl CloudPlanner {
 
     /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
     /// [`CloudPlanner::apply_fleet`] does the whole fleet; never prunes.
-    pub async fn apply_targets(
+    async fn apply_targets(
         &self,
         spec: &FleetSpec,
         tenant_id: &str,

@@ -11,9 +11,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::live::{
-    CloudPlanner, LiveError, LiveErrorKind, PlannedFleet, VerifyConfig, public_error,
-};
+use super::live::{CloudPlanner, LiveError, LiveErrorKind, VerifyConfig, public_error};
 use crate::engine::ops::{Event, Progress, StatusResult, status};
 use crate::spec::FleetSpec;
 use crate::store::DeployStore;
@@ -186,15 +184,4 @@ impl CloudPlanner {
                 MigError::Verify(e) => verify_error(e),
             })
     }
-}
-
-/// Plans one spec for the apply job: the same plan the preflight showed, read again now.
-pub(crate) async fn plan_now(
-    applier: &CloudPlanner,
-    spec: &FleetSpec,
-) -> Result<(String, Option<PlannedFleet>), LiveError> {
-    let tenant = applier.tenant_for(spec)?;
-    // Never a shared read: an apply decides on what the cloud holds now.
-    let planned = applier.plan_fleet(spec, &tenant, None).await?;
-    Ok((tenant, planned))
 }
