@@ -1420,6 +1420,48 @@ async fn the_next_due_time_is_the_earliest_retry_or_lease_end<B: Backend>(b: B) 
     assert_eq!(store.next_due().await.unwrap(), Some(T0 + 90_000));
 }
 
+/// What an idle worker asks before it sleeps, in one call: a runnable job is claimed as
+/// `claim` would claim it, and with nothing runnable the answer is `next_due`'s.
+async fn an_idle_claim_answers_when_to_look_again<B: Backend>(b: B) {
+    use fleetbot::store::queue::Claim;
+    let store = b.open().await;
+    let idle = |c: Claim| match c {
+        Claim::Idle { next_due } => next_due,
+        Claim::Job(j) => panic!("nothing is runnable, yet {} was claimed", j.id),
+    };
+    assert_eq!(
+        idle(store.claim_or_next_due("w", T0, LEASE).await.unwrap()),
+        None
+    );
+    store
+        .enqueue_delivery(&job("a", Some(1)), T0)
+        .await
+        .unwrap();
+    let a = match store.claim_or_next_due("w", T0, LEASE).await.unwrap() {
+        Claim::Job(a) => a,
+        Claim::Idle { next_due } => panic!("a is runnable, yet idle until {next_due:?}"),
+    };
+    assert_eq!((a.id.as_str(), a.attempt), ("a", 1));
+    // Running: its lease is what comes due next.
+    let running = store.claim_or_next_due("w", T0 + 1, LEASE).await.unwrap();
+    assert_eq!(idle(running), Some(T0 + LEASE));
+    let retry = JobOutcome::Retry {
+        at: T0 + 90_000,
+        error: "502".into(),
+    };
+    assert!(store.finish(&a, &retry, T0 + 2).await.unwrap());
+    let backing_off = store.claim_or_next_due("w", T0 + 3, LEASE).await.unwrap();
+    assert_eq!(idle(backing_off), Some(T0 + 90_000));
+    match store
+        .claim_or_next_due("w", T0 + 90_000, LEASE)
+        .await
+        .unwrap()
+    {
+        Claim::Job(again) => assert_eq!((again.id.as_str(), again.attempt), ("a", 2)),
+        Claim::Idle { next_due } => panic!("a's retry is due, yet idle until {next_due:?}"),
+    }
+}
+
 /// The dashboard's listings: every fleet's targets in key order, the newest jobs with their
 /// times, only live leases, and the newest reviewed plans, apply runs and audit records of
 /// every repository, each within its limit, on any handle.

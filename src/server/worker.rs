@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::JobReport;
 use super::metrics::{Metrics, event_label};
 use crate::bot::{Bot, BotError, Handled};
+use crate::store::queue::Claim;
 use crate::store::queue::{JobKind, ms, now_ms};
 use crate::store::{ClaimedJob, JobOutcome, JobQueue};
 
@@ -82,11 +83,11 @@ pub async fn run_queue_worker<Q: JobQueue + Clone>(
         if *stop.borrow() {
             break;
         }
-        match queue
-            .claim(&settings.id, now_ms(), ms(settings.lease))
+        let next_due = match queue
+            .claim_or_next_due(&settings.id, now_ms(), ms(settings.lease))
             .await
         {
-            Ok(Some(job)) => {
+            Ok(Claim::Job(job)) => {
                 run_job(
                     &queue,
                     &bot,
@@ -99,16 +100,15 @@ pub async fn run_queue_worker<Q: JobQueue + Clone>(
                 .await;
                 continue;
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(worker = %settings.id, "cannot claim a job: {e}"),
-        }
+            Ok(Claim::Idle { next_due }) => next_due,
+            Err(e) => {
+                tracing::warn!(worker = %settings.id, "cannot claim a job: {e}");
+                None
+            }
+        };
         // Nothing runnable: sleep until the next job comes due (a retry, an expiring lease),
         // a wake-up from intake, or the poll for other replicas' work, whichever is first.
-        let pause = idle_pause(
-            queue.next_due().await.ok().flatten(),
-            now_ms(),
-            settings.idle_poll,
-        );
+        let pause = idle_pause(next_due, now_ms(), settings.idle_poll);
         tokio::select! {
             () = wake.notified() => {}
             () = tokio::time::sleep(pause) => {}

@@ -180,6 +180,19 @@ pub const MAX_ENQUEUE_BATCH: usize = 64;
 /// let a redelivery run twice.
 pub const MIN_RETENTION: Duration = Duration::from_secs(3 * 24 * 3600);
 
+/// What [`JobQueue::claim_or_next_due`] found.
+#[derive(Debug)]
+pub enum Claim {
+    /// A job, now leased to the worker.
+    Job(ClaimedJob),
+    /// Nothing runnable; the earliest time something may become so (see
+    /// [`JobQueue::next_due`]).
+    Idle {
+        /// Unix ms, `None` when nothing is open.
+        next_due: Option<i64>,
+    },
+}
+
 /// The inbox and the job queue.
 pub trait JobQueue: Send + Sync + 'static {
     /// Records each delivery (its job id is the delivery id) and queues its job at `now`, all
@@ -230,6 +243,26 @@ pub trait JobQueue: Send + Sync + 'static {
     /// The earliest time (unix ms) a job may become claimable without anything new arriving:
     /// a queued head coming due or a lease running out. `None` when nothing is open.
     fn next_due(&self) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+
+    /// [`JobQueue::claim`], and when nothing is runnable, [`JobQueue::next_due`]: what an idle
+    /// worker asks before it sleeps. A store may answer both in one round trip (SQLite does, on
+    /// its writer thread: at 1,000 deliveries a second a separate read was a hand-off to
+    /// another thread and back for every job of a busy pull request).
+    fn claim_or_next_due(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> impl Future<Output = Result<Claim, StoreError>> + Send {
+        async move {
+            if let Some(job) = self.claim(worker, now, lease_ms).await? {
+                return Ok(Claim::Job(job));
+            }
+            Ok(Claim::Idle {
+                next_due: self.next_due().await?,
+            })
+        }
+    }
 
     /// Extends the lease to `until`; `false` when the lease was lost (expired and taken).
     fn renew(

@@ -13,8 +13,9 @@
 //!
 //! Durability: whatever must survive a power loss (inventory writes, accepted deliveries,
 //! merge-to-deploy's plans, approvals, audit and leases) commits with `synchronous=FULL`, a
-//! sync to disk per commit. A job's claim, lease renewal and outcome commit on a second
-//! connection with `synchronous=NORMAL`, without their own sync: the write-ahead log is
+//! sync to disk per commit. A job's claim, lease renewal and outcome commit with
+//! `synchronous=NORMAL` (the writer's one connection switches level between transactions),
+//! without their own sync: the write-ahead log is
 //! sequential, so the next full commit makes them durable too, and losing the last few to a
 //! power cut only means a job runs again after its lease (jobs run at least once anyway). That
 //! keeps syncs to about one per batch of deliveries instead of three per job.
@@ -39,8 +40,8 @@ use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;
 use super::migrate::{MIGRATIONS, statements};
 use super::queue::{
-    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts, decide,
-    first_occurrences,
+    Claim, ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,
+    decide, first_occurrences,
 };
 use super::sql;
 use super::sqlite_writer::{self, Writer};
@@ -322,7 +323,7 @@ impl JobQueue for SqliteStore {
         let queued = self
             .writer
             .run(gate, move |c| {
-                sqlite_writer::enqueue_deliveries(&mut c.full, &firsts, now)
+                sqlite_writer::enqueue_deliveries(c.full()?, &firsts, now)
             })
             .await
             .map_err(|e| queue_error(&self.path, e))?;
@@ -334,9 +335,7 @@ impl JobQueue for SqliteStore {
         let gate = self.write_gate.clone().lock_owned().await;
         let new = self
             .writer
-            .run(gate, move |c| {
-                sqlite_writer::enqueue(&mut c.full, &job, now)
-            })
+            .run(gate, move |c| sqlite_writer::enqueue(c.full()?, &job, now))
             .await
             .map_err(|e| queue_error(&self.path, e))?;
         Ok(if new {
@@ -365,7 +364,30 @@ impl JobQueue for SqliteStore {
         let gate = self.write_gate.clone().lock_owned().await;
         self.writer
             .run(gate, move |c| {
-                sqlite_writer::claim(&mut c.relaxed, now, &token, &worker, until)
+                sqlite_writer::claim(c.relaxed()?, now, &token, &worker, until)
+            })
+            .await
+            .map_err(|e| queue_error(&self.path, e))
+    }
+
+    async fn claim_or_next_due(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Claim, StoreError> {
+        let token = uuid::Uuid::new_v4().to_string();
+        let worker = worker.to_string();
+        let until = now.saturating_add(lease_ms);
+        let gate = self.write_gate.clone().lock_owned().await;
+        self.writer
+            .run(gate, move |c| {
+                let conn = c.relaxed()?;
+                if let Some(job) = sqlite_writer::claim(conn, now, &token, &worker, until)? {
+                    return Ok(Claim::Job(job));
+                }
+                let next_due = conn.query_row(sql::NEXT_DUE, [], |row| row.get(0))?;
+                Ok(Claim::Idle { next_due })
             })
             .await
             .map_err(|e| queue_error(&self.path, e))
@@ -376,7 +398,7 @@ impl JobQueue for SqliteStore {
         let gate = self.write_gate.clone().lock_owned().await;
         self.writer
             .run(gate, move |c| {
-                sqlite_writer::renew(&mut c.relaxed, &id, &token, until)
+                sqlite_writer::renew(c.relaxed()?, &id, &token, until)
             })
             .await
             .map_err(|e| queue_error(&self.path, e))
@@ -392,7 +414,7 @@ impl JobQueue for SqliteStore {
         let gate = self.write_gate.clone().lock_owned().await;
         self.writer
             .run(gate, move |c| {
-                sqlite_writer::finish(&mut c.relaxed, &job, &outcome, now)
+                sqlite_writer::finish(c.relaxed()?, &job, &outcome, now)
             })
             .await
             .map_err(|e| queue_error(&self.path, e))
@@ -459,7 +481,7 @@ impl JobQueue for SqliteStore {
 impl DeployStore for SqliteStore {
     async fn record_reviewed_plan(&self, plan: &ReviewedPlan) -> Result<(), StoreError> {
         let plan = plan.clone();
-        self.on_writer(move |c| sqlite_writer::record_reviewed_plan(&mut c.full, &plan))
+        self.on_writer(move |c| sqlite_writer::record_reviewed_plan(c.full()?, &plan))
             .await
     }
 
@@ -490,7 +512,7 @@ impl DeployStore for SqliteStore {
     ) -> Result<(), StoreError> {
         let (pr_key, head_sha) = (pr_key.to_string(), head_sha.to_string());
         self.on_writer(move |c| {
-            sqlite_writer::record_pr_head(&mut c.full, &pr_key, &head_sha, seen_at)
+            sqlite_writer::record_pr_head(c.full()?, &pr_key, &head_sha, seen_at)
         })
         .await
     }
@@ -509,7 +531,7 @@ impl DeployStore for SqliteStore {
 
     async fn record_apply_run(&self, run: &ApplyRun) -> Result<(), StoreError> {
         let run = run.clone();
-        self.on_writer(move |c| sqlite_writer::record_apply_run(&mut c.full, &run))
+        self.on_writer(move |c| sqlite_writer::record_apply_run(c.full()?, &run))
             .await
     }
 
@@ -532,7 +554,7 @@ impl DeployStore for SqliteStore {
 
     async fn record_approval(&self, approval: &Approval) -> Result<(), StoreError> {
         let approval = approval.clone();
-        self.on_writer(move |c| sqlite_writer::record_approval(&mut c.full, &approval))
+        self.on_writer(move |c| sqlite_writer::record_approval(c.full()?, &approval))
             .await
     }
 
@@ -559,7 +581,7 @@ impl DeployStore for SqliteStore {
         let pr = i64::try_from(entry.pr).map_err(|e| write_error(&self.path, e))?;
         let (entry, key) = (entry.clone(), repo_key(&entry.repo));
         let id = uuid::Uuid::new_v4().to_string();
-        self.on_writer(move |c| sqlite_writer::append_audit(&mut c.full, &entry, &id, &key, pr))
+        self.on_writer(move |c| sqlite_writer::append_audit(c.full()?, &entry, &id, &key, pr))
             .await
     }
 
@@ -590,20 +612,20 @@ impl DeployStore for SqliteStore {
         let (fleet, owner, holder) = (fleet_key.to_string(), owner.to_string(), holder.to_string());
         let until = now.saturating_add(ttl_ms);
         self.on_writer(move |c| {
-            sqlite_writer::take_lease(&mut c.full, &fleet, &owner, &holder, now, until)
+            sqlite_writer::take_lease(c.full()?, &fleet, &owner, &holder, now, until)
         })
         .await
     }
 
     async fn renew_lease(&self, lease: &Lease, until: i64) -> Result<bool, StoreError> {
         let (fleet, token) = (lease.fleet_key.clone(), lease.token);
-        self.on_writer(move |c| sqlite_writer::renew_lease(&mut c.full, &fleet, token, until))
+        self.on_writer(move |c| sqlite_writer::renew_lease(c.full()?, &fleet, token, until))
             .await
     }
 
     async fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError> {
         let (fleet, token) = (lease.fleet_key.clone(), lease.token);
-        self.on_writer(move |c| sqlite_writer::release_lease(&mut c.full, &fleet, token))
+        self.on_writer(move |c| sqlite_writer::release_lease(c.full()?, &fleet, token))
             .await
     }
 
@@ -622,7 +644,7 @@ impl DeployStore for SqliteStore {
 
     async fn break_lease(&self, fleet_key: &str) -> Result<Option<Lease>, StoreError> {
         let fleet = fleet_key.to_string();
-        self.on_writer(move |c| sqlite_writer::break_lease(&mut c.full, &fleet))
+        self.on_writer(move |c| sqlite_writer::break_lease(c.full()?, &fleet))
             .await
     }
 }
