@@ -75,6 +75,7 @@ conformance!(
     a_delivery_that_needs_no_work_is_known_and_queues_nothing,
     a_deep_queue_behind_one_backoff_does_not_hold_other_work,
     the_next_due_time_is_the_earliest_retry_or_lease_end,
+    an_idle_claim_answers_when_to_look_again,
     the_overview_lists_across_fleets_and_repositories_newest_first,
 );
 
