@@ -284,7 +284,7 @@ spec:
       containers:
         - name: main
           image: busybox
-          command: ["sh", "-c", "echo hello from the simulated node; echo second line"]
+          command: ["sh", "-c", "printf 'hello from '; echo a warning >&2; sleep 0.2; echo the simulated node; echo second line"]
 "#;
     std::fs::write(home.join("job.yaml"), job).unwrap();
     let ctx = ["--context", "fleet-kc-a-train"];
@@ -336,7 +336,12 @@ spec:
         &sim,
         &[&ctx[..], &["logs", "job/hello"]].concat(),
     );
-    assert_eq!(logs, "hello from the simulated node\nsecond line\n");
+    // Lines, as a container runtime logs them: stderr's line does not cut stdout's unfinished
+    // one, which is logged when it is finished.
+    assert_eq!(
+        logs,
+        "a warning\nhello from the simulated node\nsecond line\n"
+    );
     let deleted = kube(
         &kubectl,
         home,

@@ -24,6 +24,36 @@ use super::workloads::{deleting, set_condition};
 /// The most log a container keeps (the newest bytes are kept).
 const MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
 
+/// The longest piece of one line a stream holds back before it is logged unfinished
+/// (containerd's default `max_container_log_line_size`, 16 KiB).
+const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// What one stream (stdout or stderr) has read but not yet logged: the unfinished last line.
+/// A container runtime logs each stream a whole line at a time, so in `kubectl logs` a line
+/// of stdout is never cut by a line of stderr, whatever sizes the pipes were read in.
+#[derive(Default)]
+struct LineBuffer(Vec<u8>);
+
+impl LineBuffer {
+    /// Takes `bytes`; returns what is ready to log: every finished line, or, once an
+    /// unfinished line reaches [`MAX_LINE_BYTES`], what was read of it (as containerd logs a
+    /// partial entry).
+    fn push(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.0.extend_from_slice(bytes);
+        let ready = match self.0.iter().rposition(|b| *b == b'\n') {
+            Some(end) => end + 1,
+            None if self.0.len() >= MAX_LINE_BYTES => self.0.len(),
+            None => 0,
+        };
+        self.0.drain(..ready).collect()
+    }
+
+    /// At the stream's end: the unfinished line, as it is.
+    fn finish(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.0)
+    }
+}
+
 /// One container's output and end, shared between its process task and the log endpoint.
 #[derive(Debug, Default)]
 pub struct ContainerOutput {
@@ -265,16 +295,23 @@ fn start_container(
         let mut stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
         let (mut a, mut b) = ([0u8; 8192], [0u8; 8192]);
+        let (mut out_line, mut err_line) = (LineBuffer::default(), LineBuffer::default());
         let (mut out_open, mut err_open) = (true, true);
         while out_open || err_open {
             tokio::select! {
                 n = stdout.read(&mut a), if out_open => match n {
-                    Ok(0) | Err(_) => out_open = false,
-                    Ok(n) => append(&a[..n]),
+                    Ok(0) | Err(_) => {
+                        out_open = false;
+                        append(&out_line.finish());
+                    }
+                    Ok(n) => append(&out_line.push(&a[..n])),
                 },
                 n = stderr.read(&mut b), if err_open => match n {
-                    Ok(0) | Err(_) => err_open = false,
-                    Ok(n) => append(&b[..n]),
+                    Ok(0) | Err(_) => {
+                        err_open = false;
+                        append(&err_line.finish());
+                    }
+                    Ok(n) => append(&err_line.push(&b[..n])),
                 },
             }
         }
@@ -572,5 +609,23 @@ pub(super) fn run_pods(store: &mut ClusterStore, kubelet: &mut Kubelet, cluster:
             run.settled = true;
         }
         store.put(POD, pod);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_logged_a_whole_line_at_a_time_and_a_runaway_line_in_pieces() {
+        let mut line = LineBuffer::default();
+        assert_eq!(line.push(b"hel"), b"");
+        assert_eq!(line.push(b"lo\nnext\nwor"), b"hello\nnext\n");
+        assert_eq!(line.finish(), b"wor");
+        assert_eq!(line.finish(), b"");
+        let runaway = vec![b'x'; MAX_LINE_BYTES - 1];
+        assert_eq!(line.push(&runaway), b"");
+        assert_eq!(line.push(b"yz").len(), MAX_LINE_BYTES + 1);
+        assert_eq!(line.finish(), b"");
     }
 }
