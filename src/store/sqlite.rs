@@ -178,6 +178,31 @@ impl SqliteStore {
             .map_err(|e| write_error(&self.path, e))
     }
 
+    /// Claims a job on the writer thread; `then` makes the answer from the claim on the same
+    /// connection, in the same hand-off.
+    async fn claim_then<T: Send + 'static>(
+        &self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+        then: impl FnOnce(&rusqlite::Connection, Option<ClaimedJob>) -> rusqlite::Result<T>
+        + Send
+        + 'static,
+    ) -> Result<T, StoreError> {
+        let token = uuid::Uuid::new_v4().to_string();
+        let worker = worker.to_string();
+        let until = now.saturating_add(lease_ms);
+        let gate = self.write_gate.clone().lock_owned().await;
+        self.writer
+            .run(gate, move |c| {
+                let conn = c.relaxed()?;
+                let job = sqlite_writer::claim(conn, now, &token, &worker, until)?;
+                then(conn, job)
+            })
+            .await
+            .map_err(|e| queue_error(&self.path, e))
+    }
+
     /// Runs one write statement under the gate; returns the rows it changed.
     async fn write<'q>(
         &self,
@@ -358,16 +383,8 @@ impl JobQueue for SqliteStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Option<ClaimedJob>, StoreError> {
-        let token = uuid::Uuid::new_v4().to_string();
-        let worker = worker.to_string();
-        let until = now.saturating_add(lease_ms);
-        let gate = self.write_gate.clone().lock_owned().await;
-        self.writer
-            .run(gate, move |c| {
-                sqlite_writer::claim(c.relaxed()?, now, &token, &worker, until)
-            })
+        self.claim_then(worker, now, lease_ms, |_, job| Ok(job))
             .await
-            .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn claim_or_next_due(
@@ -376,21 +393,13 @@ impl JobQueue for SqliteStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Claim, StoreError> {
-        let token = uuid::Uuid::new_v4().to_string();
-        let worker = worker.to_string();
-        let until = now.saturating_add(lease_ms);
-        let gate = self.write_gate.clone().lock_owned().await;
-        self.writer
-            .run(gate, move |c| {
-                let conn = c.relaxed()?;
-                if let Some(job) = sqlite_writer::claim(conn, now, &token, &worker, until)? {
-                    return Ok(Claim::Job(job));
-                }
-                let next_due = conn.query_row(sql::NEXT_DUE, [], |row| row.get(0))?;
-                Ok(Claim::Idle { next_due })
-            })
-            .await
-            .map_err(|e| queue_error(&self.path, e))
+        self.claim_then(worker, now, lease_ms, |conn, job| match job {
+            Some(job) => Ok(Claim::Job(job)),
+            None => Ok(Claim::Idle {
+                next_due: conn.query_row(sql::NEXT_DUE, [], |row| row.get(0))?,
+            }),
+        })
+        .await
     }
 
     async fn renew(&self, job: &ClaimedJob, until: i64) -> Result<bool, StoreError> {
