@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use fleetbot::store::migrate::MIGRATIONS;
+use fleetbot::store::migrate::{MIGRATIONS, statements};
 use fleetbot::store::queue::{WEBHOOK_JOB, now_ms, pr_key};
 use fleetbot::store::{
     Approval, AuditEntry, DeployStore, Enqueued, InventoryStore, JobOutcome, JobQueue, Lease,
@@ -52,6 +52,8 @@ conformance!(
     concurrent_duplicates_store_one_delivery,
     a_batch_stores_each_new_delivery_once_in_order,
     payload_bytes_survive_exactly,
+    a_retried_job_gets_its_payload_again_and_a_pruned_one_never_lends_it,
+    an_upgrade_keeps_the_payloads_of_unfinished_jobs,
     jobs_of_one_pull_request_run_one_at_a_time_in_order,
     jobs_of_one_fleet_run_one_at_a_time,
     an_expired_lease_is_taken_again_and_the_old_holder_is_fenced_off,
@@ -310,6 +312,68 @@ async fn payload_bytes_survive_exactly<B: Backend>(b: B) {
     assert_eq!(claimed.attempt, 1);
     assert_eq!(claimed.event, "pull_request");
     assert_eq!(claimed.kind, WEBHOOK_JOB);
+}
+
+async fn a_retried_job_gets_its_payload_again_and_a_pruned_one_never_lends_it<B: Backend>(b: B) {
+    let store = b.open().await;
+    let mut d = job("again", None);
+    d.payload = Bytes::from_static(b"first body");
+    store.enqueue(&d, T0).await.unwrap();
+    let claimed = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    let retry = JobOutcome::Retry {
+        at: T0 + 10,
+        error: "busy".into(),
+    };
+    assert!(store.finish(&claimed, &retry, T0 + 1).await.unwrap());
+    let again = store.claim("w", T0 + 10, LEASE).await.unwrap().unwrap();
+    assert_eq!(
+        (again.attempt, again.payload.as_ref()),
+        (2, &b"first body"[..])
+    );
+    let failed = JobOutcome::Failed {
+        error: "gave up".into(),
+    };
+    assert!(store.finish(&again, &failed, T0 + 11).await.unwrap());
+    assert_eq!(store.prune(T0 + 12).await.unwrap().jobs, 1);
+    // The same id queued again after the prune carries its own body, not the old one.
+    d.payload = Bytes::from_static(b"second body");
+    assert_eq!(store.enqueue(&d, T0 + 20).await.unwrap(), Enqueued::New);
+    let claimed = store.claim("w", T0 + 20, LEASE).await.unwrap().unwrap();
+    assert_eq!(
+        (claimed.attempt, claimed.payload.as_ref()),
+        (1, &b"second body"[..])
+    );
+}
+
+/// A store written by a fleetbot from before payloads moved out of the `jobs` row: the queued
+/// job still runs with its body after the upgrade, and a done one is not brought back.
+async fn an_upgrade_keeps_the_payloads_of_unfinished_jobs<B: Backend>(b: B) {
+    let before_payloads = 8;
+    let mut setup =
+        vec!["CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)".into()];
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v <= before_payloads) {
+        setup.extend(statements(sql));
+        setup.push(format!(
+            "INSERT INTO schema_migrations (version) VALUES ({version})"
+        ));
+    }
+    let row = |id: &str, state: &str, seq: i64| {
+        format!(
+            "INSERT INTO jobs (id, kind, event, payload, state, seq, ready, finished_at) \
+             VALUES ('{id}', '{WEBHOOK_JOB}', 'pull_request', {}, '{state}', {seq}, {}, {T0})",
+            B::bytes_literal(format!("{{\"n\":{seq}}}").as_bytes()),
+            i64::from(state == "queued")
+        )
+    };
+    setup.extend([row("old-done", "done", 1), row("old-queued", "queued", 2)]);
+    b.execute(&setup).await;
+    let store = b.open().await;
+    let all: Vec<i64> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
+    assert_eq!(B::migrations(&store).await, all);
+    let claimed = store.claim("w", T0, LEASE).await.unwrap().unwrap();
+    assert_eq!(claimed.id, "old-queued");
+    assert_eq!(claimed.payload.as_ref(), br#"{"n":2}"#);
+    assert!(store.claim("w", T0, LEASE).await.unwrap().is_none());
 }
 
 async fn jobs_of_one_pull_request_run_one_at_a_time_in_order<B: Backend>(b: B) {

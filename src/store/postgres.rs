@@ -299,27 +299,44 @@ async fn lock_heads(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>) -> Result<()
         .map(|_| ())
 }
 
-/// After a job row is inserted: the older work it supersedes, then whether it heads its keys.
+/// After a job row is inserted: its payload, the older work it supersedes, then whether it
+/// heads its keys.
 async fn after_insert(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     job: &NewJob,
     now: i64,
 ) -> Result<(), sqlx::Error> {
+    sqlx::query(sql::INSERT_PAYLOAD)
+        .bind(&job.id)
+        .bind(job.payload.as_ref())
+        .execute(&mut **tx)
+        .await?;
     if !job.coalesce_key.is_empty() {
         let behind = sqlx::query(sql::SUPERSEDE)
             .bind(&job.coalesce_key)
             .bind(&job.id)
             .bind(now)
-            .bind(Vec::<u8>::new())
             .fetch_all(&mut **tx)
             .await?;
         for row in behind {
             let (pr_key, fleet_key): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+            delete_payload(tx, &row.try_get::<String, _>(2)?).await?;
             promote(tx, &pr_key, &fleet_key).await?;
         }
     }
     sqlx::query(sqlx::AssertSqlSafe(sql::MARK_HEAD.as_str()))
         .bind(&job.id)
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
+}
+
+async fn delete_payload(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(sql::DELETE_PAYLOAD)
+        .bind(id)
         .execute(&mut **tx)
         .await
         .map(|_| ())
@@ -383,7 +400,6 @@ impl JobQueue for PostgresStore {
                     .bind(&job.id)
                     .bind(&job.kind)
                     .bind(&job.event)
-                    .bind(job.payload.as_ref())
                     .bind(&job.pr_key)
                     .bind(&job.fleet_key)
                     .bind(now)
@@ -414,7 +430,6 @@ impl JobQueue for PostgresStore {
             .bind(&job.id)
             .bind(&job.kind)
             .bind(&job.event)
-            .bind(job.payload.as_ref())
             .bind(&job.pr_key)
             .bind(&job.fleet_key)
             .bind(now)
@@ -492,20 +507,22 @@ impl JobQueue for PostgresStore {
         if leaves {
             lock_heads(&mut tx).await.map_err(|e| self.queue_error(e))?;
         }
-        let mut query = sqlx::query(statement)
+        let query = sqlx::query(statement)
             .bind(at)
             .bind(&job.id)
             .bind(&job.lease_token)
             .bind(message);
-        if matches!(outcome, JobOutcome::Done) {
-            query = query.bind(Vec::<u8>::new());
-        }
         let changed = query
             .execute(&mut *tx)
             .await
             .map_err(|e| self.queue_error(e))?
             .rows_affected()
             == 1;
+        if changed && matches!(outcome, JobOutcome::Done) {
+            delete_payload(&mut tx, &job.id)
+                .await
+                .map_err(|e| self.queue_error(e))?;
+        }
         if changed && leaves {
             promote(&mut tx, &job.pr_key, &job.fleet_key)
                 .await
@@ -518,6 +535,9 @@ impl JobQueue for PostgresStore {
     async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {
         let deliveries = self
             .write(sqlx::query(sql::PRUNE_DELIVERIES).bind(before))
+            .await
+            .map_err(StoreError::into_queue)?;
+        self.write(sqlx::query(sql::PRUNE_PAYLOADS).bind(before))
             .await
             .map_err(StoreError::into_queue)?;
         let jobs = self

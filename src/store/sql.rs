@@ -160,31 +160,30 @@ pub(crate) fn insert_deliveries_sql(rows: usize) -> String {
     )
 }
 
-/// Queues `rows` jobs (`$8k+1` id, kind, event, payload, pr_key, fleet_key, time,
-/// `$8k+8` coalesce_key) and returns the ids that were new. Row `k` gets `seq` = the largest
+/// Queues `rows` jobs (`$7k+1` id, kind, event, pr_key, fleet_key, time, `$7k+7`
+/// coalesce_key) and returns the ids that were new; their payloads follow (`INSERT_PAYLOAD`). Row `k` gets `seq` = the largest
 /// so far + `k` + 1, so a batch keeps its order (whether or not the engine's subquery sees the
 /// batch's earlier rows, the values only grow).
 pub(crate) fn insert_jobs_sql(rows: usize) -> String {
     let values: Vec<String> = (0..rows)
         .map(|k| {
-            let b = 8 * k;
+            let b = 7 * k;
             format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) FROM jobs) + {}, ${}, ${}, ${})",
+                "(${}, ${}, ${}, ${}, ${}, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) FROM jobs) + {}, ${}, ${}, ${})",
                 b + 1,
                 b + 2,
                 b + 3,
                 b + 4,
                 b + 5,
-                b + 6,
                 k + 1,
-                b + 7,
-                b + 7,
-                b + 8
+                b + 6,
+                b + 6,
+                b + 7
             )
         })
         .collect();
     format!(
-        "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after, coalesce_key) \
+        "INSERT INTO jobs (id, kind, event, pr_key, fleet_key, state, attempts, seq, created_at, run_after, coalesce_key) \
          VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
         values.join(", ")
     )
@@ -192,22 +191,30 @@ pub(crate) fn insert_jobs_sql(rows: usize) -> String {
 
 /// `seq` is one more than the largest so far: strictly increasing on SQLite (writes are
 /// serialized); on PostgreSQL two concurrent arrivals may share a value, and ties are broken
-/// by id, which is as good an order as two simultaneous deliveries have. `$8` is the
-/// coalescing key.
-pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, payload, pr_key, fleet_key, state, attempts, seq, created_at, run_after, coalesce_key) \
-     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), $7, $7, $8) \
+/// by id, which is as good an order as two simultaneous deliveries have. `$1`–`$7`: id, kind,
+/// event, pr_key, fleet_key, time, coalescing key.
+pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, pr_key, fleet_key, state, attempts, seq, created_at, run_after, coalesce_key) \
+     VALUES ($1, $2, $3, $4, $5, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), $6, $6, $7) \
      ON CONFLICT (id) DO NOTHING";
+
+/// A new job's payload (`$1` id, `$2` bytes), written once beside its row. A payload left by
+/// a job row since pruned is replaced, never read for the new job.
+pub(crate) const INSERT_PAYLOAD: &str = "INSERT INTO job_payloads (id, payload) VALUES ($1, $2) \
+     ON CONFLICT (id) DO UPDATE SET payload = excluded.payload";
+
+/// A payload no longer needed: its job is done (failed jobs keep theirs until pruned).
+pub(crate) const DELETE_PAYLOAD: &str = "DELETE FROM job_payloads WHERE id = $1";
 
 /// What keeps a job behind another of its pull request or fleet: an older unfinished job of the
 /// same key, or a running one on a live lease. `$1` is now. Checked at claim time even for
 /// heads, because on PostgreSQL two concurrent arrivals can both look like heads.
 const HELD_BACK: &str = "(j.pr_key = '' OR ( \
-            NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.state IN ('queued', 'running') \
+            NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.pr_key <> '' AND k.state IN ('queued', 'running') \
                 AND k.seq <= j.seq AND (k.seq < j.seq OR k.id < j.id)) \
             AND NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = j.pr_key AND k.state = 'running' \
                 AND k.lease_until >= $1 AND k.id <> j.id))) \
        AND (j.fleet_key = '' OR ( \
-            NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.state IN ('queued', 'running') \
+            NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.fleet_key <> '' AND k.state IN ('queued', 'running') \
                 AND k.seq <= j.seq AND (k.seq < j.seq OR k.id < j.id)) \
             AND NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = j.fleet_key AND k.state = 'running' \
                 AND k.lease_until >= $1 AND k.id <> j.id)))";
@@ -235,7 +242,8 @@ pub(crate) fn claim_sql(pick_suffix: &str) -> String {
     format!(
         "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_token = $2, lease_owner = $3, lease_until = $4 \
          WHERE id = COALESCE(({}), ({})) \
-         RETURNING id, kind, event, payload, pr_key, fleet_key, attempts, lease_token, created_at",
+         RETURNING id, kind, event, (SELECT p.payload FROM job_payloads p WHERE p.id = jobs.id) AS payload, \
+           pr_key, fleet_key, attempts, lease_token, created_at",
         pick_expired(pick_suffix),
         pick_due(pick_suffix)
     )
@@ -244,10 +252,10 @@ pub(crate) fn claim_sql(pick_suffix: &str) -> String {
 /// Whether a job is the head of both its keys (no older unfinished job of either), as SQL on
 /// the row `jobs`.
 const IS_HEAD: &str = "state IN ('queued', 'running') \
-     AND (pr_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = jobs.pr_key \
+     AND (pr_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.pr_key = jobs.pr_key AND k.pr_key <> '' \
          AND k.state IN ('queued', 'running') AND k.id <> jobs.id \
          AND (k.seq < jobs.seq OR (k.seq = jobs.seq AND k.id < jobs.id)))) \
-     AND (fleet_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = jobs.fleet_key \
+     AND (fleet_key = '' OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.fleet_key = jobs.fleet_key AND k.fleet_key <> '' \
          AND k.state IN ('queued', 'running') AND k.id <> jobs.id \
          AND (k.seq < jobs.seq OR (k.seq = jobs.seq AND k.id < jobs.id))))";
 
@@ -261,22 +269,22 @@ pub(crate) static MARK_HEAD: std::sync::LazyLock<String> = std::sync::LazyLock::
 pub(crate) static PROMOTE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "UPDATE jobs SET ready = 1 WHERE ready = 0 AND id IN ( \
-           SELECT id FROM (SELECT id FROM jobs WHERE $1 <> '' AND pr_key = $1 AND state IN ('queued', 'running') \
+           SELECT id FROM (SELECT id FROM jobs WHERE $1 <> '' AND pr_key = $1 AND pr_key <> '' AND state IN ('queued', 'running') \
                ORDER BY seq, id LIMIT 1) AS next_pr \
-           UNION SELECT id FROM (SELECT id FROM jobs WHERE $2 <> '' AND fleet_key = $2 AND state IN ('queued', 'running') \
+           UNION SELECT id FROM (SELECT id FROM jobs WHERE $2 <> '' AND fleet_key = $2 AND fleet_key <> '' AND state IN ('queued', 'running') \
                ORDER BY seq, id LIMIT 1) AS next_fleet) \
          AND {IS_HEAD}"
     )
 });
 
 /// A newer job (`$2`, coalescing key `$1`) supersedes the older queued jobs of its key that
-/// never started: they end `done` at `$3` with their payload (`$4`, empty) dropped. Returns
-/// the keys to promote behind each.
-pub(crate) const SUPERSEDE: &str = "UPDATE jobs SET state = 'done', ready = 0, finished_at = $3, payload = $4, \
+/// never started: they end `done` at `$3`. Returns the keys to promote behind each, and its id
+/// (its payload is deleted).
+pub(crate) const SUPERSEDE: &str = "UPDATE jobs SET state = 'done', ready = 0, finished_at = $3, \
      last_error = 'superseded by a newer delivery for the same pull request' \
      WHERE coalesce_key = $1 AND coalesce_key <> '' AND state = 'queued' AND attempts = 0 AND id <> $2 \
        AND seq < (SELECT seq FROM jobs WHERE id = $2) \
-     RETURNING pr_key, fleet_key";
+     RETURNING pr_key, fleet_key, id";
 
 /// The earliest moment a job may become claimable: a queued head coming due, or a running
 /// job's lease running out. `NULL` when nothing is open.
@@ -287,8 +295,8 @@ pub(crate) const NEXT_DUE: &str = "SELECT MIN(t) FROM ( \
 pub(crate) const RENEW: &str =
     "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND state = 'running'";
 
-/// The payload is dropped once done: it is no longer needed, and it is the bulk of the row.
-pub(crate) const FINISH_DONE: &str = "UPDATE jobs SET state = 'done', finished_at = $1, payload = $5, lease_token = '', lease_until = 0, last_error = $4 \
+/// Its payload is deleted with it (`DELETE_PAYLOAD`): no longer needed, and the bulk of a job.
+pub(crate) const FINISH_DONE: &str = "UPDATE jobs SET state = 'done', finished_at = $1, lease_token = '', lease_until = 0, last_error = $4 \
      WHERE id = $2 AND lease_token = $3 AND state = 'running'";
 
 pub(crate) const FINISH_RETRY: &str = "UPDATE jobs SET state = 'queued', run_after = $1, last_error = $4, lease_token = '', lease_until = 0 \
@@ -301,6 +309,10 @@ pub(crate) const FINISH_DEFERRED: &str = "UPDATE jobs SET state = 'queued', run_
      WHERE id = $2 AND lease_token = $3 AND state = 'running'";
 
 pub(crate) const PRUNE_DELIVERIES: &str = "DELETE FROM webhook_deliveries WHERE received_at < $1";
+
+/// Before `PRUNE_JOBS`, the payloads of the jobs it prunes (failed ones; done ones have none).
+pub(crate) const PRUNE_PAYLOADS: &str = "DELETE FROM job_payloads WHERE id IN \
+     (SELECT id FROM jobs WHERE state IN ('done', 'failed') AND finished_at < $1)";
 
 pub(crate) const PRUNE_JOBS: &str =
     "DELETE FROM jobs WHERE state IN ('done', 'failed') AND finished_at < $1";
@@ -315,7 +327,7 @@ pub(crate) const COUNT_JOBS: &str = "SELECT state, COUNT(*) AS n FROM jobs GROUP
 pub(crate) const COUNT_DELIVERIES: &str = "SELECT COUNT(*) FROM webhook_deliveries";
 
 /// The statement that records `outcome`, with its binds: `$1` a time, `$2` the id, `$3` the
-/// lease token, `$4` a message; `Done` (and only `Done`) also binds `$5`, the emptied payload.
+/// lease token, `$4` a message. `Done` also deletes the payload (`DELETE_PAYLOAD`).
 pub(crate) fn finish_sql(outcome: &super::JobOutcome, now: i64) -> (&'static str, i64, String) {
     use super::JobOutcome::*;
     match outcome {
@@ -399,7 +411,11 @@ where
         id: row.try_get("id")?,
         kind: row.try_get("kind")?,
         event: row.try_get("event")?,
-        payload: Bytes::from(row.try_get::<Vec<u8>, _>("payload")?),
+        // A job without its payload row runs with none and fails reading it, loudly.
+        payload: Bytes::from(
+            row.try_get::<Option<Vec<u8>>, _>("payload")?
+                .unwrap_or_default(),
+        ),
         pr_key: row.try_get("pr_key")?,
         fleet_key: row.try_get("fleet_key")?,
         attempt: attempts(row.try_get("attempts")?),

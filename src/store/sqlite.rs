@@ -434,6 +434,9 @@ impl JobQueue for SqliteStore {
             .write(sqlx::query(sql::PRUNE_DELIVERIES).bind(before))
             .await
             .map_err(StoreError::into_queue)?;
+        self.write(sqlx::query(sql::PRUNE_PAYLOADS).bind(before))
+            .await
+            .map_err(StoreError::into_queue)?;
         let jobs = self
             .write(sqlx::query(sql::PRUNE_JOBS).bind(before))
             .await

@@ -145,28 +145,37 @@ pub(crate) fn queue_job(
 ) -> rusqlite::Result<bool> {
     let mut insert = tx.prepare_cached(sql::INSERT_JOB)?;
     let inserted = insert.execute(named_params! {
-        "$1": j.id, "$2": j.kind, "$3": j.event, "$4": j.payload.as_ref(),
-        "$5": j.pr_key, "$6": j.fleet_key, "$7": now, "$8": j.coalesce_key,
+        "$1": j.id, "$2": j.kind, "$3": j.event, "$4": j.pr_key, "$5": j.fleet_key,
+        "$6": now, "$7": j.coalesce_key,
     })? == 1;
     if !inserted {
         return Ok(false);
     }
+    let mut payload = tx.prepare_cached(sql::INSERT_PAYLOAD)?;
+    payload.execute(named_params! {"$1": j.id, "$2": j.payload.as_ref()})?;
     if !j.coalesce_key.is_empty() {
-        let behind: Vec<(String, String)> = {
+        let behind: Vec<(String, String, String)> = {
             let mut supersede = tx.prepare_cached(sql::SUPERSEDE)?;
             let rows = supersede.query_map(
-                named_params! {"$1": j.coalesce_key, "$2": j.id, "$3": now, "$4": Vec::<u8>::new()},
-                |row| Ok((row.get(0)?, row.get(1)?)),
+                named_params! {"$1": j.coalesce_key, "$2": j.id, "$3": now},
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
             )?;
             rows.collect::<rusqlite::Result<_>>()?
         };
-        for (pr_key, fleet_key) in behind {
+        for (pr_key, fleet_key, id) in behind {
+            delete_payload(tx, &id)?;
             promote(tx, &pr_key, &fleet_key)?;
         }
     }
     let mut head = tx.prepare_cached(&sql::MARK_HEAD)?;
     head.execute(named_params! {"$1": j.id})?;
     Ok(true)
+}
+
+fn delete_payload(conn: &Connection, id: &str) -> rusqlite::Result<()> {
+    let mut delete = conn.prepare_cached(sql::DELETE_PAYLOAD)?;
+    delete.execute(named_params! {"$1": id})?;
+    Ok(())
 }
 
 /// Makes the next job of each key a claim candidate when it now heads both of its keys.
@@ -229,7 +238,11 @@ pub(crate) fn claim(
                     id: row.get("id")?,
                     kind: row.get("kind")?,
                     event: row.get("event")?,
-                    payload: bytes::Bytes::from(row.get::<_, Vec<u8>>("payload")?),
+                    // Without its payload row a job runs with none and fails reading it.
+                    payload: bytes::Bytes::from(
+                        row.get::<_, Option<Vec<u8>>>("payload")?
+                            .unwrap_or_default(),
+                    ),
                     pr_key: row.get("pr_key")?,
                     fleet_key: row.get("fleet_key")?,
                     attempt: u32::try_from(row.get::<_, i64>("attempts")?.max(0))
@@ -266,14 +279,11 @@ pub(crate) fn finish(
     let changed = {
         let mut finish = tx.prepare_cached(statement)?;
         let (id, token) = (&job.id, &job.lease_token);
-        if matches!(outcome, JobOutcome::Done) {
-            finish.execute(named_params! {
-                "$1": at, "$2": id, "$3": token, "$4": message, "$5": Vec::<u8>::new(),
-            })?
-        } else {
-            finish.execute(named_params! {"$1": at, "$2": id, "$3": token, "$4": message})?
-        }
+        finish.execute(named_params! {"$1": at, "$2": id, "$3": token, "$4": message})?
     } == 1;
+    if changed && matches!(outcome, JobOutcome::Done) {
+        delete_payload(&tx, &job.id)?;
+    }
     if changed && matches!(outcome, JobOutcome::Done | JobOutcome::Failed { .. }) {
         promote(&tx, &job.pr_key, &job.fleet_key)?;
     }

@@ -14,6 +14,14 @@ pub trait Backend: Sized {
     async fn open(&self) -> Self::Store;
     async fn migrations(store: &Self::Store) -> Vec<i64>;
     async fn close(store: &Self::Store);
+    /// Runs SQL straight on the backend's database, as an older fleetbot left it.
+    async fn execute(&self, statements: &[String]);
+    /// `bytes` as this engine's SQL literal for a byte string.
+    fn bytes_literal(bytes: &[u8]) -> String;
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub struct Sqlite {
@@ -38,6 +46,24 @@ impl Backend for Sqlite {
     async fn close(store: &SqliteStore) {
         store.close().await
     }
+    async fn execute(&self, statements: &[String]) {
+        use sqlx::Connection;
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            self.dir.path().join("store.sqlite").display()
+        );
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        for s in statements {
+            sqlx::query(sqlx::AssertSqlSafe(s.as_str()))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        conn.close().await.unwrap();
+    }
+    fn bytes_literal(bytes: &[u8]) -> String {
+        format!("X'{}'", hex(bytes))
+    }
 }
 
 pub struct Postgres {
@@ -59,5 +85,19 @@ impl Backend for Postgres {
     }
     async fn close(store: &PostgresStore) {
         store.close().await
+    }
+    async fn execute(&self, statements: &[String]) {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        for s in statements {
+            sqlx::query(sqlx::AssertSqlSafe(s.as_str()))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        conn.close().await.unwrap();
+    }
+    fn bytes_literal(bytes: &[u8]) -> String {
+        format!("'\\x{}'::bytea", hex(bytes))
     }
 }
