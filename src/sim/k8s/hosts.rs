@@ -87,9 +87,9 @@ pub fn prepare(
     std::fs::create_dir_all(&proc1)?;
     std::fs::create_dir_all(node_dir.join("proc/sys/kernel/random"))?;
     std::fs::create_dir_all(node_dir.join("etc"))?;
-    std::fs::write(
-        node_dir.join("proc/sys/kernel/random/boot_id"),
-        format!("{}\n", facts.boot_id),
+    put(
+        &node_dir.join("proc/sys/kernel/random/boot_id"),
+        &format!("{}\n", facts.boot_id),
     )?;
     let mut mountinfo = String::from("22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n");
     let mut fstab = String::from("LABEL=cloudimg-rootfs / ext4 discard,errors=remount-ro 0 1\n");
@@ -136,9 +136,23 @@ pub fn prepare(
             std::os::unix::fs::symlink(&shared, &at)?;
         }
     }
-    std::fs::write(proc1.join("mountinfo"), mountinfo)?;
-    std::fs::write(node_dir.join("etc/fstab"), fstab)?;
+    put(&proc1.join("mountinfo"), &mountinfo)?;
+    put(&node_dir.join("etc/fstab"), &fstab)?;
     Ok(())
+}
+
+/// Writes a host file as a host's files change: never in place. A node is prepared again for
+/// each pod it starts while its other pods may be reading these files, and a file truncated
+/// and rewritten under a reader (which no kernel does to `/proc/1/mountinfo`) read as empty
+/// or half. Unchanged, it is left alone; changed, the new text replaces it whole.
+fn put(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    let mut staged = path.as_os_str().to_owned();
+    staged.push(".new");
+    std::fs::write(&staged, text)?;
+    std::fs::rename(&staged, path)
 }
 
 /// The pod's `hostPath` volumes, and the claim volumes resolved in `claims` (volume name →
@@ -245,14 +259,23 @@ mod tests {
             std::fs::read_to_string(filesystem_dir(root.path(), "c", "fs1").join("x")).unwrap(),
             "shared"
         );
-        // Preparing again keeps what is there.
+        // Preparing again keeps what is there, and a reader of a host file is never shown it
+        // rewritten under it: unchanged it is the same file, changed a whole new one.
+        let info_path = node.join("proc/1/mountinfo");
+        let mut reader = std::fs::File::open(&info_path).unwrap();
         prepare(&node, &facts, None, &mut shared).unwrap();
         assert!(node.join("mnt/data/x").exists());
+        use std::os::unix::fs::MetadataExt;
+        let inode = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(reader.metadata().unwrap().ino(), inode(&info_path));
         // A missing mount leaves the node's own empty directory and no mountinfo line; once
         // mended, the node sees the filesystem again.
         prepare(&node, &facts, Some(HostFault::MountMissing), &mut shared).unwrap();
         let info = std::fs::read_to_string(node.join("proc/1/mountinfo")).unwrap();
         assert!(crate::probe::mounts::find_mount(&info, "/mnt/data").is_none());
+        let mut before = String::new();
+        std::io::Read::read_to_string(&mut reader, &mut before).unwrap();
+        assert!(crate::probe::mounts::find_mount(&before, "/mnt/data").is_some());
         assert!(!node.join("mnt/data/x").exists());
         prepare(&node, &facts, Some(HostFault::MountReadOnly), &mut shared).unwrap();
         let info = std::fs::read_to_string(node.join("proc/1/mountinfo")).unwrap();
