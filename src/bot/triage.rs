@@ -32,13 +32,18 @@ pub(crate) fn not_for_commands(e: &IssueCommentEvent) -> Option<&'static str> {
 /// Decides what `payload` of event `event` needs. A payload that does not parse is work: the
 /// worker records why it could not be read, rather than intake dropping it unseen.
 pub fn triage(event: &str, payload: &[u8]) -> Triage {
-    let Ok(parsed) = parse_event(event, payload) else {
-        return Triage::Work { preflight: false };
-    };
+    match parse_event(event, payload) {
+        Ok(parsed) => triage_event(&parsed),
+        Err(_) => Triage::Work { preflight: false },
+    }
+}
+
+/// [`triage`] of a payload already parsed.
+pub fn triage_event(parsed: &Event) -> Triage {
     match parsed {
         Event::Ping { .. } => Triage::Nothing("ping"),
         Event::Unknown { .. } => Triage::Nothing("an event fleetbot does not act on"),
-        Event::IssueComment(e) => match not_for_commands(&e) {
+        Event::IssueComment(e) => match not_for_commands(e) {
             Some(why) => Triage::Nothing(why),
             None if parse_comment(&e.body).is_empty() => {
                 Triage::Nothing("no command in the comment")

@@ -15,8 +15,9 @@ use super::sink::{Acceptance, CountsFuture, Delivery, DeliverySink, SinkError, S
 use super::worker::{WorkerSettings, run_queue_worker};
 use super::{AppState, JobReport, Metrics, router, serve_with_limits};
 use crate::bot::Bot;
-use crate::bot::triage::{Triage, triage};
+use crate::bot::triage::{Triage, triage_event};
 use crate::github::WebhookSecrets;
+use crate::github::events::{Event, parse_event};
 use crate::store::queue::{MAX_ENQUEUE_BATCH, MIN_RETENTION, WEBHOOK_JOB, ms, now_ms, pr_key};
 use crate::store::{Enqueued, JobQueue, NewJob};
 
@@ -95,10 +96,20 @@ async fn write_batches<Q: JobQueue>(
 /// The job a delivery becomes: recorded only when it needs no work; a new head's preflight
 /// supersedes the queued preflight of an older head of the same pull request.
 pub fn job_for(delivery: &Delivery) -> NewJob {
-    let pr_key = pull_request_key(&delivery.event, &delivery.payload).unwrap_or_default();
-    let (record_only, preflight) = match triage(&delivery.event, &delivery.payload) {
-        Triage::Nothing(_) => (true, false),
-        Triage::Work { preflight } => (false, preflight),
+    // One parse of the payload decides both what it needs and whose it is.
+    let parsed = parse_event(&delivery.event, &delivery.payload);
+    let (record_only, preflight) = match parsed.as_ref().map(triage_event) {
+        Ok(Triage::Nothing(_)) => (true, false),
+        Ok(Triage::Work { preflight }) => (false, preflight),
+        Err(_) => (false, false),
+    };
+    let pr_key = match &parsed {
+        // Recorded only: no job, so no key to order it by.
+        _ if record_only => String::new(),
+        Ok(event) => key_of(event).unwrap_or_default(),
+        // The worker reports why it could not be read; its pull request, if a lighter read
+        // finds one, still keeps it in that pull request's order.
+        Err(_) => pull_request_key(&delivery.event, &delivery.payload).unwrap_or_default(),
     };
     NewJob {
         id: delivery.id.clone(),
@@ -175,6 +186,19 @@ struct Probe {
     check_run: Option<CheckRun>,
     #[serde(default)]
     repository: Option<Repository>,
+}
+
+/// The pull request a parsed delivery is about, as [`pull_request_key`] finds it.
+fn key_of(event: &Event) -> Option<String> {
+    match event {
+        Event::PullRequest(e) => Some(pr_key(&e.repo.to_string(), e.number)),
+        Event::IssueComment(e) => Some(pr_key(&e.repo.to_string(), e.issue_number)),
+        Event::CheckRunRequestedAction(e) | Event::CheckRunRerequested(e) => e
+            .pull_requests
+            .first()
+            .map(|n| pr_key(&e.repo.to_string(), *n)),
+        _ => None,
+    }
 }
 
 /// The pull request a delivery is about (`owner/repo#number`), so jobs of one pull request run
@@ -386,5 +410,60 @@ mod tests {
         assert_eq!(pull_request_key("check_run", no_pr), None);
         assert_eq!(pull_request_key("installation", pr), None);
         assert_eq!(pull_request_key("pull_request", b"not json"), None);
+    }
+
+    fn job(event: &str, payload: serde_json::Value) -> NewJob {
+        job_for(&Delivery {
+            id: "d".into(),
+            event: event.into(),
+            payload: bytes::Bytes::from(payload.to_string()),
+            received_at: std::time::SystemTime::now(),
+        })
+    }
+
+    #[test]
+    fn one_parse_at_intake_keys_each_job_as_the_lighter_read_does() {
+        use serde_json::json;
+        let repo = json!({"full_name": "Octo-Org/Fleet"});
+        let git = |sha: char| json!({"sha": sha.to_string().repeat(40), "ref": "main"});
+        let pr = |action: &str| {
+            json!({"action": action, "number": 12, "repository": repo, "sender": {"login": "a"},
+                "pull_request": {"number": 12, "head": git('h'), "base": git('b')}})
+        };
+        let comment = |body: &str| {
+            json!({"action": "created", "repository": repo,
+                "issue": {"number": 7, "pull_request": {}},
+                "comment": {"id": 1, "body": body, "user": {"login": "a", "type": "User"}}})
+        };
+        let run = json!({"action": "rerequested", "repository": repo, "sender": {"login": "a"},
+            "check_run": {"id": 5, "name": "fleet/apply", "head_sha": "h".repeat(40),
+                "pull_requests": [{"number": 3}]}});
+        for (event, payload, key, preflight) in [
+            ("pull_request", pr("synchronize"), "octo-org/fleet#12", true),
+            ("issue_comment", comment("/plan"), "octo-org/fleet#7", false),
+            ("check_run", run, "octo-org/fleet#3", false),
+        ] {
+            let bytes = payload.to_string();
+            let j = job(event, payload);
+            assert!(!j.record_only, "{event}");
+            assert_eq!(j.pr_key, key, "{event}");
+            assert_eq!(
+                pull_request_key(event, bytes.as_bytes()).as_deref(),
+                Some(key)
+            );
+            assert_eq!(!j.coalesce_key.is_empty(), preflight, "{event}");
+        }
+        // Recorded only: no job, no key.
+        let labeled = job("pull_request", pr("labeled"));
+        assert!(labeled.record_only && labeled.pr_key.is_empty());
+        let chatter = job("issue_comment", comment("thanks"));
+        assert!(chatter.record_only && chatter.pr_key.is_empty());
+        // Unreadable as an event (no head), yet whose it is can be read: a job in its order.
+        let broken = job(
+            "pull_request",
+            json!({"action": "synchronize", "number": 12, "repository": repo}),
+        );
+        assert!(!broken.record_only);
+        assert_eq!(broken.pr_key, "octo-org/fleet#12");
     }
 }
