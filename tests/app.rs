@@ -1063,10 +1063,12 @@ async fn a_short_live_quota_blocks_and_an_unreachable_cloud_fails_closed() {
     live.app.stop().await;
 
     // A cloud that cannot be reached (nothing listens on the port): nothing is assumed; the
-    // preflight fails with the reason.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // preflight fails with the reason. The port stays bound and never listens, so connecting
+    // is refused; a port let go would be another test's server's to take meanwhile, and the
+    // cloud's answer would be that server's (a flake that read `Unknown`).
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let port = closed.local_addr().unwrap().port();
-    drop(closed);
     // Built at run time, so the repository's own scan finds no ID-shaped literal here.
     let unreachable = &format!("tenant-{}notreachable", "e00");
     let gh = fake_github(&base_spec()).await;

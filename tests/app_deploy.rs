@@ -1051,11 +1051,28 @@ async fn verify_after_apply_reports_storage_on_the_applied_commit() {
             .find(|r| r.name == "fleet/verify-storage" && r.conclusion.is_some())
     })
     .await;
+    // On failure the private receipts too (which worker, what its probe printed): a failure
+    // this test saw once in the whole suite under load, and never alone.
+    let receipts = || {
+        let mut all = String::new();
+        for run in std::fs::read_dir(live.dir.path().join("evidence"))
+            .into_iter()
+            .flatten()
+        {
+            for file in std::fs::read_dir(run.unwrap().path()).into_iter().flatten() {
+                let path = file.unwrap().path();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                all.push_str(&format!("\n--- {}\n{text}", path.display()));
+            }
+        }
+        all
+    };
     assert_eq!(
         verified.conclusion.as_deref(),
         Some("success"),
-        "{}",
-        verified.summary
+        "{}{}",
+        verified.summary,
+        receipts()
     );
     assert_eq!(verified.title, "Storage verified: 2/2 clusters");
     assert!(verified.summary.contains("### `fleets/staging.yaml`"));

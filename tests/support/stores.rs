@@ -20,6 +20,20 @@ pub trait Backend: Sized {
     fn bytes_literal(bytes: &[u8]) -> String;
 }
 
+/// Runs `statements` on one connection of its own, closed after.
+async fn run_sql<C>(url: &str, statements: &[String])
+where
+    C: sqlx::Connection,
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
+{
+    let mut conn = C::connect(url).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join(";\n")))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -47,19 +61,11 @@ impl Backend for Sqlite {
         store.close().await
     }
     async fn execute(&self, statements: &[String]) {
-        use sqlx::Connection;
         let url = format!(
             "sqlite://{}?mode=rwc",
             self.dir.path().join("store.sqlite").display()
         );
-        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-        for s in statements {
-            sqlx::query(sqlx::AssertSqlSafe(s.as_str()))
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
-        conn.close().await.unwrap();
+        run_sql::<sqlx::SqliteConnection>(&url, statements).await;
     }
     fn bytes_literal(bytes: &[u8]) -> String {
         format!("X'{}'", hex(bytes))
@@ -87,15 +93,7 @@ impl Backend for Postgres {
         store.close().await
     }
     async fn execute(&self, statements: &[String]) {
-        use sqlx::Connection;
-        let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
-        for s in statements {
-            sqlx::query(sqlx::AssertSqlSafe(s.as_str()))
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
-        conn.close().await.unwrap();
+        run_sql::<sqlx::PgConnection>(&self.url, statements).await;
     }
     fn bytes_literal(bytes: &[u8]) -> String {
         format!("'\\x{}'::bytea", hex(bytes))
