@@ -37,6 +37,14 @@ pub struct HostProbe {
     pub run_id: String,
 }
 
+/// The host phase's directory for one worker, relative to the filesystem's root. One per
+/// worker, not per run: every worker's host phase runs at once on the same shared filesystem,
+/// and a directory they shared was made by one and refused to the others (`O_EXCL`), or taken
+/// away under them, so a healthy cluster failed its check.
+pub fn host_probe_dir(run_id: &str, node_name: &str) -> String {
+    format!(".fleetbot-probe-{run_id}-{node_name}")
+}
+
 fn read_text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
@@ -117,7 +125,7 @@ impl HostProbe {
         let (capacity_bytes, fragment_size) = capacity(&self.mount_dir).unwrap_or((0, 0));
         let dir = self
             .mount_dir
-            .join(format!(".fleetbot-probe-{}", self.run_id));
+            .join(host_probe_dir(&self.run_id, &self.node_name));
         let file = dir.join(format!("{}.bin", self.node_name));
         let bytes = payload(&self.run_id, &self.node_name);
         let written = std::fs::create_dir(&dir)
@@ -347,13 +355,37 @@ mod tests {
             "96 22 0:48 / /mnt/data ro,relatime - virtiofs other rw\n",
             "data /mnt/data virtiofs defaults 0 2\n",
         );
-        // Someone else's probe directory of this run is in the way: nothing is overwritten.
-        std::fs::create_dir(probe.mount_dir.join(".fleetbot-probe-r1")).unwrap();
+        // A directory of this run and worker is in the way: nothing is overwritten.
+        std::fs::create_dir(probe.mount_dir.join(".fleetbot-probe-r1-n1")).unwrap();
         let e = probe.run();
         assert!(!e.source_matches && !e.read_write && !e.nofail);
         assert!(!e.read_back && e.payload_sha256.is_empty());
         assert!(absent_forced(&dir.path().join("nothing-here")).unwrap());
         assert!(!absent_forced(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn workers_probing_one_shared_filesystem_at_once_do_not_get_in_each_others_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = host_dirs(
+            dir.path(),
+            "96 22 0:48 / /mnt/data rw,relatime - virtiofs data rw\n",
+            "data /mnt/data virtiofs defaults,nofail 0 2\n",
+        );
+        let other = HostProbe {
+            node_name: "n2".into(),
+            ..one.clone()
+        };
+        // The other worker is in the middle of its host phase on the same filesystem.
+        let theirs = one.mount_dir.join(host_probe_dir("r1", "n2"));
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("n2.bin"), b"in flight").unwrap();
+        let e = one.run();
+        assert!(e.read_back && e.probe_deleted, "{e:?}");
+        assert_eq!(std::fs::read(theirs.join("n2.bin")).unwrap(), b"in flight");
+        std::fs::remove_dir_all(&theirs).unwrap();
+        let e = other.run();
+        assert!(e.read_back && e.probe_deleted, "{e:?}");
     }
 
     #[test]

@@ -63,9 +63,9 @@ impl RunContext {
         format!("fleetbot-{}-{}", self.kind, self.run_id)
     }
 
-    /// The host-phase probe's directory, relative to the filesystem's root.
-    pub fn probe_dir(&self) -> String {
-        format!(".fleetbot-probe-{}", self.run_id)
+    /// One worker's host-phase probe directory, relative to the filesystem's root.
+    pub fn probe_dir(&self, node_name: &str) -> String {
+        crate::probe::storage::host_probe_dir(&self.run_id, node_name)
     }
 
     /// A probe pod: `args` after `probe storage`, with the host volumes when `host` and

@@ -306,12 +306,18 @@ impl TargetRun<'_> {
         if n == 0 {
             return;
         }
-        let probe_dir = self.run.probe_dir();
+        // Every worker's probe directory, each looked for from every worker: the filesystem
+        // is one.
+        let probe_dirs: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|(node, _)| self.run.probe_dir(&node.name))
+            .collect();
         let backing = self
             .volume_handle
             .as_ref()
             .map(|h| format!("{BACKING_DIR}/{h}"));
-        let mut paths = vec![probe_dir.clone()];
+        let mut paths = probe_dirs.clone();
         paths.extend(backing.clone());
         let pods: Vec<Pod> = self
             .nodes
@@ -336,19 +342,21 @@ impl TargetRun<'_> {
                     .unwrap_or(PathState::Unverified)
             };
             let mut ok = true;
-            for (path, present, unverified) in [
+            let probes = probe_dirs.iter().map(|dir| {
                 (
-                    Some(probe_dir.as_str()),
+                    dir.as_str(),
                     Category::ProbeCleanupFailed,
                     Category::ProbeAbsenceUnverified,
-                ),
+                )
+            });
+            let backing = backing.as_deref().map(|dir| {
                 (
-                    backing.as_deref(),
+                    dir,
                     Category::BackingCleanupFailed,
                     Category::BackingAbsenceUnverified,
-                ),
-            ] {
-                let Some(path) = path else { continue };
+                )
+            });
+            for (path, present, unverified) in probes.chain(backing) {
                 match state(path) {
                     PathState::Absent => {}
                     PathState::Present => {
