@@ -299,18 +299,29 @@ async fn lock_heads(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>) -> Result<()
         .map(|_| ())
 }
 
-/// After a job row is inserted: its payload, the older work it supersedes, then whether it
-/// heads its keys.
+/// The payloads of jobs just inserted, in one statement.
+async fn insert_payloads(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    jobs: &[&NewJob],
+) -> Result<(), sqlx::Error> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    // Generated placeholders only; every value is bound.
+    let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql::insert_payloads_sql(jobs.len())));
+    for job in jobs {
+        insert = insert.bind(&job.id).bind(job.payload.as_ref());
+    }
+    insert.execute(&mut **tx).await.map(|_| ())
+}
+
+/// After a job row and its payload are inserted: the older work it supersedes, then whether
+/// it heads its keys.
 async fn after_insert(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     job: &NewJob,
     now: i64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(sql::INSERT_PAYLOAD)
-        .bind(&job.id)
-        .bind(job.payload.as_ref())
-        .execute(&mut **tx)
-        .await?;
     if !job.coalesce_key.is_empty() {
         let behind = sqlx::query(sql::SUPERSEDE)
             .bind(&job.coalesce_key)
@@ -412,7 +423,15 @@ impl JobQueue for PostgresStore {
                 .map_err(|e| self.queue_error(e))?
                 .into_iter()
                 .collect();
-            for job in work.iter().filter(|j| inserted.contains(&j.id)) {
+            let new: Vec<&NewJob> = work
+                .iter()
+                .copied()
+                .filter(|j| inserted.contains(&j.id))
+                .collect();
+            insert_payloads(&mut tx, &new)
+                .await
+                .map_err(|e| self.queue_error(e))?;
+            for job in new {
                 after_insert(&mut tx, job, now)
                     .await
                     .map_err(|e| self.queue_error(e))?;
@@ -439,6 +458,9 @@ impl JobQueue for PostgresStore {
             .map_err(|e| self.queue_error(e))?
             .rows_affected();
         if queued == 1 {
+            insert_payloads(&mut tx, &[job])
+                .await
+                .map_err(|e| self.queue_error(e))?;
             after_insert(&mut tx, job, now)
                 .await
                 .map_err(|e| self.queue_error(e))?;

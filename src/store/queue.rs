@@ -172,7 +172,7 @@ pub struct Pruned {
     pub jobs: u64,
 }
 
-/// The most deliveries stored in one [`JobQueue::enqueue_deliveries`] call (8 bound values a
+/// The most deliveries stored in one [`JobQueue::enqueue_deliveries`] call (7 bound values a
 /// row stays far below every engine's limit on bound parameters).
 pub const MAX_ENQUEUE_BATCH: usize = 64;
 

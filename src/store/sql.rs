@@ -161,9 +161,10 @@ pub(crate) fn insert_deliveries_sql(rows: usize) -> String {
 }
 
 /// Queues `rows` jobs (`$7k+1` id, kind, event, pr_key, fleet_key, time, `$7k+7`
-/// coalesce_key) and returns the ids that were new; their payloads follow (`INSERT_PAYLOAD`). Row `k` gets `seq` = the largest
-/// so far + `k` + 1, so a batch keeps its order (whether or not the engine's subquery sees the
-/// batch's earlier rows, the values only grow).
+/// coalesce_key) and returns the ids that were new; their payloads follow
+/// ([`insert_payloads_sql`]). Row `k` gets `seq` = the largest so far + `k` + 1, so a batch
+/// keeps its order (whether or not the engine's subquery sees the batch's earlier rows, the
+/// values only grow).
 pub(crate) fn insert_jobs_sql(rows: usize) -> String {
     let values: Vec<String> = (0..rows)
         .map(|k| {
@@ -201,6 +202,19 @@ pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, pr_key, 
 /// a job row since pruned is replaced, never read for the new job.
 pub(crate) const INSERT_PAYLOAD: &str = "INSERT INTO job_payloads (id, payload) VALUES ($1, $2) \
      ON CONFLICT (id) DO UPDATE SET payload = excluded.payload";
+
+/// [`INSERT_PAYLOAD`] for `rows` jobs at once (`$2k+1` id, `$2k+2` bytes): one round trip
+/// for a batch of deliveries on PostgreSQL.
+pub(crate) fn insert_payloads_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|k| format!("(${}, ${})", 2 * k + 1, 2 * k + 2))
+        .collect();
+    format!(
+        "INSERT INTO job_payloads (id, payload) VALUES {} \
+         ON CONFLICT (id) DO UPDATE SET payload = excluded.payload",
+        values.join(", ")
+    )
+}
 
 /// A payload no longer needed: its job is done (failed jobs keep theirs until pruned).
 pub(crate) const DELETE_PAYLOAD: &str = "DELETE FROM job_payloads WHERE id = $1";
