@@ -294,6 +294,15 @@ mod tests {
         }
     }
 
+    /// A read-write virtiofs mount with `nofail`: the host a worker should have.
+    fn healthy_host(root: &Path) -> HostProbe {
+        host_dirs(
+            root,
+            "96 22 0:48 / /mnt/data rw,relatime - virtiofs data rw\n",
+            "data /mnt/data virtiofs defaults,nofail 0 2\n",
+        )
+    }
+
     #[test]
     fn the_paths_probe_lists_a_directory_and_proves_absence_only_inside_its_root() {
         let dir = tempfile::tempdir().unwrap();
@@ -330,11 +339,7 @@ mod tests {
     #[test]
     fn the_host_phase_does_real_io_and_proves_its_path_gone() {
         let dir = tempfile::tempdir().unwrap();
-        let probe = host_dirs(
-            dir.path(),
-            "96 22 0:48 / /mnt/data rw,relatime - virtiofs data rw\n",
-            "data /mnt/data virtiofs defaults,nofail 0 2\n",
-        );
+        let probe = healthy_host(dir.path());
         let e = probe.run();
         assert_eq!(e.filesystem_type, "virtiofs");
         assert!(e.source_matches && e.read_write && e.nofail && e.read_back && e.probe_deleted);
@@ -367,11 +372,7 @@ mod tests {
     #[test]
     fn workers_probing_one_shared_filesystem_at_once_do_not_get_in_each_others_way() {
         let dir = tempfile::tempdir().unwrap();
-        let one = host_dirs(
-            dir.path(),
-            "96 22 0:48 / /mnt/data rw,relatime - virtiofs data rw\n",
-            "data /mnt/data virtiofs defaults,nofail 0 2\n",
-        );
+        let one = healthy_host(dir.path());
         let other = HostProbe {
             node_name: "n2".into(),
             ..one.clone()

@@ -198,13 +198,9 @@ pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (id, kind, event, pr_key, 
      VALUES ($1, $2, $3, $4, $5, 'queued', 0, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), $6, $6, $7) \
      ON CONFLICT (id) DO NOTHING";
 
-/// A new job's payload (`$1` id, `$2` bytes), written once beside its row. A payload left by
-/// a job row since pruned is replaced, never read for the new job.
-pub(crate) const INSERT_PAYLOAD: &str = "INSERT INTO job_payloads (id, payload) VALUES ($1, $2) \
-     ON CONFLICT (id) DO UPDATE SET payload = excluded.payload";
-
-/// [`INSERT_PAYLOAD`] for `rows` jobs at once (`$2k+1` id, `$2k+2` bytes): one round trip
-/// for a batch of deliveries on PostgreSQL.
+/// New jobs' payloads (`$2k+1` id, `$2k+2` bytes), written once beside their rows, `rows`
+/// at once (one round trip for a batch of deliveries on PostgreSQL). A payload left by a job
+/// row since pruned is replaced, never read for the new job.
 pub(crate) fn insert_payloads_sql(rows: usize) -> String {
     let values: Vec<String> = (0..rows)
         .map(|k| format!("(${}, ${})", 2 * k + 1, 2 * k + 2))

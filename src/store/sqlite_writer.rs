@@ -151,7 +151,8 @@ pub(crate) fn queue_job(
     if !inserted {
         return Ok(false);
     }
-    let mut payload = tx.prepare_cached(sql::INSERT_PAYLOAD)?;
+    static INSERT_PAYLOAD: LazyLock<String> = LazyLock::new(|| sql::insert_payloads_sql(1));
+    let mut payload = tx.prepare_cached(&INSERT_PAYLOAD)?;
     payload.execute(named_params! {"$1": j.id, "$2": j.payload.as_ref()})?;
     if !j.coalesce_key.is_empty() {
         let behind: Vec<(String, String, String)> = {
