@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
 use fleetbot::engine::ops::{deploy, deployed_clusters};
+use fleetbot::probe::storage::host_probe_dir;
 use fleetbot::sim::Simulator;
 use fleetbot::sim::k8s::hosts::HostFault;
 use fleetbot::spec::{FleetSpec, load_str};
@@ -155,6 +156,40 @@ async fn node_names(w: &World) -> Vec<String> {
     names
 }
 
+/// The run a probe pod belongs to, from its `--run-id=` argument.
+fn run_id_of(pod: &Pod) -> Option<String> {
+    pod.spec.as_ref()?.containers.iter().find_map(|c| {
+        c.args
+            .iter()
+            .flatten()
+            .find_map(|a| a.strip_prefix("--run-id=").map(str::to_string))
+    })
+}
+
+/// The shared filesystems `node` mounts, as its host sees them: the links its mount paths are
+/// (each filesystem lives in a namespace of the simulator's own, reached only through them).
+fn shared_filesystems(root: &std::path::Path, node: &str) -> Vec<std::path::PathBuf> {
+    fn links(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            if kind.is_symlink() {
+                found.push(path);
+            } else if kind.is_dir() {
+                links(&path, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for cluster in std::fs::read_dir(root).unwrap() {
+        links(
+            &cluster.unwrap().path().join("nodes").join(node),
+            &mut found,
+        );
+    }
+    found
+}
+
 #[tokio::test]
 async fn a_healthy_cluster_passes_with_exact_counts_and_its_receipt_stays_private() {
     let w = world().await;
@@ -281,6 +316,66 @@ async fn each_broken_cluster_fails_closed_with_its_category_and_is_cleaned_up() 
     shared.set_keep_volume_data(false);
     assert_eq!(failures(&report), [Category::BackingCleanupFailed]);
     assert!(!report.clusters[0].cleanup.probe_paths_absent);
+
+    // One worker's host probe directory is back on the shared filesystem after its host phase
+    // (a stale mount, another run's leftover): the filesystem is one, so every worker looks for
+    // every worker's directory and each of them reports it, not only the worker that made it.
+    let owner = nodes[1].clone();
+    let planter = {
+        let pods: Api<Pod> = Api::namespaced(w.kube.kube().clone(), "default");
+        let root = w.sim.node_root().to_path_buf();
+        tokio::spawn(async move {
+            loop {
+                let listed = pods
+                    .list(&ListParams::default().labels("fleetbot.dev/verification"))
+                    .await
+                    .unwrap();
+                // The shared phase runs once every host phase has finished and proved its own
+                // directory gone.
+                if let Some(run) = listed
+                    .items
+                    .iter()
+                    .filter(|p| {
+                        p.metadata
+                            .name
+                            .as_deref()
+                            .is_some_and(|n| n.contains("-shared-"))
+                    })
+                    .find_map(run_id_of)
+                {
+                    let dir = host_probe_dir(&run, &owner);
+                    let planted = shared_filesystems(&root, &owner)
+                        .into_iter()
+                        .map(|fs| fs.join(&dir))
+                        .collect::<Vec<_>>();
+                    assert!(!planted.is_empty(), "no shared filesystem under {root:?}");
+                    for path in &planted {
+                        std::fs::create_dir(path).unwrap();
+                    }
+                    return (dir, planted);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    let receipts = tempfile::tempdir().unwrap();
+    let mut with_receipts = o.clone();
+    with_receipts.evidence_dir = Some(receipts.path().to_path_buf());
+    let report = verify(&w, &w.spec, &with_receipts).await;
+    let (dir, planted) = planter.await.unwrap();
+    for path in &planted {
+        std::fs::remove_dir(path).unwrap();
+    }
+    let receipt = std::fs::read_dir(receipts.path())
+        .unwrap()
+        .flat_map(|run| std::fs::read_dir(run.unwrap().path()).unwrap())
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert_eq!(failures(&report), [Category::ProbeCleanupFailed]);
+    assert!(!report.clusters[0].cleanup.probe_paths_absent);
+    let seen_by = |j: usize| receipt.contains(&format!("node {j}: {dir} is still there"));
+    assert!(seen_by(0) && seen_by(1), "{receipt}");
+    assert_eq!(leftovers(&w).await, 0);
 
     // A probe pod that never starts: the node's NoExecute taint is not tolerated.
     let node_api: Api<Node> = Api::all(w.kube.kube().clone());

@@ -207,19 +207,13 @@ async fn run_job<Q: JobQueue + Clone>(
         }
     };
 
-    // A kind this fleetbot does not know (written by a newer one sharing the store) fails
-    // rather than being taken for a webhook delivery.
-    let kind = JobKind::parse(&job.kind);
     let work = async {
-        match kind {
-            Some(kind) => {
-                bot.run_job(kind, &job.id, job.created_at, &job.event, &job.payload)
+        match runnable(&job) {
+            Ok((kind, payload)) => {
+                bot.run_job(kind, &job.id, job.created_at, &job.event, payload)
                     .await
             }
-            None => Err(BotError::Job(format!(
-                "unknown job kind {:?}; not run",
-                job.kind
-            ))),
+            Err(why) => Err(BotError::Job(why)),
         }
     }
     .instrument(span.clone());
@@ -404,9 +398,54 @@ async fn finish<Q: JobQueue>(
     }
 }
 
+/// What a claimed job runs as, or why it cannot run at all: a kind this fleetbot does not
+/// know (written by a newer one sharing the store) is not taken for a webhook delivery, and a
+/// job whose payload the store lost is not run on an empty body.
+fn runnable(job: &ClaimedJob) -> Result<(JobKind, &bytes::Bytes), String> {
+    let kind = JobKind::parse(&job.kind)
+        .ok_or_else(|| format!("unknown job kind {:?}; not run", job.kind))?;
+    let payload = job
+        .payload
+        .as_ref()
+        .ok_or("the store holds no payload for this job; not run")?;
+    Ok((kind, payload))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_of_an_unknown_kind_or_without_its_payload_is_not_run() {
+        let job = ClaimedJob {
+            id: "d-1".into(),
+            kind: crate::store::queue::WEBHOOK_JOB.into(),
+            event: "pull_request".into(),
+            payload: Some(bytes::Bytes::from_static(b"{}")),
+            pr_key: String::new(),
+            fleet_key: String::new(),
+            attempt: 1,
+            lease_token: "t".into(),
+            created_at: 0,
+        };
+        assert!(runnable(&job).is_ok());
+        let newer = ClaimedJob {
+            kind: "from-the-future".into(),
+            ..job.clone()
+        };
+        assert_eq!(
+            runnable(&newer).unwrap_err(),
+            "unknown job kind \"from-the-future\"; not run"
+        );
+        let bare = ClaimedJob {
+            payload: None,
+            ..job
+        };
+        assert_eq!(
+            runnable(&bare).unwrap_err(),
+            "the store holds no payload for this job; not run"
+        );
+    }
 
     #[test]
     fn idle_workers_sleep_until_the_next_due_job_but_never_spin() {

@@ -171,6 +171,12 @@ impl Simulator {
         self.service.with_core(|core| core.capacity_block_id(name))
     }
 
+    /// Where the nodes' host directories and each cluster's shared filesystems live on this
+    /// machine (`<root>/<cluster>/nodes/<node>`, `<root>/<cluster>/filesystems/<id>`).
+    pub fn node_root(&self) -> &std::path::Path {
+        &self.node_root
+    }
+
     /// `http://127.0.0.1:<port>`.
     pub fn endpoint(&self) -> String {
         format!("http://{}", self.addr)

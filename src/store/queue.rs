@@ -109,7 +109,9 @@ pub struct ClaimedJob {
     pub id: String,
     pub kind: String,
     pub event: String,
-    pub payload: Bytes,
+    /// `None` when the store holds no payload for it (a store edited by hand, a migration
+    /// gone wrong): the worker fails it rather than run it on an empty body.
+    pub payload: Option<Bytes>,
     pub pr_key: String,
     pub fleet_key: String,
     /// Which attempt this is (1 for the first).

@@ -421,11 +421,9 @@ where
         id: row.try_get("id")?,
         kind: row.try_get("kind")?,
         event: row.try_get("event")?,
-        // A job without its payload row runs with none and fails reading it, loudly.
-        payload: Bytes::from(
-            row.try_get::<Option<Vec<u8>>, _>("payload")?
-                .unwrap_or_default(),
-        ),
+        payload: row
+            .try_get::<Option<Vec<u8>>, _>("payload")?
+            .map(Bytes::from),
         pr_key: row.try_get("pr_key")?,
         fleet_key: row.try_get("fleet_key")?,
         attempt: attempts(row.try_get("attempts")?),

@@ -239,11 +239,9 @@ pub(crate) fn claim(
                     id: row.get("id")?,
                     kind: row.get("kind")?,
                     event: row.get("event")?,
-                    // Without its payload row a job runs with none and fails reading it.
-                    payload: bytes::Bytes::from(
-                        row.get::<_, Option<Vec<u8>>>("payload")?
-                            .unwrap_or_default(),
-                    ),
+                    payload: row
+                        .get::<_, Option<Vec<u8>>>("payload")?
+                        .map(bytes::Bytes::from),
                     pr_key: row.get("pr_key")?,
                     fleet_key: row.get("fleet_key")?,
                     attempt: u32::try_from(row.get::<_, i64>("attempts")?.max(0))
