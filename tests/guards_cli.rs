@@ -3,60 +3,15 @@
 //! `deploy --yes` refuses them without `--allow-destroy` and the prompt lists them; a selector
 //! that names nothing (empty, blank, only commas) is an error for every command, never "all".
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-struct Env {
-    home: tempfile::TempDir,
-}
+use crate::cli_home::{CliHome, json};
 
-impl Env {
-    fn new() -> Env {
-        Env {
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let world = self.home.path().join("world.yaml");
-        if !world.exists() {
-            let text = include_str!("../fixtures/sim/default.yaml")
-                .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
-            std::fs::write(&world, text).unwrap();
-        }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("HOME", self.home.path())
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
-            .env("FLEETBOT_CLOUD", "simulator")
-            .env("FLEETBOT_SIM_WORLD", &world)
-            .env("FLEETBOT_SIM_STATE", self.home.path().join("sim.state"))
-            .env(
-                "FLEETBOT_NEBIUS_CONFIG",
-                self.home.path().join("absent.yaml"),
-            )
-            .env_remove("NEBIUS_IAM_TOKEN")
-            .env_remove("FLEETBOT_RUNTIME_VALUES")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-
+impl CliHome {
     /// The example fleet changed by `edit`, written beside the simulator's state.
     fn spec_with(&self, name: &str, edit: impl Fn(&str) -> String) -> String {
         let text = edit(include_str!("../fixtures/specs/fleet1-test.yaml"));
-        let path = self.home.path().join(name);
+        let path = self.path().join(name);
         std::fs::write(&path, text).unwrap();
         path.display().to_string()
     }
@@ -76,15 +31,6 @@ impl Env {
     }
 }
 
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -100,7 +46,7 @@ const SPEC: &str = "fixtures/specs/fleet1-test.yaml";
 /// plugin. `deploy --yes` must refuse that and change nothing; the prompt must list it.
 #[test]
 fn a_count_typo_that_empties_the_gpu_pools_is_refused_and_listed() {
-    let env = Env::new();
+    let env = CliHome::new();
     env.deployed();
     let typo = env.spec_with("typo.yaml", |s| {
         s.replacen(
@@ -178,7 +124,7 @@ fn a_count_typo_that_empties_the_gpu_pools_is_refused_and_listed() {
 /// its cap: both take something away inside a target, so both need --allow-destroy.
 #[test]
 fn a_detached_filesystem_and_a_lowered_bucket_cap_need_allow_destroy() {
-    let env = Env::new();
+    let env = CliHome::new();
     env.deployed();
     let smaller = env.spec_with("smaller.yaml", |s| {
         s.replacen("enable_filestore: true", "enable_filestore: false", 1)
@@ -217,7 +163,7 @@ fn a_detached_filesystem_and_a_lowered_bucket_cap_need_allow_destroy() {
 /// for every command that selects, before anything is contacted.
 #[test]
 fn a_selector_that_names_nothing_is_an_error_for_every_command() {
-    let env = Env::new();
+    let env = CliHome::new();
     for command in [
         &["plan", "--live"][..],
         &["deploy", "--yes"],
@@ -249,7 +195,7 @@ fn a_selector_that_names_nothing_is_an_error_for_every_command() {
             );
         }
     }
-    assert!(!env.home.path().join("sim.state").exists());
+    assert!(!env.path().join("sim.state").exists());
 
     // JSON mode: the command's error document, naming the flag.
     let out = env.run(
@@ -280,7 +226,7 @@ fn a_selector_that_names_nothing_is_an_error_for_every_command() {
 /// The reproduction itself: on a deployed fleet, `destroy --only-clusters=","` destroys nothing.
 #[test]
 fn destroy_with_a_comma_for_a_selector_destroys_nothing() {
-    let env = Env::new();
+    let env = CliHome::new();
     env.deployed();
     let out = env.run(
         &["destroy", "--spec", SPEC, "--only-clusters=,", "--yes"],
@@ -296,7 +242,7 @@ fn destroy_with_a_comma_for_a_selector_destroys_nothing() {
 /// names are kept only in the receipt under `--evidence-dir`.
 #[test]
 fn verify_mig_names_workers_by_ordinal_and_keeps_node_names_in_the_receipt() {
-    let env = Env::new();
+    let env = CliHome::new();
     let spec = "fixtures/specs/rtxpro-mig.yaml";
     let values = "fixtures/runtime/embedded-default.yaml";
     let out = env.run(
@@ -317,7 +263,7 @@ fn verify_mig_names_workers_by_ordinal_and_keeps_node_names_in_the_receipt() {
         assert!(!shown.contains("computeinstance-"), "{shown}");
     }
 
-    let evidence = env.home.path().join("evidence");
+    let evidence = env.path().join("evidence");
     let out = env.run(
         &[
             "verify-mig",

@@ -5,6 +5,8 @@
 
 #[path = "support/app.rs"]
 mod app_harness;
+#[path = "support/cli_home.rs"]
+mod cli_home;
 #[path = "support/fake_github/mod.rs"]
 mod fake_github;
 #[path = "support/intake.rs"]

@@ -2,86 +2,15 @@
 //! document on stdout, progress on stderr, the confirmation contract and exit codes; and
 //! `serve --help`, which documents every setting without showing a secret value.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-struct Env {
-    home: tempfile::TempDir,
-}
-
-/// A documented `fleetbot kubeconfig` starts a resident simulator for the environment's state:
-/// it goes with the environment.
-impl Drop for Env {
-    fn drop(&mut self) {
-        let file = self.home.path().join("sim.state.resident.json");
-        let pid = std::fs::read_to_string(file)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v["pid"].as_u64());
-        if let Some(pid) = pid {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-    }
-}
-
-impl Env {
-    fn new() -> Env {
-        Env {
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let world = self.home.path().join("world.yaml");
-        if !world.exists() {
-            let text = include_str!("../fixtures/sim/default.yaml")
-                .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
-            std::fs::write(&world, text).unwrap();
-        }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("HOME", self.home.path())
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
-            .env("FLEETBOT_CLOUD", "simulator")
-            .env("FLEETBOT_SIM_WORLD", &world)
-            .env("FLEETBOT_SIM_STATE", self.home.path().join("sim.state"))
-            .env(
-                "FLEETBOT_NEBIUS_CONFIG",
-                self.home.path().join("absent.yaml"),
-            )
-            .env_remove("NEBIUS_IAM_TOKEN")
-            .env_remove("FLEETBOT_RUNTIME_VALUES")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
+use crate::cli_home::{CliHome, json};
 
 const SPEC: &str = "fixtures/specs/fleet1-test.yaml";
 
 #[test]
 fn declined_confirmation_aborts_without_touching_anything() {
-    let env = Env::new();
+    let env = CliHome::new();
     let out = env.run(&["deploy", "--spec", SPEC, "--only-projects", "a"], "n\n");
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -110,7 +39,7 @@ fn declined_confirmation_aborts_without_touching_anything() {
 
 #[test]
 fn deploy_status_destroy_in_json_keep_stdout_one_document() {
-    let env = Env::new();
+    let env = CliHome::new();
     let out = env.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], "");
     assert_eq!(
         out.status.code(),
@@ -195,7 +124,7 @@ fn every_example_fleet_deploys_shows_status_and_destroys_with_runtime_values() {
         .collect();
     specs.sort();
     assert_eq!(specs.len(), 8);
-    let env = Env::new();
+    let env = CliHome::new();
     for spec in &specs {
         let spec = spec.to_str().unwrap();
         let with = |args: &[&str]| {
@@ -240,7 +169,7 @@ fn every_example_fleet_deploys_shows_status_and_destroys_with_runtime_values() {
 /// and the message says what to do.
 #[test]
 fn a_placeholder_project_without_runtime_values_says_where_the_id_goes() {
-    let env = Env::new();
+    let env = CliHome::new();
     let out = env.run(
         &[
             "deploy",
@@ -278,7 +207,7 @@ fn a_placeholder_project_without_runtime_values_says_where_the_id_goes() {
 /// status text shows each target's nodes.
 #[test]
 fn a_redeploy_from_stdin_says_nothing_changed_and_status_shows_the_nodes() {
-    let env = Env::new();
+    let env = CliHome::new();
     let spec = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/",
@@ -317,7 +246,7 @@ fn a_redeploy_from_stdin_says_nothing_changed_and_status_shows_the_nodes() {
 /// contacts anything, with the reference's message, instead of doing nothing with exit 0.
 #[test]
 fn selectors_that_name_nothing_are_errors_for_every_command() {
-    let env = Env::new();
+    let env = CliHome::new();
     for command in [
         &["plan", "--live"][..],
         &["deploy", "--yes"],
@@ -351,15 +280,15 @@ fn selectors_that_name_nothing_are_errors_for_every_command() {
         }
     }
     // The cloud was never started, so nothing was recorded anywhere.
-    assert!(!env.home.path().join("sim.state").exists());
+    assert!(!env.path().join("sim.state").exists());
 }
 
 #[test]
 fn a_project_removed_from_the_spec_is_kept_by_deploy_and_deleted_by_deploy_prune() {
-    let env = Env::new();
+    let env = CliHome::new();
     let out = env.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], "");
     assert_eq!(json(&out)["deployed"], 2);
-    let smaller = env.home.path().join("smaller.yaml");
+    let smaller = env.path().join("smaller.yaml");
     let text = std::fs::read_to_string(SPEC).unwrap();
     let without_b = text.replace("  - name: b   # display name fleet1-test-b\n", "");
     assert_ne!(without_b, text);
@@ -433,7 +362,7 @@ fn a_project_removed_from_the_spec_is_kept_by_deploy_and_deleted_by_deploy_prune
 /// stdout is still one document, the error document, and the exit code is 1.
 #[test]
 fn an_empty_selection_in_json_prints_the_error_document_and_exits_1() {
-    let env = Env::new();
+    let env = CliHome::new();
     let out = env.run(
         &[
             "deploy",
@@ -461,7 +390,7 @@ fn an_empty_selection_in_json_prints_the_error_document_and_exits_1() {
 
 #[test]
 fn demo_help_says_what_no_wait_does() {
-    let env = Env::new();
+    let env = CliHome::new();
     let out = env.run(&["demo", "--help"], "");
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
@@ -517,7 +446,7 @@ fn serve_help_documents_every_setting_and_never_shows_a_secret_value() {
 
 #[test]
 fn verify_storage_after_deploy_passes_on_every_worker_and_prints_one_document() {
-    let env = Env::new();
+    let env = CliHome::new();
     let out = env.run(&["deploy", "--spec", SPEC, "--yes", "--output", "json"], "");
     assert_eq!(
         out.status.code(),
@@ -622,14 +551,14 @@ fn verify_storage_after_deploy_passes_on_every_worker_and_prints_one_document() 
 /// says the same thing every time once times, ports, SHAs and IDs are masked.
 #[test]
 fn the_demo_runs_to_the_end_by_itself_and_leaves_nothing_behind() {
-    let env = Env::new();
-    let tmp = env.home.path().join("tmp");
+    let env = CliHome::new();
+    let tmp = env.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
         .arg("demo")
-        .env("HOME", env.home.path())
+        .env("HOME", env.path())
         .env("TMPDIR", &tmp)
-        .env("XDG_DATA_HOME", env.home.path().join("data"))
+        .env("XDG_DATA_HOME", env.path().join("data"))
         // Credentials on this machine never send the demo to Nebius.
         .env("NEBIUS_IAM_TOKEN", "not-a-token")
         .env_remove("FLEETBOT_CLOUD")
@@ -770,7 +699,7 @@ fn every_documented_command_exits_as_documented() {
     docs.sort();
     files.extend(docs);
     files.push("fixtures/quotas/README.md".into());
-    let env = Env::new();
+    let env = CliHome::new();
     let (mut ran, mut skipped) = (0, Vec::new());
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
@@ -808,7 +737,7 @@ fn every_documented_command_exits_as_documented() {
 /// instead of showing an empty plan that deploy then refuses.
 #[test]
 fn a_live_plan_without_a_region_fails_as_deploy_does() {
-    let env = Env::new();
+    let env = CliHome::new();
     let spec = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SPEC))
         .unwrap();
     let spec: String = spec
@@ -833,7 +762,7 @@ fn a_live_plan_without_a_region_fails_as_deploy_does() {
 /// simulator refuses the node group as Nebius does, naming the field.
 #[test]
 fn an_unknown_platform_or_preset_is_named_with_what_the_region_offers() {
-    let env = Env::new();
+    let env = CliHome::new();
     let spec = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SPEC))
         .unwrap();
     let cases = [
