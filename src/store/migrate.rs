@@ -14,6 +14,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("migrations/0007_addons.sql")),
     (8, include_str!("migrations/0008_pr_heads.sql")),
     (9, include_str!("migrations/0009_job_payloads.sql")),
+    (10, include_str!("migrations/0010_finished_jobs_index.sql")),
 ];
 
 /// The PostgreSQL advisory-lock key that serializes migrations when several replicas start at
@@ -52,6 +53,7 @@ mod tests {
         assert_eq!(super::statements(super::MIGRATIONS[4].1).count(), 7);
         assert_eq!(super::statements(super::MIGRATIONS[5].1).count(), 8);
         assert_eq!(super::statements(super::MIGRATIONS[8].1).count(), 8);
+        assert_eq!(super::statements(super::MIGRATIONS[9].1).count(), 2);
     }
 
     #[test]

@@ -763,4 +763,34 @@ mod tests {
             "{err}"
         );
     }
+
+    /// The partial indexes are only worth their writes if the statements they were made for
+    /// can use them: their `WHERE` must be implied by each statement's own.
+    #[tokio::test]
+    async fn the_queue_statements_use_their_partial_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plans.sqlite");
+        SqliteStore::open(&path).await.unwrap().close().await;
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let plan = |statement: &str| -> String {
+            let mut explain = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
+                .unwrap();
+            let unbound = std::iter::repeat_n(rusqlite::types::Null, explain.parameter_count());
+            let rows = explain
+                .query_map(rusqlite::params_from_iter(unbound), |row| {
+                    row.get::<_, String>(3)
+                })
+                .unwrap();
+            rows.map(Result::unwrap).collect::<Vec<_>>().join("; ")
+        };
+        for (statement, index) in [
+            (sql::PRUNE_JOBS, "jobs_finished_at"),
+            (sql::PRUNE_PAYLOADS, "jobs_finished_at"),
+            (sql::SUPERSEDE, "jobs_coalesce"),
+        ] {
+            let plan = plan(statement);
+            assert!(plan.contains(index), "{statement}\n{plan}");
+        }
+    }
 }
