@@ -111,21 +111,10 @@ fn findings_exit_one_in_every_format_without_the_value() {
 #[test]
 fn stdin_uses_the_given_path_for_spec_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = fleetbot(dir.path())
-        .args(["--stdin", "--stdin-path", "specs/fleet.yaml"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"projects:\n  - subnet_id: private-net\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::cli_home::output_with_stdin(
+        fleetbot(dir.path()).args(["--stdin", "--stdin-path", "specs/fleet.yaml"]),
+        b"projects:\n  - subnet_id: private-net\n",
+    );
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(

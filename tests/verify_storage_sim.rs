@@ -156,6 +156,25 @@ async fn node_names(w: &World) -> Vec<String> {
     names
 }
 
+/// The first of the run's probe pods whose name `wanted` accepts, once there is one (a
+/// barrier for a meddler, not a verdict: the run's own timeouts decide the test).
+async fn probe_pod(pods: &Api<Pod>, wanted: impl Fn(&str) -> bool) -> Pod {
+    loop {
+        let listed = pods
+            .list(&ListParams::default().labels("fleetbot.dev/verification"))
+            .await
+            .unwrap();
+        if let Some(pod) = listed
+            .items
+            .into_iter()
+            .find(|p| p.metadata.name.as_deref().is_some_and(&wanted))
+        {
+            return pod;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// The run a probe pod belongs to, from its `--run-id=` argument.
 fn run_id_of(pod: &Pod) -> Option<String> {
     pod.spec.as_ref()?.containers.iter().find_map(|c| {
@@ -325,37 +344,19 @@ async fn each_broken_cluster_fails_closed_with_its_category_and_is_cleaned_up() 
         let pods: Api<Pod> = Api::namespaced(w.kube.kube().clone(), "default");
         let root = w.sim.node_root().to_path_buf();
         tokio::spawn(async move {
-            loop {
-                let listed = pods
-                    .list(&ListParams::default().labels("fleetbot.dev/verification"))
-                    .await
-                    .unwrap();
-                // The shared phase runs once every host phase has finished and proved its own
-                // directory gone.
-                if let Some(run) = listed
-                    .items
-                    .iter()
-                    .filter(|p| {
-                        p.metadata
-                            .name
-                            .as_deref()
-                            .is_some_and(|n| n.contains("-shared-"))
-                    })
-                    .find_map(run_id_of)
-                {
-                    let dir = host_probe_dir(&run, &owner);
-                    let planted = shared_filesystems(&root, &owner)
-                        .into_iter()
-                        .map(|fs| fs.join(&dir))
-                        .collect::<Vec<_>>();
-                    assert!(!planted.is_empty(), "no shared filesystem under {root:?}");
-                    for path in &planted {
-                        std::fs::create_dir(path).unwrap();
-                    }
-                    return (dir, planted);
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
+            // The shared phase runs once every host phase has finished and proved its own
+            // directory gone.
+            let shared = probe_pod(&pods, |name| name.contains("-shared-")).await;
+            let dir = host_probe_dir(&run_id_of(&shared).unwrap(), &owner);
+            let planted = shared_filesystems(&root, &owner)
+                .into_iter()
+                .map(|fs| fs.join(&dir))
+                .collect::<Vec<_>>();
+            assert!(!planted.is_empty(), "no shared filesystem under {root:?}");
+            for path in &planted {
+                std::fs::create_dir(path).unwrap();
             }
+            (dir, planted)
         })
     };
     let receipts = tempfile::tempdir().unwrap();
@@ -405,32 +406,20 @@ async fn each_broken_cluster_fails_closed_with_its_category_and_is_cleaned_up() 
         let meddler = {
             let pods = pods.clone();
             tokio::spawn(async move {
-                loop {
-                    let listed = pods
-                        .list(&ListParams::default().labels("fleetbot.dev/verification"))
+                let host = probe_pod(&pods, |name| name.ends_with("-host-0")).await;
+                let name = host.metadata.name.unwrap();
+                pods.delete(&name, &DeleteParams::default()).await.unwrap();
+                if replace {
+                    let impostor: Pod = serde_json::from_value(serde_json::json!({
+                        "metadata": {"name": name, "labels": {"someone": "else"}},
+                        "spec": {"containers": [{"name": "x", "image": "busybox", "command": ["true"]}]},
+                    }))
+                    .unwrap();
+                    pods.create(&PostParams::default(), &impostor)
                         .await
                         .unwrap();
-                    if let Some(p) = listed.items.into_iter().find(|p| {
-                        p.metadata
-                            .name
-                            .as_deref()
-                            .is_some_and(|n| n.ends_with("-host-0"))
-                    }) {
-                        let name = p.metadata.name.clone().unwrap();
-                        pods.delete(&name, &DeleteParams::default()).await.unwrap();
-                        if replace {
-                            let impostor: Pod = serde_json::from_value(serde_json::json!({
-                                "metadata": {"name": name, "labels": {"someone": "else"}},
-                                "spec": {"containers": [{"name": "x", "image": "busybox", "command": ["true"]}]},
-                            })).unwrap();
-                            pods.create(&PostParams::default(), &impostor)
-                                .await
-                                .unwrap();
-                        }
-                        return name;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
+                name
             })
         };
         let report = verify(&w, &w.spec, &impatient(&o)).await;

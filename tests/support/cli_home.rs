@@ -44,7 +44,8 @@ impl CliHome {
                 .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
             std::fs::write(&world, text).unwrap();
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fleetbot"));
+        command
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("HOME", self.path())
@@ -55,20 +56,21 @@ impl CliHome {
             .env("FLEETBOT_NEBIUS_CONFIG", self.path().join("absent.yaml"))
             .env_remove("NEBIUS_IAM_TOKEN")
             .env_remove("FLEETBOT_RUNTIME_VALUES")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+            .env_remove("RUST_LOG");
+        output_with_stdin(&mut command, stdin.as_bytes())
     }
+}
+
+/// Runs `command` with `stdin` as its whole input; its output and status.
+pub fn output_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// The one JSON document a command printed on stdout.
