@@ -58,7 +58,7 @@ impl iam::token_exchange_service_server::TokenExchangeService for SimService {
         let kid = header
             .kid
             .ok_or_else(|| Status::unauthenticated("subject token has no key id"))?;
-        let (world_name, accounts, ttl) = self.with_core(|core| {
+        let (world_name, accounts, ttl) = self.read_core(|core| {
             (
                 core.world.name.clone(),
                 core.world.service_accounts.clone(),

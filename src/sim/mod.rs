@@ -145,7 +145,7 @@ impl Simulator {
         self.flusher = Some(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(FLUSH_EVERY).await;
-                if let Err(e) = service.with_core(|core| core.flush()) {
+                if let Err(e) = service.read_core(|core| core.flush()) {
                     tracing::warn!("cannot save the simulator's state: {}", e.message());
                 }
             }
@@ -153,7 +153,7 @@ impl Simulator {
     }
 
     fn flush(&self) {
-        if let Err(e) = self.service.with_core(|core| core.flush()) {
+        if let Err(e) = self.service.read_core(|core| core.flush()) {
             eprintln!(
                 "fleetbot: cannot save the simulator's state: {}",
                 e.message()
@@ -163,12 +163,12 @@ impl Simulator {
 
     /// The tenant the world's resources live in.
     pub fn tenant_id(&self) -> String {
-        self.service.with_core(|core| core.tenant_id.clone())
+        self.service.read_core(|core| core.tenant_id.clone())
     }
 
     /// The ID of a world capacity block group, by its world name.
     pub fn capacity_block_id(&self, name: &str) -> String {
-        self.service.with_core(|core| core.capacity_block_id(name))
+        self.service.read_core(|core| core.capacity_block_id(name))
     }
 
     /// Where the nodes' host directories and each cluster's shared filesystems live on this

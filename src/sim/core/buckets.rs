@@ -80,9 +80,7 @@ impl Core {
         let region = self.region_of(&bucket);
         let op = self.new_operation("storage", &region, "Delete storagebucket".into(), id, ctx);
         if let Some(status) = self
-            .items_mut::<storage::Bucket>()
-            .iter_mut()
-            .find(|b| b.id() == id)
+            .find_mut::<storage::Bucket>(id)
             .and_then(|b| b.status.as_mut())
         {
             status.state = State::ScheduledForDeletion as i32;
@@ -131,9 +129,7 @@ impl Core {
         let region = self.region_of(&bucket);
         let op = self.new_operation("storage", &region, "Undelete storagebucket".into(), id, ctx);
         if let Some(status) = self
-            .items_mut::<storage::Bucket>()
-            .iter_mut()
-            .find(|b| b.id() == id)
+            .find_mut::<storage::Bucket>(id)
             .and_then(|b| b.status.as_mut())
         {
             status.state = State::Updating as i32;
@@ -171,7 +167,7 @@ impl Core {
             let region = self.region_of(&bucket);
             self.release(&region, &bucket.charges(), &id);
             self.state.objects.retain(|o| o.bucket_id != id);
-            self.items_mut::<storage::Bucket>().retain(|b| b.id() != id);
+            self.remove::<storage::Bucket>(&id);
             let _ = self.persist();
         }
     }

@@ -8,6 +8,7 @@ mod buckets;
 mod charging;
 mod errors;
 mod idempotency;
+mod index;
 mod mutate;
 mod operations;
 mod paging;
@@ -27,6 +28,8 @@ use super::resources::Resource;
 use super::world::World;
 use crate::cloud::nid;
 use crate::cloud::proto::fleetbot::sim::v1::SimState;
+use crate::cloud::proto::nebius::iam::v1 as iam;
+use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 
 pub use buckets::is_scheduled as bucket_is_scheduled;
 pub use charging::default_unit;
@@ -63,12 +66,15 @@ pub struct Core {
     pub kube_api: Option<(String, String)>,
     /// The S3 endpoint's `host:port`, once it listens.
     pub s3_api: Option<String>,
-    /// Bumped by every mutable reach into the resources ([`Core::items_mut`]).
+    /// Bumped by every change to the resources ([`Core::insert`], [`Core::remove`],
+    /// [`Core::find_mut`]).
     generation: u64,
     /// What [`Core::present_kube_api`] last presented: the generation, base URL and CA. A
     /// read of a 1,000-cluster world would otherwise rewrite every cluster's endpoint and
     /// compare every CA on each call.
     kube_presented: Option<(u64, String, String)>,
+    /// Where each kind's resources sit, by ID and by parent.
+    indexes: index::Indexes,
 }
 
 impl Core {
@@ -120,11 +126,50 @@ impl Core {
         self.generation
     }
 
-    /// A kind's resources, to change: every mutation goes through here, so the presentation
-    /// passes know when there is something new to present.
-    pub(crate) fn items_mut<R: crate::sim::resources::Resource>(&mut self) -> &mut Vec<R> {
+    /// Adds a resource at the end of its kind's list. Every change to the resources goes
+    /// through here, [`Core::remove`] or [`Core::find_mut`], so the presentation passes know
+    /// when there is something new to present and each kind's positions stay true.
+    pub(crate) fn insert<R: Resource>(&mut self, resource: R) {
         self.generation += 1;
-        R::items_mut(&mut self.state)
+        let items = R::items_mut(&mut self.state);
+        self.indexes
+            .pushed::<R>(items.len(), resource.id(), resource.parent_id());
+        items.push(resource);
+    }
+
+    /// Removes the resource of kind `R` with this ID (those after it move up one, as a
+    /// `retain` would move them); `None` when there is none.
+    pub(crate) fn remove<R: Resource>(&mut self, id: &str) -> Option<R> {
+        let at = self.indexes.position::<R>(&self.state, id)?;
+        self.generation += 1;
+        let removed = R::items_mut(&mut self.state).remove(at);
+        self.indexes
+            .removed::<R>(at, removed.id(), removed.parent_id());
+        Some(removed)
+    }
+
+    /// One resource, to change where it is (its phase, status or spec; never its ID or
+    /// parent).
+    pub(crate) fn find_mut<R: Resource>(&mut self, id: &str) -> Option<&mut R> {
+        self.generation += 1;
+        let at = self.indexes.position::<R>(&self.state, id)?;
+        R::items_mut(&mut self.state).get_mut(at)
+    }
+
+    /// Forgets where every kind's resources sit, for a caller that reached into
+    /// [`Core::state`] directly.
+    pub fn forget_positions(&mut self) {
+        self.indexes.forget_all();
+    }
+
+    /// The resource of kind `R` with this ID.
+    pub fn find<R: Resource>(&self, id: &str) -> Option<&R> {
+        self.indexes.find::<R>(&self.state, id)
+    }
+
+    /// The resources of kind `R` under `parent_id`, in the order they are held.
+    pub fn children<R: Resource>(&self, parent_id: &str) -> Vec<&R> {
+        self.indexes.children::<R>(&self.state, parent_id)
     }
 
     /// Points every bucket's domain name at the S3 endpoint as it listens now, and applies
@@ -161,10 +206,10 @@ impl Core {
 
     /// The region a child of `parent_id` lives in: the project's, followed up through clusters.
     pub fn region_of_parent(&self, parent_id: &str) -> Option<String> {
-        if let Some(project) = self.state.projects.iter().find(|p| p.id() == parent_id) {
+        if let Some(project) = self.find::<iam::Container>(parent_id) {
             return project.spec.as_ref().map(|s| s.region.clone());
         }
-        if let Some(cluster) = self.state.clusters.iter().find(|c| c.id() == parent_id) {
+        if let Some(cluster) = self.find::<mk8s::Cluster>(parent_id) {
             return self.region_of_parent(cluster.parent_id());
         }
         None
@@ -174,10 +219,7 @@ impl Core {
     /// cluster's control-plane subnet.
     pub(crate) fn fill_context<R: Resource>(&self, resource: &R) -> FillContext {
         let cluster_subnet_id = self
-            .state
-            .clusters
-            .iter()
-            .find(|c| c.id() == resource.parent_id())
+            .find::<mk8s::Cluster>(resource.parent_id())
             .and_then(|c| c.spec.as_ref())
             .and_then(|s| s.control_plane.as_ref())
             .map(|cp| cp.subnet_id.clone())
@@ -197,17 +239,15 @@ impl Core {
     }
 
     pub fn get<R: Resource>(&self, id: &str) -> Result<R, Status> {
-        R::items(&self.state)
-            .iter()
-            .find(|r| r.id() == id)
+        self.find::<R>(id)
             .cloned()
             .ok_or_else(|| not_found(R::SERVICE, id))
     }
 
     pub fn get_by_name<R: Resource>(&self, parent_id: &str, name: &str) -> Result<R, Status> {
-        R::items(&self.state)
-            .iter()
-            .find(|r| r.parent_id() == parent_id && r.name() == name)
+        self.children::<R>(parent_id)
+            .into_iter()
+            .find(|r| r.name() == name)
             .cloned()
             .ok_or_else(|| not_found(R::SERVICE, &format!("{name} in {parent_id}")))
     }
@@ -220,6 +260,20 @@ impl Core {
         keep: impl Fn(&R) -> bool,
     ) -> Result<(Vec<R>, String), Status> {
         let all: Vec<&R> = R::items(&self.state).iter().filter(|r| keep(r)).collect();
+        paginate(&all, page_size, page_token, R::SERVICE)
+    }
+
+    /// One page of the children of `parent_id` that match `keep`, and the token of the next
+    /// page: what [`Core::list`] gives with a parent test first, at the cost of the children.
+    pub fn list_children<R: Resource>(
+        &self,
+        parent_id: &str,
+        page_size: i64,
+        page_token: &str,
+        keep: impl Fn(&R) -> bool,
+    ) -> Result<(Vec<R>, String), Status> {
+        let mut all = self.children::<R>(parent_id);
+        all.retain(|r| keep(r));
         paginate(&all, page_size, page_token, R::SERVICE)
     }
 }

@@ -71,7 +71,7 @@ impl Core {
             return self.conclude(ctx, op, "create", 0, Some(failure));
         }
         resource.set_phase(Phase::Creating, &region);
-        self.items_mut::<R>().push(resource);
+        self.insert::<R>(resource);
         if R::KIND == "project" {
             self.create_default_network(&id)?;
         }
@@ -111,9 +111,10 @@ impl Core {
         if metadata.name.is_empty() {
             return Ok(());
         }
-        let Some(existing) = R::items(&self.state)
-            .iter()
-            .find(|r| r.parent_id() == metadata.parent_id && r.name() == metadata.name)
+        let Some(existing) = self
+            .children::<R>(&metadata.parent_id)
+            .into_iter()
+            .find(|r| r.name() == metadata.name)
         else {
             return Ok(());
         };
@@ -180,7 +181,7 @@ impl Core {
         self.check_delete::<R>(id)?;
         let region = self.region_of(&current);
         let op = self.new_operation(R::SERVICE, &region, format!("Delete {}", R::KIND), id, ctx);
-        if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
+        if let Some(slot) = self.find_mut::<R>(id) {
             slot.set_phase(Phase::Deleting, &region);
         }
         self.conclude(ctx, op, "delete", latency_ms, None)

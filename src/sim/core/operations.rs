@@ -25,10 +25,13 @@ impl Core {
         self.world.operation_latency_ms
     }
 
+    /// An operation by ID. Searched from the newest: it is the one a caller waits for, and
+    /// the history grows with every change the world has seen.
     pub fn operation(&self, id: &str) -> Result<Operation, Status> {
         self.state
             .operations
             .iter()
+            .rev()
             .find(|o| o.id == id)
             .cloned()
             .ok_or_else(|| not_found("common", id))
@@ -155,6 +158,7 @@ impl Core {
                 .state
                 .operations
                 .iter_mut()
+                .rev()
                 .find(|o| o.id == p.operation_id)
             {
                 op.status = Some(operation_status(Code::Ok, "", None));
@@ -196,13 +200,20 @@ impl Core {
         let region = self.region_of(&current);
         if p.action == "delete" {
             if R::KIND == "mk8scluster" {
-                self.delete_node_groups_of(&region, &p.resource_id);
+                self.delete_children::<mk8s::NodeGroup>(&region, &p.resource_id);
                 // A cluster's releases live inside it and go with it.
-                self.state.releases.retain(|r| {
-                    r.spec
-                        .as_ref()
-                        .is_none_or(|s| s.cluster_id != p.resource_id)
-                });
+                let releases: Vec<String> = apps::K8sRelease::items(&self.state)
+                    .iter()
+                    .filter(|r| {
+                        r.spec
+                            .as_ref()
+                            .is_some_and(|s| s.cluster_id == p.resource_id)
+                    })
+                    .map(|r| r.id().to_string())
+                    .collect();
+                for release in releases {
+                    self.remove::<apps::K8sRelease>(&release);
+                }
             }
             if R::KIND == "project" {
                 // Its default network and subnet (all a deletable project holds) go with it.
@@ -212,14 +223,10 @@ impl Core {
             self.release(&region, &current.charges(), &p.resource_id);
             // A bucket's objects go with it.
             self.state.objects.retain(|o| o.bucket_id != p.resource_id);
-            self.items_mut::<R>().retain(|r| r.id() != p.resource_id);
+            self.remove::<R>(&p.resource_id);
         } else if p.action == "schedule-deletion" {
             // A soft-deleted bucket stays as it is until purged or undeleted.
-        } else if let Some(slot) = self
-            .items_mut::<R>()
-            .iter_mut()
-            .find(|r| r.id() == p.resource_id)
-        {
+        } else if let Some(slot) = self.find_mut::<R>(&p.resource_id) {
             slot.set_phase(Phase::Ready, &region);
             if R::KIND == "mk8snodegroup" {
                 self.degrade_node_group(&p.resource_id);
@@ -229,58 +236,31 @@ impl Core {
 
     /// Removes the resources of one kind under `parent_id`, freeing what they were charged.
     fn delete_children<R: Resource>(&mut self, region: &str, parent_id: &str) {
-        let children: Vec<R> = R::items(&self.state)
-            .iter()
-            .filter(|r| r.parent_id() == parent_id)
-            .cloned()
-            .collect();
+        let children: Vec<R> = self.children::<R>(parent_id).into_iter().cloned().collect();
         for child in children {
             self.release(region, &child.charges(), child.id());
-            self.items_mut::<R>().retain(|r| r.id() != child.id());
+            self.remove::<R>(child.id());
         }
     }
 
     /// A node group of a degraded cluster (the world's `degraded_clusters`) has one node fewer
     /// ready than it asks for.
     fn degrade_node_group(&mut self, id: &str) {
-        let Some(group) = self.state.node_groups.iter().find(|g| g.id() == id) else {
+        let Some(group) = self.find::<mk8s::NodeGroup>(id) else {
             return;
         };
-        let parent = group.parent_id().to_string();
-        let degraded = self.state.clusters.iter().any(|c| {
-            c.id() == parent
-                && self
-                    .world
-                    .degraded_clusters
-                    .iter()
-                    .any(|name| c.metadata.as_ref().is_some_and(|m| &m.name == name))
-        });
+        let degraded = self
+            .find::<mk8s::Cluster>(group.parent_id())
+            .and_then(|c| c.metadata.as_ref())
+            .is_some_and(|m| self.world.degraded_clusters.contains(&m.name));
         if !degraded {
             return;
         }
         if let Some(status) = self
-            .state
-            .node_groups
-            .iter_mut()
-            .find(|g| g.id() == id)
+            .find_mut::<mk8s::NodeGroup>(id)
             .and_then(|g| g.status.as_mut())
         {
             status.ready_node_count = (status.ready_node_count - 1).max(0);
-        }
-    }
-
-    /// Deleting a cluster deletes its node groups, and frees what they were charged.
-    fn delete_node_groups_of(&mut self, region: &str, cluster_id: &str) {
-        let groups: Vec<mk8s::NodeGroup> = self
-            .state
-            .node_groups
-            .iter()
-            .filter(|g| g.parent_id() == cluster_id)
-            .cloned()
-            .collect();
-        for group in groups {
-            self.release(region, &group.charges(), group.id());
-            self.state.node_groups.retain(|g| g.id() != group.id());
         }
     }
 }

@@ -33,10 +33,12 @@ impl Core {
             s3_api: None,
             generation: 0,
             kube_presented: None,
+            indexes: Default::default(),
         };
         match core.state_file.clone() {
             Some(path) if path.exists() => {
                 core.state = restore(&path)?;
+                core.indexes.forget_all();
                 core.normalize_usage_states();
             }
             _ => {

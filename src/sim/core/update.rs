@@ -79,8 +79,14 @@ impl Core {
             return self.conclude(ctx, op, "update", 0, Some(failure));
         }
         next.set_phase(Phase::Updating, &region);
-        if let Some(slot) = self.items_mut::<R>().iter_mut().find(|r| r.id() == id) {
+        // A parent is immutable in Nebius; should an update ever move one, the kind's positions
+        // are read again.
+        let moved = next.parent_id() != current.parent_id();
+        if let Some(slot) = self.find_mut::<R>(&id) {
             *slot = next;
+        }
+        if moved {
+            self.indexes.forget::<R>();
         }
         self.conclude(ctx, op, "update", latency_ms, None)
     }

@@ -132,11 +132,12 @@ impl iam2::access_key_service_server::AccessKeyService for SimService {
         self.enter(&request, "/nebius.iam.v2.AccessKeyService/List")
             .await?;
         let r = request.get_ref();
-        let (items, next_page_token) =
-            self.lock()
-                .list::<iam2::AccessKey>(r.page_size, &r.page_token, |k| {
-                    k.parent_id() == r.parent_id
-                })?;
+        let (items, next_page_token) = self.lock().list_children::<iam2::AccessKey>(
+            &r.parent_id,
+            r.page_size,
+            &r.page_token,
+            |_| true,
+        )?;
         Ok(Response::new(iam2::ListAccessKeysResponse {
             items: items.into_iter().map(shown).collect(),
             next_page_token,

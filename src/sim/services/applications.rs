@@ -7,7 +7,6 @@ use super::SimService;
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::cloud::proto::nebius::common::v1::Operation;
 use crate::sim::core::errors_invalid;
-use crate::sim::resources::Resource;
 
 const SERVICE: &str = "/nebius.applications.v1alpha1.K8sReleaseService";
 
@@ -46,14 +45,16 @@ impl apps::k8s_release_service_server::K8sReleaseService for SimService {
                 ));
             }
         }
-        let (items, next_page_token) =
-            self.lock()
-                .list::<apps::K8sRelease>(r.page_size, &r.page_token, |x| {
-                    x.parent_id() == r.parent_id
-                        && x.spec
-                            .as_ref()
-                            .is_some_and(|s| s.cluster_id == r.cluster_id)
-                })?;
+        let (items, next_page_token) = self.lock().list_children::<apps::K8sRelease>(
+            &r.parent_id,
+            r.page_size,
+            &r.page_token,
+            |x| {
+                x.spec
+                    .as_ref()
+                    .is_some_and(|s| s.cluster_id == r.cluster_id)
+            },
+        )?;
         Ok(Response::new(apps::ListK8sReleasesResponse {
             items: items.into_iter().map(redacted).collect(),
             next_page_token,

@@ -65,9 +65,7 @@ macro_rules! crud {
             async fn list(&self, request: ::tonic::Request<$list>) -> Result<::tonic::Response<$list_resp>, ::tonic::Status> {
                 self.enter(&request, concat!("/", $service, "/List")).await?;
                 let r = request.get_ref();
-                let (items, next_page_token) = self.lock().list::<$res>(r.page_size, &r.page_token, |x| {
-                    $crate::sim::resources::Resource::parent_id(x) == r.parent_id
-                })?;
+                let (items, next_page_token) = self.lock().list_children::<$res>(&r.parent_id, r.page_size, &r.page_token, |_| true)?;
                 let mut response = <$list_resp>::default();
                 response.items = items;
                 response.next_page_token = next_page_token;

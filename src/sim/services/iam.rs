@@ -58,11 +58,12 @@ impl iam::project_service_server::ProjectService for SimService {
         self.enter(&request, "/nebius.iam.v1.ProjectService/List")
             .await?;
         let r = request.get_ref();
-        let (items, next_page_token) =
-            self.lock()
-                .list::<iam::Container>(r.page_size, &r.page_token, |p| {
-                    p.parent_id() == r.parent_id
-                })?;
+        let (items, next_page_token) = self.lock().list_children::<iam::Container>(
+            &r.parent_id,
+            r.page_size,
+            &r.page_token,
+            |_| true,
+        )?;
         Ok(Response::new(iam::ListProjectsResponse {
             items,
             next_page_token,

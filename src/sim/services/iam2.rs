@@ -142,11 +142,12 @@ impl iam2::project_service_server::ProjectService for SimService {
     ) -> Result<Response<iam2::ListProjectsResponse>, Status> {
         self.enter(&request, &format!("{PROJECTS}/List")).await?;
         let r = request.get_ref();
-        let (items, next_page_token) =
-            self.lock()
-                .list::<iam::Container>(page_size(r.page_size), &r.page_token, |p| {
-                    p.parent_id() == r.parent_id
-                })?;
+        let (items, next_page_token) = self.lock().list_children::<iam::Container>(
+            &r.parent_id,
+            page_size(r.page_size),
+            &r.page_token,
+            |_| true,
+        )?;
         Ok(Response::new(iam2::ListProjectsResponse {
             items: items.into_iter().map(project).collect(),
             next_page_token,

@@ -148,9 +148,19 @@ impl SimService {
         self.core().s3_api = Some(address);
     }
 
-    /// The token exchange's access to the world.
+    /// A look at the world that changes nothing.
+    pub fn read_core<T>(&self, f: impl FnOnce(&Core) -> T) -> T {
+        f(&self.core())
+    }
+
+    /// The token exchange's access to the world, and a test's. `f` may change the resources
+    /// directly (a test making a world the API would refuse), so the positions of every kind
+    /// are read again afterwards.
     pub fn with_core<T>(&self, f: impl FnOnce(&mut Core) -> T) -> T {
-        f(&mut self.core())
+        let mut core = self.core();
+        let answer = f(&mut core);
+        core.forget_positions();
+        answer
     }
 }
 
