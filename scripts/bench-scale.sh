@@ -3,7 +3,8 @@
 #   deploy     PROJECTS × 4 clusters (operation_latency_ms 0, allowances unlimited), default
 #              concurrency: wall time, client CPU, simulator CPU and peak RSS
 #   idle       the simulator's CPU over 10 s and its RSS afterwards
-#   redeploy   the same deploy again (no change): wall time, client CPU
+#   redeploy   the same deploy again (no change): wall time, client CPU, and the gRPC calls
+#              and Kubernetes API requests it made (`fleetbot sim --metrics`)
 #   live plan  `plan --live`: wall time and the gRPC calls it made (`fleetbot sim --metrics`)
 #   changeone  a deploy that changes one cluster of the fleet (a CPU pool of 1 node grows to 2)
 #   embedded   deploy, re-deploy and live plan again on the embedded default (in process, its
@@ -50,6 +51,9 @@ export FLEETBOT_INVENTORY="$work/inventory.sqlite"
 calls() { # the simulator's own count of the gRPC calls it answered
   curl -s "http://127.0.0.1:$mport/metrics" | awk '/^fleetbot_sim_calls_total/ {s += $2} END {print s + 0}'
 }
+kube() { # and of the requests its clusters' Kubernetes API answered
+  curl -s "http://127.0.0.1:$mport/metrics" | awk '/^fleetbot_sim_kube_requests_total/ {s += $2} END {print s + 0}'
+}
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 hz="$(getconf CLK_TCK)"
@@ -72,9 +76,9 @@ sleep 3 # the last reconciles after the deploy returned
 s0="$(ticks "$sim_pid")"; sleep 10; s1="$(ticks "$sim_pid")"
 printf '%-10s simulator CPU %.2f %% of a core over 10 s, RSS %s MB\n' idle \
   "$(echo "($s1 - $s0) * 100 / $hz / 10" | bc -l)" "$(rss_mb "$sim_pid")"
-c0="$(calls)"
+c0="$(calls)"; k0="$(kube)"
 run redeploy "$bin" deploy --yes --spec "$work/fleet.yaml"
-echo "redeploy   $(( $(calls) - c0 )) gRPC calls"
+echo "redeploy   $(( $(calls) - c0 )) gRPC calls, $(( $(kube) - k0 )) Kubernetes API requests"
 c0="$(calls)"
 run liveplan "$bin" plan --live --spec "$work/fleet.yaml"
 echo "liveplan   $(( $(calls) - c0 )) gRPC calls ($(( ($(calls) - c0) * 1000 / clusters )) per 1,000 clusters)"
@@ -91,9 +95,9 @@ one = text.replace("  - name: team-0\n    clusters:\n      - name: c0\n",
 assert one != text
 open(f"{work}/fleet-one.yaml", "w").write(one)
 EOF2
-c0="$(calls)"
+c0="$(calls)"; k0="$(kube)"
 run changeone "$bin" deploy --yes --spec "$work/fleet-one.yaml"
-echo "changeone  $(( $(calls) - c0 )) gRPC calls"
+echo "changeone  $(( $(calls) - c0 )) gRPC calls, $(( $(kube) - k0 )) Kubernetes API requests"
 grep -E "^Plan:|team-0/c0" "$work/changeone.out" | head -n 3
 
 kill "$sim_pid" 2>/dev/null || true

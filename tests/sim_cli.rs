@@ -265,7 +265,8 @@ fn the_connect_line_pastes_as_it_is_and_never_prints_the_token() {
 }
 
 /// `fleetbot sim --metrics` serves the simulator's own call counters, as load scripts read
-/// them (scripts/bench-scale.sh): each gRPC method a client called, counted.
+/// them (scripts/bench-scale.sh): each gRPC method a client called, and each request to a
+/// cluster's Kubernetes API by HTTP method, counted.
 #[tokio::test]
 async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -285,7 +286,11 @@ async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
     let endpoint = first.rsplit(' ').next().unwrap().to_string();
     let tenant = lines.next().unwrap().unwrap();
     let tenant = tenant.rsplit(' ').next().unwrap().to_string();
+    let mut kube_base = String::new();
     while let Some(Ok(line)) = lines.next() {
+        if let Some((_, base)) = line.split_once("Kubernetes API of each running cluster: ") {
+            kube_base = base.split('<').next().unwrap().to_string();
+        }
         if line.trim_start().starts_with("metrics:") {
             break;
         }
@@ -296,6 +301,23 @@ async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
     );
     for _ in 0..3 {
         client.list_projects(&tenant).await.unwrap();
+    }
+    // Two requests to a cluster's Kubernetes API (there is no such cluster: each is answered,
+    // and counted, all the same).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kube = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    assert!(kube_base.starts_with("https://"), "{kube_base:?}");
+    for _ in 0..2 {
+        let answer = kube
+            .get(format!("{kube_base}mk8scluster-none/version"))
+            .bearer_auth("cli-token")
+            .send()
+            .await
+            .unwrap();
+        assert!(!answer.status().is_success(), "{}", answer.status());
     }
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream
@@ -311,6 +333,10 @@ async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
             || text.contains(
                 "fleetbot_sim_calls_total{method=\"/nebius.iam.v1.ProjectService/List\"} 3"
             ),
+        "{text}"
+    );
+    assert!(
+        text.contains("fleetbot_sim_kube_requests_total{method=\"GET\"} 2\n"),
         "{text}"
     );
 }

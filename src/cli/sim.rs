@@ -37,19 +37,26 @@ pub struct SimArgs {
     pub resident: bool,
 }
 
-/// `GET /metrics`: `fleetbot_sim_calls_total{method="…"} N` per method, and their sum.
+/// `GET /metrics`: `fleetbot_sim_calls_total{method="…"} N` per gRPC method, and
+/// `fleetbot_sim_kube_requests_total{method="…"} N` per HTTP method of the clusters'
+/// Kubernetes API.
 async fn serve_metrics(listener: tokio::net::TcpListener, service: crate::sim::SimService) {
     use std::fmt::Write as _;
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
             let counts = service.call_counts();
+            let kube = service.kube_request_counts();
             async move {
                 let mut text = String::from(
                     "# HELP fleetbot_sim_calls_total gRPC calls the simulator answered, by method.\n# TYPE fleetbot_sim_calls_total counter\n",
                 );
                 for (method, n) in &counts {
                     let _ = writeln!(text, "fleetbot_sim_calls_total{{method=\"{method}\"}} {n}");
+                }
+                text.push_str("# HELP fleetbot_sim_kube_requests_total Requests to the clusters' Kubernetes API, by HTTP method.\n# TYPE fleetbot_sim_kube_requests_total counter\n");
+                for (method, n) in &kube {
+                    let _ = writeln!(text, "fleetbot_sim_kube_requests_total{{method=\"{method}\"}} {n}");
                 }
                 text
             }

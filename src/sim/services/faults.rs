@@ -15,6 +15,8 @@ use crate::sim::world::FaultSpec;
 #[derive(Debug, Default)]
 pub(super) struct FaultState {
     calls: HashMap<String, u64>,
+    /// Requests to the clusters' Kubernetes API, by HTTP method.
+    kube_requests: HashMap<String, u64>,
     rng: u64,
     fired: u64,
     /// Every method called, in order (tests assert on it).
@@ -153,6 +155,26 @@ impl SimService {
     pub fn call_counts(&self) -> std::collections::BTreeMap<String, u64> {
         self.faults()
             .calls
+            .iter()
+            .map(|(m, n)| (m.clone(), *n))
+            .collect()
+    }
+
+    /// Counts a request to a cluster's Kubernetes API.
+    pub fn count_kube_request(&self, method: &str) {
+        *self
+            .faults()
+            .kube_requests
+            .entry(method.to_string())
+            .or_insert(0) += 1;
+    }
+
+    /// How many requests each HTTP method made to the clusters' Kubernetes API (the
+    /// `--metrics` endpoint): a deploy's readiness reads and add-on applies, which the gRPC
+    /// counters do not see.
+    pub fn kube_request_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.faults()
+            .kube_requests
             .iter()
             .map(|(m, n)| (m.clone(), *n))
             .collect()

@@ -269,6 +269,7 @@ pub async fn handle(
     let Some(rest) = uri.path().strip_prefix(PATH_PREFIX) else {
         return error_response(&not_served());
     };
+    shared.service.count_kube_request(method.as_str());
     let (cluster, rest) = rest.split_once('/').unwrap_or((rest, ""));
     let token = headers
         .get(header::AUTHORIZATION)
