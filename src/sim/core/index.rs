@@ -160,6 +160,7 @@ mod tests {
     use super::*;
     use crate::cloud::proto::nebius::common::v1::ResourceMetadata;
     use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
+    use proptest::prelude::*;
 
     fn group(id: &str, parent: &str) -> mk8s::NodeGroup {
         mk8s::NodeGroup {
@@ -204,6 +205,76 @@ mod tests {
         indexes.forget::<mk8s::NodeGroup>();
         assert_eq!(ids(&indexes, &state, "c1"), ["g3", "g4"]);
         assert_eq!(indexes.position::<mk8s::NodeGroup>(&state, "g2"), Some(1));
+    }
+
+    /// One change to the node groups: a creation under one of four clusters, or the removal
+    /// of the n-th group held (modulo their number).
+    #[derive(Debug, Clone)]
+    enum Change {
+        Create(u8),
+        Remove(usize),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        prop_oneof![
+            (0u8..4).prop_map(Change::Create),
+            any::<usize>().prop_map(Change::Remove),
+        ]
+    }
+
+    proptest! {
+        /// Whatever creations and removals come, with reads between them or not, every
+        /// listing and lookup answers what a scan of the resources answers.
+        #[test]
+        fn positions_answer_what_a_scan_answers(
+            changes in proptest::collection::vec((change(), any::<bool>()), 1..60)
+        ) {
+            let mut state = SimState::default();
+            let mut indexes = Indexes::default();
+            let mut serial = 0;
+            for (change, read) in changes {
+                match change {
+                    Change::Create(cluster) => {
+                        serial += 1;
+                        let (id, parent) = (format!("g{serial}"), format!("c{cluster}"));
+                        state.node_groups.push(group(&id, &parent));
+                        indexes.pushed::<mk8s::NodeGroup>(state.node_groups.len() - 1, &id, &parent);
+                    }
+                    Change::Remove(n) if !state.node_groups.is_empty() => {
+                        let at = n % state.node_groups.len();
+                        let gone = state.node_groups.remove(at);
+                        let meta = gone.metadata.unwrap();
+                        indexes.removed::<mk8s::NodeGroup>(at, &meta.id, &meta.parent_id);
+                    }
+                    Change::Remove(_) => {}
+                }
+                if !read {
+                    continue;
+                }
+                for cluster in 0..5 {
+                    let parent = format!("c{cluster}");
+                    let listed: Vec<*const mk8s::NodeGroup> = indexes
+                        .children::<mk8s::NodeGroup>(&state, &parent)
+                        .into_iter()
+                        .map(|g| g as *const _)
+                        .collect();
+                    let scanned: Vec<*const mk8s::NodeGroup> = state
+                        .node_groups
+                        .iter()
+                        .filter(|g| g.parent_id() == parent)
+                        .map(|g| g as *const _)
+                        .collect();
+                    prop_assert_eq!(listed, scanned);
+                }
+                for n in 0..=serial + 1 {
+                    let id = format!("g{n}");
+                    prop_assert_eq!(
+                        indexes.position::<mk8s::NodeGroup>(&state, &id),
+                        state.node_groups.iter().position(|g| g.id() == id)
+                    );
+                }
+            }
+        }
     }
 
     #[test]
