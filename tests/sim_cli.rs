@@ -11,6 +11,16 @@ use fleetbot::cloud::Cloud;
 use fleetbot::cloud::auth::Credentials;
 use fleetbot::cloud::client::{Endpoints, NebiusClient, idempotency_key};
 
+/// A child process killed when the test ends, whether it passed or not.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn start(state: &std::path::Path) -> support::SimProcess {
     support::SimProcess::start("cli-token", state, None)
 }
@@ -230,21 +240,22 @@ fn the_connect_line_pastes_as_it_is_and_never_prints_the_token() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("default.state");
     std::fs::write(dir.path().join("default.inventory.sqlite"), b"").unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
-        .args(["sim", "--listen", "127.0.0.1:0", "--state"])
-        .arg(&state)
-        .env("FLEETBOT_SIM_TOKEN", "s3cr3t-sim-token")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = BufReader::new(child.stdout.take().unwrap())
+    let mut child = KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+            .args(["sim", "--listen", "127.0.0.1:0", "--state"])
+            .arg(&state)
+            .env("FLEETBOT_SIM_TOKEN", "s3cr3t-sim-token")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let line = BufReader::new(child.0.stdout.take().unwrap())
         .lines()
         .map(Result::unwrap)
         .find(|l| l.trim_start().starts_with("connect with: "))
         .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     assert!(!line.contains("s3cr3t-sim-token"), "{line}");
     let paste = line.trim_start().trim_start_matches("connect with: ");
     let out = std::process::Command::new("bash")
@@ -273,15 +284,17 @@ async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
     let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = metrics.local_addr().unwrap();
     drop(metrics);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
-        .args(["sim", "--listen", "127.0.0.1:0", "--token", "cli-token"])
-        .arg("--metrics")
-        .arg(address.to_string())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+            .args(["sim", "--listen", "127.0.0.1:0", "--token", "cli-token"])
+            .arg("--metrics")
+            .arg(address.to_string())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let endpoint = first.rsplit(' ').next().unwrap().to_string();
     let tenant = lines.next().unwrap().unwrap();
@@ -325,8 +338,7 @@ async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
         .unwrap();
     let mut text = String::new();
     stream.read_to_string(&mut text).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(
         text.contains("fleetbot_sim_calls_total{method=\"/nebius.iam.v2.ProjectService/List\"} 3")
