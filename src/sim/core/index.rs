@@ -43,7 +43,7 @@ impl Positions {
     }
 }
 
-/// The positions of every kind read since its last change.
+/// The positions of every kind read since they were last forgotten.
 #[derive(Debug, Default)]
 pub(crate) struct Indexes {
     kinds: Mutex<HashMap<TypeId, Positions>>,
@@ -111,8 +111,8 @@ impl Indexes {
     }
 
     /// Notes that the resource of kind `R` at `at` was removed and those after it moved up
-    /// one: cheaper than building the positions again (no allocation), so a destroy of
-    /// thousands stays linear in what each read returns.
+    /// one: a pass over the kind's positions as integers, with no hashing or allocation, where
+    /// building them again would hash every ID.
     pub(crate) fn removed<R: Resource>(&mut self, at: usize, id: &str, parent_id: &str) {
         let kinds = self.kinds.get_mut().unwrap_or_else(|e| e.into_inner());
         let Some(positions) = kinds.get_mut(&TypeId::of::<R>()) else {
@@ -136,14 +136,6 @@ impl Indexes {
             .by_parent
             .values_mut()
             .for_each(|siblings| siblings.iter_mut().for_each(after));
-    }
-
-    /// Forgets kind `R`'s positions: its resources were reordered.
-    pub(crate) fn forget<R: Resource>(&mut self) {
-        self.kinds
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&TypeId::of::<R>());
     }
 
     /// Forgets every kind's positions (the state was replaced).
@@ -202,7 +194,7 @@ mod tests {
         assert!(indexes.find::<mk8s::NodeGroup>(&state, "g1").is_none());
 
         state.node_groups.swap(0, 1);
-        indexes.forget::<mk8s::NodeGroup>();
+        indexes.forget_all();
         assert_eq!(ids(&indexes, &state, "c1"), ["g3", "g4"]);
         assert_eq!(indexes.position::<mk8s::NodeGroup>(&state, "g2"), Some(1));
     }

@@ -126,9 +126,10 @@ impl Core {
         self.generation
     }
 
-    /// Adds a resource at the end of its kind's list. Every change to the resources goes
-    /// through here, [`Core::remove`] or [`Core::find_mut`], so the presentation passes know
-    /// when there is something new to present and each kind's positions stay true.
+    /// Adds a resource at the end of its kind's list. Resources are added only here and
+    /// removed only by [`Core::remove`], so each kind's positions stay true; these and
+    /// [`Core::find_mut`] move the generation, so the presentation passes know when there is
+    /// something new to present.
     pub(crate) fn insert<R: Resource>(&mut self, resource: R) {
         self.generation += 1;
         let items = R::items_mut(&mut self.state);

@@ -79,14 +79,10 @@ impl Core {
             return self.conclude(ctx, op, "update", 0, Some(failure));
         }
         next.set_phase(Phase::Updating, &region);
-        // A parent is immutable in Nebius; should an update ever move one, the kind's positions
-        // are read again.
-        let moved = next.parent_id() != current.parent_id();
+        // `patched` keeps the ID and the parent (a move is refused above), so the resource
+        // stays where the positions say it is.
         if let Some(slot) = self.find_mut::<R>(&id) {
             *slot = next;
-        }
-        if moved {
-            self.indexes.forget::<R>();
         }
         self.conclude(ctx, op, "update", latency_ms, None)
     }
@@ -151,4 +147,54 @@ fn patched<R: Resource>(
     }
     next.set_spec(schema::from_dynamic(&after));
     (next, violations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::proto::nebius::vpc::v1 as vpc;
+    use crate::sim::world::World;
+
+    /// The positions a listing reads rely on this: no update moves a resource to another
+    /// parent, as none that fleetbot touches is movable in Nebius.
+    #[test]
+    fn an_update_that_moves_a_resource_to_another_parent_is_refused() {
+        let world = World::from_yaml(
+            "name: moves\nregions: [eu-north1]\nprojects: [{name: a, region: eu-north1}, {name: b, region: eu-north1}]\n",
+        )
+        .unwrap();
+        let mut core = Core::new(world, None).unwrap();
+        let project = |core: &Core, i: usize| core.state.projects[i].id().to_string();
+        let (a, b) = (project(&core, 0), project(&core, 1));
+        let ctx = CallContext::default();
+        let meta = ResourceMetadata {
+            parent_id: a.clone(),
+            name: "net".into(),
+            ..Default::default()
+        };
+        let op = core
+            .create::<vpc::Network>(&ctx, meta, vpc::NetworkSpec::default(), 0)
+            .unwrap();
+        let moved = ResourceMetadata {
+            id: op.resource_id.clone(),
+            parent_id: b.clone(),
+            ..Default::default()
+        };
+        let refused = core
+            .update::<vpc::Network>(&ctx, moved, None, 0)
+            .unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        assert!(
+            format!("{refused:?}").contains("metadata.parent_id"),
+            "{refused:?}"
+        );
+        let names = |core: &Core, parent: &str| -> Vec<String> {
+            core.children::<vpc::Network>(parent)
+                .iter()
+                .map(|n| n.name().to_string())
+                .collect()
+        };
+        assert!(names(&core, &a).contains(&"net".to_string()));
+        assert!(!names(&core, &b).contains(&"net".to_string()));
+    }
 }
