@@ -28,6 +28,7 @@ mod engine_sim;
 mod fuzz_corpus;
 mod github_app;
 mod github_durable;
+mod github_events_kept;
 mod github_manifest;
 mod guards_cli;
 mod intake_depth;

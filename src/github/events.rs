@@ -200,81 +200,121 @@ pub struct EventError {
 
 /// Decodes one delivery. `event` is the `X-GitHub-Event` header; `body` the verified bytes.
 pub fn parse_event(event: &str, body: &[u8]) -> Result<Event, EventError> {
-    let err = |source| EventError {
-        event: event.to_string(),
-        source,
-    };
+    read(event, body, false).map(|(event, _)| event)
+}
+
+/// [`parse_event`], and the part of `body` it read: the same JSON shape holding only the
+/// fields fleetbot reads, from which [`parse_event`] decodes the same [`Event`]. A queued job
+/// keeps this instead of the whole delivery: a `pull_request` payload is ~24 KB of URLs,
+/// avatars and counters, and every byte kept is written to the store and synced to disk
+/// before the delivery is answered. `None` beside the event when it could not be written back
+/// (keep the delivery as it came).
+///
+/// What a job keeps is what the release that queued it reads: a field added to `wire` later
+/// must be optional or defaulted, or a job queued before the upgrade no longer decodes.
+pub fn parse_event_kept(event: &str, body: &[u8]) -> Result<(Event, Option<Vec<u8>>), EventError> {
+    read(event, body, true)
+}
+
+fn read(event: &str, body: &[u8], keep: bool) -> Result<(Event, Option<Vec<u8>>), EventError> {
+    fn decode<T: serde::de::DeserializeOwned + serde::Serialize>(
+        event: &str,
+        body: &[u8],
+        keep: bool,
+    ) -> Result<(T, Option<Vec<u8>>), EventError> {
+        let payload: T = serde_json::from_slice(body).map_err(|source| EventError {
+            event: event.to_string(),
+            source,
+        })?;
+        let kept = if keep {
+            serde_json::to_vec(&payload).ok()
+        } else {
+            None
+        };
+        Ok((payload, kept))
+    }
     match event {
         "ping" => {
-            let p: wire::Ping = serde_json::from_slice(body).map_err(err)?;
-            Ok(Event::Ping {
+            let (p, kept) = decode::<wire::Ping>(event, body, keep)?;
+            let event = Event::Ping {
                 zen: p.zen,
                 hook_id: p.hook_id,
-            })
+            };
+            Ok((event, kept))
         }
         "pull_request" => {
-            let p: wire::PullRequestPayload = serde_json::from_slice(body).map_err(err)?;
-            Ok(Event::PullRequest(p.into_event()))
+            let (p, kept) = decode::<wire::PullRequestPayload>(event, body, keep)?;
+            Ok((Event::PullRequest(p.into_event()), kept))
         }
         "issue_comment" => {
-            let p: wire::IssueCommentPayload = serde_json::from_slice(body).map_err(err)?;
-            Ok(Event::IssueComment(p.into_event()))
+            let (p, kept) = decode::<wire::IssueCommentPayload>(event, body, keep)?;
+            Ok((Event::IssueComment(p.into_event()), kept))
         }
         "check_run" => {
-            let p: wire::CheckRunPayload = serde_json::from_slice(body).map_err(err)?;
-            Ok(p.into_event())
+            let (p, kept) = decode::<wire::CheckRunPayload>(event, body, keep)?;
+            Ok((p.into_event(), kept))
         }
         "installation" => {
-            let p: wire::InstallationPayload = serde_json::from_slice(body).map_err(err)?;
-            Ok(Event::Installation(p.into_event()))
+            let (p, kept) = decode::<wire::InstallationPayload>(event, body, keep)?;
+            Ok((Event::Installation(p.into_event()), kept))
         }
         "push" => {
-            let p: wire::PushPayload = serde_json::from_slice(body).map_err(err)?;
-            Ok(Event::Push(PushEvent {
+            let (p, kept) = decode::<wire::PushPayload>(event, body, keep)?;
+            let event = Event::Push(PushEvent {
                 installation_id: p.installation.map(|i| i.id),
                 repo: p.repository.name(),
                 git_ref: p.git_ref,
                 after: p.after,
                 deleted: p.deleted,
                 sender: p.sender.map(|s| s.login).unwrap_or_default(),
-            }))
+            });
+            Ok((event, kept))
         }
         other => {
             // Only the action is read, and a body that is not JSON is fine: it is ignored.
             let action = serde_json::from_slice::<wire::ActionOnly>(body)
                 .ok()
                 .and_then(|a| a.action);
-            Ok(Event::Unknown {
+            let kept = keep
+                .then(|| {
+                    serde_json::to_vec(&wire::ActionOnly {
+                        action: action.clone(),
+                    })
+                    .ok()
+                })
+                .flatten();
+            let event = Event::Unknown {
                 event: other.to_string(),
                 action,
-            })
+            };
+            Ok((event, kept))
         }
     }
 }
 
 /// GitHub's JSON, reduced to the fields fleetbot reads.
 mod wire {
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
     use super::*;
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct ActionOnly {
         pub action: Option<String>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct Ping {
         pub zen: Option<String>,
         pub hook_id: Option<u64>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct Installation {
         pub id: u64,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct PushPayload {
         #[serde(rename = "ref")]
         pub git_ref: String,
@@ -286,14 +326,14 @@ mod wire {
         pub sender: Option<User>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct User {
         pub login: String,
         #[serde(rename = "type", default)]
         pub kind: String,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct Repository {
         pub full_name: String,
     }
@@ -305,7 +345,7 @@ mod wire {
         }
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct GitRef {
         pub sha: String,
         #[serde(rename = "ref")]
@@ -313,7 +353,7 @@ mod wire {
         pub repo: Option<Repository>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct PullRequest {
         pub number: u64,
         pub head: GitRef,
@@ -325,7 +365,7 @@ mod wire {
         pub merge_commit_sha: Option<String>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct PullRequestPayload {
         pub action: String,
         pub number: u64,
@@ -361,14 +401,31 @@ mod wire {
         }
     }
 
-    #[derive(Deserialize)]
+    /// A field whose value is not read, only whether it is there and not `null` (`Option`
+    /// reads `null` as absent); written back as `{}`.
+    pub struct Present;
+
+    impl<'de> Deserialize<'de> for Present {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            serde::de::IgnoredAny::deserialize(d).map(|_| Present)
+        }
+    }
+
+    impl Serialize for Present {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            s.serialize_map(Some(0))?.end()
+        }
+    }
+
+    #[derive(Deserialize, Serialize)]
     pub struct Issue {
         pub number: u64,
         /// Present (an object) exactly when the issue is a pull request.
-        pub pull_request: Option<serde_json::Value>,
+        pub pull_request: Option<Present>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct Comment {
         pub id: u64,
         #[serde(default)]
@@ -376,7 +433,7 @@ mod wire {
         pub user: User,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct IssueCommentPayload {
         pub action: String,
         pub issue: Issue,
@@ -397,11 +454,7 @@ mod wire {
                 installation_id: self.installation.map(|i| i.id),
                 repo: self.repository.name(),
                 issue_number: self.issue.number,
-                is_pull_request: self
-                    .issue
-                    .pull_request
-                    .as_ref()
-                    .is_some_and(|v| !v.is_null()),
+                is_pull_request: self.issue.pull_request.is_some(),
                 comment_id: self.comment.id,
                 body: self.comment.body.unwrap_or_default(),
                 author_is_bot: self.comment.user.kind == "Bot",
@@ -410,12 +463,12 @@ mod wire {
         }
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct CheckRunPr {
         pub number: u64,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct CheckRun {
         pub id: u64,
         pub name: String,
@@ -425,12 +478,12 @@ mod wire {
         pub pull_requests: Vec<CheckRunPr>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct RequestedAction {
         pub identifier: String,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct CheckRunPayload {
         pub action: String,
         pub check_run: CheckRun,
@@ -477,13 +530,13 @@ mod wire {
         }
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct InstallationDetail {
         pub id: u64,
         pub account: Option<User>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Serialize)]
     pub struct InstallationPayload {
         pub action: String,
         pub installation: InstallationDetail,

@@ -17,7 +17,7 @@ use super::{AppState, JobReport, Metrics, router, serve_with_limits};
 use crate::bot::Bot;
 use crate::bot::triage::{Triage, triage_event};
 use crate::github::WebhookSecrets;
-use crate::github::events::{Event, parse_event};
+use crate::github::events::{Event, parse_event_kept};
 use crate::store::queue::{MAX_ENQUEUE_BATCH, MIN_RETENTION, WEBHOOK_JOB, ms, now_ms, pr_key};
 use crate::store::{Enqueued, JobQueue, NewJob};
 
@@ -96,8 +96,11 @@ async fn write_batches<Q: JobQueue>(
 /// The job a delivery becomes: recorded only when it needs no work; a new head's preflight
 /// supersedes the queued preflight of an older head of the same pull request.
 pub fn job_for(delivery: &Delivery) -> NewJob {
-    // One parse of the payload decides both what it needs and whose it is.
-    let parsed = parse_event(&delivery.event, &delivery.payload);
+    // One parse of the payload decides what it needs, whose it is and what of it is kept.
+    let (parsed, kept) = match parse_event_kept(&delivery.event, &delivery.payload) {
+        Ok((event, kept)) => (Ok(event), kept),
+        Err(e) => (Err(e), None),
+    };
     let (record_only, preflight) = match parsed.as_ref().map(triage_event) {
         Ok(Triage::Nothing(_)) => (true, false),
         Ok(Triage::Work { preflight }) => (false, preflight),
@@ -115,7 +118,9 @@ pub fn job_for(delivery: &Delivery) -> NewJob {
         id: delivery.id.clone(),
         kind: WEBHOOK_JOB.to_string(),
         event: delivery.event.clone(),
-        payload: delivery.payload.clone(),
+        // A payload that does not decode is kept whole: the worker reports why, and nothing
+        // of a delivery fleetbot cannot read is lost.
+        payload: kept.map_or_else(|| delivery.payload.clone(), bytes::Bytes::from),
         coalesce_key: if preflight && !pr_key.is_empty() {
             crate::store::queue::preflight_coalesce_key(&pr_key)
         } else {
