@@ -15,6 +15,7 @@ mod paging;
 mod persist;
 mod releases;
 mod seed;
+mod touched;
 mod update;
 
 use std::collections::HashMap;
@@ -37,6 +38,7 @@ pub use errors::{invalid as errors_invalid, not_found};
 pub use mutate::CallContext;
 pub use paging::{MAX_PAGE_SIZE, paginate};
 pub use releases::PRODUCTS;
+pub use touched::Since;
 
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -75,6 +77,8 @@ pub struct Core {
     kube_presented: Option<(u64, String, String)>,
     /// Where each kind's resources sit, by ID and by parent.
     indexes: index::Indexes,
+    /// Which clusters' Kubernetes view each change reached.
+    touched: touched::Touched,
 }
 
 impl Core {
@@ -132,6 +136,8 @@ impl Core {
     /// something new to present.
     pub(crate) fn insert<R: Resource>(&mut self, resource: R) {
         self.generation += 1;
+        self.touched
+            .mark(touched::reach_of(&resource), self.generation);
         let items = R::items_mut(&mut self.state);
         self.indexes
             .pushed::<R>(items.len(), resource.id(), resource.parent_id());
@@ -146,6 +152,8 @@ impl Core {
         let removed = R::items_mut(&mut self.state).remove(at);
         self.indexes
             .removed::<R>(at, removed.id(), removed.parent_id());
+        self.touched
+            .mark(touched::reach_of(&removed), self.generation);
         Some(removed)
     }
 
@@ -154,6 +162,10 @@ impl Core {
     pub(crate) fn find_mut<R: Resource>(&mut self, id: &str) -> Option<&mut R> {
         self.generation += 1;
         let at = self.indexes.position::<R>(&self.state, id)?;
+        // What the change reaches is read before it: a release never moves to another
+        // cluster, nor a node group.
+        let reach = touched::reach_of(&R::items(&self.state)[at]);
+        self.touched.mark(reach, self.generation);
         R::items_mut(&mut self.state).get_mut(at)
     }
 
@@ -161,6 +173,9 @@ impl Core {
     /// [`Core::state`] directly.
     pub fn forget_positions(&mut self) {
         self.indexes.forget_all();
+        self.generation += 1;
+        self.touched
+            .mark(touched::Reach::Everything, self.generation);
     }
 
     /// The resource of kind `R` with this ID.

@@ -153,6 +153,7 @@ impl Core {
         // operation is a change however it was made.
         self.generation += 1;
         for p in due {
+            self.touch_id(&p.resource_id);
             self.finish_resource(&p);
             if let Some(op) = self
                 .state

@@ -34,6 +34,7 @@ impl Core {
             generation: 0,
             kube_presented: None,
             indexes: Default::default(),
+            touched: Default::default(),
         };
         match core.state_file.clone() {
             Some(path) if path.exists() => {

@@ -17,6 +17,7 @@ pub mod nodes;
 pub mod patch;
 pub mod persist;
 pub mod releases;
+pub mod scope;
 pub mod select;
 pub mod store;
 pub mod tls;
@@ -24,7 +25,7 @@ pub mod validate;
 pub mod volumes;
 pub mod workloads;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -38,7 +39,9 @@ use tokio::sync::Notify;
 
 use self::kinds::NODE;
 use self::kubelet::{Kubelet, LogSource};
+use self::scope::Scope;
 use self::store::{ClusterStore, meta};
+use super::core::Since;
 use super::services::SimService;
 
 /// Every cluster's API lives under this prefix, then its ID.
@@ -152,22 +155,40 @@ impl ApiShared {
             .logs(pod_uid, container)
     }
 
-    /// Brings every cluster's nodes (or only `only`'s) in line with its node groups.
+    /// Brings every cluster's nodes (or only `only`'s) in line with its node groups. Every
+    /// cluster is read at the first sync; after that, only those the cloud's changes since
+    /// the last reached ([`Core::touched_since`]) and those no sync has read yet.
     fn sync(&self, only: Option<&str>) {
         let core = self.service.lock();
         let generation = core.generation();
         let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
-        let current = match only {
-            None => *synced == Some(generation),
-            Some(id) => self
-                .clusters()
-                .get(id)
-                .is_some_and(|c| c.seen == Some(generation)),
+        let named: Option<HashSet<String>> = match only {
+            Some(id) => {
+                if self
+                    .clusters()
+                    .get(id)
+                    .is_some_and(|c| c.seen == Some(generation))
+                {
+                    return;
+                }
+                Some(HashSet::from([id.to_string()]))
+            }
+            None if *synced == Some(generation) => return,
+            None => match synced.map(|since| core.touched_since(since)) {
+                None | Some(Since::Every) => None,
+                Some(Since::Clusters(ids)) => {
+                    let mut ids: HashSet<String> = ids.into_iter().collect();
+                    ids.extend(
+                        self.clusters()
+                            .iter()
+                            .filter(|(_, c)| c.seen.is_none())
+                            .map(|(id, _)| id.clone()),
+                    );
+                    Some(ids)
+                }
+            },
         };
-        if current {
-            return;
-        }
-        let views = nodes::views(&core, only);
+        let views = nodes::views(&core, named.as_ref().map_or(Scope::Every, Scope::Named));
         drop(core);
         if only.is_none() {
             *synced = Some(generation);
@@ -177,19 +198,18 @@ impl ApiShared {
         // hosts land with its objects, so an earlier view's never outlive a later one's.
         let mut kubelet = self.kubelet.lock().unwrap_or_else(|p| p.into_inner());
         let mut clusters = self.clusters();
-        match only {
-            None => clusters.retain(|id, c| {
-                c.seen.is_some_and(|s| s > generation) || views.iter().any(|v| v.id == *id)
-            }),
-            Some(id) if views.is_empty() => {
-                if clusters
-                    .get(id)
-                    .is_none_or(|c| c.seen.is_none_or(|s| s <= generation))
-                {
-                    clusters.remove(id);
+        // A cluster read here without a view is gone from the cloud, unless a later view
+        // already landed.
+        let gone = |c: &ClusterEntry| c.seen.is_none_or(|s| s <= generation);
+        match &named {
+            None => clusters.retain(|id, c| !gone(c) || views.iter().any(|v| v.id == *id)),
+            Some(ids) => {
+                for id in ids {
+                    if !views.iter().any(|v| v.id == *id) && clusters.get(id).is_some_and(gone) {
+                        clusters.remove(id);
+                    }
                 }
             }
-            Some(_) => {}
         }
         for view in views {
             let entry = clusters

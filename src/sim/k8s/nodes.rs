@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::addons::{GPU_PRESENT, GpuPlugin, gpu_plugin};
 use super::hosts::{HostFacts, HostMount, cloud_init_mounts};
+use super::scope::Scope;
 use crate::cloud::nid;
 use crate::cloud::proto::nebius::mk8s::v1 as mk8s;
 use crate::sim::core::Core;
@@ -222,23 +223,39 @@ fn filesystem_bytes(fs: &crate::cloud::proto::nebius::compute::v1::Filesystem) -
     .unwrap_or(0)
 }
 
-/// Every cluster (or only `only`) and the nodes its node groups have now.
-pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
+/// What the clusters in `scope` show: their nodes and hosts from their node groups, and
+/// their deployed releases.
+pub fn views(core: &Core, scope: Scope<'_>) -> Vec<ClusterView> {
     let running = mk8s::cluster_status::State::Running as i32;
-    // One pass over each kind, indexed, so a sync costs what the world holds once, not once
-    // per cluster.
     let regions: HashMap<&str, &str> = core
         .state
         .projects
         .iter()
         .filter_map(|p| Some((p.id(), p.spec.as_ref()?.region.as_str())))
         .collect();
-    let mut groups: HashMap<&str, Vec<&mk8s::NodeGroup>> = HashMap::new();
-    for g in &core.state.node_groups {
-        if only.is_none_or(|id| g.parent_id() == id) {
-            groups.entry(g.parent_id()).or_default().push(g);
-        }
-    }
+    // Every cluster: one pass over the node groups, not one lookup a cluster; named ones:
+    // their own node groups, found by parent.
+    let (clusters, groups): (Vec<&mk8s::Cluster>, HashMap<&str, Vec<&mk8s::NodeGroup>>) =
+        match scope {
+            Scope::Every => {
+                let mut groups: HashMap<&str, Vec<&mk8s::NodeGroup>> = HashMap::new();
+                for g in &core.state.node_groups {
+                    groups.entry(g.parent_id()).or_default().push(g);
+                }
+                (core.state.clusters.iter().collect(), groups)
+            }
+            Scope::Named(ids) => {
+                let clusters: Vec<&mk8s::Cluster> = ids
+                    .iter()
+                    .filter_map(|id| core.find::<mk8s::Cluster>(id))
+                    .collect();
+                let groups = clusters
+                    .iter()
+                    .map(|c| (c.id(), core.children::<mk8s::NodeGroup>(c.id())))
+                    .collect();
+                (clusters, groups)
+            }
+        };
     let sizes: HashMap<&str, u64> = core
         .state
         .filesystems
@@ -246,11 +263,9 @@ pub fn views(core: &Core, only: Option<&str>) -> Vec<ClusterView> {
         .map(|f| (f.id(), filesystem_bytes(f)))
         .collect();
     let size_of = |id: &str| sizes.get(id).copied().unwrap_or(0);
-    let mut releases = super::addons::deployed_by_cluster(core, only);
-    core.state
-        .clusters
-        .iter()
-        .filter(|c| only.is_none_or(|id| c.id() == id))
+    let mut releases = super::addons::deployed_by_cluster(core, scope);
+    clusters
+        .into_iter()
         .map(|cluster| {
             let region = regions
                 .get(cluster.parent_id())

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
+use super::scope::Scope;
 use crate::cloud::proto::nebius::applications::v1alpha1 as apps;
 use crate::sim::core::Core;
 use crate::sim::resources::Resource;
@@ -47,17 +48,15 @@ impl Played {
     }
 }
 
-/// The DEPLOYED releases of every cluster (or only `only`), in one pass over the releases.
-pub fn deployed_by_cluster(core: &Core, only: Option<&str>) -> HashMap<String, Vec<Played>> {
+/// The DEPLOYED releases of the clusters in `scope`, in one pass over the releases.
+pub fn deployed_by_cluster(core: &Core, scope: Scope<'_>) -> HashMap<String, Vec<Played>> {
     let ok = apps::k8s_release_status::State::Deployed as i32;
     let mut out: HashMap<String, Vec<Played>> = Default::default();
     for r in &core.state.releases {
         let Some(spec) = r.spec.as_ref() else {
             continue;
         };
-        if r.status.as_ref().is_none_or(|s| s.state != ok)
-            || only.is_some_and(|id| spec.cluster_id != id)
-        {
+        if r.status.as_ref().is_none_or(|s| s.state != ok) || !scope.holds(&spec.cluster_id) {
             continue;
         }
         out.entry(spec.cluster_id.clone())
