@@ -54,6 +54,9 @@ calls() { # the simulator's own count of the gRPC calls it answered
 kube() { # and of the requests its clusters' Kubernetes API answered
   curl -s "http://127.0.0.1:$mport/metrics" | awk '/^fleetbot_sim_kube_requests_total/ {s += $2} END {print s + 0}'
 }
+reads() { # and of the clusters whose Kubernetes objects it brought in line with the cloud
+  curl -s "http://127.0.0.1:$mport/metrics" | awk '/^fleetbot_sim_kube_cluster_reads_total/ {print $2 + 0}'
+}
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 hz="$(getconf CLK_TCK)"
@@ -73,12 +76,13 @@ clusters=$((projects * 4))
 echo "fleet: $projects projects × 4 clusters = $clusters clusters; $(nproc) cores; $(date -u +%F)"
 run deploy "$bin" deploy --yes --spec "$work/fleet.yaml"
 sleep 3 # the last reconciles after the deploy returned
+echo "deploy     $(reads) cluster reads by the simulator's Kubernetes side"
 s0="$(ticks "$sim_pid")"; sleep 10; s1="$(ticks "$sim_pid")"
 printf '%-10s simulator CPU %.2f %% of a core over 10 s, RSS %s MB\n' idle \
   "$(echo "($s1 - $s0) * 100 / $hz / 10" | bc -l)" "$(rss_mb "$sim_pid")"
-c0="$(calls)"; k0="$(kube)"
+c0="$(calls)"; k0="$(kube)"; r0="$(reads)"
 run redeploy "$bin" deploy --yes --spec "$work/fleet.yaml"
-echo "redeploy   $(( $(calls) - c0 )) gRPC calls, $(( $(kube) - k0 )) Kubernetes API requests"
+echo "redeploy   $(( $(calls) - c0 )) gRPC calls, $(( $(kube) - k0 )) Kubernetes API requests, $(( $(reads) - r0 )) cluster reads"
 c0="$(calls)"
 run liveplan "$bin" plan --live --spec "$work/fleet.yaml"
 echo "liveplan   $(( $(calls) - c0 )) gRPC calls ($(( ($(calls) - c0) * 1000 / clusters )) per 1,000 clusters)"
@@ -95,9 +99,10 @@ one = text.replace("  - name: team-0\n    clusters:\n      - name: c0\n",
 assert one != text
 open(f"{work}/fleet-one.yaml", "w").write(one)
 EOF2
-c0="$(calls)"; k0="$(kube)"
+c0="$(calls)"; k0="$(kube)"; r0="$(reads)"
 run changeone "$bin" deploy --yes --spec "$work/fleet-one.yaml"
-echo "changeone  $(( $(calls) - c0 )) gRPC calls, $(( $(kube) - k0 )) Kubernetes API requests"
+sleep 1 # the tick that follows the last operation
+echo "changeone  $(( $(calls) - c0 )) gRPC calls, $(( $(kube) - k0 )) Kubernetes API requests, $(( $(reads) - r0 )) cluster reads"
 grep -E "^Plan:|team-0/c0" "$work/changeone.out" | head -n 3
 
 kill "$sim_pid" 2>/dev/null || true

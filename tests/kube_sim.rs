@@ -16,6 +16,7 @@ use kube::api::{
 };
 use kube::core::Status;
 
+use fleetbot::cloud::Cloud;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, TokenSource, tokens_of};
 use fleetbot::engine::ops::{LifecycleOptions, Progress, deploy, deployed_clusters};
 use fleetbot::spec::{FleetSpec, load_str};
@@ -161,6 +162,61 @@ async fn nodes_follow_the_node_groups_and_watch_sees_a_scale_up() {
         cpu[0].node_group_id()
     );
     assert_eq!(cluster.nodes().await.unwrap().len(), 4);
+}
+
+/// The clusters' Kubernetes objects are brought in line with the cloud once a change, not at
+/// every request: a no-op re-deploy (a readiness read a cluster) reads no cluster again.
+#[tokio::test]
+async fn a_cluster_is_read_again_only_after_a_change_reaches_it() {
+    let sim = simulator(&world()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("inventory.sqlite"))
+        .await
+        .unwrap();
+    deployed(&sim, &store, 1).await;
+    let settled = || async {
+        // The controllers' tick (100 ms) catches up with the last operations first.
+        let mut last = sim.service.kube_cluster_reads();
+        loop {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            let now = sim.service.kube_cluster_reads();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    };
+    let before = settled().await;
+    assert!(before > 0);
+    // A change elsewhere in the cloud (a network) moves its generation but reaches no
+    // cluster's view.
+    let cloud = client(&sim);
+    let projects = cloud.list_projects(&sim.tenant_id()).await.unwrap();
+    cloud
+        .create_network(
+            &projects[0].id,
+            "elsewhere",
+            &Default::default(),
+            "k-elsewhere",
+        )
+        .await
+        .unwrap();
+    let gets = |s: &fleetbot::sim::Simulator| s.service.kube_request_counts().get("GET").copied();
+    let requests = gets(&sim);
+    deployed(&sim, &store, 1).await;
+    assert!(
+        gets(&sim) > requests,
+        "the re-deploy read the cluster's API"
+    );
+    assert_eq!(
+        settled().await,
+        before,
+        "an unchanged cluster was read again"
+    );
+    // A scale-up reaches the cluster: it is read again.
+    let (cluster, _) = deployed(&sim, &store, 2).await;
+    assert!(settled().await > before);
+    assert_eq!(cluster.nodes().await.unwrap().len(), 3);
 }
 
 #[tokio::test]

@@ -351,4 +351,9 @@ async fn the_metrics_endpoint_counts_the_calls_the_simulator_answered() {
         text.contains("fleetbot_sim_kube_requests_total{method=\"GET\"} 2\n"),
         "{text}"
     );
+    // No cluster exists, so none was read from the cloud.
+    assert!(
+        text.contains("\nfleetbot_sim_kube_cluster_reads_total 0\n"),
+        "{text}"
+    );
 }

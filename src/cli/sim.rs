@@ -39,7 +39,8 @@ pub struct SimArgs {
 
 /// `GET /metrics`: `fleetbot_sim_calls_total{method="…"} N` per gRPC method, and
 /// `fleetbot_sim_kube_requests_total{method="…"} N` per HTTP method of the clusters'
-/// Kubernetes API.
+/// Kubernetes API, and `fleetbot_sim_kube_cluster_reads_total N`, the clusters whose objects
+/// were brought in line with the cloud again.
 async fn serve_metrics(listener: tokio::net::TcpListener, service: crate::sim::SimService) {
     use std::fmt::Write as _;
     let app = axum::Router::new().route(
@@ -47,6 +48,7 @@ async fn serve_metrics(listener: tokio::net::TcpListener, service: crate::sim::S
         axum::routing::get(move || {
             let counts = service.call_counts();
             let kube = service.kube_request_counts();
+            let reads = service.kube_cluster_reads();
             async move {
                 let mut text = String::from(
                     "# HELP fleetbot_sim_calls_total gRPC calls the simulator answered, by method.\n# TYPE fleetbot_sim_calls_total counter\n",
@@ -58,6 +60,8 @@ async fn serve_metrics(listener: tokio::net::TcpListener, service: crate::sim::S
                 for (method, n) in &kube {
                     let _ = writeln!(text, "fleetbot_sim_kube_requests_total{{method=\"{method}\"}} {n}");
                 }
+                text.push_str("# HELP fleetbot_sim_kube_cluster_reads_total Clusters whose Kubernetes objects were brought in line with the cloud again.\n# TYPE fleetbot_sim_kube_cluster_reads_total counter\n");
+                let _ = writeln!(text, "fleetbot_sim_kube_cluster_reads_total {reads}");
                 text
             }
         }),

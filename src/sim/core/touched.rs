@@ -56,6 +56,10 @@ impl Touched {
         }
     }
 
+    fn reached(&self, id: &str, generation: u64) -> bool {
+        self.everything > generation || self.clusters.get(id).is_some_and(|at| *at > generation)
+    }
+
     fn since(&self, generation: u64) -> Since {
         if self.everything > generation {
             return Since::Every;
@@ -89,6 +93,12 @@ impl Core {
     /// `generation`.
     pub fn touched_since(&self, generation: u64) -> Since {
         self.touched.since(generation)
+    }
+
+    /// Whether a change since the world's generation was `generation` may have altered
+    /// cluster `id`'s view.
+    pub fn touched_after(&self, id: &str, generation: u64) -> bool {
+        self.touched.reached(id, generation)
     }
 
     /// Marks what a change to the resource with this ID reaches, at the generation the caller
@@ -126,7 +136,9 @@ mod tests {
         assert_eq!(sorted(&t, 0), ["c1", "c2"]);
         assert_eq!(sorted(&t, 3), ["c2"]);
         assert_eq!(t.since(5), Since::Clusters(vec![]));
+        assert!(t.reached("c1", 2) && !t.reached("c1", 3) && !t.reached("c3", 0));
         t.mark(Reach::Everything, 7);
+        assert!(t.reached("c3", 6) && !t.reached("c3", 7));
         assert_eq!(t.since(6), Since::Every);
         assert_eq!(t.since(7), Since::Clusters(vec![]));
         t.mark(Reach::Cluster("c1".into()), 8);

@@ -164,10 +164,14 @@ impl ApiShared {
         let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
         let named: Option<HashSet<String>> = match only {
             Some(id) => {
+                // Current when read at a generation no later change to it came after (a
+                // sync reads only the clusters changes reached, so an unchanged one keeps
+                // the generation it was last read at).
                 if self
                     .clusters()
                     .get(id)
-                    .is_some_and(|c| c.seen == Some(generation))
+                    .and_then(|c| c.seen)
+                    .is_some_and(|seen| !core.touched_after(id, seen))
                 {
                     return;
                 }
@@ -190,6 +194,7 @@ impl ApiShared {
         };
         let views = nodes::views(&core, named.as_ref().map_or(Scope::Every, Scope::Named));
         drop(core);
+        self.service.count_kube_cluster_reads(views.len());
         if only.is_none() {
             *synced = Some(generation);
         }

@@ -21,6 +21,8 @@ pub(super) struct FaultState {
     calls: Vec<u64>,
     /// Requests to the clusters' Kubernetes API, by HTTP method.
     kube_requests: HashMap<String, u64>,
+    /// Clusters whose Kubernetes objects were brought in line with the cloud again.
+    kube_cluster_reads: u64,
     rng: u64,
     fired: u64,
     /// Every method called, in order, by number (tests assert on it): a standalone
@@ -185,6 +187,17 @@ impl SimService {
             .kube_requests
             .entry(method.to_string())
             .or_insert(0) += 1;
+    }
+
+    /// Counts clusters whose Kubernetes objects a sync brought in line with the cloud.
+    pub fn count_kube_cluster_reads(&self, clusters: usize) {
+        self.faults().kube_cluster_reads += clusters as u64;
+    }
+
+    /// How many times a cluster's Kubernetes objects were brought in line with the cloud:
+    /// each cluster a change reached once, not every cluster at every change.
+    pub fn kube_cluster_reads(&self) -> u64 {
+        self.faults().kube_cluster_reads
     }
 
     /// How many requests each HTTP method made to the clusters' Kubernetes API (the
