@@ -221,6 +221,167 @@ mod tests {
         assert_eq!(named(&core, before), ["every"]);
     }
 
+    /// A change to the world, by index into small pools of IDs.
+    #[derive(Debug, Clone)]
+    enum Change {
+        AddCluster(u8, bool),
+        StopCluster(u8),
+        RemoveCluster(u8),
+        AddGroup(u8, u8, i64),
+        Scale(u8, i64),
+        RemoveGroup(u8),
+        AddRelease(u8, u8, bool),
+        Deploy(u8, bool),
+        AddNetwork(u8),
+    }
+
+    fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0..4u8, any::<bool>()).prop_map(|(c, up)| Change::AddCluster(c, up)),
+            (0..4u8).prop_map(Change::StopCluster),
+            (0..4u8).prop_map(Change::RemoveCluster),
+            (0..6u8, 0..4u8, 0..3i64).prop_map(|(g, c, n)| Change::AddGroup(g, c, n)),
+            (0..6u8, 0..3i64).prop_map(|(g, n)| Change::Scale(g, n)),
+            (0..6u8).prop_map(Change::RemoveGroup),
+            (0..4u8, 0..4u8, any::<bool>()).prop_map(|(r, c, ok)| Change::AddRelease(r, c, ok)),
+            (0..4u8, any::<bool>()).prop_map(|(r, ok)| Change::Deploy(r, ok)),
+            (0..4u8).prop_map(Change::AddNetwork),
+        ]
+    }
+
+    fn apply(core: &mut Core, change: &Change) {
+        use crate::cloud::proto::nebius::common::v1::ResourceMetadata;
+        use crate::cloud::proto::nebius::vpc::v1 as vpc;
+        let project = core.state.projects[0].id().to_string();
+        let meta = |id: String, parent: &str| {
+            Some(ResourceMetadata {
+                id,
+                parent_id: parent.into(),
+                ..Default::default()
+            })
+        };
+        let cluster = |c: u8| format!("mk8scluster-e00c{c}");
+        let group = |g: u8| format!("mk8snodegroup-e00g{g}");
+        let release = |r: u8| format!("applicationrelease-e00r{r}");
+        let state = |up: bool| mk8s::ClusterStatus {
+            state: if up {
+                mk8s::cluster_status::State::Running as i32
+            } else {
+                mk8s::cluster_status::State::Provisioning as i32
+            },
+            ..Default::default()
+        };
+        let deployed = |ok: bool| apps::K8sReleaseStatus {
+            state: if ok {
+                apps::k8s_release_status::State::Deployed as i32
+            } else {
+                apps::k8s_release_status::State::Installing as i32
+            },
+            ..Default::default()
+        };
+        match *change {
+            Change::AddCluster(c, up) if core.find::<mk8s::Cluster>(&cluster(c)).is_none() => core
+                .insert(mk8s::Cluster {
+                    metadata: meta(cluster(c), &project),
+                    status: Some(state(up)),
+                    ..Default::default()
+                }),
+            Change::StopCluster(c) => {
+                if let Some(found) = core.find_mut::<mk8s::Cluster>(&cluster(c)) {
+                    found.status = Some(state(false));
+                }
+            }
+            Change::RemoveCluster(c) => {
+                core.remove::<mk8s::Cluster>(&cluster(c));
+            }
+            Change::AddGroup(g, c, n) if core.find::<mk8s::NodeGroup>(&group(g)).is_none() => core
+                .insert(mk8s::NodeGroup {
+                    metadata: meta(group(g), &cluster(c)),
+                    status: Some(mk8s::NodeGroupStatus {
+                        node_count: n,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+            Change::Scale(g, n) => {
+                if let Some(found) = core.find_mut::<mk8s::NodeGroup>(&group(g)) {
+                    found.status.get_or_insert_with(Default::default).node_count = n;
+                }
+            }
+            Change::RemoveGroup(g) => {
+                core.remove::<mk8s::NodeGroup>(&group(g));
+            }
+            Change::AddRelease(r, c, ok)
+                if core.find::<apps::K8sRelease>(&release(r)).is_none() =>
+            {
+                core.insert(apps::K8sRelease {
+                    metadata: meta(release(r), &project),
+                    spec: Some(apps::K8sReleaseSpec {
+                        cluster_id: cluster(c),
+                        product_slug: "nebius/nvidia-gpu-operator".into(),
+                        ..Default::default()
+                    }),
+                    status: Some(deployed(ok)),
+                })
+            }
+            Change::Deploy(r, ok) => {
+                if let Some(found) = core.find_mut::<apps::K8sRelease>(&release(r)) {
+                    found.status = Some(deployed(ok));
+                }
+            }
+            Change::AddNetwork(n) => core.insert(vpc::Network {
+                metadata: meta(format!("vpcnetwork-e00n{n}"), &project),
+                ..Default::default()
+            }),
+            _ => {}
+        }
+    }
+
+    proptest::proptest! {
+        /// Views kept up to date by reading only the clusters each change reached are the
+        /// views of every cluster read afresh, after any sequence of changes and reads.
+        #[test]
+        fn reading_what_changes_reached_keeps_every_view_true(
+            changes in proptest::collection::vec((change(), proptest::bool::ANY), 1..40)
+        ) {
+            use std::collections::{BTreeMap, HashSet};
+            use crate::sim::k8s::nodes::views;
+            use crate::sim::k8s::scope::Scope;
+            let world = crate::sim::world::World::from_yaml(
+                "name: t\nregions: [eu-north1]\nprojects: [{name: p, region: eu-north1}]\n",
+            )
+            .unwrap();
+            let mut core = Core::new(world, None).unwrap();
+            let by_id = |v: Vec<crate::sim::k8s::nodes::ClusterView>| {
+                v.into_iter().map(|v| (v.id.clone(), v)).collect::<BTreeMap<_, _>>()
+            };
+            let mut kept = by_id(views(&core, Scope::Every));
+            let mut read_at = core.generation();
+            for (change, read) in &changes {
+                apply(&mut core, change);
+                if !read {
+                    continue;
+                }
+                match core.touched_since(read_at) {
+                    Since::Every => kept = by_id(views(&core, Scope::Every)),
+                    Since::Clusters(ids) => {
+                        let ids: HashSet<String> = ids.into_iter().collect();
+                        let fresh = by_id(views(&core, Scope::Named(&ids)));
+                        for id in &ids {
+                            match fresh.get(id) {
+                                Some(v) => kept.insert(id.clone(), v.clone()),
+                                None => kept.remove(id),
+                            };
+                        }
+                    }
+                }
+                read_at = core.generation();
+                proptest::prop_assert_eq!(&kept, &by_id(views(&core, Scope::Every)));
+            }
+        }
+    }
+
     fn sorted(t: &Touched, generation: u64) -> Vec<String> {
         match t.since(generation) {
             Since::Clusters(mut ids) => {
