@@ -174,17 +174,16 @@ async fn a_cluster_is_read_again_only_after_a_change_reaches_it() {
         .await
         .unwrap();
     deployed(&sim, &store, 1).await;
+    // The controllers' tick catches up with the last operations first: counted after it.
     let settled = || async {
-        // The controllers' tick (100 ms) catches up with the last operations first.
-        let mut last = sim.service.kube_cluster_reads();
-        loop {
-            tokio::time::sleep(Duration::from_millis(400)).await;
-            let now = sim.service.kube_cluster_reads();
-            if now == last {
-                return now;
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while !sim.kube.shared.caught_up() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            last = now;
-        }
+        })
+        .await
+        .expect("the simulator's controllers catch up with the cloud");
+        sim.service.kube_cluster_reads()
     };
     let before = settled().await;
     assert!(before > 0);

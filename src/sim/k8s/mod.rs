@@ -155,6 +155,14 @@ impl ApiShared {
             .logs(pod_uid, container)
     }
 
+    /// Whether the controllers' last sync saw the cloud as it is now: what a test waits for
+    /// before it counts what a request makes the simulator read.
+    pub fn caught_up(&self) -> bool {
+        // The core's lock before `synced`, as a sync takes them.
+        let core = self.service.lock();
+        *self.synced.lock().unwrap_or_else(|p| p.into_inner()) == Some(core.generation())
+    }
+
     /// Brings every cluster's nodes (or only `only`'s) in line with its node groups. Every
     /// cluster is read at the first sync; after that, only those the cloud's changes since
     /// the last reached ([`Core::touched_since`]) and those no sync has read yet.
@@ -206,12 +214,15 @@ impl ApiShared {
         // A cluster read here without a view is gone from the cloud, unless a later view
         // already landed.
         let gone = |c: &ClusterEntry| c.seen.is_none_or(|s| s <= generation);
-        match &named {
-            None => clusters.retain(|id, c| !gone(c) || views.iter().any(|v| v.id == *id)),
-            Some(ids) => {
-                for id in ids {
-                    if !views.iter().any(|v| v.id == *id) && clusters.get(id).is_some_and(gone) {
-                        clusters.remove(id);
+        {
+            let viewed: HashSet<&str> = views.iter().map(|v| v.id.as_str()).collect();
+            match &named {
+                None => clusters.retain(|id, c| !gone(c) || viewed.contains(id.as_str())),
+                Some(ids) => {
+                    for id in ids {
+                        if !viewed.contains(id.as_str()) && clusters.get(id).is_some_and(gone) {
+                            clusters.remove(id);
+                        }
                     }
                 }
             }
