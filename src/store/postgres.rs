@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
+use futures_util::TryStreamExt;
 use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
@@ -179,15 +180,16 @@ impl InventoryStore for PostgresStore {
     }
 
     async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_TARGETS)
+        // Each row is made a record as it arrives, as in the SQLite store.
+        sqlx::query(sql::SELECT_TARGETS)
             .bind(fleet)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        rows.iter()
-            .map(sql::target_from)
-            .collect::<Result<_, _>>()
+            .fetch(&self.pool)
             .map_err(|e| self.unreadable(e))
+            .and_then(|row| {
+                std::future::ready(sql::target_from(&row).map_err(|e| self.unreadable(e)))
+            })
+            .try_collect()
+            .await
     }
 
     async fn target(

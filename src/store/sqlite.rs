@@ -26,6 +26,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::TryStreamExt;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -224,15 +225,17 @@ impl InventoryStore for SqliteStore {
     }
 
     async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_TARGETS)
+        // Each row is made a record as it arrives: a fleet's rows all held at once (every
+        // value copied out of SQLite) were a tenth of a 1,000-cluster live plan's memory.
+        sqlx::query(sql::SELECT_TARGETS)
             .bind(fleet)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        rows.iter()
-            .map(sql::target_from)
-            .collect::<Result<_, _>>()
+            .fetch(&self.pool)
             .map_err(|e| unreadable(&self.path, e))
+            .and_then(|row| {
+                std::future::ready(sql::target_from(&row).map_err(|e| unreadable(&self.path, e)))
+            })
+            .try_collect()
+            .await
     }
 
     async fn target(

@@ -3,7 +3,7 @@
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::prune::ObservedPrune;
 use super::reads::{ReadCache, Reader};
@@ -172,19 +172,14 @@ fn needs_releases(target: &DesiredTarget, record: Option<&TargetRecord>) -> bool
 async fn read_project<C: Cloud>(
     cloud: Reader<'_, C>,
     project: &Project,
-    desired: &DesiredProject,
-    targets: &[DesiredTarget],
-    records: &[TargetRecord],
+    ours: &[&DesiredTarget],
+    recorded: &[&TargetRecord],
     op: &mut ObservedProject,
 ) -> CloudResult<()> {
     let id = project.id.as_str();
-    let ours: Vec<&DesiredTarget> = targets
-        .iter()
-        .filter(|t| t.key.project_key == desired.key)
-        .collect();
     // Filesystems and GPU clusters are per target: a project none of whose targets wants one,
     // or ever recorded one, has none of fleetbot's to find (one call fewer each, per project).
-    let recorded = records.iter().filter(|r| r.project_key == desired.key);
+    let recorded = recorded.iter();
     let filesystems_wanted = ours
         .iter()
         .any(|t| matches!(t.filesystem, Some(DesiredFilesystem::Create { .. })))
@@ -214,13 +209,14 @@ async fn read_project<C: Cloud>(
     (op.subnets, op.networks, op.clusters) = (subnets, networks, clusters);
     (op.filesystems, op.gpu_clusters, op.buckets) = (filesystems, gpu_clusters, buckets);
     let mut wanted = Vec::new();
-    for target in &ours {
+    for target in ours {
         let Some(cluster) = op.clusters.iter().find(|c| c.name == target.key.cluster) else {
             continue;
         };
-        let record = records.iter().find(|r| {
-            r.project_key == target.key.project_key && r.cluster_name == target.key.cluster
-        });
+        let record = recorded
+            .clone()
+            .find(|r| r.cluster_name == target.key.cluster)
+            .copied();
         let releases = cluster.state == State::Ready && needs_releases(target, record);
         wanted.push((cluster.id.clone(), releases));
     }
@@ -269,14 +265,43 @@ async fn read_cluster<C: Cloud>(
     Ok((cluster_id, groups, releases))
 }
 
+/// The desired targets and the inventory's records of each project, by project key: found
+/// once for the fleet rather than by scanning every target and record for every project (a
+/// million comparisons at 1,000 clusters).
+#[derive(Default)]
+struct ByProject<'a> {
+    targets: HashMap<&'a str, Vec<&'a DesiredTarget>>,
+    records: HashMap<&'a str, Vec<&'a TargetRecord>>,
+}
+
+impl<'a> ByProject<'a> {
+    fn new(targets: &'a [DesiredTarget], records: &'a [TargetRecord]) -> Self {
+        let mut by = ByProject::default();
+        for t in targets {
+            by.targets.entry(&t.key.project_key).or_default().push(t);
+        }
+        for r in records {
+            by.records.entry(&r.project_key).or_default().push(r);
+        }
+        by
+    }
+
+    fn targets(&self, project_key: &str) -> &[&'a DesiredTarget] {
+        self.targets.get(project_key).map_or(&[], Vec::as_slice)
+    }
+
+    fn records(&self, project_key: &str) -> &[&'a TargetRecord] {
+        self.records.get(project_key).map_or(&[], Vec::as_slice)
+    }
+}
+
 /// One desired project: found, checked and read.
 async fn observe_project<C: Cloud>(
     cloud: Reader<'_, C>,
     tenant_id: &str,
     desired: &DesiredProject,
     listing: Option<&[Project]>,
-    targets: &[DesiredTarget],
-    records: &[TargetRecord],
+    by_project: &ByProject<'_>,
 ) -> CloudResult<(String, ObservedProject)> {
     let mut op = ObservedProject::default();
     let found = find_project(cloud, desired, listing, &mut op.problems).await?;
@@ -293,7 +318,11 @@ async fn observe_project<C: Cloud>(
             &desired.region,
             expected_name,
         ));
-        read_project(cloud, project, desired, targets, records, &mut op).await?;
+        let (ours, recorded) = (
+            by_project.targets(&desired.key),
+            by_project.records(&desired.key),
+        );
+        read_project(cloud, project, ours, recorded, &mut op).await?;
     }
     op.project = found;
     Ok((desired.key.clone(), op))
@@ -301,10 +330,11 @@ async fn observe_project<C: Cloud>(
 
 /// Reads what exists for the desired projects and targets (`records`: the inventory's
 /// targets of the fleet, which say where an add-on release may be). Reads only; a listing
-/// `reads` already holds is not read again.
+/// `reads` already holds is not read again (`None`: nothing else shares these reads, so none
+/// is kept).
 pub async fn observe<C: Cloud>(
     cloud: &C,
-    reads: &ReadCache,
+    reads: Option<&ReadCache>,
     tenant_id: &str,
     projects: &[DesiredProject],
     targets: &[DesiredTarget],
@@ -325,6 +355,7 @@ pub async fn observe<C: Cloud>(
         None
     };
     let listing = listing.as_deref();
+    let by_project = ByProject::new(targets, records);
     // Each project's read is made when it starts, not all up front: an unstarted future is
     // as large as its largest state (every listing it awaits, inline), and all of them made
     // first were megabytes written before the first call (5 MB of a 1,000-cluster live plan's
@@ -334,13 +365,21 @@ pub async fn observe<C: Cloud>(
     let mut running = FuturesUnordered::new();
     for desired in pending.by_ref().take(PROJECTS_AT_ONCE) {
         running.push(observe_project(
-            cloud, tenant_id, desired, listing, targets, records,
+            cloud,
+            tenant_id,
+            desired,
+            listing,
+            &by_project,
         ));
     }
     while let Some(result) = running.next().await {
         if let Some(desired) = pending.next() {
             running.push(observe_project(
-                cloud, tenant_id, desired, listing, targets, records,
+                cloud,
+                tenant_id,
+                desired,
+                listing,
+                &by_project,
             ));
         }
         let (key, op) = result?;

@@ -101,10 +101,15 @@ impl ReadCache {
     }
 }
 
-/// A cloud's reads through a cache: the subset of [`Cloud`] the observation makes.
+/// A cloud's reads through a cache, or straight to the cloud when no pass shares them: the
+/// subset of [`Cloud`] the observation makes.
+///
+/// A cache hands each asker a copy and keeps its own, so a plan nothing shares reads without
+/// one: at 1,000 clusters every cluster's, node group's and release's record held twice was a
+/// fifth of a live plan's memory, all of it pages the kernel zeroed first.
 pub(crate) struct Reader<'a, C> {
     pub cloud: &'a C,
-    pub cache: &'a ReadCache,
+    pub cache: Option<&'a ReadCache>,
 }
 
 impl<C> Clone for Reader<'_, C> {
@@ -120,8 +125,10 @@ macro_rules! cached {
     ($($method:ident -> $ty:ty;)*) => {
         $(
             pub async fn $method(&self, id: &str) -> CloudResult<$ty> {
-                let c = self.cache;
-                c.$method.get(id, &c.counts, || self.cloud.$method(id)).await
+                match self.cache {
+                    Some(c) => c.$method.get(id, &c.counts, || self.cloud.$method(id)).await,
+                    None => self.cloud.$method(id).await,
+                }
             }
         )*
     };
@@ -146,12 +153,11 @@ impl<C: Cloud> Reader<'_, C> {
         project_id: &str,
         cluster_id: &str,
     ) -> CloudResult<Vec<Release>> {
-        let c = self.cache;
-        c.list_releases
-            .get(cluster_id, &c.counts, || {
-                self.cloud.list_releases(project_id, cluster_id)
-            })
-            .await
+        let read = || self.cloud.list_releases(project_id, cluster_id);
+        match self.cache {
+            Some(c) => c.list_releases.get(cluster_id, &c.counts, read).await,
+            None => read().await,
+        }
     }
 }
 

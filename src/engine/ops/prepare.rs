@@ -130,17 +130,9 @@ pub async fn prepare<C: Cloud, S: InventoryStore>(
     let projects = desired::desired_projects(spec, &selected, prefix);
     let targets = desired_targets(spec, &selected, &options.ssh_public_key)?;
     let project_list: Vec<DesiredProject> = projects.iter().map(|(_, p)| p.clone()).collect();
-    let fresh;
-    let reads = match &options.reads {
-        Some(shared) => shared.as_ref(),
-        None => {
-            fresh = live::ReadCache::default();
-            &fresh
-        }
-    };
     let mut observed = live::observe(
         cloud,
-        reads,
+        options.reads.as_deref(),
         tenant_id,
         &project_list,
         &targets,
