@@ -225,8 +225,8 @@ impl InventoryStore for SqliteStore {
     }
 
     async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
-        // Each row is made a record as it arrives: a fleet's rows all held at once (every
-        // value copied out of SQLite) were a tenth of a 1,000-cluster live plan's memory.
+        // Each row is made a record as it arrives, rather than every row of the fleet held
+        // at once, each value copied out of SQLite, before the first became a record.
         sqlx::query(sql::SELECT_TARGETS)
             .bind(fleet)
             .fetch(&self.pool)

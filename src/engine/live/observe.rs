@@ -266,8 +266,8 @@ async fn read_cluster<C: Cloud>(
 }
 
 /// The desired targets and the inventory's records of each project, by project key: found
-/// once for the fleet rather than by scanning every target and record for every project (a
-/// million comparisons at 1,000 clusters).
+/// once for the fleet rather than by scanning every target and record for every project (up
+/// to a million comparisons at 1,000 clusters).
 #[derive(Default)]
 struct ByProject<'a> {
     targets: HashMap<&'a str, Vec<&'a DesiredTarget>>,
@@ -390,3 +390,58 @@ pub async fn observe<C: Cloud>(
 
 /// Projects read at once; each reads up to [`READS_AT_ONCE`] of its clusters at once.
 const PROJECTS_AT_ONCE: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_project_gets_its_own_targets_in_order_and_its_records_of_same_named_clusters() {
+        let spec = crate::spec::spec_from_str(
+            "apiVersion: npa.fleet/v0.0.1\nname: f\nregion: us-central1\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}\nprojects:\n  - name: a\n    clusters: [{name: c1}, {name: c0}]\n  - name: b\n    clusters: [{name: c0}]\n",
+            "fleet.yaml",
+        )
+        .unwrap();
+        let targets: Vec<DesiredTarget> = spec
+            .projects
+            .iter()
+            .flat_map(|p| {
+                p.clusters
+                    .iter()
+                    .map(|c| crate::engine::desired::desired_target("f", p, c, &spec.region, ""))
+            })
+            .collect();
+        let record = |project: &str, cluster: &str, id: &str| TargetRecord {
+            project_key: project.into(),
+            cluster_name: cluster.into(),
+            cluster_id: id.into(),
+            ..TargetRecord::default()
+        };
+        // b's record first, and a record of a cluster the spec no longer declares.
+        let records = vec![
+            record("b", "c0", "b-c0"),
+            record("a", "gone", "a-gone"),
+            record("a", "c0", "a-c0"),
+        ];
+        let by = ByProject::new(&targets, &records);
+
+        let names = |key: &str| -> Vec<String> {
+            by.targets(key)
+                .iter()
+                .map(|t| format!("{}/{}", t.key.project_key, t.key.cluster))
+                .collect()
+        };
+        assert_eq!(names("a"), ["a/c1", "a/c0"]);
+        assert_eq!(names("b"), ["b/c0"]);
+        assert!(names("c").is_empty());
+        let ids = |key: &str| -> Vec<&str> {
+            by.records(key)
+                .iter()
+                .map(|r| r.cluster_id.as_str())
+                .collect()
+        };
+        assert_eq!(ids("a"), ["a-gone", "a-c0"]);
+        assert_eq!(ids("b"), ["b-c0"]);
+        assert!(ids("c").is_empty());
+    }
+}

@@ -105,8 +105,9 @@ impl ReadCache {
 /// subset of [`Cloud`] the observation makes.
 ///
 /// A cache hands each asker a copy and keeps its own, so a plan nothing shares reads without
-/// one: at 1,000 clusters every cluster's, node group's and release's record held twice was a
-/// fifth of a live plan's memory, all of it pages the kernel zeroed first.
+/// one: with it, every cluster's, node group's and release's record was held twice (at 1,000
+/// clusters this and the inventory read's buffering were 8.6 MiB of a live plan's 73.5 MiB
+/// peak).
 pub(crate) struct Reader<'a, C> {
     pub cloud: &'a C,
     pub cache: Option<&'a ReadCache>,
