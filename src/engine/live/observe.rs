@@ -179,13 +179,12 @@ async fn read_project<C: Cloud>(
     let id = project.id.as_str();
     // Filesystems and GPU clusters are per target: a project none of whose targets wants one,
     // or ever recorded one, has none of fleetbot's to find (one call fewer each, per project).
-    let recorded = recorded.iter();
     let filesystems_wanted = ours
         .iter()
         .any(|t| matches!(t.filesystem, Some(DesiredFilesystem::Create { .. })))
-        || recorded.clone().any(|r| !r.filesystem_id.is_empty());
+        || recorded.iter().any(|r| !r.filesystem_id.is_empty());
     let gpu_clusters_wanted = ours.iter().any(|t| t.gpu_cluster.is_some())
-        || recorded.clone().any(|r| !r.gpu_cluster_id.is_empty());
+        || recorded.iter().any(|r| !r.gpu_cluster_id.is_empty());
     let (subnets, networks, clusters, filesystems, gpu_clusters, buckets) = futures_util::try_join!(
         cloud.list_subnets(id),
         cloud.list_networks(id),
@@ -214,7 +213,7 @@ async fn read_project<C: Cloud>(
             continue;
         };
         let record = recorded
-            .clone()
+            .iter()
             .find(|r| r.cluster_name == target.key.cluster)
             .copied();
         let releases = cluster.state == State::Ready && needs_releases(target, record);
