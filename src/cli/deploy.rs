@@ -7,7 +7,8 @@ use clap::Args;
 use serde_json::json;
 
 use super::lifecycle::{
-    confirm, open_cloud, progress_for, resolve_ssh_key, resolve_tenant, runtime, selection_refused,
+    confirm, open_cloud, progress_for, resolve_ssh_key, resolve_tenant, runtime_for,
+    selection_refused,
 };
 use super::output::{OutputFormat, print_json};
 use crate::engine::live::{Action, LivePlan};
@@ -180,7 +181,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let runtime = match runtime() {
+    let runtime = match runtime_for(&profile) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("{e}");

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::lifecycle::{confirm, open_cloud, progress_for, runtime};
+use super::lifecycle::{confirm, open_cloud, progress_for, runtime_for};
 use super::output::{OutputFormat, print_json};
 use crate::engine::ops::{LifecycleOptions, select};
 use crate::fleet::apply::destroy;
@@ -112,7 +112,7 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         }
         ExitCode::FAILURE
     };
-    let runtime = match runtime() {
+    let runtime = match runtime_for(&profile) {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };

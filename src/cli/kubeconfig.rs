@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::lifecycle::{open_cloud, profile_for, runtime};
+use super::lifecycle::{open_cloud, profile_for, runtime, runtime_for};
 use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
 use crate::clusters::{ClusterEndpoint, context_name};
 use crate::engine::ops::deployed_clusters;
@@ -74,14 +74,14 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
         Ok(lists) => lists,
         Err(code) => return code,
     };
-    let runtime = match runtime() {
+    let profile = profile_for(&spec, &args.profile);
+    let runtime = match runtime_for(&profile) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let profile = profile_for(&spec, &args.profile);
     runtime.block_on(async {
         let connection = match open_cloud(&profile).await {
             Ok(c) => c,

@@ -239,7 +239,7 @@ fn live_plan(
     spec: &crate::spec::FleetSpec,
     args: &PlanArgs,
 ) -> Result<crate::engine::live::LivePlan, ExitCode> {
-    use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime};
+    use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime_for};
     use crate::engine::ops::{LifecycleOptions, prepare};
     use crate::fleet::open_inventory;
     let prefix = if args.project_prefix.is_empty() {
@@ -254,7 +254,7 @@ fn live_plan(
         prefix,
     )?;
     let profile = super::lifecycle::profile_for(spec, &args.profile);
-    let runtime = runtime().map_err(|e| {
+    let runtime = runtime_for(&profile).map_err(|e| {
         eprintln!("{e}");
         ExitCode::FAILURE
     })?;

@@ -82,7 +82,7 @@ pub fn run(args: PreflightArgs) -> ExitCode {
 /// Live evidence: the tenant's allowances and capacity blocks read through the cloud layer, and
 /// unchanged targets proven by the live plan (so they add no demand).
 fn run_live(args: PreflightArgs) -> ExitCode {
-    use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime};
+    use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime_for};
     use super::preflight_run::run_with;
     use crate::engine::ops::{LifecycleOptions, prepare};
     use crate::engine::preflight::{live_evidence, proven_state};
@@ -102,7 +102,7 @@ fn run_live(args: PreflightArgs) -> ExitCode {
         Err(code) => return code,
     };
     let profile = super::lifecycle::profile_for(&spec, &args.profile);
-    let runtime = match runtime() {
+    let runtime = match runtime_for(&profile) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("{e}");

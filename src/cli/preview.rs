@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::git::{Git, Refs};
-use super::lifecycle::{open_cloud, runtime};
+use super::lifecycle::{open_cloud, runtime_for};
 use super::output::print_json;
 use super::preview_post::ActionsContext;
 use crate::bot::config::{CONFIG_PATH, LoadedConfig};
@@ -108,7 +108,7 @@ pub fn run(args: PreviewArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match runtime() {
+    let runtime = match runtime_for(&args.profile) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("{e}");

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::lifecycle::{open_cloud, runtime};
+use super::lifecycle::{open_cloud, runtime_for};
 use super::output::{OutputFormat, print_json};
 use crate::engine::ops::status;
 use crate::fleet::open_inventory;
@@ -27,7 +27,7 @@ pub fn run(args: StatusArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    let runtime = match runtime() {
+    let runtime = match runtime_for(&spec.profile) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("{e}");

@@ -11,7 +11,7 @@ use clap::Args;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use super::lifecycle::{open_cloud, profile_for, progress_for, runtime};
+use super::lifecycle::{open_cloud, profile_for, progress_for, runtime_for};
 use super::output::OutputFormat;
 use crate::clusters::load_kubeconfig_map;
 use crate::fleet::connect::Connection;
@@ -232,7 +232,7 @@ pub fn run(args: VerifyStorageArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    let result = match runtime() {
+    let result = match runtime_for(&profile_for(&spec, &args.profile)) {
         Ok(rt) => rt.block_on(run_async(&args, &spec)),
         Err(e) => Err(e.to_string()),
     };
@@ -291,7 +291,7 @@ pub fn run_graphics(args: VerifyGraphicsArgs) -> ExitCode {
         Ok(spec) => spec,
         Err(code) => return code,
     };
-    let result = match runtime() {
+    let result = match runtime_for(&profile_for(&spec, &args.common.profile)) {
         Ok(rt) => rt.block_on(run_graphics_async(&args, &spec)),
         Err(e) => Err(e.to_string()),
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::lifecycle::{open_cloud, profile_for, progress_for, runtime};
+use super::lifecycle::{open_cloud, profile_for, progress_for, runtime_for};
 use super::output::OutputFormat;
 use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
 use crate::fleet::open_inventory;
@@ -132,7 +132,7 @@ pub fn run(args: VerifyMigArgs) -> ExitCode {
         eprintln!("fleetbot verify-mig: {e}");
         return ExitCode::from(2);
     }
-    let result = match runtime() {
+    let result = match runtime_for(&profile_for(&spec, &args.profile)) {
         Ok(rt) => rt.block_on(run_async(&args, &spec)),
         Err(e) => Err(e.to_string()),
     };

@@ -35,13 +35,31 @@ pub struct ConfiguredClient {
 
 /// The configured client, or `Ok(None)` when nothing usable is configured.
 pub fn configured_client(sources: &CredentialSources) -> Result<Option<ConfiguredClient>, String> {
+    Ok(configured(sources)?.map(|c| ConfiguredClient {
+        client: NebiusClient::new(c.endpoints, c.credentials),
+        tenant_id: c.tenant_id,
+    }))
+}
+
+/// Whether usable credentials are configured ([`configured_client`] would give a client),
+/// without making one.
+pub fn credentials_configured(sources: &CredentialSources) -> bool {
+    matches!(configured(sources), Ok(Some(_)))
+}
+
+/// What the configured credentials say: where, as whom, and the tenant.
+struct Configured {
+    endpoints: Endpoints,
+    credentials: Credentials,
+    tenant_id: Option<String>,
+}
+
+fn configured(sources: &CredentialSources) -> Result<Option<Configured>, String> {
     let override_endpoints = sources.endpoint.map(Endpoints::from_override).transpose()?;
     if let Some(token) = sources.iam_token {
-        return Ok(Some(ConfiguredClient {
-            client: NebiusClient::new(
-                override_endpoints.unwrap_or_else(public_endpoints),
-                Credentials::Static(token.to_string()),
-            ),
+        return Ok(Some(Configured {
+            endpoints: override_endpoints.unwrap_or_else(public_endpoints),
+            credentials: Credentials::Static(token.to_string()),
             tenant_id: None,
         }));
     }
@@ -70,8 +88,9 @@ pub fn configured_client(sources: &CredentialSources) -> Result<Option<Configure
         (None, Some(domain)) => Endpoints::from_override(&domain)?,
         (None, None) => public_endpoints(),
     };
-    Ok(Some(ConfiguredClient {
-        client: NebiusClient::new(endpoints, Credentials::service_account(key)),
+    Ok(Some(Configured {
+        endpoints,
+        credentials: Credentials::service_account(key),
         tenant_id: profile.tenant_id,
     }))
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cloud::auth::Credentials;
 use crate::cloud::client::{Endpoints, NebiusClient};
-use crate::cloud::credentials::{CredentialSources, configured_client};
+use crate::cloud::credentials::{CredentialSources, configured_client, credentials_configured};
 use crate::sim::{Simulator, World};
 
 /// Which cloud to use (`FLEETBOT_CLOUD`).
@@ -86,6 +86,28 @@ impl ConnectOptions {
             nebius_config: env_nonempty("FLEETBOT_NEBIUS_CONFIG").map(PathBuf::from),
             sim_world: env_nonempty("FLEETBOT_SIM_WORLD").map(PathBuf::from),
             sim_state: env_nonempty("FLEETBOT_SIM_STATE").map(PathBuf::from),
+        }
+    }
+}
+
+impl ConnectOptions {
+    fn sources(&self) -> CredentialSources<'_> {
+        CredentialSources {
+            iam_token: self.iam_token.as_deref(),
+            endpoint: self.endpoint.as_deref(),
+            profile: &self.profile,
+            nebius_config: self.nebius_config.as_deref(),
+            required: self.choice == CloudChoice::Nebius,
+        }
+    }
+
+    /// Whether [`connect`] would reach a cloud outside this process (Nebius, or a simulator
+    /// at `NEBIUS_ENDPOINT`) rather than start the embedded simulator in it.
+    pub fn names_a_cloud(&self) -> bool {
+        match self.choice {
+            CloudChoice::Simulator => false,
+            CloudChoice::Nebius => true,
+            CloudChoice::Auto => credentials_configured(&self.sources()),
         }
     }
 }
@@ -225,14 +247,7 @@ pub async fn connect_configured(options: &ConnectOptions) -> Result<Option<Conne
         );
         return Ok(Some(connection));
     }
-    let sources = CredentialSources {
-        iam_token: options.iam_token.as_deref(),
-        endpoint: options.endpoint.as_deref(),
-        profile: &options.profile,
-        nebius_config: options.nebius_config.as_deref(),
-        required: options.choice == CloudChoice::Nebius,
-    };
-    if let Some(configured) = configured_client(&sources)? {
+    if let Some(configured) = configured_client(&options.sources())? {
         return Ok(Some(Connection {
             client: configured.client,
             simulator: None,
@@ -288,5 +303,29 @@ mod tests {
         };
         let connection = connect(&options).await.unwrap();
         assert!(!connection.is_simulated());
+    }
+
+    #[test]
+    fn a_cloud_is_named_exactly_when_connect_would_not_embed_the_simulator() {
+        let dir = tempfile::tempdir().unwrap();
+        let federation = dir.path().join("federation.yaml");
+        std::fs::write(
+            &federation,
+            "default: fed\nprofiles:\n  fed: {auth-type: federation}\n",
+        )
+        .unwrap();
+        let nothing = dir.path().join("absent.yaml");
+        let with = |choice, token: Option<&str>, config: &Path| ConnectOptions {
+            choice,
+            iam_token: token.map(str::to_string),
+            nebius_config: Some(config.to_path_buf()),
+            ..Default::default()
+        };
+        assert!(with(CloudChoice::Auto, Some("t"), &nothing).names_a_cloud());
+        assert!(!with(CloudChoice::Auto, None, &nothing).names_a_cloud());
+        // A profile fleetbot cannot use is no cloud: `connect` falls back to the simulator.
+        assert!(!with(CloudChoice::Auto, None, &federation).names_a_cloud());
+        assert!(!with(CloudChoice::Simulator, Some("t"), &nothing).names_a_cloud());
+        assert!(with(CloudChoice::Nebius, None, &nothing).names_a_cloud());
     }
 }
