@@ -110,7 +110,7 @@ async fn deploy_redeploy_change_and_destroy() {
     let cloud = client(&sim);
     let tenant = sim.tenant_id();
     let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir).await;
+    let store = crate::stores::CountingReads::new(store(&dir).await);
     let fleet = spec(SPEC);
 
     // Deploy into an empty tenant.
@@ -195,11 +195,14 @@ async fn deploy_redeploy_change_and_destroy() {
     );
     assert_eq!(prepared.plan.summary.unchanged, 3);
     sim.service.clear_call_log();
+    store.take();
     let again = deploy(&cloud, &store, &fleet, &tenant, &options(), quiet())
         .await
         .unwrap();
     assert_eq!(again.deployed, 3);
     assert_eq!(sim.service.mutation_calls(), Vec::<String>::new());
+    // The unchanged targets are judged on the records their plan read, not read again.
+    assert_eq!(store.take(), 0);
     // Its cost follows the change: the inventory is not rewritten, and the unchanged targets'
     // results still say where each cluster is.
     assert_eq!(store.targets("eng").await.unwrap(), records);
@@ -227,6 +230,7 @@ async fn deploy_redeploy_change_and_destroy() {
     );
     assert_eq!(prepared.plan.summary.unchanged, 2);
     sim.service.clear_call_log();
+    store.take();
     deploy(&cloud, &store, &changed, &tenant, &options(), quiet())
         .await
         .unwrap();
@@ -234,6 +238,8 @@ async fn deploy_redeploy_change_and_destroy() {
         sim.service.mutation_calls(),
         ["/nebius.mk8s.v1.NodeGroupService/Update"]
     );
+    // The changed target's record is read afresh before it is rewritten; only that one.
+    assert_eq!(store.take(), 1);
     let groups = cloud.list_node_groups(&infer.id).await.unwrap();
     assert_eq!(
         groups

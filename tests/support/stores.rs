@@ -99,3 +99,84 @@ impl Backend for Postgres {
         format!("'\\x{}'::bytea", hex(bytes))
     }
 }
+
+/// An inventory that counts the single-target reads made through it (`InventoryStore::target`):
+/// what a deploy reads per target, as opposed to the one read of the whole fleet its plan makes.
+#[derive(Clone)]
+pub struct CountingReads<S> {
+    pub inner: S,
+    pub target_reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<S> CountingReads<S> {
+    pub fn new(inner: S) -> Self {
+        CountingReads {
+            inner,
+            target_reads: Default::default(),
+        }
+    }
+
+    /// The reads since the last call.
+    pub fn take(&self) -> usize {
+        self.target_reads
+            .swap(0, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+use fleetbot::store::{ProjectRecord, StoreError, TargetRecord};
+
+#[async_trait::async_trait]
+impl<S: InventoryStore> InventoryStore for CountingReads<S> {
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
+        self.inner.targets(fleet).await
+    }
+    async fn target(
+        &self,
+        fleet: &str,
+        project_key: &str,
+        cluster: &str,
+    ) -> Result<Option<TargetRecord>, StoreError> {
+        self.target_reads
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.target(fleet, project_key, cluster).await
+    }
+    async fn upsert_target(&self, record: &TargetRecord) -> Result<(), StoreError> {
+        self.inner.upsert_target(record).await
+    }
+    async fn remove_target(
+        &self,
+        fleet: &str,
+        project: &str,
+        cluster: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.remove_target(fleet, project, cluster).await
+    }
+    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
+        self.inner.projects(fleet).await
+    }
+    async fn upsert_project(&self, record: &ProjectRecord) -> Result<(), StoreError> {
+        self.inner.upsert_project(record).await
+    }
+    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
+        self.inner.remove_project(fleet, project_key).await
+    }
+    async fn generation(
+        &self,
+        fleet: &str,
+        project: &str,
+        cluster: &str,
+    ) -> Result<i64, StoreError> {
+        self.inner.generation(fleet, project, cluster).await
+    }
+    async fn bump_generation(
+        &self,
+        fleet: &str,
+        project: &str,
+        cluster: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.bump_generation(fleet, project, cluster).await
+    }
+}

@@ -32,14 +32,29 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
     }
 
     /// Applies one target and records its outcome. Failures are in the result, not an `Err`.
+    /// `unchanged` is the record the live plan read, when that plan proved the target
+    /// unchanged: the target is judged on what the plan showed, without reading its record
+    /// again (a no-op re-deploy of 1,000 clusters spent a fifth of its CPU on those reads).
+    /// Nothing is written on that path; any other path reads the record afresh.
     pub(super) async fn target(
         &self,
         target: &DesiredTarget,
         project: &ProjectRecord,
         observed: &ObservedProject,
-        unchanged: bool,
+        unchanged: Option<TargetRecord>,
     ) -> TargetResult {
         let key = &target.key;
+        if let Some(recorded) = unchanged {
+            let mut record = recorded.clone();
+            self.stamp(&mut record, target, project);
+            if record == recorded
+                && let Some(result) = self
+                    .proven_unchanged(target, project, observed, &record)
+                    .await
+            {
+                return result;
+            }
+        }
         // An unreadable inventory stops the target: a fresh record written over the real one
         // would forget what fleetbot created, and a later destroy would leave it behind.
         let mut record = match self
@@ -54,16 +69,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
                 return TargetResult::new(key, &target.region, project).with_error(&message);
             }
         };
-        let recorded = record.clone();
         self.stamp(&mut record, target, project);
-        if unchanged
-            && record == recorded
-            && let Some(result) = self
-                .proven_unchanged(target, project, observed, &record)
-                .await
-        {
-            return result;
-        }
         let deployed = TargetStatus::from_record(&record.status) == TargetStatus::Deployed;
         if !deployed || record.applied_digest != target.digest {
             record.status = TargetStatus::Provisioning.into();

@@ -2,7 +2,7 @@
 //! a time, then the targets up to `concurrency` at a time, each under its time limit, then
 //! (with prune) the recorded targets the spec no longer declares.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use crate::engine::preflight::live_preflight;
 use crate::engine::target_status::TargetStatus;
 use crate::quota::scope::Selection;
 use crate::spec::FleetSpec;
-use crate::store::{InventoryStore, ProjectRecord};
+use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
 
 /// The refusals a prepared deploy can still meet without a cloud call: plan problems and
 /// projects that are missing when they must not be created.
@@ -188,7 +188,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
         target: DesiredTarget,
         project: ProjectRecord,
         observed: ObservedProject,
-        unchanged: bool,
+        unchanged: Option<TargetRecord>,
     ) -> TargetResult {
         let apply = Apply {
             cloud: &self.cloud,
@@ -235,15 +235,24 @@ where
     let mut out = Vec::new();
     // What the live plan proved unchanged: those targets prove their readiness once and write
     // nothing, so a deploy's cost follows what it changes.
-    let unchanged: std::collections::HashSet<&str> = prepared
+    let unchanged: HashSet<&str> = prepared
         .plan
         .targets
         .iter()
         .filter(|t| t.unchanged && t.problems.is_empty())
         .map(|t| t.target.as_str())
         .collect();
+    let recorded: HashMap<(&str, &str), &TargetRecord> = prepared
+        .target_records
+        .iter()
+        .map(|r| ((r.project_key.as_str(), r.cluster_name.as_str()), r))
+        .collect();
     for target in prepared.targets.iter().cloned() {
-        let is_unchanged = unchanged.contains(target.key.to_string().as_str());
+        let proven = unchanged
+            .contains(target.key.to_string().as_str())
+            .then(|| recorded.get(&(target.key.project_key.as_str(), target.key.cluster.as_str())))
+            .flatten()
+            .map(|r| (*r).clone());
         let project = match projects.get(&target.key.project_key) {
             Some(Ok(project)) => project.clone(),
             Some(Err(e)) => {
@@ -273,7 +282,7 @@ where
         let runner = runner.clone();
         tasks.spawn(async move {
             let _permit = permit;
-            runner.run(target, project, observed, is_unchanged).await
+            runner.run(target, project, observed, proven).await
         });
         if !options.continue_on_error && options.concurrency <= 1 {
             // Sequential fail-fast: wait for this target before starting the next.
