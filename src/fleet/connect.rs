@@ -88,9 +88,7 @@ impl ConnectOptions {
             sim_state: env_nonempty("FLEETBOT_SIM_STATE").map(PathBuf::from),
         }
     }
-}
 
-impl ConnectOptions {
     fn sources(&self) -> CredentialSources<'_> {
         CredentialSources {
             iam_token: self.iam_token.as_deref(),
