@@ -49,6 +49,8 @@ pub struct BotSettings {
     /// The operator's private values for the specs' placeholders (`FLEETBOT_RUNTIME_VALUES`),
     /// filled in wherever the App reads a spec; never read from a pull request.
     pub runtime: Option<Arc<crate::runtime::RuntimeValues>>,
+    /// Unchanged spec files already read, by blob SHA, shared by every clone of these settings.
+    pub spec_blobs: crate::bot::jobs::other_specs::SpecBlobs,
 }
 
 impl fmt::Debug for BotSettings {
@@ -77,6 +79,7 @@ impl Default for BotSettings {
             max_spec_files: 100,
             max_spec_bytes: crate::github::client::MAX_CONTENT_BYTES,
             runtime: None,
+            spec_blobs: Default::default(),
         }
     }
 }

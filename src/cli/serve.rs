@@ -246,6 +246,7 @@ async fn serve_with<
             max_spec_files: args.max_spec_files,
             max_spec_bytes: args.max_spec_bytes,
             runtime,
+            spec_blobs: Default::default(),
         },
     );
     if args.workers == 0 {

@@ -1,7 +1,7 @@
 //! The repository's spec files at a commit that a change did not touch, read so the changed
 //! specs can be held to one fleet, one file (`bot::pr`'s rule, and the apply's): one tree
 //! listing, then each file's content, kept by its blob SHA so an unchanged spec is fetched
-//! once per process however many pushes are checked against it.
+//! once per bot however many pushes are checked against it.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -46,9 +46,23 @@ impl BlobCache {
     }
 }
 
-fn cache() -> &'static Mutex<BlobCache> {
-    static CACHE: std::sync::OnceLock<Mutex<BlobCache>> = std::sync::OnceLock::new();
-    CACHE.get_or_init(Mutex::default)
+/// The spec files a bot has read, by blob SHA; clones share it. It belongs to the bot (its
+/// [`BotSettings`]), not the process: two bots in one process (the tests' harnesses) must not
+/// see each other's fetches.
+#[derive(Clone, Default)]
+pub struct SpecBlobs(Arc<Mutex<BlobCache>>);
+
+impl SpecBlobs {
+    fn get(&self, sha: &str) -> Option<Arc<Vec<u8>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(sha)
+    }
+
+    fn put(&self, sha: &str, content: Arc<Vec<u8>>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .put(sha, content);
+    }
 }
 
 /// Every spec file at `sha` that `changed` does not list, and why the list is incomplete when
@@ -95,19 +109,12 @@ pub async fn read(
                 )),
             ));
         }
-        let cached = cache()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&file.sha);
-        let content = match cached {
+        let content = match settings.spec_blobs.get(&file.sha) {
             Some(content) => content,
             None => match repo.file_content_within(&file.path, sha, limit).await {
                 Ok(Some(bytes)) => {
                     let bytes = Arc::new(bytes);
-                    cache()
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .put(&file.sha, bytes.clone());
+                    settings.spec_blobs.put(&file.sha, bytes.clone());
                     bytes
                 }
                 Ok(None) | Err(ClientError::TooLarge { .. }) => {
