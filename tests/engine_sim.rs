@@ -110,7 +110,7 @@ async fn deploy_redeploy_change_and_destroy() {
     let cloud = client(&sim);
     let tenant = sim.tenant_id();
     let dir = tempfile::tempdir().unwrap();
-    let store = crate::stores::CountingReads::new(store(&dir).await);
+    let store = crate::stores::WatchedStore::new(store(&dir).await);
     let fleet = spec(SPEC);
 
     // Deploy into an empty tenant.

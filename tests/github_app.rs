@@ -10,7 +10,7 @@
 //! - a static quota source (`BotSettings::quota` with fixture allowances, no cloud): the binary
 //!   reads quota only from a live cloud, so `pr_opened_…` (with its static-budget snapshots)
 //!   and `a_quota_shortfall_…` stay here;
-//! - failure injection into the bot's own inventory (`FlakyStore`, for the store-unreadable
+//! - failure injection into the bot's own inventory (`stores::WatchedStore`, for the store-unreadable
 //!   kind) and into the simulator mid-run: `every_kind_of_live_plan_problem_…`.
 
 use crate::fake_github;
@@ -27,6 +27,7 @@ use fleetbot::bot::{Bot, BotSettings, Handled};
 use fleetbot::github::sign;
 use fleetbot::quota::InMemoryEvidence;
 use fleetbot::server::{AppState, InMemorySink, JobReport, Metrics, router, run_worker, serve};
+use fleetbot::store::{InventoryStore, TargetRecord};
 use tokio::sync::mpsc;
 
 const PR: u64 = 12;
@@ -296,82 +297,6 @@ fn spec_with_a_grown() -> String {
     )
 }
 
-/// The bot's inventory, whose reads fail while `fail` is set: a store that cannot be read.
-#[derive(Clone)]
-struct FlakyStore {
-    inner: fleetbot::store::SqliteStore,
-    fail: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl FlakyStore {
-    fn check(&self) -> Result<(), fleetbot::store::StoreError> {
-        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(fleetbot::store::StoreError::Unreadable {
-                location: self.inner.location(),
-                reason: "the test made it unreadable".into(),
-            });
-        }
-        Ok(())
-    }
-}
-
-use fleetbot::store::{InventoryStore, ProjectRecord, StoreError, TargetRecord};
-
-#[async_trait::async_trait]
-impl InventoryStore for FlakyStore {
-    fn location(&self) -> String {
-        self.inner.location()
-    }
-    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
-        self.check()?;
-        self.inner.targets(fleet).await
-    }
-    async fn upsert_target(&self, record: &TargetRecord) -> Result<(), StoreError> {
-        self.inner.upsert_target(record).await
-    }
-    async fn remove_target(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .remove_target(fleet, project_key, cluster_name)
-            .await
-    }
-    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
-        self.check()?;
-        self.inner.projects(fleet).await
-    }
-    async fn upsert_project(&self, record: &ProjectRecord) -> Result<(), StoreError> {
-        self.inner.upsert_project(record).await
-    }
-    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
-        self.inner.remove_project(fleet, project_key).await
-    }
-    async fn generation(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<i64, StoreError> {
-        self.check()?;
-        self.inner
-            .generation(fleet, project_key, cluster_name)
-            .await
-    }
-    async fn bump_generation(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .bump_generation(fleet, project_key, cluster_name)
-            .await
-    }
-}
-
 /// A live world: the simulator, the tenant, and the bot's inventory with its failure switch.
 struct Live {
     h: Harness,
@@ -409,13 +334,11 @@ async fn live_world() -> Live {
     .await
     .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
-    let store_fails = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watched = crate::stores::WatchedStore::new(inventory.clone());
+    let store_fails = watched.reads_fail.clone();
     let cloud: Arc<CloudPlanner> = Arc::new(CloudPlanner::new(
         client,
-        FlakyStore {
-            inner: inventory.clone(),
-            fail: store_fails.clone(),
-        },
+        watched,
         "the fleetbot simulator",
         Some(tenant.clone()),
     ));
@@ -750,14 +673,26 @@ async fn fetches_are_capped_per_pull_request_and_per_file_and_what_is_unread_fai
         .iter()
         .filter(|r| r.operation == "repos/get-content")
         .collect();
-    // The config, two notes (one stopped on its stated size) and three specs (one stopped the
-    // same way); neither large file was downloaded.
-    assert_eq!(
-        contents.len(),
-        6,
-        "{:?}",
-        contents.iter().map(|r| &r.path).collect::<Vec<_>>()
-    );
+    // The config, two notes (one stopped on its stated size), three changed specs (one stopped
+    // the same way) and the one unchanged spec the one-fleet-one-file rule reads; neither large
+    // file was downloaded. (Each bot keeps its own spec blobs: with one cache per process this
+    // count depended on which test had read `prod.yaml` first.)
+    let mut paths: Vec<&str> = contents.iter().map(|r| r.path.as_str()).collect();
+    paths.sort_unstable();
+    let repo = "/repos/octo-org/fleet-config/contents";
+    let expected: Vec<String> = [
+        ".fleetbot.yml",
+        "docs/big.md",
+        "docs/small.md",
+        "fleets/a-huge.yaml",
+        "fleets/a.yaml",
+        "fleets/b.yaml",
+        "fleets/prod.yaml",
+    ]
+    .iter()
+    .map(|p| format!("{repo}/{p}"))
+    .collect();
+    assert_eq!(paths, expected);
     let served: usize = contents.iter().map(|r| r.bytes_sent).sum();
     assert!(served < 256 * 1024, "{served} bytes of contents were sent");
 }

@@ -100,37 +100,53 @@ impl Backend for Postgres {
     }
 }
 
-/// An inventory that counts the single-target reads made through it (`InventoryStore::target`):
-/// what a deploy reads per target, as opposed to the one read of the whole fleet its plan makes.
+/// An inventory that watches what is read through it: it counts the single-target reads
+/// (`InventoryStore::target`, what a deploy reads per target, as opposed to the one read of the
+/// whole fleet its plan makes), and its reads fail while `reads_fail` is set (a store that
+/// cannot be read).
 #[derive(Clone)]
-pub struct CountingReads<S> {
+pub struct WatchedStore<S> {
     pub inner: S,
-    pub target_reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    pub target_reads: Arc<AtomicUsize>,
+    pub reads_fail: Arc<AtomicBool>,
 }
 
-impl<S> CountingReads<S> {
+impl<S: InventoryStore> WatchedStore<S> {
     pub fn new(inner: S) -> Self {
-        CountingReads {
+        WatchedStore {
             inner,
             target_reads: Default::default(),
+            reads_fail: Default::default(),
         }
     }
 
-    /// The reads since the last call.
+    /// The single-target reads since the last call.
     pub fn take(&self) -> usize {
-        self.target_reads
-            .swap(0, std::sync::atomic::Ordering::SeqCst)
+        self.target_reads.swap(0, Ordering::SeqCst)
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        if self.reads_fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Unreadable {
+                location: self.inner.location(),
+                reason: "the test made it unreadable".into(),
+            });
+        }
+        Ok(())
     }
 }
 
 use fleetbot::store::{ProjectRecord, StoreError, TargetRecord};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 #[async_trait::async_trait]
-impl<S: InventoryStore> InventoryStore for CountingReads<S> {
+impl<S: InventoryStore> InventoryStore for WatchedStore<S> {
     fn location(&self) -> String {
         self.inner.location()
     }
     async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
+        self.check()?;
         self.inner.targets(fleet).await
     }
     async fn target(
@@ -139,8 +155,8 @@ impl<S: InventoryStore> InventoryStore for CountingReads<S> {
         project_key: &str,
         cluster: &str,
     ) -> Result<Option<TargetRecord>, StoreError> {
-        self.target_reads
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.target_reads.fetch_add(1, Ordering::SeqCst);
+        self.check()?;
         self.inner.target(fleet, project_key, cluster).await
     }
     async fn upsert_target(&self, record: &TargetRecord) -> Result<(), StoreError> {
@@ -155,6 +171,7 @@ impl<S: InventoryStore> InventoryStore for CountingReads<S> {
         self.inner.remove_target(fleet, project, cluster).await
     }
     async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
+        self.check()?;
         self.inner.projects(fleet).await
     }
     async fn upsert_project(&self, record: &ProjectRecord) -> Result<(), StoreError> {
@@ -169,6 +186,7 @@ impl<S: InventoryStore> InventoryStore for CountingReads<S> {
         project: &str,
         cluster: &str,
     ) -> Result<i64, StoreError> {
+        self.check()?;
         self.inner.generation(fleet, project, cluster).await
     }
     async fn bump_generation(
