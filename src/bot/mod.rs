@@ -17,6 +17,7 @@ pub mod reconcile;
 pub mod render;
 pub mod report;
 pub mod settings;
+pub mod spec_blobs;
 pub mod triage;
 pub mod verification;
 

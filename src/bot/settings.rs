@@ -50,7 +50,7 @@ pub struct BotSettings {
     /// filled in wherever the App reads a spec; never read from a pull request.
     pub runtime: Option<Arc<crate::runtime::RuntimeValues>>,
     /// Unchanged spec files already read, by blob SHA, shared by every clone of these settings.
-    pub spec_blobs: crate::bot::jobs::other_specs::SpecBlobs,
+    pub spec_blobs: crate::bot::spec_blobs::SpecBlobs,
 }
 
 impl fmt::Debug for BotSettings {
