@@ -170,6 +170,7 @@ impl RuntimeValues {
     pub fn from_str(text: &str, file: &str) -> Result<RuntimeValues, SpecError> {
         let limits = yaml::Limits {
             max_bytes: MAX_BYTES as usize,
+            max_expanded_bytes: 4 * MAX_BYTES as usize,
             ..yaml::Limits::default()
         };
         let root = yaml::parse(text, limits)

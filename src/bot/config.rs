@@ -47,6 +47,9 @@ pub const CONFIG_PATH: &str = ".fleetbot.yml";
 /// A larger config is refused before parsing: the real thing is a few hundred bytes.
 pub const MAX_CONFIG_BYTES: usize = 64 * 1024;
 
+/// The most bytes of keys and values `.fleetbot.yml` may expand to through aliases.
+pub const MAX_CONFIG_EXPANDED_BYTES: usize = 4 * MAX_CONFIG_BYTES;
+
 /// The spec globs used when the repository has no config.
 pub const DEFAULT_SPEC_GLOBS: [&str; 2] = ["fleets/**/*.yaml", "fleets/**/*.yml"];
 
@@ -273,6 +276,19 @@ impl RepoConfig {
         }
         if text.trim().is_empty() {
             return Ok(RepoConfig::default());
+        }
+        // serde_yaml bounds how often aliases are replayed, not what they copy: a list of
+        // aliases of one long string would be copied whole each time. The spec reader's limits
+        // (expanded bytes, nodes, depth) decide first; its other verdicts are serde_yaml's to give.
+        let limits = crate::spec::yaml::Limits {
+            max_bytes: MAX_CONFIG_BYTES,
+            max_expanded_bytes: MAX_CONFIG_EXPANDED_BYTES,
+            ..crate::spec::yaml::Limits::default()
+        };
+        if let Err(e) = crate::spec::yaml::parse(text, limits)
+            && e.over_limit
+        {
+            return Err(ConfigError::new(Some(e.pos.line), e.message));
         }
         let config: RepoConfig = serde_yaml::from_str::<Option<RepoConfig>>(text)
             .map_err(|e| {
@@ -522,6 +538,21 @@ mod tests {
         let loaded = LoadedConfig::from_default_branch("main", Some(b"specs: 3\n"));
         assert!(loaded.error.is_some());
         assert_eq!(loaded.config, RepoConfig::default());
+        // Aliases may repeat a value, never multiply the file: 10,000 copies of a 32 KiB
+        // string would be 320 MB in serde_yaml's hands.
+        let mut bomb = format!("specs: ['a']\nx: &x \"{}\"\ny: [*x", "z".repeat(32 * 1024));
+        while bomb.len() < MAX_CONFIG_BYTES - 8 {
+            bomb.push_str(",*x");
+        }
+        bomb.push_str("]\n");
+        let e = RepoConfig::parse(&bomb).unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert_eq!(
+            e.message,
+            format!(
+                "document expands to more than {MAX_CONFIG_EXPANDED_BYTES} bytes of keys and values (alias expansion limit)"
+            )
+        );
         let big = "#".repeat(MAX_CONFIG_BYTES + 1);
         assert!(
             RepoConfig::parse(&big)

@@ -20,6 +20,10 @@ pub struct Limits {
     pub max_depth: usize,
     /// Most nodes the tree may hold after every alias is expanded.
     pub max_nodes: usize,
+    /// Most bytes of keys and scalar text the tree may hold after every alias is expanded.
+    /// Nodes alone do not bound memory: one alias of a 2 MiB string is one node, and 700,000
+    /// of them in a 4 MiB file expanded to 1.4 TB.
+    pub max_expanded_bytes: usize,
 }
 
 impl Default for Limits {
@@ -28,6 +32,70 @@ impl Default for Limits {
             max_bytes: 4 * 1024 * 1024,
             max_depth: 64,
             max_nodes: 1_000_000,
+            max_expanded_bytes: MAX_EXPANDED_BYTES,
+        }
+    }
+}
+
+/// The default [`Limits::max_expanded_bytes`]: four times the largest document, so aliases
+/// may repeat a spec's values a few times over but never multiply them.
+pub const MAX_EXPANDED_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a value costs once its aliases are expanded: its nodes (a mapping entry's key is one),
+/// the bytes of its keys and scalars' text, and how many levels of collections it nests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Size {
+    pub nodes: usize,
+    pub bytes: usize,
+    pub depth: usize,
+}
+
+impl Size {
+    /// A scalar (or a key) of `bytes` bytes of text.
+    fn scalar(bytes: usize) -> Size {
+        Size {
+            nodes: 1,
+            bytes,
+            depth: 0,
+        }
+    }
+
+    /// Adds a child's size to a collection's running total.
+    fn add_child(&mut self, child: Size) {
+        self.nodes = self.nodes.saturating_add(child.nodes);
+        self.bytes = self.bytes.saturating_add(child.bytes);
+        self.depth = self.depth.max(child.depth);
+    }
+
+    /// The size of a collection whose children summed to `self`.
+    fn closed(self) -> Size {
+        Size {
+            nodes: self.nodes.saturating_add(1),
+            bytes: self.bytes,
+            depth: self.depth + 1,
+        }
+    }
+
+    /// Measures a tree already built (a merge's result, say).
+    pub fn of(node: &Node) -> Size {
+        match &node.value {
+            Value::Seq(items) => {
+                let mut total = Size::default();
+                for item in items {
+                    total.add_child(Size::of(item));
+                }
+                total.closed()
+            }
+            Value::Map(entries) => {
+                let mut total = Size::default();
+                for e in entries {
+                    total.add_child(Size::scalar(e.key.len()));
+                    total.add_child(Size::of(&e.value));
+                }
+                total.closed()
+            }
+            Value::Str(s) | Value::Float(s) => Size::scalar(s.len()),
+            Value::Null | Value::Bool(_) | Value::Int(_) => Size::scalar(0),
         }
     }
 }
@@ -148,6 +216,10 @@ impl Node {
 pub struct YamlError {
     pub pos: Pos,
     pub message: String,
+    /// The document crossed one of the [`Limits`] (size, depth, nodes, expanded bytes), as
+    /// opposed to being malformed: a reader that types the text with another parser still
+    /// refuses what this one found too large.
+    pub over_limit: bool,
 }
 
 impl fmt::Display for YamlError {
@@ -162,6 +234,14 @@ fn err(pos: Pos, message: impl Into<String>) -> YamlError {
     YamlError {
         pos,
         message: message.into(),
+        over_limit: false,
+    }
+}
+
+fn over_limit(pos: Pos, message: impl Into<String>) -> YamlError {
+    YamlError {
+        over_limit: true,
+        ..err(pos, message)
     }
 }
 
@@ -170,12 +250,14 @@ enum Frame {
         pos: Pos,
         anchor: usize,
         items: Vec<Node>,
+        size: Size,
     },
     Map {
         pos: Pos,
         anchor: usize,
         entries: Vec<Entry>,
         pending_key: Option<(String, Pos)>,
+        size: Size,
         /// The keys seen so far once the mapping is large, so a duplicate is found in constant
         /// time: a scan of `entries` per key made one 100,000-key mapping take half a minute.
         /// A small mapping (nearly all of them) is scanned instead: hashing and copying every
@@ -188,7 +270,7 @@ enum Frame {
 /// A stream with more than one document is rejected: a spec is one document.
 pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
     if text.len() > limits.max_bytes {
-        return Err(err(
+        return Err(over_limit(
             Pos { line: 1, col: 1 },
             format!(
                 "document is {} bytes; the limit is {} bytes",
@@ -199,8 +281,10 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
     }
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, Node> = HashMap::new();
-    let mut node_count: usize = 0;
+    let mut anchors: HashMap<usize, (Node, Size)> = HashMap::new();
+    // What the tree holds so far, aliases expanded: checked against the limits as it grows,
+    // so a hostile document is refused at the alias that crosses one, before it is copied.
+    let mut total = Size::default();
     let mut root: Option<Node> = None;
     let mut documents = 0usize;
 
@@ -210,7 +294,7 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
             err(Pos::from_marker(*m), e.info().to_string())
         })?;
         let pos = Pos::from_marker(marker);
-        let completed: Option<(Node, usize)> = match event {
+        let completed: Option<(Node, usize, Size)> = match event {
             Event::StreamStart | Event::Nothing | Event::DocumentEnd => None,
             Event::StreamEnd => break,
             Event::DocumentStart => {
@@ -221,29 +305,34 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
                 None
             }
             Event::Alias(id) => {
-                let Some(target) = anchors.get(&id) else {
+                let Some((target, size)) = anchors.get(&id) else {
                     return Err(err(pos, "alias refers to an unknown anchor"));
                 };
-                let size = count_nodes(target);
-                node_count = node_count.saturating_add(size);
-                if node_count > limits.max_nodes {
-                    return Err(err(
+                let size = *size;
+                if stack.len() + size.depth > limits.max_depth {
+                    return Err(over_limit(
                         pos,
                         format!(
-                            "document expands to more than {} nodes (alias expansion limit)",
-                            limits.max_nodes
+                            "nesting deeper than {} levels once aliases are expanded",
+                            limits.max_depth
                         ),
                     ));
                 }
+                total.nodes = total.nodes.saturating_add(size.nodes);
+                total.bytes = total.bytes.saturating_add(size.bytes);
+                check_expansion(&total, limits, pos)?;
                 let mut copy = target.clone();
                 copy.pos = pos;
-                Some((copy, 0))
+                Some((copy, 0, size))
             }
             Event::Scalar(text, style, anchor, tag) => {
-                node_count += 1;
-                if node_count > limits.max_nodes {
-                    return Err(err(pos, "document has too many nodes"));
+                let size = Size::scalar(text.len());
+                total.nodes += 1;
+                total.bytes = total.bytes.saturating_add(size.bytes);
+                if total.nodes > limits.max_nodes {
+                    return Err(over_limit(pos, "document has too many nodes"));
                 }
+                check_expansion(&total, limits, pos)?;
                 let value = if tag.is_some() {
                     // Explicit tags (`!!str 1`, `!custom`) are not part of the spec format; keep
                     // the text so a typed field reports a clear "expected …" error.
@@ -251,12 +340,13 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
                 } else {
                     resolve_scalar(text, style)
                 };
-                Some((Node::new(value, pos), anchor))
+                Some((Node::new(value, pos), anchor, size))
             }
             Event::SequenceStart(anchor, _) => {
-                node_count += 1;
+                total.nodes += 1;
+                check_expansion(&total, limits, pos)?;
                 if stack.len() >= limits.max_depth {
-                    return Err(err(
+                    return Err(over_limit(
                         pos,
                         format!("nesting deeper than {} levels", limits.max_depth),
                     ));
@@ -265,13 +355,15 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
                     pos,
                     anchor,
                     items: Vec::new(),
+                    size: Size::default(),
                 });
                 None
             }
             Event::MappingStart(anchor, _) => {
-                node_count += 1;
+                total.nodes += 1;
+                check_expansion(&total, limits, pos)?;
                 if stack.len() >= limits.max_depth {
-                    return Err(err(
+                    return Err(over_limit(
                         pos,
                         format!("nesting deeper than {} levels", limits.max_depth),
                     ));
@@ -281,14 +373,18 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
                     anchor,
                     entries: Vec::new(),
                     pending_key: None,
+                    size: Size::default(),
                     keys: HashSet::new(),
                 });
                 None
             }
             Event::SequenceEnd => match stack.pop() {
-                Some(Frame::Seq { pos, anchor, items }) => {
-                    Some((Node::new(Value::Seq(items), pos), anchor))
-                }
+                Some(Frame::Seq {
+                    pos,
+                    anchor,
+                    items,
+                    size,
+                }) => Some((Node::new(Value::Seq(items), pos), anchor, size.closed())),
                 _ => return Err(err(pos, "unbalanced sequence end")),
             },
             Event::MappingEnd => match stack.pop() {
@@ -296,74 +392,95 @@ pub fn parse(text: &str, limits: Limits) -> Result<Node, YamlError> {
                     pos,
                     anchor,
                     entries,
+                    size,
                     ..
-                }) => Some((Node::new(Value::Map(entries), pos), anchor)),
+                }) => Some((Node::new(Value::Map(entries), pos), anchor, size.closed())),
                 _ => return Err(err(pos, "unbalanced mapping end")),
             },
         };
 
-        let Some((node, anchor)) = completed else {
+        let Some((node, anchor, size)) = completed else {
             continue;
         };
         if anchor != 0 {
-            anchors.insert(anchor, node.clone());
+            anchors.insert(anchor, (node.clone(), size));
         }
         match stack.last_mut() {
             None => root = Some(node),
-            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Seq {
+                items,
+                size: parent,
+                ..
+            }) => {
+                parent.add_child(size);
+                items.push(node);
+            }
             Some(Frame::Map {
                 entries,
                 pending_key,
                 keys,
+                size: parent,
                 ..
-            }) => match pending_key.take() {
-                None => {
-                    let key_pos = node.pos;
-                    let key = key_text(node)?;
-                    if key == "<<" {
-                        return Err(err(
-                            key_pos,
-                            "merge keys (`<<`) are not supported in fleet specs; use `defaults`",
-                        ));
-                    }
-                    let duplicate = if entries.len() < SMALL_MAPPING {
-                        entries.iter().any(|e| e.key == key)
-                    } else {
-                        if keys.is_empty() {
-                            keys.extend(entries.iter().map(|e| e.key.clone()));
+            }) => {
+                parent.add_child(size);
+                match pending_key.take() {
+                    None => {
+                        let key_pos = node.pos;
+                        let key = key_text(node)?;
+                        if key == "<<" {
+                            return Err(err(
+                                key_pos,
+                                "merge keys (`<<`) are not supported in fleet specs; use `defaults`",
+                            ));
                         }
-                        !keys.insert(key.clone())
-                    };
-                    if duplicate {
-                        return Err(err(key_pos, format!("duplicate key {key:?}")));
+                        let duplicate = if entries.len() < SMALL_MAPPING {
+                            entries.iter().any(|e| e.key == key)
+                        } else {
+                            if keys.is_empty() {
+                                keys.extend(entries.iter().map(|e| e.key.clone()));
+                            }
+                            !keys.insert(key.clone())
+                        };
+                        if duplicate {
+                            return Err(err(key_pos, format!("duplicate key {key:?}")));
+                        }
+                        *pending_key = Some((key, key_pos));
                     }
-                    *pending_key = Some((key, key_pos));
+                    Some((key, key_pos)) => entries.push(Entry {
+                        key,
+                        key_pos,
+                        value: node,
+                    }),
                 }
-                Some((key, key_pos)) => entries.push(Entry {
-                    key,
-                    key_pos,
-                    value: node,
-                }),
-            },
+            }
         }
     }
     Ok(root.unwrap_or(Node::new(Value::Null, Pos { line: 1, col: 1 })))
 }
 
-/// How many nodes a value holds, counted as the alias limit counts them (a mapping entry's
-/// key is a node too).
-pub(crate) fn count_nodes(node: &Node) -> usize {
-    match &node.value {
-        Value::Seq(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
-        Value::Map(entries) => {
-            1 + entries
-                .iter()
-                .map(|e| 1 + count_nodes(&e.value))
-                .sum::<usize>()
-        }
-        _ => 1,
+/// Refuses a tree that has grown past the node or byte limit, at the position that crossed it.
+fn check_expansion(total: &Size, limits: Limits, pos: Pos) -> Result<(), YamlError> {
+    if total.nodes > limits.max_nodes {
+        return Err(over_limit(
+            pos,
+            format!(
+                "document expands to more than {} nodes (alias expansion limit)",
+                limits.max_nodes
+            ),
+        ));
     }
+    if total.bytes > limits.max_expanded_bytes {
+        return Err(over_limit(
+            pos,
+            format!(
+                "document expands to more than {} bytes of keys and values (alias expansion limit)",
+                limits.max_expanded_bytes
+            ),
+        ));
+    }
+    Ok(())
 }
+
 
 /// A key's text (the node is consumed: its string is the key's).
 fn key_text(node: Node) -> Result<String, YamlError> {
@@ -575,6 +692,153 @@ mod tests {
             doc.get("other").unwrap().get("count").unwrap().value,
             Value::Int(2)
         );
+    }
+
+    /// The issue's document: one 2 MiB anchored string and as many aliases of it as fit in
+    /// 4 MiB, which expanded to ~1.4 TB and took the App down.
+    fn alias_bomb() -> String {
+        let mut doc = String::with_capacity(4 * 1024 * 1024);
+        doc.push_str("a: &a \"");
+        doc.push_str(&"x".repeat(2 * 1024 * 1024));
+        doc.push_str("\"\nb: [*a");
+        while doc.len() < 4 * 1024 * 1024 - 8 {
+            doc.push_str(",*a");
+        }
+        doc.push_str("]\n");
+        doc
+    }
+
+    #[test]
+    fn aliases_of_a_long_string_are_refused_by_bytes_at_the_alias_that_crosses_the_limit() {
+        let doc = alias_bomb();
+        assert!(doc.len() <= Limits::default().max_bytes, "{}", doc.len());
+        let e = parse(&doc, Limits::default()).unwrap_err();
+        assert!(e.over_limit);
+        assert_eq!(
+            e.message,
+            format!(
+                "document expands to more than {MAX_EXPANDED_BYTES} bytes of keys and values (alias expansion limit)"
+            )
+        );
+        // Keys `a` and `b`, the string, then seven copies: the seventh alias is the eighth
+        // copy of 2 MiB and crosses 16 MiB. `b: [` is four columns, each `*a,` three.
+        assert_eq!(e.pos, Pos { line: 2, col: 5 + 6 * 3 });
+    }
+
+    #[test]
+    fn a_few_aliases_of_a_long_string_are_read() {
+        let long = "y".repeat(1024 * 1024);
+        let doc = p(&format!("a: &a \"{long}\"\nb: [*a, *a, *a]\n"));
+        let b = doc.get("b").unwrap();
+        let Value::Seq(items) = &b.value else {
+            panic!("{b:?}")
+        };
+        assert_eq!(items.len(), 3);
+        assert!(items.iter().all(|i| i.value == Value::Str(long.clone())));
+        assert_eq!(Size::of(&doc).bytes, 4 * long.len() + 2);
+    }
+
+    #[test]
+    fn an_alias_may_not_nest_deeper_than_the_document_may() {
+        let mut deep = String::from("d: &d ");
+        deep.push_str(&"[".repeat(60));
+        deep.push_str(&"]".repeat(60));
+        // The root and `d`'s 60 levels; an alias five levels down would nest 65 deep.
+        let doc = format!("{deep}\ne: [[[[[*d]]]]]\n");
+        let e = parse(&doc, Limits::default()).unwrap_err();
+        assert!(e.over_limit);
+        assert_eq!(e.message, "nesting deeper than 64 levels once aliases are expanded");
+        assert_eq!(e.pos, Pos { line: 2, col: 9 });
+        // Three levels down it fits exactly; four is one too many.
+        assert!(parse(&format!("{deep}\ne: [[[*d]]]\n"), Limits::default()).is_ok());
+        assert!(parse(&format!("{deep}\ne: [[[[*d]]]]\n"), Limits::default()).is_err());
+    }
+
+    /// A document of anchored sequences, each item a quoted string of some length or an
+    /// alias of an earlier sequence: `l0: &l0 ["xx", …]`, `l1: &l1 [*l0, "x", …]`, ….
+    #[derive(Debug, Clone)]
+    enum Item {
+        Text(usize),
+        Alias(usize),
+    }
+
+    fn levels() -> impl proptest::strategy::Strategy<Value = Vec<Vec<Item>>> {
+        use proptest::prelude::*;
+        (1usize..7).prop_flat_map(|n| {
+            (0..n)
+                .map(|level| {
+                    let item = if level == 0 {
+                        (0usize..40).prop_map(Item::Text).boxed()
+                    } else {
+                        prop_oneof![
+                            (0usize..40).prop_map(Item::Text),
+                            (0..level).prop_map(Item::Alias),
+                        ]
+                        .boxed()
+                    };
+                    proptest::collection::vec(item, 0..6)
+                })
+                .collect::<Vec<_>>()
+        })
+    }
+
+    /// The document and what it expands to, counted from the model rather than the tree.
+    fn render_and_measure(levels: &[Vec<Item>]) -> (String, Size) {
+        let mut doc = String::new();
+        let mut sizes: Vec<Size> = Vec::new();
+        // The root mapping.
+        let mut total = Size::default();
+        for (i, items) in levels.iter().enumerate() {
+            let mut level = Size::default();
+            let rendered: Vec<String> = items
+                .iter()
+                .map(|item| match item {
+                    Item::Text(len) => {
+                        level.add_child(Size::scalar(*len));
+                        format!("\"{}\"", "t".repeat(*len))
+                    }
+                    Item::Alias(j) => {
+                        level.add_child(sizes[*j]);
+                        format!("*l{j}")
+                    }
+                })
+                .collect();
+            let level = level.closed();
+            sizes.push(level);
+            doc.push_str(&format!("l{i}: &l{i} [{}]\n", rendered.join(", ")));
+            total.add_child(Size::scalar(format!("l{i}").len()));
+            total.add_child(level);
+        }
+        (doc, total.closed())
+    }
+
+    proptest::proptest! {
+        /// However aliases nest, the reader builds a tree within every limit or refuses the
+        /// document as over a limit, and it refuses exactly the documents whose expansion,
+        /// counted from the model, is over one.
+        #[test]
+        fn expansion_is_bounded_exactly_by_nodes_bytes_and_depth(
+            levels in levels(),
+            max_nodes in 1usize..400,
+            max_expanded_bytes in 0usize..3000,
+            max_depth in 1usize..8,
+        ) {
+            let (doc, expected) = render_and_measure(&levels);
+            let limits = Limits { max_bytes: 1 << 20, max_depth, max_nodes, max_expanded_bytes };
+            let within = expected.nodes <= max_nodes
+                && expected.bytes <= max_expanded_bytes
+                && expected.depth <= max_depth;
+            match parse(&doc, limits) {
+                Ok(tree) => {
+                    proptest::prop_assert!(within, "{doc} read, but expands to {expected:?}");
+                    proptest::prop_assert_eq!(Size::of(&tree), expected);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(e.over_limit, "{doc}: {e}");
+                    proptest::prop_assert!(!within, "{doc} refused ({e}) within {expected:?}");
+                }
+            }
+        }
     }
 
     #[test]

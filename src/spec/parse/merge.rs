@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::reader::{Reader, entries_get};
 use crate::spec::error::SpecError;
-use crate::spec::yaml::{Entry, Node, Pos, Value, count_nodes};
+use crate::spec::yaml::{Entry, Node, Pos, Size, Value};
 
 /// Most nodes the merged clusters of one spec may hold together, counted as the YAML reader
 /// counts a document's (`yaml::Limits::max_nodes`, the same figure). `defaults` are copied into
@@ -15,6 +15,11 @@ use crate::spec::yaml::{Entry, Node, Pos, Value, count_nodes};
 /// merges to 154 nodes and the 1,000-cluster fleet of `benches/plan.rs` to 24,200, so a real
 /// fleet stays far below it, while the worst a spec can now cost is bounded like a document.
 pub const MAX_MERGED_NODES: usize = 1_000_000;
+
+/// Most bytes of keys and scalar text the merged clusters of one spec may hold together, for
+/// the same reason as [`MAX_MERGED_NODES`]: one long string in `defaults` is one node, copied
+/// into every cluster. A generated 40,000-cluster fleet merges to about 10 MB.
+pub const MAX_MERGED_BYTES: usize = 64 * 1024 * 1024;
 
 /// What every cluster of a spec inherits, looked up once rather than per cluster, and how much
 /// of the merge budget is left.
@@ -25,16 +30,25 @@ pub(super) struct Defaults<'d> {
     pub soperator: Option<&'d Node>,
     /// `defaults` less the backend keys: what a flat mk8s cluster merges over.
     pub flat: Vec<Entry>,
-    budget: usize,
-    budget_left: Cell<usize>,
+    budget: Size,
+    spent: Cell<Size>,
 }
 
 impl<'d> Defaults<'d> {
     pub fn new(entries: &'d [Entry]) -> Defaults<'d> {
-        Defaults::with_budget(entries, MAX_MERGED_NODES)
+        Defaults::with_budget(
+            entries,
+            Size {
+                nodes: MAX_MERGED_NODES,
+                bytes: MAX_MERGED_BYTES,
+                depth: 0,
+            },
+        )
     }
 
-    pub fn with_budget(entries: &'d [Entry], budget: usize) -> Defaults<'d> {
+    /// `budget`'s nodes and bytes bound the merged clusters together (its depth is unused:
+    /// a merge nests no deeper than the document it merges).
+    pub fn with_budget(entries: &'d [Entry], budget: Size) -> Defaults<'d> {
         Defaults {
             backend: entries_get(entries, "backend"),
             name: entries_get(entries, "name"),
@@ -42,7 +56,7 @@ impl<'d> Defaults<'d> {
             soperator: entries_get(entries, "soperator"),
             flat: without_backend_keys(entries),
             budget,
-            budget_left: Cell::new(budget),
+            spent: Cell::new(Size::default()),
         }
     }
 
@@ -55,21 +69,29 @@ impl<'d> Defaults<'d> {
         pos: Pos,
         path: &str,
     ) -> Result<(), SpecError> {
-        let nodes: usize = merged.iter().map(|e| 1 + count_nodes(&e.value)).sum();
-        match self.budget_left.get().checked_sub(nodes) {
-            Some(left) => {
-                self.budget_left.set(left);
-                Ok(())
-            }
-            None => Err(r.error(
-                pos,
-                path,
-                format!(
-                    "spec expands to more than {} nodes once defaults are merged into its clusters (merge expansion limit)",
-                    self.budget
-                ),
-            )),
+        let mut spent = self.spent.get();
+        for e in merged {
+            spent.nodes = spent.nodes.saturating_add(1);
+            spent.bytes = spent.bytes.saturating_add(e.key.len());
+            let value = Size::of(&e.value);
+            spent.nodes = spent.nodes.saturating_add(value.nodes);
+            spent.bytes = spent.bytes.saturating_add(value.bytes);
         }
+        self.spent.set(spent);
+        let over = if spent.nodes > self.budget.nodes {
+            format!("{} nodes", self.budget.nodes)
+        } else if spent.bytes > self.budget.bytes {
+            format!("{} bytes of keys and values", self.budget.bytes)
+        } else {
+            return Ok(());
+        };
+        Err(r.error(
+            pos,
+            path,
+            format!(
+                "spec expands to more than {over} once defaults are merged into its clusters (merge expansion limit)"
+            ),
+        ))
     }
 }
 
@@ -156,7 +178,7 @@ mod tests {
     fn the_budget_counts_every_merge_and_refuses_the_one_that_crosses_it() {
         let defaults = entries("a: 1\nb: {x: 1}\n");
         // a, 1, b, {x}, x, 1: six nodes a cluster.
-        let d = Defaults::with_budget(&defaults, 12);
+        let d = Defaults::with_budget(&defaults, budget(12, usize::MAX));
         let r = Reader::new("f.yaml");
         let at = Pos { line: 9, col: 5 };
         for _ in 0..2 {
@@ -170,6 +192,35 @@ mod tests {
                 "f.yaml:9:5: projects[0].clusters[2]: spec expands to more than 12 nodes"
             ),
             "{e}"
+        );
+    }
+
+    fn budget(nodes: usize, bytes: usize) -> Size {
+        Size {
+            nodes,
+            bytes,
+            depth: 0,
+        }
+    }
+
+    #[test]
+    fn the_budget_counts_bytes_so_one_long_default_is_not_copied_without_bound() {
+        // One node of text, which the node budget alone let through once per cluster.
+        let long = "x".repeat(1000);
+        let defaults = entries(&format!("note: {long}\n"));
+        // "note" and the text: 1,004 bytes a cluster.
+        let d = Defaults::with_budget(&defaults, budget(usize::MAX, 2 * 1004));
+        let r = Reader::new("f.yaml");
+        let at = Pos { line: 3, col: 7 };
+        for _ in 0..2 {
+            d.charge(&r, &deep_merge(&d.flat, &[]), at, "c").unwrap();
+        }
+        let e = d
+            .charge(&r, &deep_merge(&d.flat, &[]), at, "projects[0].clusters[2]")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.yaml:3:7: projects[0].clusters[2]: spec expands to more than 2008 bytes of keys and values once defaults are merged into its clusters (merge expansion limit)"
         );
     }
 }

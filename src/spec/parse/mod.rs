@@ -13,7 +13,7 @@ mod project;
 mod reader;
 mod soperator;
 
-pub use merge::{MAX_MERGED_NODES, deep_merge};
+pub use merge::{MAX_MERGED_BYTES, MAX_MERGED_NODES, deep_merge};
 pub use mk8s::{MK8S_ENVELOPE_FIELDS, POOL_FIELDS};
 pub(crate) use reader::{Reader, join};
 
