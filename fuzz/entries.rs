@@ -325,6 +325,121 @@ pub fn repo_config(data: &[u8]) {
     }
 }
 
+/// `yaml_expansion`: whatever anchors and aliases a document holds, the reader either builds a
+/// tree within every limit (nodes, bytes of keys and scalars, depth: measured on the tree it
+/// returns) or refuses the document; and for documents built from the input as anchored levels
+/// of strings and aliases (the first byte odd), it refuses exactly those whose expansion,
+/// counted from that model, is over a limit. Small limits, so the fuzzer reaches them.
+pub fn yaml_expansion(data: &[u8]) {
+    use fleetbot::spec::yaml::{Limits, Size, parse};
+    let limits = Limits {
+        max_bytes: 1 << 16,
+        max_depth: 12,
+        max_nodes: 500,
+        max_expanded_bytes: 4096,
+    };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let (text, expected) = if mode % 2 == 1 {
+        let (text, size) = anchored_levels(rest);
+        (text, Some(size))
+    } else {
+        match std::str::from_utf8(rest) {
+            Ok(t) => (t.to_string(), None),
+            Err(_) => return,
+        }
+    };
+    match parse(&text, limits) {
+        Ok(tree) => {
+            let size = Size::of(&tree);
+            assert!(size.nodes <= limits.max_nodes, "{size:?}\n{text}");
+            assert!(size.bytes <= limits.max_expanded_bytes, "{size:?}\n{text}");
+            assert!(size.depth <= limits.max_depth, "{size:?}\n{text}");
+            if let Some(expected) = expected {
+                assert_eq!(size, expected, "{text}");
+            }
+        }
+        Err(e) => {
+            if let Some(expected) = expected {
+                assert!(e.over_limit, "{e}\n{text}");
+                assert!(
+                    expected.nodes > limits.max_nodes
+                        || expected.bytes > limits.max_expanded_bytes
+                        || expected.depth > limits.max_depth,
+                    "{e}: refused within the limits ({expected:?})\n{text}"
+                );
+            }
+        }
+    }
+}
+
+/// `l0: &l0 [...]`, `l1: &l1 [...]`, …: each input byte adds an item to the current level, a
+/// string of `b / 4` characters (`b % 4 == 0`), an alias of an earlier level (`1`), or a
+/// nested sequence of one alias (`2`), or closes the level (`3`); with the document's expanded
+/// size counted from the model.
+fn anchored_levels(data: &[u8]) -> (String, fleetbot::spec::yaml::Size) {
+    use fleetbot::spec::yaml::Size;
+    let scalar = |bytes: usize| Size {
+        nodes: 1,
+        bytes,
+        depth: 0,
+    };
+    let add = |total: &mut Size, child: Size| {
+        total.nodes += child.nodes;
+        total.bytes += child.bytes;
+        total.depth = total.depth.max(child.depth);
+    };
+    let close = |s: Size| Size {
+        nodes: s.nodes + 1,
+        bytes: s.bytes,
+        depth: s.depth + 1,
+    };
+    let mut text = String::new();
+    let mut levels: Vec<Size> = Vec::new();
+    let mut root = Size::default();
+    let mut current = Size::default();
+    let mut items: Vec<String> = Vec::new();
+    let finish = |items: &mut Vec<String>,
+                  current: &mut Size,
+                  levels: &mut Vec<Size>,
+                  root: &mut Size,
+                  text: &mut String| {
+        let i = levels.len();
+        let level = close(*current);
+        text.push_str(&format!("l{i}: &l{i} [{}]\n", items.join(", ")));
+        let key = format!("l{i}");
+        add(root, scalar(key.len()));
+        add(root, level);
+        levels.push(level);
+        items.clear();
+        *current = Size::default();
+    };
+    for &b in data {
+        match b % 4 {
+            0 => {
+                let len = usize::from(b / 4);
+                items.push(format!("\"{}\"", "s".repeat(len)));
+                add(&mut current, scalar(len));
+            }
+            1 | 2 if levels.is_empty() => {}
+            1 => {
+                let j = usize::from(b / 4) % levels.len();
+                items.push(format!("*l{j}"));
+                add(&mut current, levels[j]);
+            }
+            2 => {
+                let j = usize::from(b / 4) % levels.len();
+                items.push(format!("[*l{j}]"));
+                add(&mut current, close(levels[j]));
+            }
+            _ => finish(&mut items, &mut current, &mut levels, &mut root, &mut text),
+        }
+    }
+    finish(&mut items, &mut current, &mut levels, &mut root, &mut text);
+    (text, close(root))
+}
+
 /// GitHub's dialect: GFM and what github.com adds (as `src/bot/render/inert_tests.rs`).
 fn gfm() -> Options<'static> {
     let mut o = Options::default();

@@ -1406,6 +1406,72 @@ async fn an_unknown_spec_key_fails_preflight_on_its_line() {
     app.stop().await;
 }
 
+/// Issue 52, item 1: a spec of one 2 MiB anchored string and as many aliases of it as fit in
+/// 4 MiB (~1.4 TB expanded) took `serve` down ten seconds after the delivery and again at every
+/// restart. Now its pull request fails `fleet/preflight` at the alias that crossed the
+/// reader's limit, the server stays up, and the next delivery is handled.
+#[tokio::test]
+async fn an_alias_bomb_fails_preflight_and_the_server_handles_the_next_delivery() {
+    let gh = fake_github(&base_spec()).await;
+    let (app, _dir) = plain_app(&gh, 1).await;
+    let mut bomb = format!(
+        "apiVersion: npa.fleet/v0.0.1\nname: fleet1-test\nnote: &n \"{}\"\nprojects: [*n",
+        "x".repeat(2 << 20)
+    );
+    while bomb.len() < (4 << 20) - 8 {
+        bomb.push_str(",*n");
+    }
+    bomb.push_str("]\n");
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&bomb))],
+    )
+    .await;
+    let (_, run) = concluded(&gh, &sha(2)).await;
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.title, "Blocked: 1 invalid fleet spec");
+    assert_eq!(run.annotations.len(), 1, "{:?}", run.annotations);
+    let a = &run.annotations[0];
+    assert_eq!(a["path"], "fleets/prod.yaml");
+    // The eighth copy of the string crosses 16 MiB: the seventh alias, on line 4.
+    assert_eq!(a["start_line"].as_u64(), Some(4));
+    assert_eq!(
+        a["start_column"].as_u64(),
+        Some(("projects: [".len() + 1 + 6 * ",*n".len()) as u64)
+    );
+    assert!(
+        a["message"]
+            .as_str()
+            .unwrap()
+            .contains("document expands to more than 16777216 bytes of keys and values (alias expansion limit)"),
+        "{a}"
+    );
+
+    // The server is up and takes the next push as any other (valid; no cloud to plan with).
+    push12(
+        &app,
+        &gh,
+        "d-2",
+        Some(&sha(2)),
+        &sha(3),
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    )
+    .await;
+    let (_, run) = concluded(&gh, &sha(3)).await;
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("neutral"),
+        "{}",
+        run.summary
+    );
+    assert!(run.summary.contains("✅ valid"), "{}", run.summary);
+    gh.assert_clean();
+    app.stop().await;
+}
+
 /// Sends `request` on a fresh connection and reads what comes back within `wait` (the
 /// answer, or nothing when the server closed the connection).
 async fn raw_exchange(url: &str, request: &[u8], wait: Duration) -> String {

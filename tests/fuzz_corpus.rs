@@ -12,13 +12,14 @@ use std::path::Path;
 type Body = fn(&[u8]);
 
 /// Each target and its body; `fuzz/fuzz_targets/<name>.rs` calls the same function.
-const TARGETS: [(&str, Body); 6] = [
+const TARGETS: [(&str, Body); 7] = [
     ("spec", entries::spec),
     ("webhook", entries::webhook),
     ("commands", entries::commands),
     ("privacy", entries::privacy),
     ("repo_config", entries::repo_config),
     ("render", entries::render),
+    ("yaml_expansion", entries::yaml_expansion),
 ];
 
 fn replay(target: &str, body: fn(&[u8])) {
@@ -67,6 +68,11 @@ fn repo_config_corpus() {
 #[test]
 fn render_corpus() {
     replay(TARGETS[5].0, TARGETS[5].1);
+}
+
+#[test]
+fn yaml_expansion_corpus() {
+    replay(TARGETS[6].0, TARGETS[6].1);
 }
 
 /// Every fuzz target has a corpus here, and nothing here lacks a target.

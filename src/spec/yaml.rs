@@ -481,7 +481,6 @@ fn check_expansion(total: &Size, limits: Limits, pos: Pos) -> Result<(), YamlErr
     Ok(())
 }
 
-
 /// A key's text (the node is consumed: its string is the key's).
 fn key_text(node: Node) -> Result<String, YamlError> {
     match node.value {
@@ -722,7 +721,13 @@ mod tests {
         );
         // Keys `a` and `b`, the string, then seven copies: the seventh alias is the eighth
         // copy of 2 MiB and crosses 16 MiB. `b: [` is four columns, each `*a,` three.
-        assert_eq!(e.pos, Pos { line: 2, col: 5 + 6 * 3 });
+        assert_eq!(
+            e.pos,
+            Pos {
+                line: 2,
+                col: 5 + 6 * 3
+            }
+        );
     }
 
     #[test]
@@ -747,7 +752,10 @@ mod tests {
         let doc = format!("{deep}\ne: [[[[[*d]]]]]\n");
         let e = parse(&doc, Limits::default()).unwrap_err();
         assert!(e.over_limit);
-        assert_eq!(e.message, "nesting deeper than 64 levels once aliases are expanded");
+        assert_eq!(
+            e.message,
+            "nesting deeper than 64 levels once aliases are expanded"
+        );
         assert_eq!(e.pos, Pos { line: 2, col: 9 });
         // Three levels down it fits exactly; four is one too many.
         assert!(parse(&format!("{deep}\ne: [[[*d]]]\n"), Limits::default()).is_ok());
