@@ -38,6 +38,17 @@ impl Intervals {
         }
     }
 
+    /// Every interval a pass has read, by repository.
+    pub fn all(&self) -> Vec<(String, u64)> {
+        let mut all: Vec<(String, u64)> = self
+            .0
+            .lock()
+            .map(|map| map.iter().map(|(r, m)| (r.clone(), *m)).collect())
+            .unwrap_or_default();
+        all.sort();
+        all
+    }
+
     pub fn get(&self, repo: &str) -> u64 {
         self.0
             .lock()

@@ -10,10 +10,16 @@ use std::time::Duration;
 use super::serve_start::{DashboardPlace, OpenStore, open_store};
 use crate::bot::{Bot, BotSettings};
 use crate::fleet::backend::Deployer;
-use crate::fleet::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
+use crate::fleet::connect::{
+    CloudChoice, ConnectOptions, Connection, connect_configured, resident_connection,
+};
 use crate::fleet::live::{CloudPlanner, VerifyConfig};
+use crate::fleet::resident::Resident;
 use crate::github::{AppCredentials, ClientConfig, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
+use crate::server::job_process::{
+    self, ChildConfig, Supervisor, SupervisorSettings, memory,
+};
 use crate::server::sources::SourceSetting;
 use crate::server::{MAX_BODY_BYTES, Metrics, WorkerSettings};
 use crate::store::{DeployStore, InventoryStore, JobQueue, OverviewStore, StoreUrl};
@@ -33,6 +39,8 @@ struct Checked {
     cloud: Option<CloudChoice>,
     sources: Option<SourceSetting>,
     dashboard: DashboardPlace,
+    /// Jobs run in job processes of their own (`FLEETBOT_JOB_ISOLATION=process`).
+    isolated: bool,
 }
 
 fn check(args: &ServeArgs) -> Result<Checked, String> {
@@ -84,10 +92,32 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         cloud,
         sources: SourceSetting::parse(&args.webhook_source_ranges)?,
         dashboard: DashboardPlace::parse(&args.dashboard)?,
+        isolated: match args.job_isolation.trim().to_ascii_lowercase().as_str() {
+            "process" => true,
+            "none" => false,
+            other => {
+                return Err(format!(
+                    "FLEETBOT_JOB_ISOLATION {other:?}: expected process or none"
+                ));
+            }
+        },
     })
 }
 
 pub fn run(args: ServeArgs) -> ExitCode {
+    // First, before the process has allocated much: a job process's heap is counted from here.
+    let child = match ChildConfig::from_env() {
+        Ok(child) => child,
+        Err(message) => {
+            eprintln!("fleetbot serve: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(c) = &child
+        && c.memory_mib > 0
+    {
+        memory::set_budget(usize::try_from(c.memory_mib << 20).unwrap_or(usize::MAX));
+    }
     let checked = match check(&args) {
         Ok(c) => c,
         Err(message) => {
@@ -105,7 +135,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve_until_signal(args, checked)) {
+    match runtime.block_on(serve_until_signal(args, checked, child)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("fleetbot serve: {message}");
@@ -114,42 +144,46 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
 }
 
-async fn serve_until_signal(args: ServeArgs, checked: Checked) -> Result<(), String> {
+async fn serve_until_signal(
+    args: ServeArgs,
+    checked: Checked,
+    child: Option<ChildConfig>,
+) -> Result<(), String> {
     let within = Duration::from_secs(args.store_connect_secs.max(1));
-    match open_store(&checked.store, within).await? {
-        OpenStore::Sqlite(store) => serve_with(store, args, checked).await,
-        OpenStore::Postgres(store) => serve_with(store, args, checked).await,
+    match (open_store(&checked.store, within).await?, child) {
+        (OpenStore::Sqlite(store), None) => serve_with(store, args, checked).await,
+        (OpenStore::Postgres(store), None) => serve_with(store, args, checked).await,
+        (OpenStore::Sqlite(store), Some(child)) => run_jobs(store, args, checked, child).await,
+        (OpenStore::Postgres(store), Some(child)) => run_jobs(store, args, checked, child).await,
     }
 }
 
-/// Runs the server over an open store until SIGINT or SIGTERM.
-async fn serve_with<
-    Q: JobQueue + InventoryStore + DeployStore + OverviewStore + Clone + 'static,
->(
-    store: Q,
-    args: ServeArgs,
-    checked: Checked,
-) -> Result<(), String> {
-    let github = GitHubClient::new(ClientConfig {
+/// The GitHub client of the App.
+fn github_client(args: &ServeArgs, checked: &Checked) -> Result<GitHubClient, String> {
+    GitHubClient::new(ClientConfig {
         api_url: args.github_api_url.clone(),
-        credentials: Some(checked.credentials),
+        credentials: Some(checked.credentials.clone()),
         ..ClientConfig::default()
     })
-    .map_err(|e| e.to_string())?;
-    let sources = match &checked.sources {
-        Some(setting) => {
-            let ranges = Arc::new(crate::server::sources::load(setting, &github).await?);
-            tracing::info!(
-                ranges = ranges.len(),
-                github = setting.github,
-                "webhooks are taken only from FLEETBOT_WEBHOOK_SOURCE_RANGES"
-            );
-            Some(ranges)
-        }
-        None => None,
-    };
-    // Held for the server's life: an embedded simulator stops when its connection drops.
-    let connection = open_cloud(checked.cloud).await?;
+    .map_err(|e| e.to_string())
+}
+
+/// What runs jobs: the bot, and the cloud connection it holds for its life (an embedded
+/// simulator stops when its connection drops).
+struct JobSide {
+    bot: Bot,
+    connection: Option<Connection>,
+    cloud: Option<Arc<CloudPlanner>>,
+    tenant: Option<String>,
+}
+
+/// Builds the bot over `connection` as the server configures it.
+fn job_side<Q: InventoryStore + DeployStore + Clone + 'static>(
+    store: &Q,
+    args: &ServeArgs,
+    github: GitHubClient,
+    connection: Option<Connection>,
+) -> Result<JobSide, String> {
     let applier: Option<Arc<CloudPlanner>> = connection.as_ref().map(|c| {
         let name = if c.is_simulated() {
             "the fleetbot simulator"
@@ -178,20 +212,164 @@ async fn serve_with<
             ),
         )
     });
-    let cloud = applier.clone();
-    match &cloud {
-        Some(c) => tracing::info!(cloud = %c.public_name(), "pull requests are planned live"),
-        None => tracing::warn!(
-            "no cloud configured (FLEETBOT_CLOUD): pull requests get static plans and no quota budget"
-        ),
-    }
     let tenant = args
         .tenant_id
         .as_ref()
         .map(|t| t.expose().to_string())
         .or_else(|| connection.as_ref().and_then(|c| c.tenant_id.clone()))
         .filter(|t| !t.trim().is_empty());
-    let quota = match (&cloud, &tenant) {
+    let deploy = match (applier.clone(), tenant.clone()) {
+        (Some(applier), Some(tenant_id)) => Some(Deployer {
+            applier,
+            state: Arc::new(store.clone()) as Arc<dyn DeployStore>,
+            tenant_id,
+            lease: Duration::from_secs(args.apply_lease_secs.max(1)),
+        }),
+        _ => None,
+    };
+    // Read once at start: a bad file stops the server rather than failing every pull request.
+    let runtime = match &args.runtime_values {
+        Some(path) => Some(Arc::new(
+            crate::runtime::RuntimeValues::load(path)
+                .map_err(|e| format!("FLEETBOT_RUNTIME_VALUES: {e}"))?
+                .labelled("runtime values"),
+        )),
+        None => None,
+    };
+    let bot = Bot::new(
+        github,
+        BotSettings {
+            cloud: applier.clone(),
+            deploy,
+            quota: None,
+            max_fetched_files: args.max_scanned_files,
+            max_file_bytes: args.max_scanned_bytes,
+            max_spec_files: args.max_spec_files,
+            max_spec_bytes: args.max_spec_bytes,
+            runtime,
+            spec_blobs: Default::default(),
+        },
+    );
+    Ok(JobSide {
+        bot,
+        connection,
+        cloud: applier,
+        tenant,
+    })
+}
+
+/// The worker settings the server's arguments give.
+fn worker_settings(args: &ServeArgs) -> WorkerSettings {
+    WorkerSettings {
+        lease: Duration::from_secs(args.job_lease_secs.max(1)),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
+        job_timeout: Duration::from_secs(args.job_timeout_secs.max(1)),
+        apply_timeout: Duration::from_secs(args.apply_timeout_secs.max(1)),
+        ..WorkerSettings::default()
+    }
+}
+
+/// A job process (`FLEETBOT_JOB_PROCESS`): one worker over the store, until its supervisor
+/// closes its input.
+async fn run_jobs<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static>(
+    store: Q,
+    args: ServeArgs,
+    checked: Checked,
+    child: ChildConfig,
+) -> Result<(), String> {
+    let github = github_client(&args, &checked)?;
+    let connection = match child.simulator.clone() {
+        Some(resident) => Some(resident_connection(
+            resident,
+            "the server's embedded Nebius simulator".to_string(),
+        )),
+        None => open_cloud(checked.cloud).await?,
+    };
+    let side = job_side(&store, &args, github, connection)?;
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    job_process::listen_to_supervisor(wake.clone(), stop);
+    let worker = WorkerSettings {
+        id: child.worker_id.clone(),
+        hook: Some(job_process::child_hook(
+            side.bot.github().clone(),
+            side.bot.reconcile_intervals().clone(),
+        )),
+        ..worker_settings(&args)
+    };
+    tracing::info!(worker = %child.worker_id, memory_mib = child.memory_mib, "job process started");
+    crate::server::run_queue_worker(
+        store,
+        side.bot,
+        Arc::new(job_process::child_metrics()),
+        worker,
+        wake,
+        stopped,
+        None,
+    )
+    .await;
+    drop(side.connection);
+    Ok(())
+}
+
+/// Runs the server over an open store until SIGINT or SIGTERM.
+async fn serve_with<
+    Q: JobQueue + InventoryStore + DeployStore + OverviewStore + Clone + 'static,
+>(
+    store: Q,
+    args: ServeArgs,
+    checked: Checked,
+) -> Result<(), String> {
+    let github = github_client(&args, &checked)?;
+    let sources = match &checked.sources {
+        Some(setting) => {
+            let ranges = Arc::new(crate::server::sources::load(setting, &github).await?);
+            tracing::info!(
+                ranges = ranges.len(),
+                github = setting.github,
+                "webhooks are taken only from FLEETBOT_WEBHOOK_SOURCE_RANGES"
+            );
+            Some(ranges)
+        }
+        None => None,
+    };
+    let connection = open_cloud(checked.cloud).await?;
+    // Job processes reach the server's embedded simulator as a resident one, with a token of
+    // their own.
+    let simulator = connection.as_ref().and_then(|c| {
+        let sim = c.simulator.as_ref()?;
+        let token = format!("sim1.{}", uuid::Uuid::new_v4().simple());
+        sim.service.accept_token(&token, i64::MAX);
+        Some(Resident {
+            pid: std::process::id(),
+            endpoint: sim.endpoint(),
+            tenant_id: sim.tenant_id(),
+            token,
+            probe_image: args
+                .probe_image
+                .clone()
+                .or_else(|| super::verify::simulated_probe_image(c).ok().flatten())
+                .unwrap_or_default(),
+        })
+    });
+    let side = job_side(&store, &args, github, connection)?;
+    let JobSide {
+        bot, cloud, tenant, ..
+    } = &side;
+    match cloud {
+        Some(c) => tracing::info!(cloud = %c.public_name(), "pull requests are planned live"),
+        None => tracing::warn!(
+            "no cloud configured (FLEETBOT_CLOUD): pull requests get static plans and no quota budget"
+        ),
+    }
+    match (cloud, tenant) {
+        (Some(_), Some(_)) => tracing::info!("merges into the default branch are applied"),
+        (Some(_), None) => {
+            tracing::warn!("no tenant configured (FLEETBOT_TENANT_ID): merges apply nothing")
+        }
+        _ => {}
+    }
+    let quota = match (cloud, tenant) {
         (Some(cloud), Some(tenant_id)) => Some(Arc::new(crate::server::dashboard::LiveQuota {
             cloud: cloud.clone(),
             tenant_id: tenant_id.clone(),
@@ -210,45 +388,6 @@ async fn serve_with<
             quota,
         ))
     });
-    let deploy = match (applier, tenant) {
-        (Some(applier), Some(tenant_id)) => {
-            tracing::info!("merges into the default branch are applied");
-            Some(Deployer {
-                applier,
-                state: Arc::new(store.clone()) as Arc<dyn DeployStore>,
-                tenant_id,
-                lease: Duration::from_secs(args.apply_lease_secs.max(1)),
-            })
-        }
-        (Some(_), None) => {
-            tracing::warn!("no tenant configured (FLEETBOT_TENANT_ID): merges apply nothing");
-            None
-        }
-        _ => None,
-    };
-    // Read once at start: a bad file stops the server rather than failing every pull request.
-    let runtime = match &args.runtime_values {
-        Some(path) => Some(Arc::new(
-            crate::runtime::RuntimeValues::load(path)
-                .map_err(|e| format!("FLEETBOT_RUNTIME_VALUES: {e}"))?
-                .labelled("runtime values"),
-        )),
-        None => None,
-    };
-    let bot = Bot::new(
-        github,
-        BotSettings {
-            cloud,
-            deploy,
-            quota: None,
-            max_fetched_files: args.max_scanned_files,
-            max_file_bytes: args.max_scanned_bytes,
-            max_spec_files: args.max_spec_files,
-            max_spec_bytes: args.max_spec_bytes,
-            runtime,
-            spec_blobs: Default::default(),
-        },
-    );
     if args.workers == 0 {
         tracing::warn!(
             "FLEETBOT_WORKERS=0: deliveries are stored but handled by other replicas only"
@@ -296,13 +435,11 @@ async fn serve_with<
             side_stopped.clone(),
         ))
     });
+    let worker = worker_settings(&args);
     let settings = DurableSettings {
-        workers: args.workers,
-        worker: WorkerSettings {
-            lease: Duration::from_secs(args.job_lease_secs.max(1)),
-            shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
-            ..WorkerSettings::default()
-        },
+        // With job processes, this process runs no job itself.
+        workers: if checked.isolated { 0 } else { args.workers },
+        worker: worker.clone(),
         retention: Duration::from_secs(args.retention_days * 24 * 3600),
         limits,
         routes,
@@ -326,22 +463,45 @@ async fn serve_with<
             side_stopped.clone(),
         ))
     });
+    let metrics = Arc::new(Metrics::default());
     let server = start(
         listener,
-        store,
+        store.clone(),
         checked.secrets,
-        bot,
-        Arc::new(Metrics::default()),
+        bot.clone(),
+        metrics.clone(),
         settings,
         None,
     )
     .map_err(|e| e.to_string())?;
+    let supervisor = (checked.isolated && args.workers > 0)
+        .then(|| -> Result<Supervisor, String> {
+            let program = std::env::current_exe()
+                .map_err(|e| format!("cannot find this binary to start job processes: {e}"))?;
+            let settings = SupervisorSettings {
+                processes: args.workers,
+                worker,
+                memory_mib: args.job_memory_mib,
+                simulator,
+                program,
+                args: std::env::args_os().skip(1).collect(),
+            };
+            Ok(Supervisor::start(
+                store,
+                metrics,
+                bot,
+                settings,
+                server.wake(),
+            ))
+        })
+        .transpose()?;
     // The store is shown redacted: a PostgreSQL URL's password never reaches a log.
     tracing::info!(
         listen = %args.listen,
         api = %public_url(&args.github_api_url),
         store = %checked.store,
         workers = args.workers,
+        job_processes = supervisor.is_some(),
         "fleetbot serve is listening"
     );
     eprintln!(
@@ -361,12 +521,19 @@ async fn serve_with<
     if let Some(dashboard) = dashboard_server {
         let _ = dashboard.await;
     }
+    // Job processes release what still runs after their grace, and are killed after a few
+    // seconds more.
+    if let Some(supervisor) = supervisor {
+        supervisor.shutdown().await;
+    }
     // The workers release what is still running after their grace; this only bounds the
     // wait for them to do so.
-    server
+    let result = server
         .shutdown(Duration::from_secs(args.shutdown_grace_secs) + SHUTDOWN_MARGIN)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    drop(side);
+    result
 }
 
 /// A URL as it may be logged: no user information (a token is often passed as the user name)

@@ -163,6 +163,24 @@ pub async fn embedded_simulator(
     embedded_simulator_of(world, state).await
 }
 
+/// A connection to a simulator another process runs (a resident one, or the server's own for
+/// its job processes), described as `description`.
+pub fn resident_connection(resident: super::resident::Resident, description: String) -> Connection {
+    let client = NebiusClient::new(
+        Endpoints::Single {
+            uri: resident.endpoint.clone(),
+        },
+        Credentials::Static(resident.token.clone()),
+    )
+    .described_as(description);
+    Connection {
+        client,
+        simulator: None,
+        tenant_id: Some(resident.tenant_id.clone()),
+        resident: Some(resident),
+    }
+}
+
 /// Starts the embedded simulator of `world` and a client for it; state in `state`, else the
 /// user's data directory.
 pub async fn embedded_simulator_of(
@@ -173,23 +191,12 @@ pub async fn embedded_simulator_of(
     // A resident simulator already serves this state (`fleetbot kubeconfig` started it): talk
     // to it, not to a second simulator writing the same state.
     if let Some(resident) = super::resident::find(&state) {
-        let client = NebiusClient::new(
-            Endpoints::Single {
-                uri: resident.endpoint.clone(),
-            },
-            Credentials::Static(resident.token.clone()),
-        )
-        .described_as(format!(
+        let description = format!(
             "the resident Nebius simulator (state {}, pid {})",
             state.display(),
             resident.pid
-        ));
-        return Ok(Connection {
-            client,
-            simulator: None,
-            tenant_id: Some(resident.tenant_id.clone()),
-            resident: Some(resident),
-        });
+        );
+        return Ok(resident_connection(resident, description));
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -260,6 +260,8 @@ impl Default for DurableSettings {
 /// A running server: HTTP intake, workers and pruning.
 pub struct DurableServer {
     addr: SocketAddr,
+    /// Notified for each stored job (job processes are woken through it).
+    wake: Arc<Notify>,
     stop: watch::Sender<bool>,
     http: JoinHandle<std::io::Result<()>>,
     workers: Vec<JoinHandle<()>>,
@@ -280,6 +282,7 @@ pub fn start<Q: JobQueue + Clone>(
     let (stop, stopped) = watch::channel(false);
     let wake = Arc::new(Notify::new());
     let sink = StoreSink::new(queue.clone(), wake.clone());
+    let wake_out = wake.clone();
     let state = AppState::with_limits(
         secrets,
         Arc::new(sink),
@@ -325,6 +328,7 @@ pub fn start<Q: JobQueue + Clone>(
     ));
     Ok(DurableServer {
         addr,
+        wake: wake_out,
         stop,
         http,
         workers,
@@ -359,6 +363,11 @@ impl DurableServer {
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Notified for each job intake stores: what wakes workers elsewhere (job processes).
+    pub fn wake(&self) -> Arc<Notify> {
+        self.wake.clone()
     }
 
     /// Stops intake, lets running jobs finish for up to `grace`, then stops. A job still

@@ -6,6 +6,7 @@
 //! (version 0.0.4) is simple and stable. Label values are fixed strings chosen by fleetbot, never
 //! raw header values, so an unauthenticated caller cannot grow the label set.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -96,30 +97,63 @@ impl Histogram {
     }
 }
 
+/// A label fleetbot chose: a fixed string here, or one a job process reported.
+type Label = Cow<'static, str>;
+
 #[derive(Debug)]
 struct Inner {
     deliveries: BTreeMap<(&'static str, &'static str), u64>,
     intake: Histogram,
-    jobs: BTreeMap<(&'static str, &'static str), Histogram>,
+    jobs: BTreeMap<(Label, Label), Histogram>,
     /// Apply durations by conclusion (their counts are the applies by outcome).
-    applies: BTreeMap<&'static str, Histogram>,
+    applies: BTreeMap<Label, Histogram>,
     /// Applies that waited for a fleet lease held by another apply.
     lock_waits: u64,
     /// Fleets the guard refused, by reason.
-    refusals: BTreeMap<&'static str, u64>,
+    refusals: BTreeMap<Label, u64>,
     /// Webhooks refused before their body was used, by reason.
     intake_refusals: BTreeMap<&'static str, u64>,
 }
 
+/// What a job recorded, as a job process reports it to the server that serves `/metrics`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobMetric {
+    Job {
+        event: String,
+        outcome: String,
+        took_ms: u64,
+    },
+    Apply {
+        conclusion: String,
+        took_ms: u64,
+        refusals: Vec<String>,
+    },
+    LockWait,
+}
+
+/// Where a job process sends what its jobs record instead of keeping it.
+type Forward = Box<dyn Fn(JobMetric) + Send + Sync>;
+
 /// The server's own metrics.
-#[derive(Debug)]
 pub struct Metrics {
     inner: Mutex<Inner>,
+    forward: Option<Forward>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("inner", &self.inner)
+            .field("forwarding", &self.forward.is_some())
+            .finish()
+    }
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         Metrics {
+            forward: None,
             inner: Mutex::new(Inner {
                 deliveries: BTreeMap::new(),
                 intake: Histogram::new(&INTAKE_BUCKETS),
@@ -150,8 +184,28 @@ impl Metrics {
         *self.lock().intake_refusals.entry(reason).or_default() += 1;
     }
 
+    /// Metrics whose job figures go to `forward` (a job process's report to its server)
+    /// instead of being kept.
+    pub fn forwarding(forward: impl Fn(JobMetric) + Send + Sync + 'static) -> Self {
+        Metrics {
+            forward: Some(Box::new(forward)),
+            ..Metrics::default()
+        }
+    }
+
     /// Records one job.
     pub fn job(&self, event: &'static str, outcome: &'static str, took: Duration) {
+        if let Some(forward) = &self.forward {
+            return forward(JobMetric::Job {
+                event: event.into(),
+                outcome: outcome.into(),
+                took_ms: millis(took),
+            });
+        }
+        self.record_job(Cow::Borrowed(event), Cow::Borrowed(outcome), took);
+    }
+
+    fn record_job(&self, event: Label, outcome: Label, took: Duration) {
         let mut m = self.lock();
         m.jobs
             .entry((event, outcome))
@@ -162,6 +216,18 @@ impl Metrics {
     /// Records one finished apply: its conclusion, how long it took, and each fleet the guard
     /// refused (by reason).
     pub fn apply(&self, conclusion: &'static str, took: Duration, refusals: &[&'static str]) {
+        if let Some(forward) = &self.forward {
+            return forward(JobMetric::Apply {
+                conclusion: conclusion.into(),
+                took_ms: millis(took),
+                refusals: refusals.iter().map(|r| r.to_string()).collect(),
+            });
+        }
+        let refusals: Vec<Label> = refusals.iter().map(|r| Cow::Borrowed(*r)).collect();
+        self.record_apply(Cow::Borrowed(conclusion), took, refusals);
+    }
+
+    fn record_apply(&self, conclusion: Label, took: Duration, refusals: Vec<Label>) {
         let mut m = self.lock();
         m.applies
             .entry(conclusion)
@@ -174,7 +240,33 @@ impl Metrics {
 
     /// Counts an apply that had to wait for a fleet lease.
     pub fn lock_wait(&self) {
+        if let Some(forward) = &self.forward {
+            return forward(JobMetric::LockWait);
+        }
         self.lock().lock_waits += 1;
+    }
+
+    /// Records what a job process reported. Its labels are fleetbot's own, from the same
+    /// binary; they are still kept to the label alphabet.
+    pub fn absorb(&self, metric: JobMetric) {
+        let label = |v: &str| Cow::Owned(label_value(v));
+        match metric {
+            JobMetric::Job {
+                event,
+                outcome,
+                took_ms,
+            } => self.record_job(label(&event), label(&outcome), Duration::from_millis(took_ms)),
+            JobMetric::Apply {
+                conclusion,
+                took_ms,
+                refusals,
+            } => self.record_apply(
+                label(&conclusion),
+                Duration::from_millis(took_ms),
+                refusals.iter().map(|r| label(r)).collect(),
+            ),
+            JobMetric::LockWait => self.lock().lock_waits += 1,
+        }
     }
 
     /// How many deliveries had this event and outcome.
@@ -333,6 +425,10 @@ pub fn render_intake(out: &mut String, in_flight: super::intake::InFlight) {
     let _ = writeln!(out, "fleetbot_webhook_unverified_bytes {}", in_flight.bytes);
 }
 
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// A label value from GitHub's headers, kept to a safe alphabet.
 fn label_value(v: &str) -> String {
     v.chars()
@@ -345,6 +441,7 @@ fn label_value(v: &str) -> String {
 mod tests {
     use super::*;
     use crate::github::client::RateLimitState;
+    use std::sync::Arc;
 
     #[test]
     fn queue_gauges_and_an_unreadable_store() {
@@ -418,5 +515,29 @@ mod tests {
         assert_eq!(event_label(Some("pull_request")), "pull_request");
         assert_eq!(event_label(Some("x\"}evil")), "other");
         assert_eq!(event_label(None), "none");
+    }
+
+    #[test]
+    fn a_job_process_s_figures_are_forwarded_and_rendered_where_they_arrive() {
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let sink = sent.clone();
+        let child = Metrics::forwarding(move |m| sink.lock().unwrap().push(m));
+        child.job("pull_request", "ok", Duration::from_millis(120));
+        child.apply("success", Duration::from_secs(90), &["stale_plan"]);
+        child.lock_wait();
+        // Nothing is kept where it was recorded…
+        let kept = child.render(None);
+        assert!(!kept.contains("fleetbot_job_duration_seconds_count"), "{kept}");
+        // …and the server renders it as if its own worker had recorded it.
+        let server = Metrics::default();
+        for m in sent.lock().unwrap().drain(..) {
+            let wire = serde_json::to_string(&m).unwrap();
+            server.absorb(serde_json::from_str(&wire).unwrap());
+        }
+        let local = Metrics::default();
+        local.job("pull_request", "ok", Duration::from_millis(120));
+        local.apply("success", Duration::from_secs(90), &["stale_plan"]);
+        local.lock_wait();
+        assert_eq!(server.render(None), local.render(None));
     }
 }

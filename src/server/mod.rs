@@ -13,6 +13,7 @@
 pub mod dashboard;
 pub mod durable;
 pub mod intake;
+pub mod job_process;
 pub mod metrics;
 pub mod reconcile;
 pub mod sink;

@@ -41,6 +41,51 @@ pub struct WorkerSettings {
     /// once (not left for its lease to run out), so another replica takes it over without
     /// waiting. Jobs are restart-safe, so a released job loses nothing.
     pub shutdown_grace: Duration,
+    /// How long a webhook job or a reconcile pass may run; past it, it is ended and marked
+    /// failed, not run again.
+    pub job_timeout: Duration,
+    /// The same for an apply (creating clusters takes hours on a large fleet).
+    pub apply_timeout: Duration,
+    /// Told of each claimed job before it runs, and when its outcome is recorded: a job
+    /// process tells its supervisor, so a job that takes the process down is known.
+    pub hook: Option<JobHook>,
+}
+
+/// What a [`JobHook`] is told.
+#[derive(Debug, Clone, Copy)]
+pub enum JobSignal<'a> {
+    /// Claimed, about to run.
+    Claimed(&'a ClaimedJob),
+    /// Its outcome is recorded (or it was stopped without one).
+    Ended(&'a ClaimedJob),
+}
+
+/// A callback for [`JobSignal`]s; called on the worker's task, so it must not block long.
+#[derive(Clone)]
+pub struct JobHook(pub Arc<dyn Fn(JobSignal<'_>) + Send + Sync>);
+
+impl std::fmt::Debug for JobHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JobHook")
+    }
+}
+
+impl WorkerSettings {
+    /// The time budget of a job of `kind` (an unknown kind is not run at all).
+    pub fn budget_for(&self, kind: &str) -> Duration {
+        match JobKind::parse(kind) {
+            Some(JobKind::Apply) => self.apply_timeout,
+            _ => self.job_timeout,
+        }
+    }
+}
+
+/// The error a job ended for its time budget is recorded with.
+pub fn over_time(budget: Duration) -> String {
+    format!(
+        "exceeded its time budget of {} s; ended and not run again",
+        budget.as_secs()
+    )
 }
 
 impl Default for WorkerSettings {
@@ -53,6 +98,9 @@ impl Default for WorkerSettings {
             retry_backoff: Duration::from_secs(30),
             fleet_busy_delay: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(25),
+            job_timeout: Duration::from_secs(3600),
+            apply_timeout: Duration::from_secs(6 * 3600),
+            hook: None,
         }
     }
 }
@@ -136,6 +184,8 @@ enum Interrupted {
     LeaseLost,
     /// The server is shutting down and the job ran past the grace period.
     Shutdown,
+    /// It ran past its time budget.
+    OverTime(Duration),
 }
 
 /// Resolves `grace` after `stop` turns true (never, while it does not).
@@ -157,6 +207,24 @@ async fn run_job<Q: JobQueue + Clone>(
     done: Option<&mpsc::UnboundedSender<JobReport>>,
     stop: watch::Receiver<bool>,
 ) {
+    if let Some(hook) = &settings.hook {
+        (hook.0)(JobSignal::Claimed(&job));
+    }
+    run_claimed(queue, bot, metrics, settings, &job, done, stop).await;
+    if let Some(hook) = &settings.hook {
+        (hook.0)(JobSignal::Ended(&job));
+    }
+}
+
+async fn run_claimed<Q: JobQueue + Clone>(
+    queue: &Q,
+    bot: &Bot,
+    metrics: &Metrics,
+    settings: &WorkerSettings,
+    job: &ClaimedJob,
+    done: Option<&mpsc::UnboundedSender<JobReport>>,
+    stop: watch::Receiver<bool>,
+) {
     let started = Instant::now();
     let label = event_label(Some(&job.event));
     let span = tracing::info_span!("job", id = %job.id, event = label, attempt = job.attempt);
@@ -172,7 +240,7 @@ async fn run_job<Q: JobQueue + Clone>(
         tracing::error!(parent: &span, "{error}");
         finish(
             queue,
-            &job,
+            job,
             &JobOutcome::Failed {
                 error: error.clone(),
             },
@@ -200,7 +268,7 @@ async fn run_job<Q: JobQueue + Clone>(
                     tracing::warn!(parent: &span, "cannot take the fleet lock: {e}");
                 }
                 let at = now_ms() + ms(settings.fleet_busy_delay);
-                finish(queue, &job, &JobOutcome::Deferred { at }, &span).await;
+                finish(queue, job, &JobOutcome::Deferred { at }, &span).await;
                 metrics.job(label, "deferred", started.elapsed());
                 return;
             }
@@ -208,7 +276,7 @@ async fn run_job<Q: JobQueue + Clone>(
     };
 
     let work = async {
-        match runnable(&job) {
+        match runnable(job) {
             Ok((kind, payload)) => {
                 bot.run_job(kind, &job.id, job.created_at, &job.event, payload)
                     .await
@@ -221,11 +289,15 @@ async fn run_job<Q: JobQueue + Clone>(
     // CPU burst included), the heartbeat is never starved, so no other worker takes a job that
     // is still running.
     let mut lost = keep_alive(queue.clone(), job.clone(), settings.lease, span.clone());
+    let budget = settings.budget_for(&job.kind);
     let result = tokio::select! {
         result = work => Ok(result),
         // Another worker holds the job now; running on would run it twice.
         _ = lost.changed() => Err(Interrupted::LeaseLost),
         () = grace_after_stop(stop, settings.shutdown_grace) => Err(Interrupted::Shutdown),
+        // Dropping the job's future ends it where it waits; a job that never waits is ended
+        // by its process's supervisor instead (`server::job_process`).
+        () = tokio::time::sleep(budget) => Err(Interrupted::OverTime(budget)),
     };
     drop(lost);
     let took = started.elapsed();
@@ -242,6 +314,12 @@ async fn run_job<Q: JobQueue + Clone>(
         // finds its guard record and the engine's idempotency keys), so nothing is lost and
         // nothing waits for a lease to run out.
         Err(Interrupted::Shutdown) => (Some(JobOutcome::Deferred { at: now_ms() }), "released"),
+        Err(Interrupted::OverTime(budget)) => (
+            Some(JobOutcome::Failed {
+                error: over_time(*budget),
+            }),
+            "timeout",
+        ),
         Ok(Ok(_)) if queued.is_err() => (
             Some(JobOutcome::Retry {
                 at: now_ms() + ms(settings.retry_backoff),
@@ -292,7 +370,12 @@ async fn run_job<Q: JobQueue + Clone>(
         _ => {}
     }
     if let Some(outcome) = &outcome {
-        finish(queue, &job, outcome, &span).await;
+        if let JobOutcome::Failed { error } = outcome
+            && matches!(result, Err(Interrupted::OverTime(_)))
+        {
+            tracing::error!(parent: &span, "job ended: {error}");
+        }
+        finish(queue, job, outcome, &span).await;
     } else {
         tracing::warn!(parent: &span, "the lease was taken over; stopped without recording");
     }
@@ -313,6 +396,7 @@ async fn run_job<Q: JobQueue + Clone>(
                 Ok(r) => r.map_err(|e| e.to_string()),
                 Err(Interrupted::LeaseLost) => Err("lease lost".into()),
                 Err(Interrupted::Shutdown) => Err("released at shutdown".into()),
+                Err(Interrupted::OverTime(budget)) => Err(over_time(budget)),
             },
             took,
         });

@@ -80,10 +80,46 @@ pub struct ServeArgs {
         value_name = "URL"
     )]
     pub store: Option<SecretArg>,
-    /// Workers in this process. Jobs of one pull request run one at a time whatever the
-    /// number; more workers run more pull requests at once.
+    /// Workers, each running one job at a time. Jobs of one pull request run one at a time
+    /// whatever the number; more workers run more pull requests at once.
     #[arg(long, env = "FLEETBOT_WORKERS", default_value_t = 2, value_name = "N")]
     pub workers: usize,
+    /// Where jobs run: `process` (each worker is a job process of its own, with the memory
+    /// and time budgets below, so that whatever a job does intake keeps answering) or `none`
+    /// (the workers run inside the server; a job that exhausts memory takes it down).
+    #[arg(
+        long,
+        env = "FLEETBOT_JOB_ISOLATION",
+        default_value = "process",
+        value_name = "process|none"
+    )]
+    pub job_isolation: String,
+    /// The heap a job process may use, in MiB, its own few MiB included; an allocation past
+    /// it ends the process, and its job is failed with that reason (0: no budget).
+    #[arg(
+        long,
+        env = "FLEETBOT_JOB_MEMORY_MIB",
+        default_value_t = 1024,
+        value_name = "MIB"
+    )]
+    pub job_memory_mib: u64,
+    /// Seconds a webhook job or a reconcile pass may run; past it, it is ended and failed,
+    /// not run again.
+    #[arg(
+        long,
+        env = "FLEETBOT_JOB_TIMEOUT_SECS",
+        default_value_t = 3600,
+        value_name = "SECS"
+    )]
+    pub job_timeout_secs: u64,
+    /// Seconds an apply may run (creating a large fleet takes hours); past it, as above.
+    #[arg(
+        long,
+        env = "FLEETBOT_APPLY_TIMEOUT_SECS",
+        default_value_t = 21600,
+        value_name = "SECS"
+    )]
+    pub apply_timeout_secs: u64,
     /// Days delivery ids are remembered (a redelivery within them is not run again) and
     /// finished jobs kept. At least 3: GitHub redelivers for up to 3 days.
     #[arg(
