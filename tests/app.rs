@@ -1472,6 +1472,256 @@ async fn an_alias_bomb_fails_preflight_and_the_server_handles_the_next_delivery(
     app.stop().await;
 }
 
+/// A cloud endpoint that takes connections and never answers: every call waits out its
+/// per-attempt timeout (20 s), so a job that plans against it is still running when a test
+/// wants it to be.
+async fn stalled_cloud() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            open.push(conn);
+        }
+    });
+    (endpoint, held)
+}
+
+/// The job processes `serve` runs (its child processes, whichever thread started them).
+fn job_processes(app: &App) -> Vec<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", app.pid())).unwrap();
+    let mut pids: Vec<u32> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    pids.sort();
+    pids
+}
+
+/// The job processes, once there are `n` of them.
+async fn started_job_processes(app: &App, n: usize) -> Vec<u32> {
+    eventually(&format!("{n} job processes"), || {
+        let pids = job_processes(app);
+        (pids.len() == n).then_some(pids)
+    })
+    .await
+}
+
+/// The store's record of job `id`, read from the server's SQLite file.
+async fn job_record(dir: &std::path::Path, id: &str) -> fleetbot::store::JobRecord {
+    use fleetbot::store::JobQueue;
+    let store = fleetbot::store::SqliteStore::open(&dir.join("fleetbot.sqlite"))
+        .await
+        .unwrap();
+    let record = store.job(id).await.unwrap().expect("the job is stored");
+    store.close().await;
+    record
+}
+
+/// Waits until job `id` has failed, and returns its record.
+async fn failed_job(dir: &std::path::Path, id: &str) -> fleetbot::store::JobRecord {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let record = job_record(dir, id).await;
+        if record.state == "failed" {
+            return record;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "job {id} never failed: {record:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 52, item 2: a job past its memory budget ends its job process, not the server. The
+/// job is failed with that reason and not run again, intake answers meanwhile, and the next
+/// pull request is handled by the job process started in its place.
+#[tokio::test]
+async fn a_job_over_its_memory_budget_is_failed_and_the_server_goes_on() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.env.push(("FLEETBOT_JOB_MEMORY_MIB", "64".into()));
+    let app = App::start(opts).await;
+    let first = started_job_processes(&app, 1).await;
+    // A valid spec of 20,000 projects: about 150 MB to plan, which a budget of 64 MiB does
+    // not allow.
+    let projects: String = (0..20_000).map(|i| format!("  - name: p{i}\n")).collect();
+    let big = base_spec().replacen("projects:\n", &format!("projects:\n{projects}"), 1);
+    open12(
+        &app,
+        &gh,
+        "d-big",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&big))],
+    )
+    .await;
+    let record = failed_job(dir.path(), "d-big").await;
+    assert_eq!(
+        record.last_error,
+        "exceeded its memory budget of 64 MiB; its process was ended and it is not run again"
+    );
+    assert_eq!(record.attempts, 1, "not run again");
+    // Meanwhile and after, intake answers, and a new job process takes the next job.
+    let (status, _) = app.get("/healthz").await;
+    assert_eq!(status, 200);
+    open_pr(&gh, 13, &sha(3), &[("README.md", Some("# fleet\n"))]);
+    app.deliver(
+        "pull_request",
+        "d-next",
+        &pull_request("opened", 13, &sha(3)),
+    )
+    .await;
+    eventually("the next pull request's checks", || {
+        let runs = gh.world().runs_on(REPO, &sha(3));
+        (runs
+            .iter()
+            .filter(|r| r.conclusion.as_deref() == Some("skipped"))
+            .count()
+            == 2)
+            .then_some(())
+    })
+    .await;
+    let second = started_job_processes(&app, 1).await;
+    assert_ne!(first, second, "the job process was replaced");
+    assert!(
+        app.log_text().contains("reached its memory budget"),
+        "{}",
+        app.log_text()
+    );
+    let (_, metrics) = app.get("/metrics").await;
+    assert!(
+        metrics.contains(
+            "fleetbot_job_duration_seconds_count{event=\"pull_request\",outcome=\"over_memory\"} 1"
+        ),
+        "{metrics}"
+    );
+    gh.assert_clean();
+    app.stop().await;
+}
+
+/// Issue 52, item 2: a job that takes its process down (here: killed, as the kernel's OOM
+/// killer would) runs once more in a new one; when that ends too, the job is failed with the
+/// reason, not run a third time, and deliveries that arrived meanwhile were all stored.
+#[tokio::test]
+async fn a_job_whose_process_ends_twice_is_failed_and_nothing_else_is_lost() {
+    let (endpoint, _held) = stalled_cloud().await;
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.cloud = Some((endpoint, support::TOKEN.into(), "tenant-e00stalled".into()));
+    let app = App::start(opts).await;
+    let grown = spec_with_gpus(2);
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&grown))],
+    )
+    .await;
+    let mut killed = Vec::new();
+    for round in 1..=2u32 {
+        // The job is running (in a job process waiting on the cloud): end that process.
+        let pid = eventually(&format!("attempt {round} runs"), || {
+            let pids = job_processes(&app);
+            let running = job_record_now(dir.path(), "d-1");
+            (running
+                .as_ref()
+                .is_some_and(|r| r.state == "running" && r.attempts == round)
+                && pids.len() == 1
+                && !killed.contains(&pids[0]))
+            .then(|| pids[0])
+        })
+        .await;
+        // SAFETY: the test's own child's child, by pid.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+        killed.push(pid);
+        // Intake takes deliveries while the job process is gone.
+        app.deliver(
+            "pull_request",
+            &format!("labeled-{round}"),
+            &pr12("labeled", &sha(2)),
+        )
+        .await;
+    }
+    let record = failed_job(dir.path(), "d-1").await;
+    assert_eq!(record.attempts, 2);
+    assert_eq!(
+        record.last_error,
+        "its process ended under it 2 times (the last: killed by signal 9 (SIGKILL: killed, perhaps by the kernel's OOM killer)); not run again"
+    );
+    let store = fleetbot::store::SqliteStore::open(&dir.path().join("fleetbot.sqlite"))
+        .await
+        .unwrap();
+    for round in 1..=2 {
+        use fleetbot::store::JobQueue;
+        assert!(
+            store
+                .delivery_known(&format!("labeled-{round}"))
+                .await
+                .unwrap()
+        );
+    }
+    store.close().await;
+    gh.assert_clean();
+    app.stop().await;
+}
+
+/// The record of job `id` now, if the store answers (the test reads it while the server
+/// writes).
+fn job_record_now(dir: &std::path::Path, id: &str) -> Option<fleetbot::store::JobRecord> {
+    let dir = dir.to_path_buf();
+    let id = id.to_string();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?
+            .block_on(async { Some(job_record(&dir, &id).await) })
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
+/// Issue 52, item 2: a job past its time budget is ended (here a preflight waiting on a cloud
+/// that never answers) and failed with that reason, not run again.
+#[tokio::test]
+async fn a_job_over_its_time_budget_is_ended_and_failed() {
+    let (endpoint, _held) = stalled_cloud().await;
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.cloud = Some((endpoint, support::TOKEN.into(), "tenant-e00stalled".into()));
+    opts.env.push(("FLEETBOT_JOB_TIMEOUT_SECS", "2".into()));
+    let app = App::start(opts).await;
+    let pids = started_job_processes(&app, 1).await;
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    )
+    .await;
+    let record = failed_job(dir.path(), "d-1").await;
+    assert_eq!(
+        record.last_error,
+        "exceeded its time budget of 2 s; ended and not run again"
+    );
+    assert_eq!(record.attempts, 1);
+    // The job ended where it waited: its process lives on.
+    assert_eq!(job_processes(&app), pids);
+    gh.assert_clean();
+    app.stop().await;
+}
+
 /// Sends `request` on a fresh connection and reads what comes back within `wait` (the
 /// answer, or nothing when the server closed the connection).
 async fn raw_exchange(url: &str, request: &[u8], wait: Duration) -> String {

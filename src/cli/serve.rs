@@ -17,9 +17,7 @@ use crate::fleet::live::{CloudPlanner, VerifyConfig};
 use crate::fleet::resident::Resident;
 use crate::github::{AppCredentials, ClientConfig, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
-use crate::server::job_process::{
-    self, ChildConfig, Supervisor, SupervisorSettings, memory,
-};
+use crate::server::job_process::{self, ChildConfig, Supervisor, SupervisorSettings, memory};
 use crate::server::sources::SourceSetting;
 use crate::server::{MAX_BODY_BYTES, Metrics, WorkerSettings};
 use crate::store::{DeployStore, InventoryStore, JobQueue, OverviewStore, StoreUrl};

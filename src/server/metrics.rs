@@ -255,7 +255,11 @@ impl Metrics {
                 event,
                 outcome,
                 took_ms,
-            } => self.record_job(label(&event), label(&outcome), Duration::from_millis(took_ms)),
+            } => self.record_job(
+                label(&event),
+                label(&outcome),
+                Duration::from_millis(took_ms),
+            ),
             JobMetric::Apply {
                 conclusion,
                 took_ms,
@@ -527,7 +531,10 @@ mod tests {
         child.lock_wait();
         // Nothing is kept where it was recorded…
         let kept = child.render(None);
-        assert!(!kept.contains("fleetbot_job_duration_seconds_count"), "{kept}");
+        assert!(
+            !kept.contains("fleetbot_job_duration_seconds_count"),
+            "{kept}"
+        );
         // …and the server renders it as if its own worker had recorded it.
         let server = Metrics::default();
         for m in sent.lock().unwrap().drain(..) {

@@ -537,7 +537,13 @@ impl<Q: JobQueue + Clone> Slot<Q> {
         let status = ending
             .status
             .map_or_else(|| "its status is unknown".to_string(), describe);
-        let (outcome, metric) = outcome_of(ending, job, running.budget, &status, self.settings.memory_mib);
+        let (outcome, metric) = outcome_of(
+            ending,
+            job,
+            running.budget,
+            &status,
+            self.settings.memory_mib,
+        );
         let label = event_label(Some(&job.event));
         match &outcome {
             JobOutcome::Failed { error } => {
@@ -681,7 +687,13 @@ mod tests {
                 error: "exceeded its memory budget of 512 MiB; its process was ended and it is not run again".into()
             }
         );
-        let (o, m) = outcome_of(&ending(signalled(9), true, false), &claimed(1), hour, "", 512);
+        let (o, m) = outcome_of(
+            &ending(signalled(9), true, false),
+            &claimed(1),
+            hour,
+            "",
+            512,
+        );
         assert_eq!(m, "timeout");
         assert_eq!(
             o,
@@ -694,20 +706,38 @@ mod tests {
             status,
             "killed by signal 9 (SIGKILL: killed, perhaps by the kernel's OOM killer)"
         );
-        let (o, m) = outcome_of(&ending(signalled(9), false, false), &claimed(1), hour, &status, 512);
+        let (o, m) = outcome_of(
+            &ending(signalled(9), false, false),
+            &claimed(1),
+            hour,
+            &status,
+            512,
+        );
         assert_eq!(m, "crashed");
         assert!(
             matches!(&o, JobOutcome::Retry { error, .. } if error == "its process ended under it (killed by signal 9 (SIGKILL: killed, perhaps by the kernel's OOM killer)); it runs once more"),
             "{o:?}"
         );
-        let (o, _) = outcome_of(&ending(signalled(6), false, false), &claimed(2), hour, "killed by signal 6 (SIGABRT: aborted)", 512);
+        let (o, _) = outcome_of(
+            &ending(signalled(6), false, false),
+            &claimed(2),
+            hour,
+            "killed by signal 6 (SIGABRT: aborted)",
+            512,
+        );
         assert_eq!(
             o,
             JobOutcome::Failed {
                 error: "its process ended under it 2 times (the last: killed by signal 6 (SIGABRT: aborted)); not run again".into()
             }
         );
-        let (o, m) = outcome_of(&ending(signalled(9), false, true), &claimed(1), hour, "", 512);
+        let (o, m) = outcome_of(
+            &ending(signalled(9), false, true),
+            &claimed(1),
+            hour,
+            "",
+            512,
+        );
         assert_eq!(m, "released");
         assert!(matches!(o, JobOutcome::Deferred { .. }), "{o:?}");
         assert_eq!(describe(exited(3).unwrap()), "exit status 3");
