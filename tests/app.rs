@@ -1914,7 +1914,7 @@ async fn strangers_holding_slow_fake_signed_bodies_cannot_stall_intake() {
 }
 
 #[tokio::test]
-async fn a_peer_over_its_bound_waits_then_is_refused_without_taking_a_shared_slot() {
+async fn a_peer_over_its_bound_drops_its_own_slowest_never_taking_a_shared_slot() {
     let gh = fake_github(&base_spec()).await;
     let dir = tempfile::tempdir().unwrap();
     let mut opts = options(&gh, &dir, 1);
@@ -1925,9 +1925,10 @@ async fn a_peer_over_its_bound_waits_then_is_refused_without_taking_a_shared_slo
         ("FLEETBOT_MIN_BODY_RATE", "0".into()),
     ];
     let app = App::start(opts).await;
-    // One stranger's address opens six uploads: two are read, four wait for that address's
-    // own slots. Had they waited for (or taken) shared ones, the genuine delivery below would
-    // find none free.
+    // One stranger's address opens six uploads: two are read; each of the others, once the
+    // ones ahead of it have been read for a while without progress, takes the place of the
+    // slowest of that address's own, never a shared slot. Had they waited for (or taken)
+    // shared ones, the genuine delivery below would find none free.
     let mut strangers = slow_strangers(&app.url, 6, &[[127, 0, 0, 9]]).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let head = sha(62);
@@ -1944,20 +1945,20 @@ async fn a_peer_over_its_bound_waits_then_is_refused_without_taking_a_shared_slo
             .map(|(read, _)| status_line(read, Duration::from_secs(8))),
     )
     .await;
-    let refused = answers
+    let dropped = answers
         .iter()
-        .filter(|a| a.starts_with("HTTP/1.1 429"))
+        .filter(|a| a.starts_with("HTTP/1.1 503"))
         .count();
     let read = answers
         .iter()
         .filter(|a| *a == "(no answer in time)")
         .count();
-    assert_eq!((refused, read), (4, 2), "{answers:?}");
+    assert_eq!((dropped, read), (4, 2), "{answers:?}");
     let (_, metrics) = app.get("/metrics").await;
     assert_eq!(
         metric(
             &metrics,
-            "fleetbot_webhook_refusals_total{reason=\"peer_busy\"}"
+            "fleetbot_webhook_refusals_total{reason=\"evicted\"}"
         ),
         4,
         "{metrics}"
@@ -1968,6 +1969,105 @@ async fn a_peer_over_its_bound_waits_then_is_refused_without_taking_a_shared_slo
         "{metrics}"
     );
     drop(strangers);
+    app.stop().await;
+    gh.assert_clean();
+}
+
+/// A genuine, signed delivery of pull request 12's `opened` (as `id`) on a connection from
+/// `source`, with `headers` added; the status line of the answer.
+async fn genuine_from(url: &str, source: [u8; 4], headers: &str, id: &str, head: &str) -> String {
+    use tokio::io::AsyncWriteExt;
+    let body = pr12("opened", head);
+    let signature = sign(SECRET.as_bytes(), &body);
+    let mut request = webhook_head(id, body.len(), &signature);
+    request.insert_str(request.len() - 2, headers);
+    let tcp = connect_from(url, source).await;
+    let (mut read, mut write) = tcp.into_split();
+    write.write_all(request.as_bytes()).await.unwrap();
+    write.write_all(&body).await.unwrap();
+    status_line(&mut read, Duration::from_secs(10)).await
+}
+
+/// Issue 52, item 3: behind a proxy that forwards no client address, every delivery comes from
+/// one address; 24 slow fake-signed uploads from it made a genuine delivery wait 2 s and get
+/// `429`. The slowest of them is dropped for it instead.
+#[tokio::test]
+async fn behind_one_proxy_address_slow_strangers_cannot_keep_a_genuine_delivery_out() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.env = vec![("FLEETBOT_MIN_BODY_RATE", "0".into())];
+    let app = App::start(opts).await;
+    let proxy = [127, 0, 0, 9];
+    let mut strangers = slow_strangers(&app.url, 24, &[proxy]).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    {
+        let mut w = gh.world();
+        w.commit(
+            REPO,
+            &sha(1),
+            &sha(63),
+            &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+        );
+        w.open_pr(REPO, PR, "grow-gpus", &sha(63));
+    }
+    let answer = genuine_from(&app.url, proxy, "", "d-genuine", &sha(63)).await;
+    assert_eq!(answer, "HTTP/1.1 202 Accepted");
+    concluded(&gh, &sha(63)).await;
+    let (_, metrics) = app.get("/metrics").await;
+    assert!(
+        metric(
+            &metrics,
+            "fleetbot_webhook_refusals_total{reason=\"evicted\"}"
+        ) >= 1,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "fleetbot_webhook_refusals_total{reason=\"peer_busy\"}"
+        ),
+        0,
+        "{metrics}"
+    );
+    drop(strangers.drain(..));
+    app.stop().await;
+    gh.assert_clean();
+}
+
+/// Issue 52, item 3: with `FLEETBOT_TRUSTED_PROXIES`, the peer is the rightmost forwarded
+/// address that is not a trusted proxy, for the source allowlist as for the per-peer bound;
+/// what a client writes into the header itself, or a proxy that is not trusted, is not
+/// believed.
+#[tokio::test]
+async fn a_trusted_proxy_s_forwarded_address_is_the_peer() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 0);
+    opts.env = vec![
+        ("FLEETBOT_TRUSTED_PROXIES", "127.0.0.9".into()),
+        ("FLEETBOT_WEBHOOK_SOURCE_RANGES", "140.82.112.0/20".into()),
+    ];
+    let app = App::start(opts).await;
+    let github = "X-Forwarded-For: 140.82.115.1\r\n";
+    let stranger = "X-Forwarded-For: 203.0.113.5\r\n";
+    let spoofed = "X-Forwarded-For: 140.82.115.1, 203.0.113.5\r\n";
+    let forwarded = "Forwarded: for=203.0.113.5, for=\"140.82.115.2:443\"\r\n";
+    for (i, (source, headers, status)) in [
+        ([127, 0, 0, 9], github, "HTTP/1.1 202 Accepted"),
+        ([127, 0, 0, 9], forwarded, "HTTP/1.1 202 Accepted"),
+        ([127, 0, 0, 9], stranger, "HTTP/1.1 403 Forbidden"),
+        ([127, 0, 0, 9], spoofed, "HTTP/1.1 403 Forbidden"),
+        ([127, 0, 0, 9], "", "HTTP/1.1 403 Forbidden"),
+        // Not a trusted proxy: its header says nothing.
+        ([127, 0, 0, 10], github, "HTTP/1.1 403 Forbidden"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let answer = genuine_from(&app.url, source, headers, &format!("d-{i}"), &sha(2)).await;
+        assert_eq!(answer, status, "{i}: {headers:?} from {source:?}");
+    }
     app.stop().await;
     gh.assert_clean();
 }

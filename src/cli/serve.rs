@@ -39,6 +39,7 @@ struct Checked {
     dashboard: DashboardPlace,
     /// Jobs run in job processes of their own (`FLEETBOT_JOB_ISOLATION=process`).
     isolated: bool,
+    trusted_proxies: Option<Arc<crate::server::proxies::TrustedProxies>>,
 }
 
 fn check(args: &ServeArgs) -> Result<Checked, String> {
@@ -90,6 +91,8 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         cloud,
         sources: SourceSetting::parse(&args.webhook_source_ranges)?,
         dashboard: DashboardPlace::parse(&args.dashboard)?,
+        trusted_proxies: crate::server::proxies::TrustedProxies::parse(&args.trusted_proxies)?
+            .map(Arc::new),
         isolated: match args.job_isolation.trim().to_ascii_lowercase().as_str() {
             "process" => true,
             "none" => false,
@@ -402,6 +405,7 @@ async fn serve_with<
         max_unverified_bytes: args.max_unverified_bytes,
         min_body_rate: args.min_body_rate,
         sources: sources.clone(),
+        trusted_proxies: checked.trusted_proxies.clone(),
     };
     let (stop_side, side_stopped) = tokio::sync::watch::channel(false);
     let (routes, dashboard_server) = match (checked.dashboard, dashboard) {

@@ -5,10 +5,15 @@
 //! does not need:
 //!
 //! - **per peer**: at most [`ServerLimits::max_bodies_per_peer`] bodies of one address are
-//!   read at once; more wait up to [`PEER_WAIT`] for one of that address's own slots, then get
-//!   `429`, without ever waiting for or taking one of the shared slots;
-//! - **in all**: at most [`ServerLimits::max_body_readers`] bodies at once (more wait up to
-//!   [`super::BODY_SLOT_WAIT`], then `503`);
+//!   read at once; past it, the address's slowest body that has been read for at least
+//!   [`EVICT_AFTER`] is dropped (`503`) to make room, and with none to drop a body waits up to
+//!   [`PEER_WAIT`] for one of that address's own slots, then gets `429`, without ever waiting
+//!   for or taking one of the shared slots. Behind trusted proxies the address is the client
+//!   their forwarding headers name ([`super::proxies`]);
+//! - **in all**: at most [`ServerLimits::max_body_readers`] bodies at once; past it, the
+//!   slowest of all is dropped the same way, and with none to drop a body waits up to
+//!   [`super::BODY_SLOT_WAIT`], then gets `503`. A genuine delivery arrives at datacentre
+//!   speed, so it is never the slowest: strangers holding every slot cannot keep it out;
 //! - **a rate floor**: after [`BODY_GRACE`], a body must have averaged
 //!   [`ServerLimits::min_body_rate`] bytes a second since it started, or it is answered `408`
 //!   and its slots go back;
@@ -26,7 +31,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,7 +39,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use bytes::BytesMut;
 use http_body_util::BodyExt;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::sources::SourceRanges;
@@ -50,6 +55,11 @@ pub const PEER_WAIT: Duration = Duration::from_secs(2);
 pub const BODY_GRACE: Duration = Duration::from_secs(2);
 /// The unit bodies are kept and charged in.
 pub const BLOCK: usize = 64 * 1024;
+/// A body read for less than this is never dropped to make room: a delivery just begun has
+/// no rate to judge it by yet, and GitHub's complete in a few milliseconds.
+pub const EVICT_AFTER: Duration = Duration::from_millis(250);
+/// How often a body waiting for a slot looks again for one to drop.
+const EVICT_RECHECK: Duration = Duration::from_millis(50);
 
 /// Why a webhook was refused before its body was used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +82,8 @@ pub enum Refusal {
     Timeout,
     /// The body broke off (the client closed the connection).
     Broken,
+    /// Dropped, as the slowest body in flight, to make room for another.
+    Evicted,
     /// No configured secret signed it.
     Signature,
 }
@@ -84,7 +96,7 @@ impl Refusal {
             Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::Unsigned | Refusal::Signature => StatusCode::UNAUTHORIZED,
             Refusal::PeerBusy => StatusCode::TOO_MANY_REQUESTS,
-            Refusal::Busy | Refusal::Memory => StatusCode::SERVICE_UNAVAILABLE,
+            Refusal::Busy | Refusal::Memory | Refusal::Evicted => StatusCode::SERVICE_UNAVAILABLE,
             Refusal::TooSlow | Refusal::Timeout => StatusCode::REQUEST_TIMEOUT,
             Refusal::Broken => StatusCode::BAD_REQUEST,
         }
@@ -96,7 +108,7 @@ impl Refusal {
             Refusal::Source => "forbidden",
             Refusal::TooLarge => "too_large",
             Refusal::Unsigned | Refusal::Signature => "refused",
-            Refusal::PeerBusy | Refusal::Busy | Refusal::Memory => "busy",
+            Refusal::PeerBusy | Refusal::Busy | Refusal::Memory | Refusal::Evicted => "busy",
             Refusal::TooSlow | Refusal::Timeout => "timeout",
             Refusal::Broken => "bad_request",
         }
@@ -114,6 +126,7 @@ impl Refusal {
             Refusal::TooSlow => "too_slow",
             Refusal::Timeout => "timeout",
             Refusal::Broken => "broken",
+            Refusal::Evicted => "evicted",
             Refusal::Signature => "signature",
         }
     }
@@ -130,6 +143,7 @@ impl Refusal {
             Refusal::TooSlow => "body too slow\n",
             Refusal::Timeout => "body not received in time\n",
             Refusal::Broken => "body incomplete\n",
+            Refusal::Evicted => "dropped to make room for a faster delivery; redeliver later\n",
         }
     }
 }
@@ -281,6 +295,110 @@ impl Drop for Unverified {
     }
 }
 
+/// A body being read, as the choice of which to drop sees it.
+#[derive(Debug)]
+struct Reading {
+    peer: Option<IpAddr>,
+    started: Instant,
+    received: AtomicU64,
+    dropped: AtomicBool,
+    drop_now: Notify,
+}
+
+/// Every body being read (each holds a shared slot), so the slowest can be dropped.
+#[derive(Debug, Default)]
+struct Readings {
+    all: Mutex<Vec<Arc<Reading>>>,
+}
+
+/// A body's place in [`Readings`], given up when it is dropped.
+struct Registered<'a> {
+    reading: Arc<Reading>,
+    readings: &'a Readings,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        let mut all = self.readings.lock();
+        if let Some(i) = all.iter().position(|r| Arc::ptr_eq(r, &self.reading)) {
+            all.swap_remove(i);
+        }
+    }
+}
+
+impl Readings {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Reading>>> {
+        self.all.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn register(&self, peer: Option<IpAddr>) -> Registered<'_> {
+        let reading = Arc::new(Reading {
+            peer,
+            started: Instant::now(),
+            received: AtomicU64::new(0),
+            dropped: AtomicBool::new(false),
+            drop_now: Notify::new(),
+        });
+        self.lock().push(reading.clone());
+        Registered {
+            reading,
+            readings: self,
+        }
+    }
+
+    /// Drops the slowest body (of `peer`, when given) read for at least [`EVICT_AFTER`]:
+    /// the lowest average rate since it started. Whether there was one.
+    fn drop_slowest(&self, peer: Option<IpAddr>, now: Instant) -> bool {
+        let all = self.lock();
+        let slowest = all
+            .iter()
+            .filter(|r| peer.is_none() || r.peer == peer)
+            .filter(|r| !r.dropped.load(Ordering::Acquire))
+            .filter(|r| now.saturating_duration_since(r.started) >= EVICT_AFTER)
+            .min_by(|a, b| {
+                // a.received / a.age against b.received / b.age, without division.
+                let rate = |r: &Reading, other: &Reading| {
+                    u128::from(r.received.load(Ordering::Relaxed))
+                        * now.saturating_duration_since(other.started).as_nanos()
+                };
+                rate(a, b).cmp(&rate(b, a))
+            });
+        match slowest {
+            Some(r) => {
+                r.dropped.store(true, Ordering::Release);
+                r.drop_now.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Takes a permit of `slots` within `wait`, dropping the slowest body (of `peer`, when given)
+/// whenever none is free: a body only waits while every body in the way is young.
+async fn acquire_or_drop(
+    slots: &Arc<Semaphore>,
+    readings: &Readings,
+    peer: Option<IpAddr>,
+    wait: Duration,
+) -> Option<OwnedSemaphorePermit> {
+    let deadline = Instant::now() + wait;
+    loop {
+        if let Ok(permit) = slots.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        readings.drop_slowest(peer, now);
+        let next = deadline.min(now + EVICT_RECHECK);
+        if let Ok(Ok(permit)) = tokio::time::timeout_at(next, slots.clone().acquire_owned()).await {
+            return Some(permit);
+        }
+    }
+}
+
 /// Each peer's slots. A peer's entry lives while it has a body in flight or waiting.
 #[derive(Debug)]
 struct PeerSlots {
@@ -302,19 +420,13 @@ impl PeerSlots {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    async fn acquire(self: &Arc<Self>, peer: IpAddr) -> Option<PeerSlot> {
+    async fn acquire(self: &Arc<Self>, peer: IpAddr, readings: &Readings) -> Option<PeerSlot> {
         let slots = self
             .lock()
             .entry(peer)
             .or_insert_with(|| Arc::new(Semaphore::new(self.per_peer)))
             .clone();
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(_) => tokio::time::timeout(self.wait, slots.clone().acquire_owned())
-                .await
-                .ok()
-                .and_then(Result::ok),
-        };
+        let permit = acquire_or_drop(&slots, readings, Some(peer), self.wait).await;
         drop(slots);
         match permit {
             Some(permit) => Some(PeerSlot {
@@ -360,6 +472,8 @@ pub struct Intake {
     bodies: Arc<Semaphore>,
     max_bodies: usize,
     peers: Option<Arc<PeerSlots>>,
+    readings: Readings,
+    proxies: Option<Arc<super::proxies::TrustedProxies>>,
     budget: Arc<ByteBudget>,
     floor: RateFloor,
     body_timeout: Duration,
@@ -381,6 +495,8 @@ impl Intake {
                     slots: Mutex::new(HashMap::new()),
                 })
             }),
+            readings: Readings::default(),
+            proxies: limits.trusted_proxies.clone(),
             budget: Arc::new(ByteBudget::new(limits.max_unverified_bytes)),
             floor: RateFloor {
                 grace: BODY_GRACE,
@@ -427,6 +543,10 @@ impl Intake {
         body: Body,
         secrets: &WebhookSecrets,
     ) -> Result<Bytes, Refusal> {
+        let peer = match (&self.proxies, peer) {
+            (Some(proxies), Some(peer)) => Some(proxies.client(peer, headers)),
+            (_, peer) => peer.map(|p| p.to_canonical()),
+        };
         if let Some(sources) = &self.sources
             && !peer.is_some_and(|p| sources.allows(p))
         {
@@ -445,16 +565,18 @@ impl Intake {
         let _peer_slot = match (&self.peers, peer) {
             (Some(peers), Some(peer)) => Some(
                 peers
-                    .acquire(peer.to_canonical())
+                    .acquire(peer, &self.readings)
                     .await
                     .ok_or(Refusal::PeerBusy)?,
             ),
             _ => None,
         };
-        let slot = tokio::time::timeout(BODY_SLOT_WAIT, self.bodies.clone().acquire_owned());
-        let Ok(Ok(_slot)) = slot.await else {
+        let Some(_slot) = acquire_or_drop(&self.bodies, &self.readings, None, BODY_SLOT_WAIT).await
+        else {
             return Err(Refusal::Busy);
         };
+        let registered = self.readings.register(peer);
+        let reading = &registered.reading;
         let started = Instant::now();
         let hard = started + self.body_timeout;
         let mut kept = Unverified::new(self.budget.clone());
@@ -464,7 +586,11 @@ impl Intake {
                 .floor
                 .next_byte_due(kept.len as u64)
                 .map_or(hard, |d| hard.min(started + d));
-            let frame = match tokio::time::timeout_at(due, body.frame()).await {
+            let next = tokio::select! {
+                next = tokio::time::timeout_at(due, body.frame()) => next,
+                () = reading.drop_now.notified() => return Err(Refusal::Evicted),
+            };
+            let frame = match next {
                 Err(_) if due < hard => return Err(Refusal::TooSlow),
                 Err(_) => return Err(Refusal::Timeout),
                 Ok(None) => break,
@@ -477,6 +603,9 @@ impl Intake {
             if kept.len + data.len() > MAX_BODY_BYTES {
                 return Err(Refusal::TooLarge);
             }
+            reading
+                .received
+                .fetch_add(data.len() as u64, Ordering::Relaxed);
             verifier.update(&data);
             kept.push(&data, declared)?;
         }
@@ -516,6 +645,68 @@ mod tests {
             bytes_per_sec: 0,
         };
         assert_eq!(off.next_byte_due(0), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_slowest_body_read_for_a_while_is_the_one_dropped() {
+        let readings = Readings::default();
+        let (a, b): (IpAddr, IpAddr) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+        let trickle = readings.register(Some(a));
+        trickle.reading.received.store(10, Ordering::Relaxed);
+        tokio::time::advance(Duration::from_millis(100)).await;
+        let fast = readings.register(Some(a));
+        fast.reading.received.store(1 << 20, Ordering::Relaxed);
+        let other = readings.register(Some(b));
+        // Nothing has been read long enough to judge it.
+        assert!(!readings.drop_slowest(None, Instant::now()));
+        tokio::time::advance(EVICT_AFTER).await;
+        // Of two bodies old enough, the lower average rate goes, even though the other
+        // started later; another peer's body is not a candidate for `a`'s room.
+        other.reading.received.store(0, Ordering::Relaxed);
+        assert!(readings.drop_slowest(Some(a), Instant::now()));
+        assert!(trickle.reading.dropped.load(Ordering::Acquire));
+        assert!(!fast.reading.dropped.load(Ordering::Acquire));
+        assert!(!other.reading.dropped.load(Ordering::Acquire));
+        // A dropped body is not chosen twice; then the next slowest is.
+        assert!(readings.drop_slowest(Some(a), Instant::now()));
+        assert!(fast.reading.dropped.load(Ordering::Acquire));
+        assert!(!readings.drop_slowest(Some(a), Instant::now()));
+        // It is told at once.
+        tokio::time::timeout(
+            Duration::from_millis(1),
+            trickle.reading.drop_now.notified(),
+        )
+        .await
+        .expect("the dropped body was told");
+        // A body that ends leaves the list.
+        drop((trickle, fast));
+        assert_eq!(readings.lock().len(), 1);
+        assert!(readings.drop_slowest(None, Instant::now()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slot_is_taken_by_dropping_the_slowest_or_waited_for_while_all_are_young() {
+        let slots = Arc::new(Semaphore::new(1));
+        let readings = Readings::default();
+        let held = slots.clone().try_acquire_owned().unwrap();
+        let young = readings.register(None);
+        // The only body is young: the newcomer waits, then gives up.
+        let got = acquire_or_drop(&slots, &readings, None, Duration::from_millis(200)).await;
+        assert!(got.is_none());
+        assert!(!young.reading.dropped.load(Ordering::Acquire));
+        // Once it is old enough, it is dropped, and its slot (given back by its reader, here
+        // when it is told) goes to the newcomer.
+        let reader = tokio::spawn({
+            let reading = young.reading.clone();
+            async move {
+                reading.drop_now.notified().await;
+                drop(held);
+            }
+        });
+        let got = acquire_or_drop(&slots, &readings, None, Duration::from_secs(2)).await;
+        assert!(got.is_some());
+        assert!(young.reading.dropped.load(Ordering::Acquire));
+        reader.await.unwrap();
     }
 
     #[test]
@@ -638,18 +829,20 @@ mod tests {
         });
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
-        let one = peers.acquire(a).await.unwrap();
-        let two = peers.acquire(a).await.unwrap();
+        // Nothing being read is old enough to drop: the bound holds as a plain bound.
+        let readings = Readings::default();
+        let one = peers.acquire(a, &readings).await.unwrap();
+        let two = peers.acquire(a, &readings).await.unwrap();
         assert!(
-            peers.acquire(a).await.is_none(),
+            peers.acquire(a, &readings).await.is_none(),
             "the third waits, then is refused"
         );
         assert!(
-            peers.acquire(b).await.is_some(),
+            peers.acquire(b, &readings).await.is_some(),
             "another peer is not held up"
         );
         drop(one);
-        let three = peers.acquire(a).await.unwrap();
+        let three = peers.acquire(a, &readings).await.unwrap();
         drop((two, three));
         assert!(peers.lock().is_empty());
     }

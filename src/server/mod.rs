@@ -15,6 +15,7 @@ pub mod durable;
 pub mod intake;
 pub mod job_process;
 pub mod metrics;
+pub mod proxies;
 pub mod reconcile;
 pub mod sink;
 pub mod sources;
@@ -75,8 +76,11 @@ pub struct ServerLimits {
     /// Webhook bodies read at once, all peers together; more wait up to [`BODY_SLOT_WAIT`],
     /// then get `503`.
     pub max_body_readers: usize,
-    /// Webhook bodies of one peer address read at once (0: no bound); more wait up to
-    /// [`intake::PEER_WAIT`], then get `429`. Behind a proxy every peer is the proxy.
+    /// Webhook bodies of one peer address read at once (0: no bound). Past it (and past
+    /// [`ServerLimits::max_body_readers`]) the slowest body read for a while is dropped to
+    /// make room; with none to drop, a body waits up to [`intake::PEER_WAIT`], then gets
+    /// `429`. Behind a proxy the peer is the proxy unless it is trusted
+    /// ([`ServerLimits::trusted_proxies`]).
     pub max_bodies_per_peer: usize,
     /// Bytes all unverified bodies may hold beyond each one's first [`intake::BLOCK`]; a body
     /// that would need more is answered `503`. At least [`MAX_BODY_BYTES`], or the largest
@@ -87,6 +91,8 @@ pub struct ServerLimits {
     pub min_body_rate: u64,
     /// The peers `POST /webhook` is taken from; `None`: any.
     pub sources: Option<Arc<sources::SourceRanges>>,
+    /// Proxies whose `Forwarded` / `X-Forwarded-For` name the peer; `None`: the TCP peer is.
+    pub trusted_proxies: Option<Arc<proxies::TrustedProxies>>,
 }
 
 impl Default for ServerLimits {
@@ -100,6 +106,7 @@ impl Default for ServerLimits {
             max_unverified_bytes: 64 << 20,
             min_body_rate: 64 * 1024,
             sources: None,
+            trusted_proxies: None,
         }
     }
 }

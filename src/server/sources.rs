@@ -6,8 +6,8 @@
 //! `hooks` ranges of `GET /meta`, read at start (the server does not start without them:
 //! an allowlist that was asked for and cannot be known fails closed) and read again every
 //! [`REFRESH_EVERY`]; a failed or empty refresh keeps the ranges in force. The peer is the
-//! TCP peer: behind a proxy or load balancer that is the proxy, so there the allowlist
-//! belongs on the proxy (fleetbot does not trust `X-Forwarded-For`).
+//! TCP peer, or behind a trusted proxy the client its forwarding headers name
+//! ([`super::proxies`]).
 
 use std::net::IpAddr;
 use std::str::FromStr;

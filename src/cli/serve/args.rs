@@ -210,8 +210,9 @@ pub struct ServeArgs {
         value_name = "N"
     )]
     pub max_body_readers: usize,
-    /// Unverified webhook bodies of one peer address read at once; more wait 2 s, then get
-    /// 429. 0: no per-peer bound (behind a proxy, where every peer is the proxy).
+    /// Unverified webhook bodies of one peer address read at once. Past it, the peer's
+    /// slowest body read for 250 ms or more is dropped to make room; with none, a body waits
+    /// 2 s, then gets 429. 0: no per-peer bound.
     #[arg(
         long,
         env = "FLEETBOT_MAX_BODIES_PER_PEER",
@@ -219,6 +220,16 @@ pub struct ServeArgs {
         value_name = "N"
     )]
     pub max_bodies_per_peer: usize,
+    /// Proxies (CIDR ranges and addresses, comma-separated) whose `Forwarded` or
+    /// `X-Forwarded-For` header names the peer: the rightmost address in it that is not a
+    /// trusted proxy. Empty: the TCP peer is the peer.
+    #[arg(
+        long,
+        env = "FLEETBOT_TRUSTED_PROXIES",
+        default_value = "",
+        value_name = "RANGES"
+    )]
+    pub trusted_proxies: String,
     /// Bytes all unverified webhook bodies may hold together beyond each one's first 64 KiB;
     /// a body that needs more gets 503. At least 26214400 (GitHub's largest delivery).
     #[arg(

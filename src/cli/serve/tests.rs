@@ -24,6 +24,10 @@ fn args() -> ServeArgs {
         github_api_url: DEFAULT_API_URL.into(),
         store: Some("postgres://user:hunter2@db/fleetbot".parse().unwrap()),
         workers: 2,
+        job_isolation: "process".into(),
+        job_memory_mib: 1024,
+        job_timeout_secs: 3600,
+        apply_timeout_secs: 21600,
         retention_days: 7,
         cloud: "none".into(),
         tenant_id: None,
@@ -35,6 +39,7 @@ fn args() -> ServeArgs {
         body_timeout_secs: 30,
         max_body_readers: 256,
         max_bodies_per_peer: 8,
+        trusted_proxies: String::new(),
         max_unverified_bytes: 64 << 20,
         min_body_rate: 65536,
         webhook_source_ranges: String::new(),
@@ -130,5 +135,24 @@ fn checks_and_redacts() {
         check(&ranges)
             .unwrap_err()
             .contains("FLEETBOT_WEBHOOK_SOURCE_RANGES")
+    );
+    let mut proxies = args();
+    proxies.trusted_proxies = "10.0.0.0/8".into();
+    assert!(check(&proxies).unwrap().trusted_proxies.is_some());
+    proxies.trusted_proxies = "ingress".into();
+    assert!(
+        check(&proxies)
+            .unwrap_err()
+            .contains("FLEETBOT_TRUSTED_PROXIES")
+    );
+    let mut isolation = args();
+    assert!(check(&isolation).unwrap().isolated);
+    isolation.job_isolation = "None".into();
+    assert!(!check(&isolation).unwrap().isolated);
+    isolation.job_isolation = "threads".into();
+    assert!(
+        check(&isolation)
+            .unwrap_err()
+            .contains("FLEETBOT_JOB_ISOLATION")
     );
 }
