@@ -529,3 +529,126 @@ fn kubectl_reaches_the_embedded_defaults_clusters_after_the_commands_exit() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
+
+/// Stops every resident simulator serving a state under its directory, whatever the test's
+/// outcome (a failing run may have started more than one).
+struct AllResidents(PathBuf);
+
+impl Drop for AllResidents {
+    fn drop(&mut self) {
+        for pid in residents_under(&self.0) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// The resident simulators serving a state under `home` (processes whose command line runs
+/// `sim --resident` with a state there).
+fn residents_under(home: &Path) -> Vec<u32> {
+    let home = home.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            args.iter().any(|a| a == "--resident") && args.iter().any(|a| a.starts_with(&home))
+        })
+        .collect()
+}
+
+/// Issue 52, item 4: two `fleetbot kubeconfig` at once started two residents on one state;
+/// the kubeconfigs pointed at one and `kube-token` handed out the other's token. Now the
+/// state's lock decides: one resident, both kubeconfigs reach it, nothing is left over. And a
+/// kubeconfig of nothing deployed starts nothing.
+#[test]
+fn two_kubeconfigs_at_once_share_one_resident_and_nothing_deployed_starts_none() {
+    let Some(kubectl) = kubectl() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let _residents = AllResidents(home.to_path_buf());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = manifest.join("fixtures/specs/fleet1-test.yaml");
+    let values = manifest.join("fixtures/runtime/embedded-default.yaml");
+    let (spec, values) = (spec.to_str().unwrap(), values.to_str().unwrap());
+    let fleetbot = Path::new(env!("CARGO_BIN_EXE_fleetbot"));
+    let command = |program: &Path, args: &[&str]| {
+        let mut c = Command::new(program);
+        c.args(args)
+            .current_dir(home)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("XDG_DATA_HOME", home.join("data"));
+        c
+    };
+    let kubeconfig = |output: &str| {
+        command(
+            fleetbot,
+            &[
+                "kubeconfig",
+                "-f",
+                spec,
+                "--runtime-values",
+                values,
+                "--output",
+                output,
+            ],
+        )
+    };
+    // Nothing deployed yet: no kubeconfig, and no resident.
+    let out = kubeconfig("kc0").output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no selected cluster can be reached"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(residents_under(home).is_empty());
+    assert!(!home.join("kc0").exists());
+
+    let out = command(
+        fleetbot,
+        &["deploy", "--yes", "-f", spec, "--runtime-values", values],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mut one, mut two) = (
+        kubeconfig("kc1").spawn().unwrap(),
+        kubeconfig("kc2").spawn().unwrap(),
+    );
+    assert!(one.wait().unwrap().success());
+    assert!(two.wait().unwrap().success());
+    assert_eq!(
+        residents_under(home).len(),
+        1,
+        "one resident serves the state"
+    );
+    let servers = |kc: &str| -> Vec<String> {
+        std::fs::read_to_string(home.join(kc))
+            .unwrap()
+            .lines()
+            .filter(|l| l.trim_start().starts_with("server:"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(servers("kc1"), servers("kc2"));
+    for kc in ["kc1", "kc2"] {
+        let out = command(&kubectl, &["--kubeconfig", kc, "get", "nodes"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{kc}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

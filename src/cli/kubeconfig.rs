@@ -91,7 +91,23 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             }
         };
         // On the embedded simulator, the clusters must outlive this command: the kubeconfig
-        // points at the resident simulator of the same state, started here if none runs.
+        // points at the resident simulator of the same state, started here if none runs; but
+        // only when there is a cluster to point at (a kubeconfig of nothing starts nothing).
+        if connection.simulator.is_some() {
+            match reachable(&connection, &spec, &only_projects, &only_clusters).await {
+                Ok((entries, _)) if entries.is_empty() => {
+                    eprintln!(
+                        "fleetbot: no selected cluster can be reached; no kubeconfig written"
+                    );
+                    return ExitCode::FAILURE;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         let (connection, sim_state) = match residentially(connection, &profile).await {
             Ok(c) => c,
             Err(e) => {
@@ -99,50 +115,14 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let store = match open_inventory(&connection).await {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let targets = match deployed_clusters(
-            &connection.client,
-            &store,
-            &spec,
-            &only_projects,
-            &only_clusters,
-        )
-        .await
-        {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let mut entries = Vec::new();
-        let mut left_out = 0;
-        for target in &targets {
-            let endpoint = target
-                .cluster
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|c| ClusterEndpoint::of(c).map_err(|e| e.to_string()));
-            match endpoint {
-                Ok(endpoint) => entries.push(KubeconfigEntry {
-                    context: context_name(&spec.name, &target.project_key, &target.cluster_name),
-                    endpoint,
-                }),
+        let (entries, left_out) =
+            match reachable(&connection, &spec, &only_projects, &only_clusters).await {
+                Ok(found) => found,
                 Err(e) => {
-                    left_out += 1;
-                    eprintln!(
-                        "fleetbot: {}/{}: {e}; left out of the kubeconfig",
-                        target.project_key, target.cluster_name
-                    );
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
                 }
-            }
-        }
+            };
         if entries.is_empty() {
             eprintln!("fleetbot: no selected cluster can be reached; no kubeconfig written");
             return ExitCode::FAILURE;
@@ -186,6 +166,49 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
     })
+}
+
+/// The kubeconfig entries of the selected clusters `connection` reaches, and how many were
+/// left out (each named on stderr).
+async fn reachable(
+    connection: &Connection,
+    spec: &crate::spec::FleetSpec,
+    only_projects: &[String],
+    only_clusters: &[String],
+) -> Result<(Vec<KubeconfigEntry>, usize), String> {
+    let store = open_inventory(connection).await?;
+    let targets = deployed_clusters(
+        &connection.client,
+        &store,
+        spec,
+        only_projects,
+        only_clusters,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut entries = Vec::new();
+    let mut left_out = 0;
+    for target in &targets {
+        let endpoint = target
+            .cluster
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|c| ClusterEndpoint::of(c).map_err(|e| e.to_string()));
+        match endpoint {
+            Ok(endpoint) => entries.push(KubeconfigEntry {
+                context: context_name(&spec.name, &target.project_key, &target.cluster_name),
+                endpoint,
+            }),
+            Err(e) => {
+                left_out += 1;
+                eprintln!(
+                    "fleetbot: {}/{}: {e}; left out of the kubeconfig",
+                    target.project_key, target.cluster_name
+                );
+            }
+        }
+    }
+    Ok((entries, left_out))
 }
 
 /// The connection, moved to the resident simulator when it is the embedded one (the

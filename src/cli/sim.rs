@@ -107,6 +107,28 @@ pub fn run(args: SimArgs) -> ExitCode {
             },
             None => World::embedded_default(),
         };
+        // A resident takes its state's lock before it reads the state: whoever holds it
+        // serves the state; a second one started at the same time leaves it to the first.
+        let _state_lock = match (args.resident, &args.state) {
+            (true, Some(state)) => match crate::fleet::resident::lock(state) {
+                Ok(Some(lock)) => Some(lock),
+                Ok(None) => {
+                    eprintln!(
+                        "fleetbot sim: another resident simulator serves {}; leaving it to that one",
+                        state.display()
+                    );
+                    return ExitCode::from(crate::fleet::resident::EXIT_ALREADY_SERVED);
+                }
+                Err(e) => {
+                    eprintln!(
+                        "fleetbot sim: cannot lock {}: {e}",
+                        crate::fleet::resident::lock_file_of(state).display()
+                    );
+                    return ExitCode::FAILURE;
+                }
+            },
+            _ => None,
+        };
         world.static_tokens.extend(args.tokens.iter().cloned());
         let resident_token = args
             .resident

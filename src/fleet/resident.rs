@@ -5,6 +5,12 @@
 //! state; `fleetbot kube-token --simulator-state` hands kubectl its token. It writes where it
 //! listens, with a token of its own, beside the state (`<state>.resident.json`, mode 0600) and
 //! removes that file when it stops.
+//!
+//! One resident per state: a resident holds an exclusive lock on `<state>.resident.lock` for
+//! its life, taken before it reads the state. Two commands that each start one at once start
+//! two processes, but only one takes the lock; the other exits at once with
+//! [`EXIT_ALREADY_SERVED`], and the command that started it uses the winner. The lock goes
+//! with its process, however it ends, so a dead resident never holds a state.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -16,6 +22,68 @@ use serde::{Deserialize, Serialize};
 
 /// How long a starting resident may take to say where it listens.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The exit status of a resident that found another serving its state.
+pub const EXIT_ALREADY_SERVED: u8 = 75;
+
+/// The lock a resident holds on its state for its life.
+#[derive(Debug)]
+pub struct StateLock {
+    _file: std::fs::File,
+}
+
+/// The lock file of a simulator state.
+pub fn lock_file_of(state: &Path) -> PathBuf {
+    let mut name = state.file_name().unwrap_or_default().to_os_string();
+    name.push(".resident.lock");
+    state.with_file_name(name)
+}
+
+/// Takes the state's resident lock without waiting: `Ok(None)` when another process holds
+/// it.
+pub fn lock(state: &Path) -> std::io::Result<Option<StateLock>> {
+    if let Some(dir) = state.parent() {
+        private_dir(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(lock_file_of(state))?;
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor this function owns; LOCK_NB never blocks.
+        let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if !taken {
+            let e = std::io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EWOULDBLOCK) => Ok(None),
+                _ => Err(e),
+            };
+        }
+    }
+    Ok(Some(StateLock { _file: file }))
+}
+
+/// Creates `dir` if needed, readable by its owner alone: it holds the simulator's state, its
+/// Kubernetes objects and inventory, and the simulated S3 key pair.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.as_os_str().is_empty() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
 
 /// Where a resident simulator listens, and what it accepts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +116,18 @@ pub fn find(state: &Path) -> Option<Resident> {
     let address: SocketAddr = resident.endpoint.strip_prefix("http://")?.parse().ok()?;
     let answers = TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_ok();
     (alive && answers).then_some(resident)
+}
+
+/// Creates (or empties) a file readable by its owner alone.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
 }
 
 /// Writes the resident's file, readable by its owner alone.
@@ -87,14 +167,13 @@ pub fn ensure(state: &Path, world: Option<&Path>) -> Result<Resident, String> {
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     if let Some(dir) = state.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let mut log_name = state.file_name().unwrap_or_default().to_os_string();
     log_name.push(".resident.log");
     let log_path = state.with_file_name(log_name);
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
+    let log =
+        private_file(&log_path).map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
     let mut command = Command::new(exe);
     command
         .args(["sim", "--resident", "--listen", "127.0.0.1:0", "--state"])
@@ -120,11 +199,17 @@ pub fn ensure(state: &Path, world: Option<&Path>) -> Result<Resident, String> {
         if let Some(resident) = find(state) {
             return Ok(resident);
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!(
-                "the resident simulator exited ({status}); see {}",
-                log_path.display()
-            ));
+        match child.try_wait() {
+            // Another resident took the state first: it is the one to use, once it says where
+            // it listens.
+            Ok(Some(status)) if status.code() == Some(i32::from(EXIT_ALREADY_SERVED)) => {}
+            Ok(Some(status)) => {
+                return Err(format!(
+                    "the resident simulator exited ({status}); see {}",
+                    log_path.display()
+                ));
+            }
+            _ => {}
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -176,5 +261,24 @@ mod tests {
         );
         remove(&state);
         assert!(!file_of(&state).exists());
+    }
+
+    #[test]
+    fn one_process_holds_a_state_s_lock_until_it_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("sub").join("default.state");
+        let held = lock(&state).unwrap().expect("the first takes it");
+        // flock locks belong to the open file: a second open, as another process makes, is
+        // refused while the first is held.
+        assert!(lock(&state).unwrap().is_none(), "the second is refused");
+        drop(held);
+        assert!(lock(&state).unwrap().is_some(), "free once let go");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dir.path().join("sub")), 0o700);
+            assert_eq!(mode(&lock_file_of(&state)), 0o600);
+        }
     }
 }
