@@ -46,6 +46,9 @@ struct Live {
     sim: fleetbot::sim::Simulator,
     tenant: String,
     dir: tempfile::TempDir,
+    /// When the pull request's head last moved (opened or pushed): a comment is written in a
+    /// later second, as a person's is (fleetbot refuses a command whose second saw a push).
+    head_moved: std::sync::Mutex<Option<std::time::SystemTime>>,
 }
 
 fn fast_world() -> String {
@@ -118,17 +121,30 @@ async fn live_in(world: &str, env: Vec<(&'static str, String)>) -> Live {
         sim,
         tenant,
         dir,
+        head_moved: std::sync::Mutex::new(None),
     }
 }
 
 impl Live {
     /// Opens [`PR`] at `head` with `changes` and waits for its preflight.
     async fn open(&self, head: &str, changes: &[(&str, Option<&str>)]) {
+        *self.head_moved.lock().unwrap() = Some(std::time::SystemTime::now());
         self.app.open_reviewed(&self.gh, PR, head, changes).await;
+    }
+
+    /// Waits, if need be, until a second after the one the head last moved in.
+    async fn a_second_after_the_head_moved(&self) {
+        let moved = *self.head_moved.lock().unwrap();
+        let second =
+            |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        if moved.is_some_and(|m| second(m) >= second(std::time::SystemTime::now())) {
+            next_second().await;
+        }
     }
 
     /// Pushes `head` (the current head plus `changes`) and waits for its preflight.
     async fn push(&self, head: &str, changes: &[(&str, Option<&str>)]) {
+        *self.head_moved.lock().unwrap() = Some(std::time::SystemTime::now());
         {
             let mut w = self.gh.world();
             let parent = w.repos[REPO].pulls[&PR].head_sha.clone();
@@ -185,6 +201,7 @@ impl Live {
     }
 
     async fn comment(&self, id: u64, author: &str, body: &str) {
+        self.a_second_after_the_head_moved().await;
         let head = self.gh.world().repos[REPO].pulls[&PR].head_sha.clone();
         self.app
             .deliver(
@@ -1192,6 +1209,7 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
         sim,
         tenant,
         dir,
+        ..
     } = live;
     let mut options = app.options.clone();
     app.stop().await;
@@ -1209,6 +1227,7 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
         sim,
         tenant,
         dir,
+        head_moved: Default::default(),
     };
     eventually("the pushed head's preflight, planned after restart", || {
         live.gh
@@ -1225,6 +1244,7 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
         sim,
         tenant,
         dir,
+        ..
     } = live;
     let options = app.options.clone();
     app.stop().await;
@@ -1236,6 +1256,7 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
         sim,
         tenant,
         dir,
+        head_moved: Default::default(),
     };
     let runs = live.applied(&sha(90), 1).await;
     assert_eq!(
@@ -1479,6 +1500,7 @@ async fn sigterm_during_an_apply_releases_it_and_the_next_server_finishes_it() {
         sim,
         tenant,
         dir,
+        ..
     } = live;
     let mut slow = app.options.clone();
     app.stop().await;
@@ -1491,6 +1513,7 @@ async fn sigterm_during_an_apply_releases_it_and_the_next_server_finishes_it() {
         sim,
         tenant,
         dir,
+        head_moved: Default::default(),
     };
     live.sim
         .service
@@ -1513,6 +1536,7 @@ async fn sigterm_during_an_apply_releases_it_and_the_next_server_finishes_it() {
         sim,
         tenant,
         dir,
+        ..
     } = live;
     // A clean exit (App::stop asserts it, within a bound that only catches a hang) that
     // released the running apply (the takeover below comes long before its 300 s lease ran
@@ -1534,6 +1558,7 @@ async fn sigterm_during_an_apply_releases_it_and_the_next_server_finishes_it() {
         sim,
         tenant,
         dir,
+        head_moved: Default::default(),
     };
     let runs = live.applied(&sha(90), 1).await;
     assert!(
@@ -1887,6 +1912,64 @@ async fn a_rerun_needs_applys_permission_and_applies_only_its_own_commit() {
     live.app.stop().await;
 }
 
+/// Issue 52, item 5: GitHub stamps a comment in whole seconds, so a head pushed within the
+/// comment's second may have come before it or after it; `/apply` counted such a head as seen
+/// before the comment, and applied a head its author may never have seen. It refuses now, and
+/// says to comment again.
+#[tokio::test]
+async fn apply_refuses_when_a_head_was_pushed_within_the_comment_s_second() {
+    let live = live().await;
+    before_merge(&live);
+    let a = sha(2);
+    live.open(&a, &[("fleets/staging.yaml", Some(&staging_spec()))])
+        .await;
+    // Early in a second: the comment on A, then B pushed within the same second.
+    next_second().await;
+    let comment = live
+        .gh
+        .pr_comment(&pr_ref(&a), 831, "maintainer-mia", "User", "/apply\n");
+    let b = sha(3);
+    live.push(
+        &b,
+        &[(
+            "fleets/staging.yaml",
+            Some(&staging_spec().replace("count: 1", "count: 2")),
+        )],
+    )
+    .await;
+    live.sim.service.clear_call_log();
+    live.app
+        .deliver("issue_comment", "comment-831", &comment)
+        .await;
+    live.app.settled().await;
+    let reply = live.reply_to(831).await;
+    assert!(
+        reply.contains(
+            r"/apply: a commit was pushed within the same second as your comment, so fleetbot cannot tell which head you saw; comment \`/apply\` again"
+        ),
+        "{reply}"
+    );
+    assert!(
+        live.gh
+            .world()
+            .runs_on(REPO, &b)
+            .iter()
+            .all(|r| r.name != "fleet/apply")
+    );
+    assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
+    // Commented again, a second later, on the head it sees: applied.
+    live.comment(832, "maintainer-mia", "/apply\n").await;
+    let runs = live.applied(&b, 1).await;
+    assert_eq!(
+        runs[0].conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        runs[0].summary
+    );
+    live.gh.assert_clean();
+    live.app.stop().await;
+}
+
 /// The reproduction of issue 32's `/apply` finding: a comment is acted on only as its author
 /// wrote it, when they wrote it. A comment written before a push, handled after it (late, or
 /// delivered again under a new delivery id), applies nothing; so does one edited to take the
@@ -1899,6 +1982,7 @@ async fn apply_acts_only_on_the_head_its_comment_saw_as_the_comment_reads_now() 
     live.open(&a, &[("fleets/staging.yaml", Some(&staging_spec()))])
         .await;
     // Written on A, not yet delivered.
+    live.a_second_after_the_head_moved().await;
     let late = live
         .gh
         .pr_comment(&pr_ref(&a), 821, "maintainer-mia", "User", "/apply\n");
@@ -1965,6 +2049,7 @@ async fn apply_acts_only_on_the_head_its_comment_saw_as_the_comment_reads_now() 
     }
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
     // The same approval is bound the same way: written before the push, it approves nothing.
+    live.a_second_after_the_head_moved().await;
     let approve = live.gh.pr_comment(
         &pr_ref(&b),
         825,

@@ -126,6 +126,11 @@ pub enum Denied {
     HeadNotSeenBeforeComment {
         command: &'static str,
     },
+    /// A head was pushed within the second the comment was written: GitHub's whole-second
+    /// clock cannot tell which came first.
+    HeadPushedWithinCommentSecond {
+        command: &'static str,
+    },
 }
 
 impl Denied {
@@ -145,6 +150,7 @@ impl Denied {
             Denied::CommentTooOld { .. } => "comment-too-old",
             Denied::HeadMovedAfterComment { .. } => "head-moved",
             Denied::HeadNotSeenBeforeComment { .. } => "head-not-seen",
+            Denied::HeadPushedWithinCommentSecond { .. } => "head-same-second",
         }
     }
 
@@ -206,6 +212,10 @@ impl fmt::Display for Denied {
             Denied::HeadNotSeenBeforeComment { command } => write!(
                 f,
                 "fleetbot had not seen the pull request's head before your comment, so it cannot tell which head you saw; comment `{command}` again"
+            ),
+            Denied::HeadPushedWithinCommentSecond { command } => write!(
+                f,
+                "a commit was pushed within the same second as your comment, so fleetbot cannot tell which head you saw; comment `{command}` again"
             ),
         }
     }
@@ -296,11 +306,15 @@ pub fn bound_to_comment(
         return Ok(());
     }
     // GitHub's times are whole seconds, fleetbot's record of a head is in milliseconds: a
-    // head seen within the second the comment was written counts as seen before it, the
-    // finest order GitHub's clock allows (and what a person who comments after looking at a
-    // pull request does).
-    let written = comment.created_at.saturating_add(999);
-    match head_at(heads, written) {
+    // head first seen within the second the comment was written may have come before the
+    // comment or after it. Fail closed: the person comments again.
+    let second = comment.created_at..=comment.created_at.saturating_add(999);
+    if heads.iter().any(|h| second.contains(&h.seen_at)) {
+        return Err(Denied::HeadPushedWithinCommentSecond {
+            command: comment.command,
+        });
+    }
+    match head_at(heads, comment.created_at) {
         Some(head) if head == pull.head_sha => Ok(()),
         Some(_) => Err(Denied::HeadMovedAfterComment {
             command: comment.command,

@@ -223,9 +223,46 @@ fn apply_acts_on_the_head_current_when_the_comment_was_written() {
         ),
         Ok(A.into())
     );
-    // GitHub's times are whole seconds: seen within the comment's second counts as before,
-    // a millisecond into the next second does not.
-    let heads = seen(&[(A, T + 999)]);
+    // GitHub's times are whole seconds: a head first seen within the comment's second may
+    // have come before it or after it, so fleetbot refuses (issue 52: it used to count such a
+    // head as seen before, and applied a head pushed right after the comment) …
+    for within in [0, 1, 500, 999] {
+        let heads = seen(&[(A, T + within)]);
+        assert_eq!(
+            decide(
+                comment(T),
+                open_at(A),
+                BeforeMerge,
+                Some(Maintain),
+                &heads,
+                now
+            ),
+            Err(Denied::HeadPushedWithinCommentSecond { command: "/apply" }),
+            "{within}"
+        );
+    }
+    // … also when the head it would act on was seen well before, and only another head came
+    // in that second.
+    let heads = seen(&[(A, T - MIN), (B, T + 300)]);
+    let denied = decide(
+        comment(T),
+        open_at(A),
+        BeforeMerge,
+        Some(Maintain),
+        &heads,
+        now,
+    )
+    .unwrap_err();
+    assert_eq!(
+        denied,
+        Denied::HeadPushedWithinCommentSecond { command: "/apply" }
+    );
+    assert_eq!(
+        denied.to_string(),
+        "a commit was pushed within the same second as your comment, so fleetbot cannot tell which head you saw; comment `/apply` again"
+    );
+    // A head seen a millisecond before the comment's second is before it.
+    let heads = seen(&[(A, T - 1)]);
     assert_eq!(
         decide(
             comment(T),
