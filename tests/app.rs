@@ -2296,5 +2296,14 @@ async fn an_unreachable_store_at_start_is_given_up_on_with_each_attempt_logged()
         "{out}"
     );
     assert!(!out.contains("hunter2"), "{out}");
+
+    // Issue 52: a password with an unencoded `?` was printed whole by the start-up error
+    // (the redaction split the URL at the first `?`). Nothing of it is shown now.
+    opts.store_url = Some("postgres://fleetbot:hun?ter2@127.0.0.1:1/fleetbot".into());
+    opts.env = vec![("FLEETBOT_STORE_CONNECT_SECS", "1".into())];
+    let (code, out) = app::run_to_exit(&opts, Duration::from_secs(60)).await;
+    assert_ne!(code, Some(0), "{out}");
+    assert!(!out.contains("hun?ter2") && !out.contains("ter2"), "{out}");
+    assert!(out.contains("postgres://(not shown"), "{out}");
     gh.assert_clean();
 }

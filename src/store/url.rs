@@ -73,40 +73,47 @@ impl fmt::Debug for StoreUrl {
     }
 }
 
-/// `url` with any password replaced by `***`: the userinfo's (`user:secret@host`) and a
-/// `password=` query parameter's.
+/// `url` with any password replaced by `***`: the userinfo's (`user:secret@host`, in every
+/// form the URL standard allows) and a `password=` or `sslpassword=` query parameter's. A URL
+/// that does not parse is not shown at all, only its scheme: hand-splitting it to find the
+/// password is how a password with a `?` in it was once printed whole.
 pub fn redact_url(url: &str) -> String {
-    let (head, query) = match url.split_once('?') {
-        Some((h, q)) => (h, Some(q)),
-        None => (url, None),
+    let scheme = url
+        .split_once("://")
+        .map(|(s, _)| s)
+        .filter(|s| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        })
+        .unwrap_or("(no scheme)");
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return format!(
+            "{scheme}://(not shown: not a valid URL; percent-encode any reserved character in the password)"
+        );
     };
-    let mut out = match head.split_once("://") {
-        Some((scheme, rest)) => {
-            // Split at the last `@` rather than at the first `/`: an unencoded `/` or `@` in a
-            // password must not push part of it outside what is redacted.
-            let rest = match rest.rsplit_once('@') {
-                Some((userinfo, host_and_path)) => match userinfo.split_once(':') {
-                    Some((user, _)) => format!("{user}:***@{host_and_path}"),
-                    None => format!("{userinfo}@{host_and_path}"),
-                },
-                None => rest.to_string(),
-            };
-            format!("{scheme}://{rest}")
-        }
-        None => head.to_string(),
-    };
-    if let Some(query) = query {
-        let params: Vec<String> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => p.to_string(),
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    let secret =
+        |k: &str| k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword");
+    // The query is rewritten only when it holds a secret: rewriting re-encodes it.
+    if parsed.query_pairs().any(|(k, _)| secret(&k)) {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if secret(&k) {
+                    "***".to_string()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
             })
             .collect();
-        out.push('?');
-        out.push_str(&params.join("&"));
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
     }
-    out
+    parsed.set_fragment(None);
+    parsed.to_string()
 }
 
 #[cfg(test)]
@@ -156,10 +163,30 @@ mod tests {
                 "postgres:///fleet?host=/run/postgresql",
             ),
             ("postgres://a:b:c@h", "postgres://a:***@h"),
-            ("postgres://a:pa/ss@h/db", "postgres://a:***@h/db"),
             ("postgres://a:p@ss@h/db", "postgres://a:***@h/db"),
+            ("postgres://:hunter2@h/db", "postgres://:***@h/db"),
+            ("postgres://only-user@h/db", "postgres://only-user@h/db"),
+            (
+                "postgres://a:hunter2@h/db?sslpassword=k3y&sslmode=verify-full#frag",
+                "postgres://a:***@h/db?sslpassword=***&sslmode=verify-full",
+            ),
         ] {
             assert_eq!(redact_url(url), shown);
         }
+        // Unencoded `?`, `/` or `#` in a password end the authority early: not a URL a
+        // client can use, and nothing of it is shown (issue 52: `?` once split the password
+        // out of the part that was redacted).
+        for url in [
+            "postgres://fleet:pa?ss@db/fleet",
+            "postgres://a:pa/ss@h/db",
+            "postgres://a:hun#ter2@h/db",
+        ] {
+            let shown = redact_url(url);
+            assert_eq!(
+                shown,
+                "postgres://(not shown: not a valid URL; percent-encode any reserved character in the password)"
+            );
+        }
+        assert!(!redact_url("hunter2").contains("hunter2"));
     }
 }
