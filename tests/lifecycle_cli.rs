@@ -2,6 +2,7 @@
 //! document on stdout, progress on stderr, the confirmation contract and exit codes; and
 //! `serve --help`, which documents every setting without showing a secret value.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::cli_home::{CliHome, json};
@@ -797,4 +798,57 @@ fn an_unknown_platform_or_preset_is_named_with_what_the_region_offers() {
         all.contains("platform \"gpu-h900-sxm\" is not available in region us-central1"),
         "{all}"
     );
+}
+
+/// Issue 52, item 5: the embedded simulator's state, Kubernetes objects and inventory hold the
+/// simulated S3 key pair and the clusters' tokens; they were written readable by all (0644).
+/// After a deploy on the embedded default, in a fresh home, each file the simulator keeps is
+/// 0600 and its directory 0700.
+#[cfg(unix)]
+#[test]
+fn the_embedded_simulator_keeps_its_files_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/specs/fleet1-test.yaml");
+    let values =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runtime/embedded-default.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
+        .args(["deploy", "--yes", "-f"])
+        .arg(&spec)
+        .arg("--runtime-values")
+        .arg(&values)
+        .current_dir(home)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = home.join("data/fleetbot/simulator");
+    assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            assert_eq!(mode(&path), 0o700, "{}", path.display());
+        } else {
+            assert_eq!(mode(&path), 0o600, "{}", path.display());
+            files.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    files.sort();
+    for kept in [
+        "default.state",
+        "default.kube.json",
+        "default.inventory.sqlite",
+    ] {
+        assert!(files.iter().any(|f| f == kept), "{kept} in {files:?}");
+    }
 }

@@ -187,7 +187,19 @@ pub async fn embedded_simulator_of(
     world: World,
     state: Option<PathBuf>,
 ) -> Result<Connection, String> {
-    let state = state.unwrap_or_else(|| default_sim_state(&world.name));
+    let state = match state {
+        Some(state) => state,
+        None => {
+            let state = default_sim_state(&world.name);
+            // The default directory is fleetbot's own: its user's alone, also when an older
+            // fleetbot made it readable by all.
+            if let Some(dir) = state.parent() {
+                crate::sim::private::own_dir(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            state
+        }
+    };
     // A resident simulator already serves this state (`fleetbot kubeconfig` started it): talk
     // to it, not to a second simulator writing the same state.
     if let Some(resident) = super::resident::find(&state) {

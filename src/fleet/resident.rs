@@ -72,17 +72,7 @@ pub fn lock(state: &Path) -> std::io::Result<Option<StateLock>> {
 /// Creates `dir` if needed, readable by its owner alone: it holds the simulator's state, its
 /// Kubernetes objects and inventory, and the simulated S3 key pair.
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.as_os_str().is_empty() {
-        return Ok(());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
+    crate::sim::private::dir(dir)
 }
 
 /// Where a resident simulator listens, and what it accepts.
@@ -120,14 +110,7 @@ pub fn find(state: &Path) -> Option<Resident> {
 
 /// Creates (or empties) a file readable by its owner alone.
 fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
+    crate::sim::private::create(path, true)
 }
 
 /// Writes the resident's file, readable by its owner alone.

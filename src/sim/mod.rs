@@ -6,6 +6,7 @@ pub mod catalogue;
 pub mod core;
 pub mod defaults;
 pub mod k8s;
+pub mod private;
 pub mod request_ids;
 pub mod resources;
 pub mod rules;
@@ -70,6 +71,12 @@ impl Simulator {
                 true,
             ),
         };
+        // The state's directory and the nodes' are the user's alone (`private`).
+        if let Some(dir) = state_file.as_ref().and_then(|p| p.parent()) {
+            private::dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        private::own_dir(&node_root)
+            .map_err(|e| format!("cannot create {}: {e}", node_root.display()))?;
         let kube_state = state_file.as_ref().map(|p| p.with_extension("kube.json"));
         let core = core::Core::new(world, state_file)?;
         let service = SimService::new(core);

@@ -97,18 +97,16 @@ impl Core {
         self.persistence_deferred = true;
     }
 
-    /// Writes the state atomically (temporary file, then rename).
+    /// Writes the state atomically (temporary file, then rename), the user's alone.
     fn write_state(&self) -> Result<(), Status> {
         let Some(path) = &self.state_file else {
             return Ok(());
         };
-        let tmp = path.with_extension("tmp");
         let write = || -> std::io::Result<()> {
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
+                crate::sim::private::dir(dir)?;
             }
-            std::fs::write(&tmp, self.state.encode_to_vec())?;
-            std::fs::rename(&tmp, path)
+            crate::sim::private::write(path, &self.state.encode_to_vec())
         };
         write().map_err(|e| Status::internal(format!("simulator cannot save its state: {e}")))
     }

@@ -103,11 +103,9 @@ pub fn load(path: &Path) -> Result<HashMap<String, ClusterStore>, String> {
     }
 }
 
-/// Writes a snapshot atomically.
+/// Writes a snapshot atomically, the user's alone.
 pub fn save(path: &Path, snapshot: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, snapshot)?;
-    std::fs::rename(&tmp, path)
+    crate::sim::private::write(path, snapshot)
 }
 
 #[cfg(test)]
