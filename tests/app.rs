@@ -1690,6 +1690,36 @@ fn job_record_now(dir: &std::path::Path, id: &str) -> Option<fleetbot::store::Jo
     .flatten()
 }
 
+/// Issue 52, item 5: six dashboard requests against a stalled cloud finished one after
+/// another, ten seconds apart (one lock held across each read, failures not kept). Now they
+/// share one read: all six are answered together, each saying the cloud did not answer, and
+/// the next page does not wait for the cloud again.
+#[tokio::test]
+async fn dashboard_pages_share_one_read_of_a_stalled_cloud() {
+    let (endpoint, _held) = stalled_cloud().await;
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&gh, &dir, 0);
+    opts.cloud = Some((endpoint, support::TOKEN.into(), "tenant-e00stalled".into()));
+    let app = App::start(opts).await;
+    let pages =
+        futures_util::future::join_all((0..6).map(|_| app.dashboard_get("/api/dashboard"))).await;
+    for (status, body) in &pages {
+        assert_eq!(*status, 200, "{body}");
+        assert!(
+            body.contains("The cloud's quota did not answer in time."),
+            "{body}"
+        );
+    }
+    // The failure is kept: the next page says so without a read of its own (the unit test of
+    // `SharedQuota` counts the reads).
+    let (status, body) = app.dashboard_get("/").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("did not answer in time"), "{body}");
+    gh.assert_clean();
+    app.stop().await;
+}
+
 /// Issue 52, item 2: a job past its time budget is ended (here a preflight waiting on a cloud
 /// that never answers) and failed with that reason, not run again.
 #[tokio::test]
@@ -2232,11 +2262,11 @@ async fn webhooks_are_taken_only_from_the_allowed_sources() {
 }
 
 #[tokio::test]
-async fn the_dashboard_can_have_a_listener_of_its_own_or_none() {
+async fn the_dashboard_has_a_listener_of_its_own_or_none_unless_asked_beside_the_webhook() {
     let gh = fake_github(&base_spec()).await;
     let dir = tempfile::tempdir().unwrap();
     let mut opts = options(&gh, &dir, 1);
-    opts.env = vec![("FLEETBOT_DASHBOARD", "127.0.0.1:0".into())];
+    // The harness's own setting: a listener of its own, as by default (on a free port).
     let app = App::start(opts.clone()).await;
     let logs = app.log_text();
     let dashboard = logs
@@ -2259,10 +2289,17 @@ async fn the_dashboard_can_have_a_listener_of_its_own_or_none() {
     assert_eq!(app.get("/healthz").await.0, 200);
     app.stop().await;
     opts.env = vec![("FLEETBOT_DASHBOARD", "off".into())];
-    let app = App::start(opts).await;
+    let app = App::start(opts.clone()).await;
     assert_eq!(app.get("/").await.0, 404);
     assert_eq!(app.get("/api/dashboard").await.0, 404);
     assert_eq!(app.get("/healthz").await.0, 200);
+    assert_eq!(app.dashboard(), None);
+    app.stop().await;
+    // Beside the webhook only when asked.
+    opts.env = vec![("FLEETBOT_DASHBOARD", "same".into())];
+    let app = App::start(opts).await;
+    assert_eq!(app.get("/api/dashboard").await.0, 200);
+    assert_eq!(app.dashboard(), None);
     app.stop().await;
     gh.assert_clean();
 }

@@ -271,7 +271,7 @@ impl Live {
 
     /// `mk8s.cluster.count` requested by open pull requests, as the dashboard shows it.
     async fn requested_clusters(&self) -> u64 {
-        let (status, body) = self.app.get("/api/dashboard").await;
+        let (status, body) = self.app.dashboard_get("/api/dashboard").await;
         assert_eq!(status, 200, "{body}");
         let view: serde_json::Value = serde_json::from_str(&body).unwrap();
         let bars: Vec<&serde_json::Value> = view["quota"]["tenants"][0]["regions"]

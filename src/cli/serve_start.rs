@@ -6,14 +6,18 @@ use std::time::Duration;
 
 use crate::store::{PostgresStore, SqliteStore, StoreUrl};
 
+/// The dashboard's own listener unless told otherwise: the loopback address only.
+pub const DEFAULT_DASHBOARD: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 3001);
+
 /// Where the dashboard (which has no login) is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DashboardPlace {
-    /// Beside the webhook, on `FLEETBOT_LISTEN` (the default).
+    /// Beside the webhook, on `FLEETBOT_LISTEN`: whoever reaches the webhook reaches it.
     Same,
     /// Not at all.
     Off,
-    /// On a listener of its own, e.g. an address only the cluster reaches.
+    /// On a listener of its own (the default: `127.0.0.1:3001`, the loopback address only).
     Listen(SocketAddr),
 }
 
@@ -21,14 +25,17 @@ impl DashboardPlace {
     /// `same`, `off`, or `ADDR:PORT`.
     pub fn parse(value: &str) -> Result<Self, String> {
         let value = value.trim();
-        if value.eq_ignore_ascii_case("same") || value.is_empty() {
+        if value.eq_ignore_ascii_case("same") {
             return Ok(DashboardPlace::Same);
+        }
+        if value.is_empty() {
+            return Ok(DashboardPlace::Listen(DEFAULT_DASHBOARD));
         }
         if value.eq_ignore_ascii_case("off") {
             return Ok(DashboardPlace::Off);
         }
         value.parse().map(DashboardPlace::Listen).map_err(|_| {
-            format!("FLEETBOT_DASHBOARD={value:?}: expected same, off or ADDR:PORT (e.g. 127.0.0.1:3001)")
+            format!("FLEETBOT_DASHBOARD={value:?}: expected ADDR:PORT (e.g. 127.0.0.1:3001), off or same")
         })
     }
 }
@@ -71,6 +78,23 @@ mod tests {
         );
         let e = DashboardPlace::parse("localhost").unwrap_err();
         assert!(e.contains("FLEETBOT_DASHBOARD"), "{e}");
+        assert_eq!(
+            DashboardPlace::parse(""),
+            Ok(DashboardPlace::Listen(DEFAULT_DASHBOARD))
+        );
+        // `serve`'s default: a listener of its own on the loopback address, not the webhook's.
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: super::super::serve::ServeArgs,
+        }
+        let cli = <Cli as clap::Parser>::try_parse_from(["serve"]).unwrap();
+        if std::env::var_os("FLEETBOT_DASHBOARD").is_none() {
+            assert_eq!(
+                DashboardPlace::parse(&cli.serve.dashboard),
+                Ok(DashboardPlace::Listen(DEFAULT_DASHBOARD))
+            );
+        }
     }
 
     #[tokio::test]

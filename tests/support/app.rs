@@ -64,6 +64,9 @@ fn command(options: &AppOptions) -> Command {
             }),
         )
         .env("FLEETBOT_WORKERS", options.workers.to_string())
+        // The dashboard has a listener of its own by default (127.0.0.1:3001); tests run many
+        // servers at once, so each gets a free port ([`App::dashboard`]).
+        .env("FLEETBOT_DASHBOARD", "127.0.0.1:0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -257,6 +260,25 @@ impl App {
         let (status, metrics) = self.get("/metrics").await;
         assert_eq!(status, 200, "{metrics}");
         jobs_in(&metrics, state).unwrap_or_else(|| panic!("no {state} gauge in:\n{metrics}"))
+    }
+
+    /// The dashboard's base URL, as the server printed it (`None` when it serves none on a
+    /// listener of its own).
+    pub fn dashboard(&self) -> Option<String> {
+        self.log_text()
+            .lines()
+            .find_map(|l| l.strip_prefix("fleetbot serve: dashboard on "))
+            .map(|addr| format!("http://{}", addr.trim()))
+    }
+
+    /// A GET on the dashboard's listener: `(status, body)`.
+    pub async fn dashboard_get(&self, path: &str) -> (u16, String) {
+        let base = self
+            .dashboard()
+            .expect("the dashboard has a listener of its own");
+        let response = self.http.get(format!("{base}{path}")).send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
     }
 
     pub fn log_text(&self) -> String {

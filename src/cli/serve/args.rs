@@ -258,13 +258,14 @@ pub struct ServeArgs {
         value_name = "github|CIDR[,…]"
     )]
     pub webhook_source_ranges: String,
-    /// Where the dashboard (no login) is served: `same` (beside the webhook), `off`, or
-    /// ADDR:PORT for a listener of its own.
+    /// Where the dashboard (no login) is served: ADDR:PORT for a listener of its own (by
+    /// default on the loopback address only), `off`, or `same` (beside the webhook, where
+    /// whoever reaches the webhook reaches it too).
     #[arg(
         long,
         env = "FLEETBOT_DASHBOARD",
-        default_value = "same",
-        value_name = "same|off|ADDR:PORT"
+        default_value = "127.0.0.1:3001",
+        value_name = "ADDR:PORT|off|same"
     )]
     pub dashboard: String,
     /// Seconds to keep trying to reach a PostgreSQL store at start (each attempt is logged)

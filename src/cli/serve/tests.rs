@@ -43,7 +43,7 @@ fn args() -> ServeArgs {
         max_unverified_bytes: 64 << 20,
         min_body_rate: 65536,
         webhook_source_ranges: String::new(),
-        dashboard: "same".into(),
+        dashboard: "127.0.0.1:3001".into(),
         store_connect_secs: 60,
         max_spec_files: 100,
         max_spec_bytes: 4 << 20,

@@ -14,13 +14,18 @@ mod render;
 mod view;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// Tokio's clock, so tests can move it; the same as the system's otherwise.
+use tokio::time::Instant;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 
 pub use gather::{clean, gather};
 pub use quota::{
@@ -40,13 +45,121 @@ use crate::store::queue::now_ms;
 pub const QUOTA_CACHE: Duration = Duration::from_secs(60);
 /// How long a page waits for the cloud's quota before it is shown without it.
 pub const QUOTA_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a quota read that did not answer is not tried again: a stalled cloud costs one
+/// wait, not one per page.
+pub const QUOTA_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// How long a page may take in all; past it the answer is `503`, so a stalled store or cloud
+/// never holds a request open.
+pub const PAGE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One quota read, shared by every page waiting for it.
+type SharedRead = Shared<BoxFuture<'static, Option<QuotaView>>>;
+
+/// What the dashboard knows of the cloud's quota.
+#[derive(Default)]
+struct QuotaCache {
+    /// The last answer, and when it came.
+    last: Option<(Instant, QuotaView)>,
+    /// The read under way, if one is.
+    reading: Option<SharedRead>,
+    /// The last read did not answer: none is tried again before then.
+    quiet_until: Option<Instant>,
+}
+
+/// The cloud's quota as pages read it: one read at a time, shared by every page waiting for
+/// it, reused for [`QUOTA_CACHE`], and not tried again for [`QUOTA_RETRY_AFTER`] after one
+/// that did not answer.
+pub struct SharedQuota {
+    source: Arc<dyn QuotaSource>,
+    cache: std::sync::Mutex<QuotaCache>,
+}
+
+impl SharedQuota {
+    pub fn new(source: Arc<dyn QuotaSource>) -> Self {
+        SharedQuota {
+            source,
+            cache: std::sync::Mutex::new(QuotaCache::default()),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, QuotaCache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The quota: a recent answer as it is; else the one read under way (pages arriving
+    /// meanwhile wait for the same read, never queue behind it for reads of their own); after
+    /// a read that did not answer, the last answer, marked stale, with the problem said.
+    pub async fn read(&self) -> (Option<QuotaView>, Option<String>) {
+        let read = {
+            let mut cache = self.cache();
+            if let Some((at, view)) = &cache.last
+                && at.elapsed() < QUOTA_CACHE
+            {
+                return (Some(view.clone()), None);
+            }
+            if cache
+                .quiet_until
+                .is_some_and(|until| Instant::now() < until)
+            {
+                return without_answer(&cache);
+            }
+            let source = self.source.clone();
+            cache
+                .reading
+                .get_or_insert_with(|| {
+                    async move {
+                        let reading = tokio::time::timeout(QUOTA_TIMEOUT, source.read())
+                            .await
+                            .ok()?;
+                        Some(quota_view(&reading, &clean))
+                    }
+                    .boxed()
+                    .shared()
+                })
+                .clone()
+        };
+        let answer = read.await;
+        let mut cache = self.cache();
+        cache.reading = None;
+        match answer {
+            Some(view) => {
+                cache.last = Some((Instant::now(), view.clone()));
+                cache.quiet_until = None;
+                (Some(view), None)
+            }
+            None => {
+                if cache
+                    .quiet_until
+                    .is_none_or(|until| Instant::now() >= until)
+                {
+                    cache.quiet_until = Some(Instant::now() + QUOTA_RETRY_AFTER);
+                }
+                without_answer(&cache)
+            }
+        }
+    }
+}
+
+/// The last answer, marked stale, and what the page says of it.
+fn without_answer(cache: &QuotaCache) -> (Option<QuotaView>, Option<String>) {
+    let last = cache.last.as_ref().map(|(_, view)| QuotaView {
+        stale: true,
+        ..view.clone()
+    });
+    let problem = match &last {
+        Some(_) => {
+            "The cloud's quota did not answer in time; the quota shown is its last answer (see when it was read)."
+        }
+        None => "The cloud's quota did not answer in time.",
+    };
+    (last, Some(problem.to_string()))
+}
 
 /// What the dashboard reads.
 pub struct Dashboard<S> {
     store: S,
     store_kind: String,
-    quota: Option<Arc<dyn QuotaSource>>,
-    cached: tokio::sync::Mutex<Option<(Instant, QuotaView)>>,
+    quota: Option<SharedQuota>,
 }
 
 impl<S: OverviewStore> Dashboard<S> {
@@ -55,40 +168,19 @@ impl<S: OverviewStore> Dashboard<S> {
         Dashboard {
             store,
             store_kind: store_kind.to_string(),
-            quota,
-            cached: tokio::sync::Mutex::new(None),
+            quota: quota.map(SharedQuota::new),
         }
     }
 
     /// The view now.
     pub async fn view(&self) -> DashboardView {
-        let (quota, problem) = self.quota().await;
+        let (quota, problem) = match &self.quota {
+            Some(q) => q.read().await,
+            None => (None, None),
+        };
         let mut view = gather(&self.store, &self.store_kind, quota, now_ms()).await;
         view.problems.extend(problem);
         view
-    }
-
-    async fn quota(&self) -> (Option<QuotaView>, Option<String>) {
-        let Some(source) = &self.quota else {
-            return (None, None);
-        };
-        let mut cached = self.cached.lock().await;
-        if let Some((at, view)) = cached.as_ref()
-            && at.elapsed() < QUOTA_CACHE
-        {
-            return (Some(view.clone()), None);
-        }
-        match tokio::time::timeout(QUOTA_TIMEOUT, source.read()).await {
-            Ok(reading) => {
-                let view = quota_view(&reading, &clean);
-                *cached = Some((Instant::now(), view.clone()));
-                (Some(view), None)
-            }
-            Err(_) => (
-                cached.as_ref().map(|(_, v)| v.clone()),
-                Some("The cloud's quota did not answer in time.".to_string()),
-            ),
-        }
     }
 }
 
@@ -120,8 +212,31 @@ fn secured(mut response: Response) -> Response {
     response
 }
 
+/// The view, or `None` when it took longer than [`PAGE_TIMEOUT`].
+async fn view_in_time<S: OverviewStore>(d: &Dashboard<S>) -> Option<DashboardView> {
+    let view = tokio::time::timeout(PAGE_TIMEOUT, d.view()).await.ok();
+    if view.is_none() {
+        tracing::warn!("dashboard: no view within {} s", PAGE_TIMEOUT.as_secs());
+    }
+    view
+}
+
+fn too_slow() -> Response {
+    secured(
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "10")],
+            "the dashboard could not be gathered in time; try again shortly\n",
+        )
+            .into_response(),
+    )
+}
+
 async fn page<S: OverviewStore + 'static>(State(d): State<Arc<Dashboard<S>>>) -> Response {
-    let html = render_dashboard(&d.view().await);
+    let Some(view) = view_in_time(&d).await else {
+        return too_slow();
+    };
+    let html = render_dashboard(&view);
     secured(
         (
             StatusCode::OK,
@@ -133,7 +248,9 @@ async fn page<S: OverviewStore + 'static>(State(d): State<Arc<Dashboard<S>>>) ->
 }
 
 async fn json<S: OverviewStore + 'static>(State(d): State<Arc<Dashboard<S>>>) -> Response {
-    let view = d.view().await;
+    let Some(view) = view_in_time(&d).await else {
+        return too_slow();
+    };
     // The JSON is scanned as the page is: a value that slipped into a field is redacted here
     // too, and the text stays valid JSON (a redaction never spans a quote).
     let text = serde_json::to_string_pretty(&view).unwrap_or_else(|_| "{}".to_string());
@@ -177,5 +294,85 @@ mod tests {
         );
         // Overlapping routes would panic here, as `fleetbot serve` would at start.
         let _ = super::super::router(state).merge(router(Dashboard::new(store, "SQLite", None)));
+    }
+
+    /// A cloud that answers after `delay` (never, for `None`), counting its reads.
+    struct Cloud {
+        delay: std::sync::Mutex<Option<Duration>>,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl QuotaSource for Cloud {
+        fn read(&self) -> ReadingFuture<'_> {
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let delay = *self.delay.lock().unwrap();
+            Box::pin(async move {
+                match delay {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending::<()>().await,
+                }
+                QuotaReading {
+                    source: "the fleetbot simulator".into(),
+                    tenants: Vec::new(),
+                }
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pages_share_one_quota_read_and_a_stalled_cloud_costs_one_wait() {
+        let cloud = Arc::new(Cloud {
+            delay: std::sync::Mutex::new(Some(Duration::from_millis(10))),
+            reads: Default::default(),
+        });
+        let d = Arc::new(SharedQuota::new(cloud.clone() as Arc<dyn QuotaSource>));
+        let reads = || cloud.reads.load(std::sync::atomic::Ordering::SeqCst);
+        // Six pages at once: one read, and all of them have its answer.
+        let pages: Vec<_> = (0..6)
+            .map(|_| {
+                tokio::spawn({
+                    let d = d.clone();
+                    async move { d.read().await }
+                })
+            })
+            .collect();
+        for page in pages {
+            let (quota, problem) = page.await.unwrap();
+            assert!(quota.is_some_and(|q| !q.stale) && problem.is_none());
+        }
+        assert_eq!(reads(), 1);
+        // The cloud stalls. Once the answer is older than the cache, six pages at once wait
+        // for one read, which gives up after the timeout: one wait, not six in a row.
+        *cloud.delay.lock().unwrap() = None;
+        tokio::time::advance(QUOTA_CACHE).await;
+        let started = tokio::time::Instant::now();
+        let pages: Vec<_> = (0..6)
+            .map(|_| {
+                tokio::spawn({
+                    let d = d.clone();
+                    async move { d.read().await }
+                })
+            })
+            .collect();
+        for page in pages {
+            let (quota, problem) = page.await.unwrap();
+            let quota = quota.expect("the last answer is shown");
+            assert!(quota.stale, "and said to be stale");
+            assert!(problem.unwrap().contains("did not answer in time"));
+        }
+        assert_eq!(started.elapsed(), QUOTA_TIMEOUT);
+        assert_eq!(reads(), 2);
+        // Meanwhile no page waits, nor reads again, until the quiet time is over.
+        let started = tokio::time::Instant::now();
+        let (quota, problem) = d.read().await;
+        assert!(quota.unwrap().stale && problem.is_some());
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(reads(), 2);
+        // Then the cloud is asked again, and its answer is fresh.
+        *cloud.delay.lock().unwrap() = Some(Duration::from_millis(10));
+        tokio::time::advance(QUOTA_RETRY_AFTER).await;
+        let (quota, problem) = d.read().await;
+        assert!(!quota.unwrap().stale && problem.is_none());
+        assert_eq!(reads(), 3);
     }
 }

@@ -93,6 +93,8 @@ pub fn quota_view(reading: &QuotaReading, clean: &dyn Fn(&str) -> String) -> Quo
     QuotaView {
         source: clean(&reading.source),
         tenants,
+        read_at: crate::store::queue::now_ms(),
+        stale: false,
     }
 }
 

@@ -185,6 +185,10 @@ pub struct QuotaView {
     /// The source, in public words (`Nebius`, `the fleetbot simulator`).
     pub source: String,
     pub tenants: Vec<TenantQuota>,
+    /// When the source answered (unix ms).
+    pub read_at: i64,
+    /// The source did not answer this time: these are the figures of its last answer.
+    pub stale: bool,
 }
 
 /// One tenant's quotas, per region.

@@ -41,9 +41,26 @@ fn view() -> DashboardView {
                 }],
                 error: String::new(),
             }],
+            read_at: 1_699_999_990_000,
+            stale: false,
         }),
         ..Default::default()
     }
+}
+
+#[test]
+fn a_stale_quota_says_so_and_when_it_was_read() {
+    let mut v = view();
+    v.generated_at = 1_700_000_000_000;
+    let fresh = render_dashboard(&v);
+    assert!(!fresh.contains("id=\"quota-stale\""), "{fresh}");
+    v.quota.as_mut().unwrap().stale = true;
+    v.quota.as_mut().unwrap().read_at = 1_700_000_000_000 - 5 * 60_000;
+    let stale = render_dashboard(&v);
+    assert!(
+        stale.contains("Stale: the fleetbot simulator did not answer just now; these figures are its last answer, read 5 min ago"),
+        "{stale}"
+    );
 }
 
 #[test]
