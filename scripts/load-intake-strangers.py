@@ -12,6 +12,8 @@ intake is measured) and, in each run, sends GENUINE correctly signed pull_reques
                reopened at once, so --slow are held open throughout. They come from
                --addresses loopback addresses (127.0.1.x), as a few machines would.
   slow-1addr   the same from one address.
+  slow-proxy   the same from one address that the genuine deliveries come from too: a proxy
+               that forwards no client address (issue 52).
   large        --bodies concurrent 25 MB fake-signed bodies sent at full speed from as many
                addresses, each reopened as soon as it is answered, throughout.
 
@@ -104,12 +106,13 @@ def status(data):
     return line.split(" ")[1] if line.startswith("HTTP/1.1 ") else "closed"
 
 
-def genuine(port, n, results):
+def genuine(port, n, results, source="127.0.0.1"):
     body = payload(n)
     sig = "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
     t = time.monotonic()
     try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s = socket.create_connection(("127.0.0.1", port), timeout=30,
+                                     source_address=(source, 0))
         s.sendall(head(f"g-{n:08d}-{os.getpid()}", len(body), sig) + body)
         data = read_answer(s)
         s.close()
@@ -188,7 +191,7 @@ def run(args, kind):
     idle = status_of(server.pid)["VmRSS"]
     strangers = None
     if kind != "none":
-        if kind == "slow-1addr":
+        if kind in ("slow-1addr", "slow-proxy"):
             addresses = ["127.0.1.1"]
         elif kind == "large":
             addresses = [f"127.0.2.{i + 1}" for i in range(args.bodies)]
@@ -199,11 +202,12 @@ def run(args, kind):
         strangers.start()
         time.sleep(args.warmup)
     results, threads = [], []
+    source = "127.0.1.1" if kind == "slow-proxy" else "127.0.0.1"
     start = time.monotonic()
     for n in range(args.genuine):
         due = start + n / args.rate
         time.sleep(max(0.0, due - time.monotonic()))
-        t = threading.Thread(target=genuine, args=(port, n, results))
+        t = threading.Thread(target=genuine, args=(port, n, results, source))
         t.start()
         threads.append(t)
     peak_sampled = 0.0
@@ -224,6 +228,7 @@ def run(args, kind):
     desc = {"none": "no strangers",
             "slow": f"{args.slow} slow fake-signed uploads held open, {args.addresses} addresses",
             "slow-1addr": f"{args.slow} slow fake-signed uploads held open, 1 address",
+            "slow-proxy": f"{args.slow} slow fake-signed uploads held open, 1 address shared with the genuine ones (a proxy, no forwarding header)",
             "large": f"{args.bodies} concurrent 25 MB fake-signed bodies, reopened throughout"}[kind]
     answers = ""
     if strangers:
@@ -241,7 +246,7 @@ def run(args, kind):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default="target/release/fleetbot")
-    ap.add_argument("--runs", default="none,slow,slow-1addr,large")
+    ap.add_argument("--runs", default="none,slow,slow-1addr,slow-proxy,large")
     ap.add_argument("--genuine", type=int, default=100)
     ap.add_argument("--rate", type=float, default=20.0, help="genuine deliveries a second")
     ap.add_argument("--slow", type=int, default=64)

@@ -4,6 +4,9 @@
 //! wrong `X-Hub-Signature-256`. So an unverified body may hold only what a genuine delivery
 //! does not need:
 //!
+//! - **first bytes without a slot**: a body's first [`FIRST_BYTES`] (all of a smaller one)
+//!   are read before it takes any slot, so an upload that trickles never holds one: only
+//!   bodies that arrive as GitHub's do, at once, compete for slots;
 //! - **per peer**: at most [`ServerLimits::max_bodies_per_peer`] bodies of one address are
 //!   read at once; past it, the address's slowest body that has been read for at least
 //!   [`EVICT_AFTER`] is dropped (`503`) to make room, and with none to drop a body waits up to
@@ -31,7 +34,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,11 +58,15 @@ pub const PEER_WAIT: Duration = Duration::from_secs(2);
 pub const BODY_GRACE: Duration = Duration::from_secs(2);
 /// The unit bodies are kept and charged in.
 pub const BLOCK: usize = 64 * 1024;
-/// A body read for less than this is never dropped to make room: a delivery just begun has
-/// no rate to judge it by yet, and GitHub's complete in a few milliseconds.
-pub const EVICT_AFTER: Duration = Duration::from_millis(250);
-/// How often a body waiting for a slot looks again for one to drop.
-const EVICT_RECHECK: Duration = Duration::from_millis(50);
+/// The bytes of a body (all of a smaller one) read before it takes a slot.
+pub const FIRST_BYTES: usize = 8 * 1024;
+/// A body read for less than this is never dropped to make room: a delivery just given its
+/// slot has no rate to judge it by yet. GitHub sends its headers and body together, so a
+/// genuine body is read whole within a few milliseconds of its slot; one still in a slot after
+/// this and the slowest of them is a stranger's. An attacker who wants every slot younger than
+/// this must open a connection every few milliseconds per slot, which the proxy's own limits
+/// (and the connection cap) are for.
+pub const EVICT_AFTER: Duration = Duration::from_millis(50);
 
 /// Why a webhook was refused before its body was used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,23 +302,43 @@ impl Drop for Unverified {
     }
 }
 
+/// The slots a body holds while it is read: its peer's (when there is a per-peer bound) and
+/// a shared one. Dropping the body hands them to the body that dropped it.
+#[derive(Debug)]
+struct Slots {
+    // Held for its `Drop`, which gives the peer's slot back.
+    #[allow(dead_code)]
+    peer: Option<PeerSlot>,
+    shared: OwnedSemaphorePermit,
+}
+
 /// A body being read, as the choice of which to drop sees it.
 #[derive(Debug)]
 struct Reading {
     peer: Option<IpAddr>,
     started: Instant,
     received: AtomicU64,
-    dropped: AtomicBool,
+    /// Its slots; taken by the body that drops it.
+    slots: Mutex<Option<Slots>>,
     drop_now: Notify,
 }
 
-/// Every body being read (each holds a shared slot), so the slowest can be dropped.
+impl Reading {
+    fn dropped(&self) -> bool {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
+
+/// Every body being read, so the slowest can be dropped.
 #[derive(Debug, Default)]
 struct Readings {
     all: Mutex<Vec<Arc<Reading>>>,
 }
 
-/// A body's place in [`Readings`], given up when it is dropped.
+/// A body's place in [`Readings`]: when it ends, it leaves the list and its slots go back.
 struct Registered<'a> {
     reading: Arc<Reading>,
     readings: &'a Readings,
@@ -323,6 +350,14 @@ impl Drop for Registered<'_> {
         if let Some(i) = all.iter().position(|r| Arc::ptr_eq(r, &self.reading)) {
             all.swap_remove(i);
         }
+        drop(all);
+        drop(
+            self.reading
+                .slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
     }
 }
 
@@ -331,12 +366,12 @@ impl Readings {
         self.all.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn register(&self, peer: Option<IpAddr>) -> Registered<'_> {
+    fn register(&self, peer: Option<IpAddr>, started: Instant, slots: Slots) -> Registered<'_> {
         let reading = Arc::new(Reading {
             peer,
-            started: Instant::now(),
+            started,
             received: AtomicU64::new(0),
-            dropped: AtomicBool::new(false),
+            slots: Mutex::new(Some(slots)),
             drop_now: Notify::new(),
         });
         self.lock().push(reading.clone());
@@ -346,15 +381,16 @@ impl Readings {
         }
     }
 
-    /// Drops the slowest body (of `peer`, when given) read for at least [`EVICT_AFTER`]:
-    /// the lowest average rate since it started. Whether there was one.
-    fn drop_slowest(&self, peer: Option<IpAddr>, now: Instant) -> bool {
+    /// Drops the slowest body (of `peer`, when given) read for at least [`EVICT_AFTER`] — the
+    /// lowest average rate since it started — and hands its slots to the caller. The caller
+    /// takes them at once: a body that drops another never queues behind the waiting ones.
+    fn take_slowest(&self, peer: Option<IpAddr>, now: Instant) -> Option<Slots> {
         let all = self.lock();
         let slowest = all
             .iter()
             .filter(|r| peer.is_none() || r.peer == peer)
-            .filter(|r| !r.dropped.load(Ordering::Acquire))
             .filter(|r| now.saturating_duration_since(r.started) >= EVICT_AFTER)
+            .filter(|r| !r.dropped())
             .min_by(|a, b| {
                 // a.received / a.age against b.received / b.age, without division.
                 let rate = |r: &Reading, other: &Reading| {
@@ -362,40 +398,14 @@ impl Readings {
                         * now.saturating_duration_since(other.started).as_nanos()
                 };
                 rate(a, b).cmp(&rate(b, a))
-            });
-        match slowest {
-            Some(r) => {
-                r.dropped.store(true, Ordering::Release);
-                r.drop_now.notify_one();
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// Takes a permit of `slots` within `wait`, dropping the slowest body (of `peer`, when given)
-/// whenever none is free: a body only waits while every body in the way is young.
-async fn acquire_or_drop(
-    slots: &Arc<Semaphore>,
-    readings: &Readings,
-    peer: Option<IpAddr>,
-    wait: Duration,
-) -> Option<OwnedSemaphorePermit> {
-    let deadline = Instant::now() + wait;
-    loop {
-        if let Ok(permit) = slots.clone().try_acquire_owned() {
-            return Some(permit);
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
-        readings.drop_slowest(peer, now);
-        let next = deadline.min(now + EVICT_RECHECK);
-        if let Ok(Ok(permit)) = tokio::time::timeout_at(next, slots.clone().acquire_owned()).await {
-            return Some(permit);
-        }
+            })?;
+        let slots = slowest
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        slowest.drop_now.notify_one();
+        Some(slots)
     }
 }
 
@@ -409,6 +419,7 @@ struct PeerSlots {
 }
 
 /// One of a peer's slots, held while its body is read.
+#[derive(Debug)]
 struct PeerSlot {
     permit: Option<OwnedSemaphorePermit>,
     peer: IpAddr,
@@ -420,14 +431,40 @@ impl PeerSlots {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    async fn acquire(self: &Arc<Self>, peer: IpAddr, readings: &Readings) -> Option<PeerSlot> {
+    /// One of `peer`'s slots if one is free now.
+    fn try_acquire(self: &Arc<Self>, peer: IpAddr) -> Option<PeerSlot> {
         let slots = self
             .lock()
             .entry(peer)
             .or_insert_with(|| Arc::new(Semaphore::new(self.per_peer)))
             .clone();
-        let permit = acquire_or_drop(&slots, readings, Some(peer), self.wait).await;
+        let permit = slots.try_acquire_owned().ok();
+        self.slot(peer, permit)
+    }
+
+    /// One of `peer`'s slots, waiting up to [`PeerSlots::wait`] for one.
+    async fn acquire(self: &Arc<Self>, peer: IpAddr) -> Option<PeerSlot> {
+        let slots = self
+            .lock()
+            .entry(peer)
+            .or_insert_with(|| Arc::new(Semaphore::new(self.per_peer)))
+            .clone();
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => tokio::time::timeout(self.wait, slots.clone().acquire_owned())
+                .await
+                .ok()
+                .and_then(Result::ok),
+        };
         drop(slots);
+        self.slot(peer, permit)
+    }
+
+    fn slot(
+        self: &Arc<Self>,
+        peer: IpAddr,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Option<PeerSlot> {
         match permit {
             Some(permit) => Some(PeerSlot {
                 permit: Some(permit),
@@ -524,6 +561,46 @@ impl Intake {
         Some(unlogged)
     }
 
+    /// The slots a body from `peer` is read in. Past a bound, the slowest body read for
+    /// [`EVICT_AFTER`] or more is dropped and its slots are taken at once; with none to drop,
+    /// the body waits for a slot (its peer's, then a shared one), and is refused past the wait.
+    async fn slots(&self, peer: Option<IpAddr>) -> Result<Slots, Refusal> {
+        let peer_slot = match (&self.peers, peer) {
+            (Some(peers), Some(peer)) => match peers.try_acquire(peer) {
+                Some(slot) => Some(slot),
+                // The dropped body was this peer's: its shared slot comes with it.
+                None => match self.readings.take_slowest(Some(peer), Instant::now()) {
+                    Some(taken) => return Ok(taken),
+                    None => Some(peers.acquire(peer).await.ok_or(Refusal::PeerBusy)?),
+                },
+            },
+            _ => None,
+        };
+        if let Ok(shared) = self.bodies.clone().try_acquire_owned() {
+            return Ok(Slots {
+                peer: peer_slot,
+                shared,
+            });
+        }
+        if let Some(taken) = self.readings.take_slowest(None, Instant::now()) {
+            // The dropped body's peer slot (another peer's, or ours if it is ours) goes back
+            // when it is dropped here; this body keeps its own.
+            return Ok(Slots {
+                peer: peer_slot,
+                shared: taken.shared,
+            });
+        }
+        let shared = tokio::time::timeout(BODY_SLOT_WAIT, self.bodies.clone().acquire_owned())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or(Refusal::Busy)?;
+        Ok(Slots {
+            peer: peer_slot,
+            shared,
+        })
+    }
+
     /// Bodies being read and the bytes they hold beyond their first block.
     pub fn in_flight(&self) -> InFlight {
         InFlight {
@@ -536,6 +613,42 @@ impl Intake {
     /// no per-peer bound then, and no source allowlist passes it). Cheap refusals come first:
     /// the source, the declared size and the signature's form cost no slot; a peer over its
     /// bound never waits for a shared slot.
+    /// The next piece of `body` (`None` at its end), within the body timeout and the rate
+    /// floor counted from `started` over the `received` bytes so far; when `drop_now` is told,
+    /// the body is dropped to make room for another.
+    async fn next_data(
+        &self,
+        body: &mut Body,
+        received: u64,
+        started: Instant,
+        drop_now: Option<&Notify>,
+    ) -> Result<Option<Bytes>, Refusal> {
+        let hard = started + self.body_timeout;
+        let due = self
+            .floor
+            .next_byte_due(received)
+            .map_or(hard, |d| hard.min(started + d));
+        loop {
+            let next = match drop_now {
+                Some(told) => tokio::select! {
+                    next = tokio::time::timeout_at(due, body.frame()) => next,
+                    () = told.notified() => return Err(Refusal::Evicted),
+                },
+                None => tokio::time::timeout_at(due, body.frame()).await,
+            };
+            let frame = match next {
+                Err(_) if due < hard => return Err(Refusal::TooSlow),
+                Err(_) => return Err(Refusal::Timeout),
+                Ok(None) => return Ok(None),
+                Ok(Some(Err(_))) => return Err(Refusal::Broken),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            if let Ok(data) = frame.into_data() {
+                return Ok(Some(data));
+            }
+        }
+    }
+
     pub async fn read(
         &self,
         peer: Option<IpAddr>,
@@ -562,50 +675,54 @@ impl Intake {
         let mut verifier = secrets
             .verifier(headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes()))
             .map_err(|_| Refusal::Unsigned)?;
-        let _peer_slot = match (&self.peers, peer) {
-            (Some(peers), Some(peer)) => Some(
-                peers
-                    .acquire(peer, &self.readings)
-                    .await
-                    .ok_or(Refusal::PeerBusy)?,
-            ),
-            _ => None,
-        };
-        let Some(_slot) = acquire_or_drop(&self.bodies, &self.readings, None, BODY_SLOT_WAIT).await
-        else {
-            return Err(Refusal::Busy);
-        };
-        let registered = self.readings.register(peer);
-        let reading = &registered.reading;
         let started = Instant::now();
-        let hard = started + self.body_timeout;
-        let mut kept = Unverified::new(self.budget.clone());
         let mut body = body;
-        loop {
-            let due = self
-                .floor
-                .next_byte_due(kept.len as u64)
-                .map_or(hard, |d| hard.min(started + d));
-            let next = tokio::select! {
-                next = tokio::time::timeout_at(due, body.frame()) => next,
-                () = reading.drop_now.notified() => return Err(Refusal::Evicted),
-            };
-            let frame = match next {
-                Err(_) if due < hard => return Err(Refusal::TooSlow),
-                Err(_) => return Err(Refusal::Timeout),
-                Ok(None) => break,
-                Ok(Some(Err(_))) => return Err(Refusal::Broken),
-                Ok(Some(Ok(frame))) => frame,
-            };
-            let Ok(data) = frame.into_data() else {
-                continue;
+        let mut received = 0u64;
+        // Before it takes a slot, a body shows it is on its way: its first bytes (all of a
+        // small one) are read with no slot held, so a stranger that trickles never holds one,
+        // and slots go to bodies that arrive as GitHub's do, whole and at once.
+        let first = declared.map_or(FIRST_BYTES, |d| {
+            usize::try_from(d).unwrap_or(FIRST_BYTES).min(FIRST_BYTES)
+        });
+        let mut early: Vec<Bytes> = Vec::new();
+        let mut ended = false;
+        while (received as usize) < first {
+            match self.next_data(&mut body, received, started, None).await? {
+                Some(data) => {
+                    if received as usize + data.len() > MAX_BODY_BYTES {
+                        return Err(Refusal::TooLarge);
+                    }
+                    received += data.len() as u64;
+                    verifier.update(&data);
+                    early.push(data);
+                }
+                None => {
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        let slots = self.slots(peer).await?;
+        let registered = self.readings.register(peer, started, slots);
+        let reading = &registered.reading;
+        reading.received.store(received, Ordering::Relaxed);
+        let mut kept = Unverified::new(self.budget.clone());
+        for data in &early {
+            kept.push(data, declared)?;
+        }
+        drop(early);
+        while !ended {
+            let Some(data) = self
+                .next_data(&mut body, received, started, Some(&reading.drop_now))
+                .await?
+            else {
+                break;
             };
             if kept.len + data.len() > MAX_BODY_BYTES {
                 return Err(Refusal::TooLarge);
             }
-            reading
-                .received
-                .fetch_add(data.len() as u64, Ordering::Relaxed);
+            received += data.len() as u64;
+            reading.received.store(received, Ordering::Relaxed);
             verifier.update(&data);
             kept.push(&data, declared)?;
         }
@@ -647,30 +764,46 @@ mod tests {
         assert_eq!(off.next_byte_due(0), None);
     }
 
+    /// Slots as a body in flight holds them.
+    fn held(peers: &Arc<PeerSlots>, shared: &Arc<Semaphore>, peer: IpAddr) -> Slots {
+        Slots {
+            peer: peers.try_acquire(peer),
+            shared: shared.clone().try_acquire_owned().unwrap(),
+        }
+    }
+
     #[tokio::test(start_paused = true)]
-    async fn the_slowest_body_read_for_a_while_is_the_one_dropped() {
+    async fn the_slowest_body_read_for_a_while_is_dropped_and_its_slots_handed_over() {
         let readings = Readings::default();
+        let peers = Arc::new(PeerSlots {
+            per_peer: 4,
+            wait: Duration::from_millis(50),
+            slots: Mutex::new(HashMap::new()),
+        });
+        let shared = Arc::new(Semaphore::new(8));
         let (a, b): (IpAddr, IpAddr) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
-        let trickle = readings.register(Some(a));
+        let trickle = readings.register(Some(a), Instant::now(), held(&peers, &shared, a));
         trickle.reading.received.store(10, Ordering::Relaxed);
-        tokio::time::advance(Duration::from_millis(100)).await;
-        let fast = readings.register(Some(a));
+        tokio::time::advance(Duration::from_millis(20)).await;
+        let fast = readings.register(Some(a), Instant::now(), held(&peers, &shared, a));
         fast.reading.received.store(1 << 20, Ordering::Relaxed);
-        let other = readings.register(Some(b));
+        let other = readings.register(Some(b), Instant::now(), held(&peers, &shared, b));
         // Nothing has been read long enough to judge it.
-        assert!(!readings.drop_slowest(None, Instant::now()));
+        assert!(readings.take_slowest(None, Instant::now()).is_none());
         tokio::time::advance(EVICT_AFTER).await;
         // Of two bodies old enough, the lower average rate goes, even though the other
         // started later; another peer's body is not a candidate for `a`'s room.
-        other.reading.received.store(0, Ordering::Relaxed);
-        assert!(readings.drop_slowest(Some(a), Instant::now()));
-        assert!(trickle.reading.dropped.load(Ordering::Acquire));
-        assert!(!fast.reading.dropped.load(Ordering::Acquire));
-        assert!(!other.reading.dropped.load(Ordering::Acquire));
-        // A dropped body is not chosen twice; then the next slowest is.
-        assert!(readings.drop_slowest(Some(a), Instant::now()));
-        assert!(fast.reading.dropped.load(Ordering::Acquire));
-        assert!(!readings.drop_slowest(Some(a), Instant::now()));
+        let taken = readings
+            .take_slowest(Some(a), Instant::now())
+            .expect("one is dropped");
+        assert!(
+            taken.peer.as_ref().is_some_and(|p| p.peer == a),
+            "its peer slot comes too"
+        );
+        assert!(trickle.reading.dropped());
+        assert!(!fast.reading.dropped() && !other.reading.dropped());
+        // Its slots are the taker's now: nothing went back to be queued for.
+        assert_eq!(shared.available_permits(), 5);
         // It is told at once.
         tokio::time::timeout(
             Duration::from_millis(1),
@@ -678,35 +811,52 @@ mod tests {
         )
         .await
         .expect("the dropped body was told");
-        // A body that ends leaves the list.
+        // A dropped body is not chosen twice; then the next slowest is.
+        let next = readings.take_slowest(Some(a), Instant::now()).unwrap();
+        assert!(fast.reading.dropped());
+        assert!(readings.take_slowest(Some(a), Instant::now()).is_none());
+        // A body that ends leaves the list and gives back what it still holds (nothing, once
+        // dropped); the taker gives back what it took when it ends.
         drop((trickle, fast));
         assert_eq!(readings.lock().len(), 1);
-        assert!(readings.drop_slowest(None, Instant::now()));
+        assert_eq!(shared.available_permits(), 5);
+        drop((taken, next));
+        assert_eq!(shared.available_permits(), 7);
+        drop(other);
+        assert_eq!(shared.available_permits(), 8);
+        assert!(peers.lock().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_slot_is_taken_by_dropping_the_slowest_or_waited_for_while_all_are_young() {
-        let slots = Arc::new(Semaphore::new(1));
-        let readings = Readings::default();
-        let held = slots.clone().try_acquire_owned().unwrap();
-        let young = readings.register(None);
-        // The only body is young: the newcomer waits, then gives up.
-        let got = acquire_or_drop(&slots, &readings, None, Duration::from_millis(200)).await;
-        assert!(got.is_none());
-        assert!(!young.reading.dropped.load(Ordering::Acquire));
-        // Once it is old enough, it is dropped, and its slot (given back by its reader, here
-        // when it is told) goes to the newcomer.
-        let reader = tokio::spawn({
-            let reading = young.reading.clone();
-            async move {
-                reading.drop_now.notified().await;
-                drop(held);
-            }
-        });
-        let got = acquire_or_drop(&slots, &readings, None, Duration::from_secs(2)).await;
-        assert!(got.is_some());
-        assert!(young.reading.dropped.load(Ordering::Acquire));
-        reader.await.unwrap();
+    async fn a_body_past_a_bound_drops_the_slowest_or_waits_while_all_are_young() {
+        let limits = ServerLimits {
+            max_body_readers: 2,
+            max_bodies_per_peer: 1,
+            ..ServerLimits::default()
+        };
+        let intake = Intake::new(&limits);
+        let (a, b): (IpAddr, IpAddr) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+        let first = intake.slots(Some(a)).await.unwrap();
+        let first = intake.readings.register(Some(a), Instant::now(), first);
+        // Its peer's bound is reached and its one body is young: a second body of `a` waits,
+        // then is refused.
+        assert_eq!(intake.slots(Some(a)).await.err(), Some(Refusal::PeerBusy));
+        tokio::time::advance(EVICT_AFTER).await;
+        // Now it is the slowest of `a`'s: the next body of `a` takes its slots at once.
+        let second = intake.slots(Some(a)).await.unwrap();
+        assert!(first.reading.dropped());
+        let second = intake.readings.register(Some(a), Instant::now(), second);
+        // The shared bound: `b` gets the last shared slot, then a third peer drops the
+        // slowest old enough (`b`'s, as `a`'s second is young).
+        let third = intake
+            .readings
+            .register(Some(b), intake.slots(Some(b)).await.unwrap());
+        tokio::time::advance(EVICT_AFTER).await;
+        second.reading.received.store(1000, Ordering::Relaxed);
+        let c: IpAddr = [10, 0, 0, 3].into();
+        let fourth = intake.slots(Some(c)).await.unwrap();
+        assert!(third.reading.dropped() && !second.reading.dropped());
+        drop((fourth, first, second, third));
     }
 
     #[test]
@@ -829,20 +979,18 @@ mod tests {
         });
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
-        // Nothing being read is old enough to drop: the bound holds as a plain bound.
-        let readings = Readings::default();
-        let one = peers.acquire(a, &readings).await.unwrap();
-        let two = peers.acquire(a, &readings).await.unwrap();
+        let one = peers.acquire(a).await.unwrap();
+        let two = peers.acquire(a).await.unwrap();
         assert!(
-            peers.acquire(a, &readings).await.is_none(),
+            peers.acquire(a).await.is_none(),
             "the third waits, then is refused"
         );
         assert!(
-            peers.acquire(b, &readings).await.is_some(),
+            peers.acquire(b).await.is_some(),
             "another peer is not held up"
         );
         drop(one);
-        let three = peers.acquire(a, &readings).await.unwrap();
+        let three = peers.acquire(a).await.unwrap();
         drop((two, three));
         assert!(peers.lock().is_empty());
     }

@@ -211,7 +211,7 @@ pub struct ServeArgs {
     )]
     pub max_body_readers: usize,
     /// Unverified webhook bodies of one peer address read at once. Past it, the peer's
-    /// slowest body read for 250 ms or more is dropped to make room; with none, a body waits
+    /// slowest body read for 50 ms or more is dropped to make room; with none, a body waits
     /// 2 s, then gets 429. 0: no per-peer bound.
     #[arg(
         long,
