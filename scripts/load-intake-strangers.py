@@ -14,6 +14,8 @@ intake is measured) and, in each run, sends GENUINE correctly signed pull_reques
   slow-1addr   the same from one address.
   slow-proxy   the same from one address that the genuine deliveries come from too: a proxy
                that forwards no client address (issue 52).
+  stalled-proxy  as slow-proxy, but each upload sends its first 8 KiB at once before it
+               trickles, so it is given a slot (the server reads that much before it does).
   large        --bodies concurrent 25 MB fake-signed bodies sent at full speed from as many
                addresses, each reopened as soon as it is answered, throughout.
 
@@ -125,8 +127,9 @@ def genuine(port, n, results, source="127.0.0.1"):
 class Strangers:
     """Threads that each keep one fake-signed upload open, reopening it when answered."""
 
-    def __init__(self, port, kind, count, addresses):
+    def __init__(self, port, kind, count, addresses, first=0):
         self.port, self.kind, self.stop = port, kind, threading.Event()
+        self.first = first
         self.answers, self.lock, self.opened = {}, threading.Lock(), 0
         self.body = b" " * (25 << 20) if kind == "large" else None
         self.threads = [threading.Thread(target=self.loop, args=(i, addresses[i % len(addresses)]),
@@ -156,7 +159,7 @@ class Strangers:
                     threading.Thread(target=self.blast, args=(s,), daemon=True).start()
                     answer = status(read_answer(s))
                 else:
-                    s.sendall(head(f"slow-{i}-{n}", 1_000_000, FORGED))
+                    s.sendall(head(f"slow-{i}-{n}", 1_000_000, FORGED) + b" " * self.first)
                     answer = None
                     # A byte a second until the server answers (or the run ends).
                     while answer is None and not self.stop.is_set():
@@ -191,18 +194,19 @@ def run(args, kind):
     idle = status_of(server.pid)["VmRSS"]
     strangers = None
     if kind != "none":
-        if kind in ("slow-1addr", "slow-proxy"):
+        if kind in ("slow-1addr", "slow-proxy", "stalled-proxy"):
             addresses = ["127.0.1.1"]
         elif kind == "large":
             addresses = [f"127.0.2.{i + 1}" for i in range(args.bodies)]
         else:
             addresses = [f"127.0.1.{i + 1}" for i in range(args.addresses)]
         count = args.bodies if kind == "large" else args.slow
-        strangers = Strangers(port, "large" if kind == "large" else "slow", count, addresses)
+        strangers = Strangers(port, "large" if kind == "large" else "slow", count, addresses,
+                              first=8192 if kind == "stalled-proxy" else 0)
         strangers.start()
         time.sleep(args.warmup)
     results, threads = [], []
-    source = "127.0.1.1" if kind == "slow-proxy" else "127.0.0.1"
+    source = "127.0.1.1" if kind in ("slow-proxy", "stalled-proxy") else "127.0.0.1"
     start = time.monotonic()
     for n in range(args.genuine):
         due = start + n / args.rate
@@ -229,6 +233,7 @@ def run(args, kind):
             "slow": f"{args.slow} slow fake-signed uploads held open, {args.addresses} addresses",
             "slow-1addr": f"{args.slow} slow fake-signed uploads held open, 1 address",
             "slow-proxy": f"{args.slow} slow fake-signed uploads held open, 1 address shared with the genuine ones (a proxy, no forwarding header)",
+            "stalled-proxy": f"{args.slow} fake-signed uploads that send 8 KiB at once, then a byte a second, held open, 1 address shared with the genuine ones",
             "large": f"{args.bodies} concurrent 25 MB fake-signed bodies, reopened throughout"}[kind]
     answers = ""
     if strangers:
@@ -246,7 +251,7 @@ def run(args, kind):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default="target/release/fleetbot")
-    ap.add_argument("--runs", default="none,slow,slow-1addr,slow-proxy,large")
+    ap.add_argument("--runs", default="none,slow,slow-1addr,slow-proxy,stalled-proxy,large")
     ap.add_argument("--genuine", type=int, default=100)
     ap.add_argument("--rate", type=float, default=20.0, help="genuine deliveries a second")
     ap.add_argument("--slow", type=int, default=64)

@@ -2038,6 +2038,28 @@ async fn genuine_from(url: &str, source: [u8; 4], headers: &str, id: &str, head:
     status_line(&mut read, Duration::from_secs(10)).await
 }
 
+/// [`genuine_from`] with a `padding` field of `padding` bytes in the payload (the decoder
+/// ignores it), so the body is larger than a block.
+async fn genuine_from_padded(
+    url: &str,
+    source: [u8; 4],
+    id: &str,
+    head: &str,
+    padding: usize,
+) -> String {
+    use tokio::io::AsyncWriteExt;
+    let mut payload: serde_json::Value = serde_json::from_slice(&pr12("opened", head)).unwrap();
+    payload["padding"] = json!("x".repeat(padding));
+    let body = serde_json::to_vec(&payload).unwrap();
+    let signature = sign(SECRET.as_bytes(), &body);
+    let request = webhook_head(id, body.len(), &signature);
+    let tcp = connect_from(url, source).await;
+    let (mut read, mut write) = tcp.into_split();
+    write.write_all(request.as_bytes()).await.unwrap();
+    write.write_all(&body).await.unwrap();
+    status_line(&mut read, Duration::from_secs(10)).await
+}
+
 /// Issue 52, item 3: behind a proxy that forwards no client address, every delivery comes from
 /// one address; 24 slow fake-signed uploads from it made a genuine delivery wait 2 s and get
 /// `429`. Now an upload that trickles never holds a slot (its first bytes are read before it
@@ -2068,6 +2090,13 @@ async fn behind_one_proxy_address_slow_strangers_cannot_keep_a_genuine_delivery_
         8,
         "{metrics}"
     );
+    let evicted = |metrics: &str| {
+        metric(
+            metrics,
+            "fleetbot_webhook_refusals_total{reason=\"evicted\"}",
+        )
+    };
+    let before = evicted(&metrics);
     {
         let mut w = gh.world();
         w.commit(
@@ -2078,18 +2107,18 @@ async fn behind_one_proxy_address_slow_strangers_cannot_keep_a_genuine_delivery_
         );
         w.open_pr(REPO, PR, "grow-gpus", &sha(63));
     }
-    let answer = genuine_from(&app.url, proxy, "", "d-genuine", &sha(63)).await;
+    // A delivery larger than a block (GitHub's can be, with many commits) needs a slot: the
+    // slowest stalled upload is dropped for it.
+    let answer = genuine_from_padded(&app.url, proxy, "d-genuine", &sha(63), 100_000).await;
     assert_eq!(answer, "HTTP/1.1 202 Accepted");
     concluded(&gh, &sha(63)).await;
     let (_, metrics) = app.get("/metrics").await;
-    assert_eq!(
-        metric(
-            &metrics,
-            "fleetbot_webhook_refusals_total{reason=\"evicted\"}"
-        ),
-        1,
-        "{metrics}"
-    );
+    assert_eq!(evicted(&metrics), before + 1, "{metrics}");
+    // One that fits its block takes no slot at all.
+    let answer = genuine_from(&app.url, proxy, "", "d-small", &sha(63)).await;
+    assert_eq!(answer, "HTTP/1.1 202 Accepted");
+    let (_, metrics) = app.get("/metrics").await;
+    assert_eq!(evicted(&metrics), before + 1, "{metrics}");
     drop((trickling.drain(..), stalled.drain(..)));
     app.stop().await;
     gh.assert_clean();

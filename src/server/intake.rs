@@ -4,9 +4,10 @@
 //! wrong `X-Hub-Signature-256`. So an unverified body may hold only what a genuine delivery
 //! does not need:
 //!
-//! - **first bytes without a slot**: a body's first [`FIRST_BYTES`] (all of a smaller one)
-//!   are read before it takes any slot, so an upload that trickles never holds one: only
-//!   bodies that arrive as GitHub's do, at once, compete for slots;
+//! - **the first block without a slot**: a body's first [`FIRST_BYTES`] (all of a smaller
+//!   one) are read before it takes any slot. Nearly every delivery of GitHub's arrives whole
+//!   within it and needs no slot at all, whoever holds them; an upload that trickles never
+//!   holds one; the slots below bound only the bodies larger than a block;
 //! - **per peer**: at most [`ServerLimits::max_bodies_per_peer`] bodies of one address are
 //!   read at once; past it, the address's slowest body that has been read for at least
 //!   [`EVICT_AFTER`] is dropped (`503`) to make room, and with none to drop a body waits up to
@@ -21,14 +22,16 @@
 //!   [`ServerLimits::min_body_rate`] bytes a second since it started, or it is answered `408`
 //!   and its slots go back;
 //! - **memory**: a body is kept in blocks of [`BLOCK`] bytes; each body's first block is
-//!   covered by the count above, every further block by one byte budget shared by all
+//!   covered by the connection cap (as the connection's read buffer is), every further block
+//!   by one byte budget shared by all
 //!   unverified bodies ([`ServerLimits::max_unverified_bytes`]); a body whose next block does
 //!   not fit is answered `503` at once and its bytes go back. The HMAC is computed as the
 //!   bytes arrive, so a body is never walked twice, and only a verified one is joined into
 //!   one buffer.
 //!
-//! GitHub's own deliveries are mostly under 100 KB and arrive at datacentre speed: each holds
-//! a slot for about one round trip, its first block covers it whole, and it never waits on the
+//! GitHub's own deliveries are mostly under 100 KB and arrive at datacentre speed: most fit
+//! their first block and take no slot, a larger one holds a slot for about one round trip, and
+//! none waits on the
 //! byte budget that large strangers fill. Why the defaults are safe for GitHub is in
 //! docs/github-app.md ("Intake under attack").
 
@@ -58,8 +61,8 @@ pub const PEER_WAIT: Duration = Duration::from_secs(2);
 pub const BODY_GRACE: Duration = Duration::from_secs(2);
 /// The unit bodies are kept and charged in.
 pub const BLOCK: usize = 64 * 1024;
-/// The bytes of a body (all of a smaller one) read before it takes a slot.
-pub const FIRST_BYTES: usize = 8 * 1024;
+/// The bytes of a body (all of a smaller one) read before it takes a slot: its first block.
+pub const FIRST_BYTES: usize = BLOCK;
 /// A body read for less than this is never dropped to make room: a delivery just given its
 /// slot has no rate to judge it by yet. GitHub sends its headers and body together, so a
 /// genuine body is read whole within a few milliseconds of its slot; one still in a slot after
@@ -649,6 +652,21 @@ impl Intake {
         }
     }
 
+    /// Keeps one piece of a body and feeds it to the signature check.
+    fn keep(
+        &self,
+        kept: &mut Unverified,
+        verifier: &mut crate::github::webhook::Verifier,
+        data: &[u8],
+        declared: Option<u64>,
+    ) -> Result<(), Refusal> {
+        if kept.len + data.len() > MAX_BODY_BYTES {
+            return Err(Refusal::TooLarge);
+        }
+        verifier.update(data);
+        kept.push(data, declared)
+    }
+
     pub async fn read(
         &self,
         peer: Option<IpAddr>,
@@ -677,54 +695,43 @@ impl Intake {
             .map_err(|_| Refusal::Unsigned)?;
         let started = Instant::now();
         let mut body = body;
-        let mut received = 0u64;
-        // Before it takes a slot, a body shows it is on its way: its first bytes (all of a
-        // small one) are read with no slot held, so a stranger that trickles never holds one,
-        // and slots go to bodies that arrive as GitHub's do, whole and at once.
+        let mut kept = Unverified::new(self.budget.clone());
+        // A body's first block is read before it takes any slot: GitHub sends a delivery's
+        // headers and body together, so nearly every one arrives whole within it and never
+        // needs a slot at all, whoever holds them; an upload that trickles never holds one;
+        // and slots bound only the bodies larger than a block, as long as they are read.
         let first = declared.map_or(FIRST_BYTES, |d| {
             usize::try_from(d).unwrap_or(FIRST_BYTES).min(FIRST_BYTES)
         });
-        let mut early: Vec<Bytes> = Vec::new();
         let mut ended = false;
-        while (received as usize) < first {
-            match self.next_data(&mut body, received, started, None).await? {
-                Some(data) => {
-                    if received as usize + data.len() > MAX_BODY_BYTES {
-                        return Err(Refusal::TooLarge);
-                    }
-                    received += data.len() as u64;
-                    verifier.update(&data);
-                    early.push(data);
-                }
-                None => {
-                    ended = true;
-                    break;
-                }
-            }
-        }
-        let slots = self.slots(peer).await?;
-        let registered = self.readings.register(peer, started, slots);
-        let reading = &registered.reading;
-        reading.received.store(received, Ordering::Relaxed);
-        let mut kept = Unverified::new(self.budget.clone());
-        for data in &early {
-            kept.push(data, declared)?;
-        }
-        drop(early);
-        while !ended {
-            let Some(data) = self
-                .next_data(&mut body, received, started, Some(&reading.drop_now))
+        // Up to the first block, and once more when that is all it declared: a body that has
+        // sent all it declared ends here, without a slot.
+        while !ended && (kept.len < first || declared == Some(kept.len as u64)) {
+            let whole = declared == Some(kept.len as u64);
+            match self
+                .next_data(&mut body, kept.len as u64, started, None)
                 .await?
-            else {
-                break;
-            };
-            if kept.len + data.len() > MAX_BODY_BYTES {
-                return Err(Refusal::TooLarge);
+            {
+                Some(data) => self.keep(&mut kept, &mut verifier, &data, declared)?,
+                None => ended = true,
             }
-            received += data.len() as u64;
-            reading.received.store(received, Ordering::Relaxed);
-            verifier.update(&data);
-            kept.push(&data, declared)?;
+            if whole && !ended {
+                // More than it declared: read on with a slot, as any large body.
+                break;
+            }
+        }
+        if !ended {
+            let slots = self.slots(peer).await?;
+            let registered = self.readings.register(peer, started, slots);
+            let reading = &registered.reading;
+            reading.received.store(kept.len as u64, Ordering::Relaxed);
+            while let Some(data) = self
+                .next_data(&mut body, kept.len as u64, started, Some(&reading.drop_now))
+                .await?
+            {
+                self.keep(&mut kept, &mut verifier, &data, declared)?;
+                reading.received.store(kept.len as u64, Ordering::Relaxed);
+            }
         }
         verifier.finish().map_err(|_| Refusal::Signature)?;
         Ok(kept.into_bytes())
@@ -848,15 +855,70 @@ mod tests {
         let second = intake.readings.register(Some(a), Instant::now(), second);
         // The shared bound: `b` gets the last shared slot, then a third peer drops the
         // slowest old enough (`b`'s, as `a`'s second is young).
-        let third = intake
-            .readings
-            .register(Some(b), intake.slots(Some(b)).await.unwrap());
+        let third = intake.readings.register(
+            Some(b),
+            Instant::now(),
+            intake.slots(Some(b)).await.unwrap(),
+        );
         tokio::time::advance(EVICT_AFTER).await;
         second.reading.received.store(1000, Ordering::Relaxed);
         let c: IpAddr = [10, 0, 0, 3].into();
         let fourth = intake.slots(Some(c)).await.unwrap();
         assert!(third.reading.dropped() && !second.reading.dropped());
         drop((fourth, first, second, third));
+    }
+
+    #[tokio::test]
+    async fn a_body_within_its_first_block_is_read_without_a_slot() {
+        let limits = ServerLimits {
+            max_body_readers: 1,
+            max_bodies_per_peer: 1,
+            ..ServerLimits::default()
+        };
+        let intake = Intake::new(&limits);
+        let peer: IpAddr = [10, 0, 0, 1].into();
+        // Every slot is held, shared and the peer's.
+        let held = intake.slots(Some(peer)).await.unwrap();
+        let secrets = WebhookSecrets::from_comma_separated("s3cret").unwrap();
+        let signed = |body: &[u8]| {
+            let mut h = HeaderMap::new();
+            let sig = crate::github::webhook::sign(b"s3cret", body);
+            h.insert(SIGNATURE_HEADER, sig.parse().unwrap());
+            h.insert(
+                header::CONTENT_LENGTH,
+                body.len().to_string().parse().unwrap(),
+            );
+            h
+        };
+        let small = br#"{"zen":"small"}"#.to_vec();
+        let read = intake
+            .read(
+                Some(peer),
+                &signed(&small),
+                Body::from(small.clone()),
+                &secrets,
+            )
+            .await;
+        assert_eq!(read.unwrap(), Bytes::from(small));
+        // A body larger than a block needs a slot for the rest: it waits for its peer's, then
+        // is refused.
+        let large = vec![b' '; BLOCK + 1];
+        let streamed = || {
+            let pieces = vec![
+                Ok::<_, std::io::Error>(Bytes::copy_from_slice(&large[..BLOCK])),
+                Ok(Bytes::copy_from_slice(&large[BLOCK..])),
+            ];
+            Body::from_stream(futures_util::stream::iter(pieces))
+        };
+        let read = intake
+            .read(Some(peer), &signed(&large), streamed(), &secrets)
+            .await;
+        assert_eq!(read.unwrap_err(), Refusal::PeerBusy);
+        drop(held);
+        let read = intake
+            .read(Some(peer), &signed(&large), streamed(), &secrets)
+            .await;
+        assert_eq!(read.unwrap().len(), large.len());
     }
 
     #[test]
