@@ -194,7 +194,7 @@ pub async fn embedded_simulator_of(
             // The default directory is fleetbot's own: its user's alone, also when an older
             // fleetbot made it readable by all.
             if let Some(dir) = state.parent() {
-                crate::sim::private::own_dir(dir)
+                crate::store::private::own_dir(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             state

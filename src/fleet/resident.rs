@@ -72,7 +72,7 @@ pub fn lock(state: &Path) -> std::io::Result<Option<StateLock>> {
 /// Creates `dir` if needed, readable by its owner alone: it holds the simulator's state, its
 /// Kubernetes objects and inventory, and the simulated S3 key pair.
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    crate::sim::private::dir(dir)
+    crate::store::private::dir(dir)
 }
 
 /// Where a resident simulator listens, and what it accepts.
@@ -110,7 +110,7 @@ pub fn find(state: &Path) -> Option<Resident> {
 
 /// Creates (or empties) a file readable by its owner alone.
 fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    crate::sim::private::create(path, true)
+    crate::store::private::create(path, true)
 }
 
 /// Writes the resident's file, readable by its owner alone.

@@ -6,7 +6,6 @@ pub mod catalogue;
 pub mod core;
 pub mod defaults;
 pub mod k8s;
-pub mod private;
 pub mod request_ids;
 pub mod resources;
 pub mod rules;
@@ -73,9 +72,10 @@ impl Simulator {
         };
         // The state's directory and the nodes' are the user's alone (`private`).
         if let Some(dir) = state_file.as_ref().and_then(|p| p.parent()) {
-            private::dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            crate::store::private::dir(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
-        private::own_dir(&node_root)
+        crate::store::private::own_dir(&node_root)
             .map_err(|e| format!("cannot create {}: {e}", node_root.display()))?;
         let kube_state = state_file.as_ref().map(|p| p.with_extension("kube.json"));
         let core = core::Core::new(world, state_file)?;

@@ -14,6 +14,7 @@ pub mod lock;
 pub mod migrate;
 pub mod overview;
 pub mod postgres;
+pub mod private;
 pub mod queue;
 pub mod reach;
 mod sql;

@@ -81,20 +81,13 @@ fn queue_error(path: &Path, e: impl std::fmt::Display) -> StoreError {
 impl SqliteStore {
     /// Opens (creating if needed) and migrates the store at `path`.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
-        if let Some(dir) = path.parent()
-            && !dir.as_os_str().is_empty()
-            && !dir.exists()
-        {
-            let mut builder = std::fs::DirBuilder::new();
-            builder.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(dir).map_err(|e| write_error(path, e))?;
+        if let Some(dir) = path.parent() {
+            super::private::dir(dir).map_err(|e| write_error(path, e))?;
         }
         // The store holds deliveries, reviewed plans and the inventory: its user's alone.
         // SQLite gives its journal files the database file's mode.
         if !path.exists() {
-            crate::sim::private::create(path, false).map_err(|e| write_error(path, e))?;
+            super::private::create(path, false).map_err(|e| write_error(path, e))?;
         }
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))
             .map_err(|e| unreadable(path, e))?

@@ -104,9 +104,9 @@ impl Core {
         };
         let write = || -> std::io::Result<()> {
             if let Some(dir) = path.parent() {
-                crate::sim::private::dir(dir)?;
+                crate::store::private::dir(dir)?;
             }
-            crate::sim::private::write(path, &self.state.encode_to_vec())
+            crate::store::private::write(path, &self.state.encode_to_vec())
         };
         write().map_err(|e| Status::internal(format!("simulator cannot save its state: {e}")))
     }

@@ -105,7 +105,7 @@ pub fn load(path: &Path) -> Result<HashMap<String, ClusterStore>, String> {
 
 /// Writes a snapshot atomically, the user's alone.
 pub fn save(path: &Path, snapshot: &[u8]) -> std::io::Result<()> {
-    crate::sim::private::write(path, snapshot)
+    crate::store::private::write(path, snapshot)
 }
 
 #[cfg(test)]

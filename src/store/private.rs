@@ -1,5 +1,6 @@
-//! Files the simulator keeps are its user's alone: its state holds the simulated S3 key pair
-//! and the tokens its clusters accept, so each file is written 0600 into a 0700 directory.
+//! Files fleetbot keeps are its user's alone: a store holds deliveries and reviewed plans, the
+//! simulator's state the simulated S3 key pair and the tokens its clusters accept; each file is
+//! written 0600 into a 0700 directory.
 
 use std::io::Write;
 use std::path::Path;
