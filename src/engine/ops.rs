@@ -22,6 +22,7 @@ mod progress;
 mod prune;
 mod reach;
 mod records;
+mod since_plan;
 mod status;
 
 pub use deploy::{deploy, deploy_prepared};

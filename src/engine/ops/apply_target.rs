@@ -7,6 +7,7 @@ use super::error::ApplyError;
 use super::keys::{Keys, lifecycle_part};
 use super::progress::{Event, Outcome, Progress};
 use super::records::{new_target, now_ms};
+use super::since_plan::CHANGED_SINCE_PLAN;
 use crate::cloud::domain::{Cloud, Cluster, Filesystem, GpuCluster, NodeGroup, NodeGroupSpec};
 use crate::engine::desired::{self, DesiredFilesystem, DesiredNodeGroup, DesiredTarget};
 use crate::engine::live::ObservedProject;
@@ -54,6 +55,21 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
             {
                 return result;
             }
+        }
+        // Exactly what was approved: a target the cloud no longer holds as the plan read it is
+        // not touched (and its record is left as it is).
+        let changed = match self.changed_since_plan(target, project, observed).await {
+            Ok(changed) => changed,
+            Err(e) => Some(format!("it could not be read again before the change: {e}")),
+        };
+        if let Some(what) = changed {
+            let message = format!(
+                "{CHANGED_SINCE_PLAN} ({what}); nothing was changed on this target: plan again"
+            );
+            (self.progress)(&Event::done(key, Outcome::Failed(message.clone())));
+            let mut result = TargetResult::new(key, &target.region, project).with_error(&message);
+            result.changed_since_plan = true;
+            return result;
         }
         // An unreadable inventory stops the target: a fresh record written over the real one
         // would forget what fleetbot created, and a later destroy would leave it behind.

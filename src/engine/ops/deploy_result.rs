@@ -36,6 +36,9 @@ pub struct TargetResult {
     /// The project's object storage, once its bucket is ready (§6.9); absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object_storage: Option<ObjectStorageResult>,
+    /// Not touched: the cloud no longer held the target as the approved plan read it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub changed_since_plan: bool,
 }
 
 impl TargetResult {
@@ -54,6 +57,7 @@ impl TargetResult {
             status: TargetStatus::Error,
             error: String::new(),
             object_storage: None,
+            changed_since_plan: false,
         }
     }
 
