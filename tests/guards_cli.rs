@@ -303,3 +303,117 @@ fn verify_mig_names_workers_by_ordinal_and_keeps_node_names_in_the_receipt() {
     let digest = doc["evidence_sha256"].as_str().unwrap();
     assert_eq!(digest.len(), 64);
 }
+
+/// The node groups of `project`'s cluster, as `client` reads them on `runtime`.
+fn pools(
+    runtime: &tokio::runtime::Runtime,
+    client: &fleetbot::cloud::NebiusClient,
+    tenant: &str,
+    project: &str,
+) -> Vec<fleetbot::cloud::domain::NodeGroup> {
+    use fleetbot::cloud::Cloud;
+    runtime.block_on(async {
+        let projects = client.list_projects(tenant).await.unwrap();
+        let p = projects.iter().find(|p| p.name == project).unwrap();
+        let clusters = client.list_clusters(&p.id).await.unwrap();
+        let c = clusters.iter().find(|c| c.name == "cluster").unwrap();
+        client.list_node_groups(&c.id).await.unwrap()
+    })
+}
+
+/// Issue 53, item 1: `deploy` showed "1 to change" (a CPU pool 1 → 2) and, while its prompt
+/// waited, the GPU pool was grown by hand (1 → 2); the person answered `y` to what they saw,
+/// and fleetbot shrank the GPU pool back to 1, deleting a node nobody was shown, without
+/// `--allow-destroy`. Now a target the cloud no longer holds as the plan read it is not
+/// touched, and the command says why; a target nobody changed is applied as shown.
+#[test]
+fn a_pool_grown_by_hand_while_the_prompt_waits_is_not_shrunk_back() {
+    use fleetbot::cloud::Cloud;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    let env = CliHome::new();
+    env.deployed();
+    // A resident simulator serves the home's state (what `kubeconfig` starts), so the cloud can
+    // be changed from outside while the command waits at its prompt.
+    let kc = env.path().join("kc").display().to_string();
+    let out = env.run(&["kubeconfig", "--spec", SPEC, "--output", &kc], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let resident = fleetbot::fleet::resident::find(&env.path().join("sim.state"))
+        .expect("a resident simulator serves the state");
+    // One runtime for the client: its connection lives on it.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = runtime.enter();
+    let client = fleetbot::cloud::NebiusClient::new(
+        fleetbot::cloud::client::Endpoints::Single {
+            uri: resident.endpoint.clone(),
+        },
+        fleetbot::cloud::auth::Credentials::Static(resident.token.clone()),
+    );
+    let tenant = resident.tenant_id.clone();
+    let count = |project: &str, gpu: bool| {
+        pools(&runtime, &client, &tenant, project)
+            .into_iter()
+            .find(|g| g.spec.platform.starts_with("gpu") == gpu)
+            .map(|g| g.spec.node_count)
+            .unwrap()
+    };
+    let more_cpu = env.spec_with("more-cpu.yaml", |s| {
+        s.replacen(
+            "  cpu_nodes:\n    count: 1\n",
+            "  cpu_nodes:\n    count: 2\n",
+            1,
+        )
+    });
+    let mut deploy = env
+        .command(&["deploy", "--spec", &more_cpu])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut shown = String::new();
+    let mut lines = BufReader::new(deploy.stdout.take().unwrap());
+    while !shown.contains("\nPlan: ") {
+        let mut line = String::new();
+        assert!(
+            lines.read_line(&mut line).unwrap() > 0,
+            "no plan shown: {shown}"
+        );
+        shown.push_str(&line);
+    }
+    assert!(
+        shown.contains("Plan: 0 to create, 2 to change, 0 to delete."),
+        "{shown}"
+    );
+    // While the prompt waits: a/cluster's GPU pool grown by hand.
+    let gpu = pools(&runtime, &client, &tenant, "fleet1-test-a")
+        .into_iter()
+        .find(|g| g.spec.platform.starts_with("gpu"))
+        .unwrap();
+    let mut grown = gpu.spec.clone();
+    grown.node_count = 2;
+    runtime
+        .block_on(client.update_node_group(&gpu.id, &grown, &gpu.labels, "grown-by-hand"))
+        .unwrap();
+    deploy.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    let mut rest = String::new();
+    lines.read_to_string(&mut rest).unwrap();
+    let mut err = String::new();
+    deploy
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = deploy.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the cloud changed since the plan was shown (node group cluster-ng-gpu-0 was changed); nothing was changed on this target: plan again"),
+        "{err}"
+    );
+    // Nothing nobody was shown: the GPU pool keeps its node, and a/cluster's CPU pool was not
+    // changed either; b/cluster, which nobody touched, was applied as shown.
+    assert_eq!(count("fleet1-test-a", true), 2);
+    assert_eq!(count("fleet1-test-a", false), 1);
+    assert_eq!(count("fleet1-test-b", false), 2);
+}

@@ -38,6 +38,11 @@ impl CliHome {
 
     /// Runs `fleetbot args…` from the repository root with `stdin` as its input.
     pub fn run(&self, args: &[&str], stdin: &str) -> Output {
+        output_with_stdin(&mut self.command(args), stdin.as_bytes())
+    }
+
+    /// `fleetbot args…` as [`CliHome::run`] runs it, to be started by the caller.
+    pub fn command(&self, args: &[&str]) -> Command {
         let world = self.path().join("world.yaml");
         if !world.exists() {
             let text = include_str!("../../fixtures/sim/default.yaml")
@@ -57,7 +62,7 @@ impl CliHome {
             .env_remove("NEBIUS_IAM_TOKEN")
             .env_remove("FLEETBOT_RUNTIME_VALUES")
             .env_remove("RUST_LOG");
-        output_with_stdin(&mut command, stdin.as_bytes())
+        command
     }
 }
 
