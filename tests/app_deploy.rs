@@ -1912,6 +1912,62 @@ async fn a_rerun_needs_applys_permission_and_applies_only_its_own_commit() {
     live.app.stop().await;
 }
 
+/// Issue 53, item 1: the apply job planned, let the guard judge that plan, then planned again
+/// and applied the second plan as approved: whatever changed in the cloud in between was
+/// applied unreviewed, destruction included. Now exactly the judged plan is applied, and a
+/// target the cloud no longer holds as it read it is not touched: a merge reviewed as growing
+/// pools, while b's GPU pool is grown by hand during the apply, shrinks nothing, and the run
+/// asks for a person.
+#[tokio::test]
+async fn a_pool_resized_by_hand_during_a_merge_s_apply_is_not_touched() {
+    let live = live().await;
+    // a/cluster grows its CPU and GPU pools, b/cluster its CPU pool: no deletion anywhere.
+    let grown = spec_with_a_grown().replacen(
+        "  cpu_nodes:\n    count: 1\n",
+        "  cpu_nodes:\n    count: 2\n",
+        1,
+    );
+    assert_ne!(grown, spec_with_a_grown());
+    live.open(&sha(2), &[("fleets/prod.yaml", Some(&grown))])
+        .await;
+    // Slow operations: a/cluster's two pool updates take a while, and b's GPU pool is grown
+    // by hand (one update, done within the first of them) before the apply reaches b.
+    live.sim
+        .service
+        .with_core(|core| core.world.operation_latency_ms = 1500);
+    live.sim.service.clear_call_log();
+    live.merge(&sha(90), "merge-1").await;
+    eventually("the apply's first change", || {
+        (!live.sim.service.mutation_calls().is_empty()).then_some(())
+    })
+    .await;
+    resize_gpu_pool_by_hand(&live, "fleet1-test-b", 2, "grown-by-hand").await;
+    live.sim
+        .service
+        .with_core(|core| core.world.operation_latency_ms = 5);
+    let runs = live.applied(&sha(90), 1).await;
+    let run = &runs[0];
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("action_required"),
+        "{}",
+        run.summary
+    );
+    assert!(
+        run.summary
+            .contains("The cloud changed since the plan was reviewed (by hand, or another apply), so these targets were not touched"),
+        "{}",
+        run.summary
+    );
+    // Nothing nobody was shown: b's GPU pool keeps the node grown by hand, and b was not
+    // touched; a was applied as reviewed.
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-b").await, 2);
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 2);
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
 /// Issue 52, item 5: GitHub stamps a comment in whole seconds, so a head pushed within the
 /// comment's second may have come before it or after it; `/apply` counted such a head as seen
 /// before the comment, and applied a head its author may never have seen. It refuses now, and

@@ -132,6 +132,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         prune: args.prune,
         allow_destructive: args.allow_destroy,
         reads: None,
+        approved_reading: None,
     };
     let filtered = !options.only_projects.is_empty() || !options.only_clusters.is_empty();
     let pruning = args.prune && !filtered;

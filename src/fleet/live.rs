@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::cloud::client::NebiusClient;
 use crate::engine::live::{LivePlan, ReadCache};
-use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, prepare};
+use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, Prepared, prepare};
 use crate::engine::preflight::{live_evidence, proven_state};
 use crate::quota::InMemoryEvidence;
 use crate::quota::scope::ProvenState;
@@ -222,34 +222,47 @@ impl CloudPlanner {
         tenant_id: &str,
         reads: Option<Arc<ReadCache>>,
     ) -> Result<Option<PlannedFleet>, LiveError> {
-        {
-            // The API engine plans mk8s targets; soperator targets stay statically planned
-            // (and are not budgeted, as in the reference). They are left out by position, not
-            // by name: an mk8s and a soperator cluster may share a name in two projects.
-            let (mk8s, index) = mk8s_only(spec);
-            if index.is_empty() {
-                return Ok(None);
-            }
-            let options = LifecycleOptions {
-                // Only the spec's own key: a key on the bot's host means nothing to the fleet.
-                ssh_public_key: spec.ssh_public_key.trim().to_string(),
-                reads,
-                ..LifecycleOptions::default()
-            };
-            let prepared = prepare(&self.cloud, &self.inventory, &mk8s, tenant_id, &options)
-                .await
-                .map_err(|e| public_error(&e))?;
-            Ok(Some(PlannedFleet {
-                proven: proven_state(&prepared.plan),
-                project_index: prepared.projects.iter().map(|(i, _)| *i).collect(),
-                target_index: prepared
-                    .selected
-                    .iter()
-                    .map(|&(p, c)| (p, index[&(p, c)]))
-                    .collect(),
-                plan: prepared.plan,
-            }))
+        Ok(self
+            .prepare_fleet(spec, tenant_id, reads)
+            .await?
+            .map(|(planned, _)| planned))
+    }
+
+    /// [`CloudPlanner::plan_fleet`], with the engine's prepared plan: what applying exactly
+    /// this plan takes (the App's guard judges the one, the apply applies the other).
+    pub(crate) async fn prepare_fleet(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        reads: Option<Arc<ReadCache>>,
+    ) -> Result<Option<(PlannedFleet, Prepared)>, LiveError> {
+        // The API engine plans mk8s targets; soperator targets stay statically planned (and
+        // are not budgeted, as in the reference). They are left out by position, not by name:
+        // an mk8s and a soperator cluster may share a name in two projects.
+        let (mk8s, index) = mk8s_only(spec);
+        if index.is_empty() {
+            return Ok(None);
         }
+        let options = LifecycleOptions {
+            // Only the spec's own key: a key on the bot's host means nothing to the fleet.
+            ssh_public_key: spec.ssh_public_key.trim().to_string(),
+            reads,
+            ..LifecycleOptions::default()
+        };
+        let prepared = prepare(&self.cloud, &self.inventory, &mk8s, tenant_id, &options)
+            .await
+            .map_err(|e| public_error(&e))?;
+        let planned = PlannedFleet {
+            proven: proven_state(&prepared.plan),
+            project_index: prepared.projects.iter().map(|(i, _)| *i).collect(),
+            target_index: prepared
+                .selected
+                .iter()
+                .map(|&(p, c)| (p, index[&(p, c)]))
+                .collect(),
+            plan: prepared.plan.clone(),
+        };
+        Ok(Some((planned, prepared)))
     }
 
     /// The tenant's allowances and capacity blocks.

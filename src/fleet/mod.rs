@@ -158,6 +158,7 @@ impl Options {
             prune: self.prune,
             allow_destructive: self.allow_destroy,
             reads: None,
+            approved_reading: None,
         }
     }
 

@@ -472,6 +472,11 @@ impl Applying<'_> {
                 if done.stopped {
                     fleet.outcome = FleetOutcome::Failed;
                 }
+                // A target that failed is a failure; one the cloud changed under since review
+                // asks for a person, whatever else was applied.
+                if !fleet.changed_targets.is_empty() && fleet.counts.failed == 0 {
+                    fleet.outcome = FleetOutcome::ChangedSinceReview;
+                }
                 fleet
             }
         }
@@ -521,6 +526,12 @@ fn applied(
             .clusters
             .iter()
             .find(|c| format!("{}/{}", c.project_key, c.cluster_name) == target.target);
+        if let Some(c) = outcome
+            && c.changed_since_plan
+        {
+            fleet.changed_targets.push(names.target(&target.target));
+            continue;
+        }
         if let Some(c) = outcome
             && c.status.is_failure()
         {

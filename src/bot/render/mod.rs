@@ -423,6 +423,13 @@ fn fleet_words(f: &FleetApply) -> (&'static str, Option<String>, Vec<String>) {
                 .collect(),
         ),
         FleetOutcome::Unchanged => ("unchanged", None, Vec::new()),
+        FleetOutcome::ChangedSinceReview => (
+            "waiting: the cloud changed since review",
+            say(
+                "The cloud changed since the plan was reviewed (by hand, or another apply), so these targets were not touched: nothing was applied that nobody was shown. /plan shows the plan now; /apply applies it once reviewed:",
+            ),
+            f.changed_targets.clone(),
+        ),
         FleetOutcome::Failed => (
             "failed",
             say("Targets that failed (the cloud's answers are in fleetbot's log, not here):"),

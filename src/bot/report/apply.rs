@@ -27,6 +27,9 @@ pub enum FleetOutcome {
     Unchanged,
     /// Applied, and some targets failed (named in `failed_targets`).
     Failed,
+    /// Applied where the cloud was still as the reviewed plan read it; the targets named in
+    /// `changed_targets` had changed since (by hand, or another apply) and were not touched.
+    ChangedSinceReview,
     /// Not applied: the guard refused (drift, approval, problems).
     Refused { refusal: Refusal },
     /// Not applied: the spec could not be read, validated or planned (the reason is public).
@@ -50,6 +53,8 @@ pub struct FleetApply {
     pub failed_targets: Vec<String>,
     /// `project/cluster` of each target that was deleted (approved prune).
     pub deleted_targets: Vec<String>,
+    /// `project/cluster` of each target not touched because the cloud changed since review.
+    pub changed_targets: Vec<String>,
     /// One line per wave of a staged rollout (`rollout:`), in order; empty when the fleet was
     /// applied whole.
     pub waves: Vec<String>,
@@ -64,6 +69,7 @@ impl FleetApply {
             counts: ApplyCounts::default(),
             failed_targets: Vec::new(),
             deleted_targets: Vec::new(),
+            changed_targets: Vec::new(),
             waves: Vec::new(),
         }
     }
@@ -78,6 +84,7 @@ impl FleetApply {
             FleetOutcome::Refused { refusal } if refusal.needs_action() => {
                 CheckConclusion::ActionRequired
             }
+            FleetOutcome::ChangedSinceReview => CheckConclusion::ActionRequired,
             FleetOutcome::Refused { .. }
             | FleetOutcome::Failed
             | FleetOutcome::NotApplied { .. } => CheckConclusion::Failure,

@@ -36,12 +36,15 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
     /// `unchanged` is the record the live plan read, when that plan proved the target
     /// unchanged: the target is judged on what the plan showed, without reading its record
     /// again (a no-op re-deploy of 1,000 clusters spent a fifth of its CPU on those reads).
-    /// Nothing is written on that path; any other path reads the record afresh.
+    /// Nothing is written on that path; any other path reads the record afresh. Before the
+    /// first change, the cloud must still hold the target as `approved` (the approved plan's
+    /// reading: `observed` itself, unless this plan was made after it) read it.
     pub(super) async fn target(
         &self,
         target: &DesiredTarget,
         project: &ProjectRecord,
         observed: &ObservedProject,
+        approved: &ObservedProject,
         unchanged: Option<TargetRecord>,
     ) -> TargetResult {
         let key = &target.key;
@@ -58,7 +61,7 @@ impl<C: Cloud, S: InventoryStore> Apply<'_, C, S> {
         }
         // Exactly what was approved: a target the cloud no longer holds as the plan read it is
         // not touched (and its record is left as it is).
-        let changed = match self.changed_since_plan(target, project, observed).await {
+        let changed = match self.changed_since_plan(target, project, approved).await {
             Ok(changed) => changed,
             Err(e) => Some(format!("it could not be read again before the change: {e}")),
         };

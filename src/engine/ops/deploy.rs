@@ -188,6 +188,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
         target: DesiredTarget,
         project: ProjectRecord,
         observed: ObservedProject,
+        approved: ObservedProject,
         unchanged: Option<TargetRecord>,
     ) -> TargetResult {
         let apply = Apply {
@@ -199,7 +200,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
             progress: &self.progress,
             kube: &self.kube,
         };
-        let run = apply.target(&target, &project, &observed, unchanged);
+        let run = apply.target(&target, &project, &observed, &approved, unchanged);
         match tokio::time::timeout(self.timeout, run).await {
             Ok(result) => result,
             Err(_) => {
@@ -274,6 +275,15 @@ where
             .get(&target.key.project_key)
             .cloned()
             .unwrap_or_default();
+        // What the target is held to before it is changed: the approved plan's reading.
+        let approved = match &options.approved_reading {
+            Some(reading) => reading
+                .projects
+                .get(&target.key.project_key)
+                .cloned()
+                .unwrap_or_default(),
+            None => observed.clone(),
+        };
         let permit = semaphore
             .clone()
             .acquire_owned()
@@ -282,7 +292,9 @@ where
         let runner = runner.clone();
         tasks.spawn(async move {
             let _permit = permit;
-            runner.run(target, project, observed, proven).await
+            runner
+                .run(target, project, observed, approved, proven)
+                .await
         });
         if !options.continue_on_error && options.concurrency <= 1 {
             // Sequential fail-fast: wait for this target before starting the next.

@@ -36,6 +36,11 @@ pub struct LifecycleOptions {
     /// Listings shared with the other plans of a reconcile pass or a pull-request head; `None`
     /// reads everything afresh (every apply).
     pub reads: Option<Arc<crate::engine::live::ReadCache>>,
+    /// What the approved plan read of the cloud, when the plan applied is another one made
+    /// after it (each wave of a staged rollout plans its targets again): a target is changed
+    /// only while the cloud still holds it as the approved plan read it. `None`: the plan
+    /// applied is the approved one, and its own reading is the one held to.
+    pub approved_reading: Option<Arc<crate::engine::live::Observed>>,
 }
 
 impl Default for LifecycleOptions {
@@ -55,6 +60,7 @@ impl Default for LifecycleOptions {
             prune: false,
             allow_destructive: false,
             reads: None,
+            approved_reading: None,
         }
     }
 }

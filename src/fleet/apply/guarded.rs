@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::waves::{RolloutConfig, roll_out};
-use crate::engine::ops::{DeployResult, Progress};
+use crate::engine::ops::{DeployResult, Prepared, Progress};
 use crate::fleet::backend::Deployer;
 use crate::fleet::guard::{
     self, Decision, GuardInput, PublicNames, Refusal, ReviewSummary, Trigger, approval_digest,
@@ -79,8 +79,8 @@ pub async fn apply_reviewed(
     lost: &AtomicBool,
     progress: impl FnOnce(usize) -> Progress,
 ) -> Guarded {
-    let (tenant, planned) = match plan_now(deployer.applier.as_ref(), spec).await {
-        Ok((tenant, Some(planned))) => (tenant, planned),
+    let (tenant, planned, prepared) = match plan_now(deployer.applier.as_ref(), spec).await {
+        Ok((tenant, Some((planned, prepared)))) => (tenant, planned, prepared),
         Ok((_, None)) => return Guarded::NothingForTheEngine,
         Err(e) => return Guarded::NotApplied(e.message),
     };
@@ -116,14 +116,19 @@ pub async fn apply_reviewed(
         );
     }
     let progress = progress(planned.plan.targets.len());
+    // Exactly the plan the guard judged is applied: whole, that very plan; in waves, each
+    // wave's targets held to what it read of the cloud.
     let result = if rollout.staged() && !quiet {
-        roll_out(deployer, spec, &tenant, prune, rollout, names, progress)
-            .await
-            .map(|r| (r.result, r.lines, r.stopped))
+        let reading = std::sync::Arc::new(prepared.observed.clone());
+        roll_out(
+            deployer, spec, &tenant, prune, rollout, names, reading, progress,
+        )
+        .await
+        .map(|r| (r.result, r.lines, r.stopped))
     } else {
         deployer
             .applier
-            .apply_fleet(spec, &tenant, prune, progress)
+            .apply_prepared(spec, &tenant, prune, prepared, progress)
             .await
             .map(|r| (r, Vec::new(), false))
     };
@@ -212,13 +217,14 @@ async fn remember_refused_plan(
     }
 }
 
-/// Plans one spec for the apply job: the same plan the preflight showed, read again now.
+/// Plans one spec for the apply job: the same plan the preflight showed, read again now, with
+/// the engine's prepared plan that applying exactly it takes.
 async fn plan_now(
     applier: &CloudPlanner,
     spec: &FleetSpec,
-) -> Result<(String, Option<PlannedFleet>), LiveError> {
+) -> Result<(String, Option<(PlannedFleet, Prepared)>), LiveError> {
     let tenant = applier.tenant_for(spec)?;
     // Never a shared read: an apply decides on what the cloud holds now.
-    let planned = applier.plan_fleet(spec, &tenant, None).await?;
+    let planned = applier.prepare_fleet(spec, &tenant, None).await?;
     Ok((tenant, planned))
 }

@@ -153,12 +153,14 @@ impl CloudPlanner {
         tenant_id: &str,
         prune: bool,
         (only_projects, only_clusters): (Vec<String>, Vec<String>),
+        approved_reading: Option<std::sync::Arc<crate::engine::live::Observed>>,
         progress: Progress,
     ) -> Result<DeployResult, LiveError> {
         let (mk8s, _) = mk8s_only(spec);
         let options = LifecycleOptions {
             only_projects,
             only_clusters,
+            approved_reading,
             ..bot_options(&mk8s, prune)
         };
         plan_and_apply(
@@ -167,6 +169,33 @@ impl CloudPlanner {
             &mk8s,
             tenant_id,
             &options,
+            Approved::ByGuard { prune },
+            progress,
+        )
+        .await
+        .map_err(|e| public_error(&e))
+    }
+
+    /// Applies exactly `prepared` — the plan the guard judged, read by
+    /// [`CloudPlanner::prepare_fleet`] — never a plan made afresh: each target is changed only
+    /// while the cloud still holds it as that plan read it. With `prune`, the targets the spec
+    /// no longer declares are deleted too.
+    async fn apply_prepared(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        prune: bool,
+        prepared: crate::engine::ops::Prepared,
+        progress: Progress,
+    ) -> Result<DeployResult, LiveError> {
+        let (mk8s, _) = mk8s_only(spec);
+        apply(
+            self.cloud(),
+            self.inventory(),
+            &mk8s,
+            tenant_id,
+            &bot_options(&mk8s, prune),
+            prepared,
             Approved::ByGuard { prune },
             progress,
         )
@@ -183,18 +212,27 @@ impl CloudPlanner {
         prune: bool,
         progress: Progress,
     ) -> Result<DeployResult, LiveError> {
-        self.apply_selected(spec, tenant_id, prune, (Vec::new(), Vec::new()), progress)
-            .await
+        self.apply_selected(
+            spec,
+            tenant_id,
+            prune,
+            (Vec::new(), Vec::new()),
+            None,
+            progress,
+        )
+        .await
     }
 
     /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
-    /// [`CloudPlanner::apply_fleet`] does the whole fleet; never prunes.
+    /// [`CloudPlanner::apply_fleet`] does the whole fleet; never prunes. The wave plans its
+    /// targets again, and each is changed only while the cloud still holds it as
+    /// `approved_reading` (the plan the guard judged) read it.
     async fn apply_targets(
         &self,
         spec: &FleetSpec,
         tenant_id: &str,
-        only_projects: Vec<String>,
-        only_clusters: Vec<String>,
+        (only_projects, only_clusters): (Vec<String>, Vec<String>),
+        approved_reading: std::sync::Arc<crate::engine::live::Observed>,
         progress: Progress,
     ) -> Result<DeployResult, LiveError> {
         // Never prune: deletions happen once, after the last wave, with the whole spec.
@@ -203,6 +241,7 @@ impl CloudPlanner {
             tenant_id,
             false,
             (only_projects, only_clusters),
+            Some(approved_reading),
             progress,
         )
         .await

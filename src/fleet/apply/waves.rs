@@ -111,8 +111,10 @@ pub struct Rollout {
 }
 
 /// Applies the waves of `spec` under `rollout` one after another, each gated on the health of
-/// the one before; with `prune`, what the spec no longer declares is deleted after the last
+/// the one before, each target held to `approved_reading` (what the plan the guard judged read
+/// of the cloud); with `prune`, what the spec no longer declares is deleted after the last
 /// wave only.
+#[allow(clippy::too_many_arguments)]
 pub async fn roll_out(
     deployer: &Deployer,
     spec: &FleetSpec,
@@ -120,6 +122,7 @@ pub async fn roll_out(
     prune: bool,
     rollout: &RolloutConfig,
     names: &PublicNames,
+    approved_reading: std::sync::Arc<crate::engine::live::Observed>,
     progress: Progress,
 ) -> Result<Rollout, LiveError> {
     let waves = plan_waves(rollout, spec);
@@ -165,8 +168,8 @@ pub async fn roll_out(
                 .apply_targets(
                     spec,
                     tenant,
-                    vec![spec.projects[p].key()],
-                    clusters,
+                    (vec![spec.projects[p].key()], clusters),
+                    approved_reading.clone(),
                     progress.clone(),
                 )
                 .await?;
