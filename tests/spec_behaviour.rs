@@ -538,17 +538,16 @@ fn capacity_block_group_parses_on_gpu_pool_and_rejects_cpu_pool() {
 fn single_gpu_preset_auto_disables_gpu_cluster() {
     let spec = ok(&cluster(""));
     assert!(!spec.projects[0].clusters[0].resolved_enable_gpu_cluster());
-    // Read without validating: an unset flag resolves from the `8gpu-` prefix whatever the
-    // platform, as the reference's does (fleet-engine §2.14), so validation then refuses it
-    // (an_unset_gpu_cluster_resolves_from_the_8gpu_preset).
+    // The seed's rule (fleet-engine §2.14): the 8-GPU RTX PCIe shape stays non-fabric
+    // (an_unset_gpu_cluster_follows_the_seed_s_rule).
     let spec = spec_from_str(
         &cluster("gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}\n"),
         "fleet.yaml",
     )
     .unwrap();
     assert!(
-        spec.projects[0].clusters[0].resolved_enable_gpu_cluster(),
-        "an unset flag on an 8-GPU RTX PCIe pool resolves true"
+        !spec.projects[0].clusters[0].resolved_enable_gpu_cluster(),
+        "an unset flag on an 8-GPU RTX PCIe pool resolves false"
     );
     let spec = ok(&cluster(
         "gpu_nodes: {count: 2, platform: gpu-h200-sxm, preset: 8gpu-128vcpu-1600gb}\ninfiniband_fabric: fabric-2\n",
@@ -687,11 +686,11 @@ fn mig_tuple_is_enforced() {
         ),
         "hardware MIG is currently supported only for RTX PRO 6000",
     );
-    // An unset `enable_gpu_cluster` on an `8gpu-` pool resolves true and rule 12 comes first;
-    // with it off, the MIG rule names the preset.
+    // An unset `enable_gpu_cluster` on the 8-GPU RTX PCIe shape resolves false (the seed's
+    // rule), so the MIG rule names the preset, as it does with the flag off.
     assert_err(
         &wrong("{count: 2, preset: 8gpu-192vcpu-1744gb, capacity_block_group: x}"),
-        "enable_gpu_cluster requires a fabric-capable 8-GPU SXM/NVL preset",
+        "requires the tested one-GPU preset '1gpu-24vcpu-218gb'; got '8gpu-192vcpu-1744gb'",
     );
     assert_err(
         &format!(
@@ -1089,23 +1088,38 @@ fn model_cpu_pool_cannot_select_a_gpu_platform() {
 }
 
 #[test]
-fn an_unset_gpu_cluster_resolves_from_the_8gpu_preset() {
-    // Issue #32: the reference resolves an unset `enable_gpu_cluster` true for any populated
-    // `8gpu-` pool, whatever the platform, so an 8-GPU RTX PCIe pool, which is not
-    // fabric-capable, is refused by rule 12 with or without a fabric unless it says `false`
-    // (as the examples write).
+fn an_unset_gpu_cluster_follows_the_seed_s_rule() {
+    // Issue 57, item 1: the seed's rule. An unset `enable_gpu_cluster` resolves true only for
+    // a populated `8gpu-` pool on a fabric-capable SXM/NVL platform, so an 8-GPU RTX PCIe pool
+    // loads without a fabric (it deploys without one); fleetbot before refused it unless it
+    // said `false`, as an older snapshot of the reference did. An explicit `true` on it is
+    // still refused by rule 12.
     let rtx8 = "gpu_nodes: {count: 1, platform: gpu-rtx6000, preset: 8gpu-192vcpu-1744gb}";
     for text in [
         bare(rtx8),
         bare(&format!("{rtx8}\ninfiniband_fabric: fabric-2")),
+        bare(&format!("{rtx8}\nenable_gpu_cluster: false")),
     ] {
-        let e = assert_err(
-            &text,
-            "cluster 'c': enable_gpu_cluster requires a fabric-capable 8-GPU SXM/NVL preset (got '8gpu-192vcpu-1744gb' if any)",
-        );
-        assert_eq!(e.path, "projects[0].clusters[0].enable_gpu_cluster");
+        let spec = ok(&text);
+        assert!(!spec.projects[0].clusters[0].resolved_enable_gpu_cluster());
     }
-    ok(&bare(&format!("{rtx8}\nenable_gpu_cluster: false")));
+    let e = assert_err(
+        &bare(&format!(
+            "{rtx8}\nenable_gpu_cluster: true\ninfiniband_fabric: fabric-2"
+        )),
+        "cluster 'c': enable_gpu_cluster requires a fabric-capable 8-GPU SXM/NVL preset (got '8gpu-192vcpu-1744gb' if any)",
+    );
+    assert_eq!(e.path, "projects[0].clusters[0].enable_gpu_cluster");
+    // The SXM shape unset is a GPU cluster, and so needs its fabric.
+    let sxm8 = "gpu_nodes: {count: 1, platform: gpu-h200-sxm, preset: 8gpu-128vcpu-1600gb}";
+    assert!(
+        ok(&bare(&format!("{sxm8}\ninfiniband_fabric: fabric-2"))).projects[0].clusters[0]
+            .resolved_enable_gpu_cluster()
+    );
+    assert_err(
+        &bare(sxm8),
+        "enable_gpu_cluster requires 'infiniband_fabric'",
+    );
 }
 
 #[test]

@@ -415,17 +415,21 @@ impl ClusterSpec {
         }
     }
 
-    /// `enable_gpu_cluster` as set, else true exactly for a populated `8gpu-` pool, whatever
-    /// its platform: the reference's `resolved_enable_gpu_cluster` (fleet-engine §2.14), in
-    /// the spec and its backend model alike. An 8-GPU RTX PCIe pool therefore resolves true
-    /// and rule 12 refuses it, its topology not being fabric-capable, unless it says `false`.
+    /// `enable_gpu_cluster` as set, else true exactly for a populated `8gpu-` pool on a
+    /// fabric-capable SXM/NVL platform: the seed's rule ("GPU clustering (InfiniBand fabric) is
+    /// only valid on fabric-capable 8-GPU SXM presets"; "the 8-GPU RTX shape remains
+    /// non-fabric"), fleet-engine §2.14, in the spec and its backend model alike. An 8-GPU RTX
+    /// PCIe pool therefore resolves false and deploys without a fabric; only an explicit `true`
+    /// on it is refused (rule 12).
     pub fn resolved_enable_gpu_cluster(&self) -> bool {
         if let Some(explicit) = self.enable_gpu_cluster {
             return explicit;
         }
-        self.gpu_nodes
-            .as_ref()
-            .is_some_and(|g| g.count > 0 && g.preset.starts_with("8gpu-"))
+        self.gpu_nodes.as_ref().is_some_and(|g| {
+            g.count > 0
+                && g.preset.starts_with("8gpu-")
+                && is_fabric_capable_topology(&g.platform, &g.preset)
+        })
     }
 
     pub fn gpu_count(&self) -> i64 {
@@ -612,6 +616,45 @@ mod tests {
             "gpu-h200-sxm",
             "1gpu-16vcpu-200gb"
         ));
+    }
+
+    #[test]
+    fn an_unset_gpu_cluster_flag_is_true_only_for_a_fabric_capable_eight_gpu_pool() {
+        let cluster = |platform: &str, preset: &str, count: i64, flag: Option<bool>| ClusterSpec {
+            gpu_nodes: Some(NodePoolSpec {
+                count,
+                platform: platform.into(),
+                preset: preset.into(),
+                ..Default::default()
+            }),
+            enable_gpu_cluster: flag,
+            ..Default::default()
+        };
+        // The seed's rule: an 8-GPU SXM/NVL pool with nodes…
+        assert!(
+            cluster("gpu-h200-sxm", "8gpu-128vcpu-1600gb", 2, None).resolved_enable_gpu_cluster()
+        );
+        assert!(cluster("gpu-gb200-nvl", "8gpu-x", 1, None).resolved_enable_gpu_cluster());
+        // …and nothing else: the 8-GPU RTX PCIe shape stays non-fabric, as does an empty pool
+        // or a single-GPU preset.
+        assert!(
+            !cluster("gpu-rtx6000", "8gpu-192vcpu-1744gb", 2, None).resolved_enable_gpu_cluster()
+        );
+        assert!(
+            !cluster("gpu-h200-sxm", "8gpu-128vcpu-1600gb", 0, None).resolved_enable_gpu_cluster()
+        );
+        assert!(
+            !cluster("gpu-h200-sxm", "1gpu-16vcpu-200gb", 2, None).resolved_enable_gpu_cluster()
+        );
+        // An explicit value is used as it is (rule 12 judges an explicit true).
+        assert!(
+            cluster("gpu-rtx6000", "8gpu-192vcpu-1744gb", 2, Some(true))
+                .resolved_enable_gpu_cluster()
+        );
+        assert!(
+            !cluster("gpu-h200-sxm", "8gpu-128vcpu-1600gb", 2, Some(false))
+                .resolved_enable_gpu_cluster()
+        );
     }
 
     #[test]

@@ -345,6 +345,7 @@ fn apply_report(all: &[String], variant: u8) -> ApplyReport {
         },
         failed_targets: vec![g.s()],
         deleted_targets: vec![g.s()],
+        changed_targets: vec![g.s()],
         waves: vec![g.s()],
     };
     let reason = g.s();
@@ -362,6 +363,7 @@ fn apply_report(all: &[String], variant: u8) -> ApplyReport {
     let mut fleets = vec![
         fleet(FleetOutcome::Applied, &mut g),
         fleet(FleetOutcome::Failed, &mut g),
+        fleet(FleetOutcome::ChangedSinceReview, &mut g),
         fleet(FleetOutcome::NotApplied { reason }, &mut g),
     ];
     for refusal in refusals {
