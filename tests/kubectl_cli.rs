@@ -464,13 +464,7 @@ fn kubectl_reaches_the_embedded_defaults_clusters_after_the_commands_exit() {
     let values = manifest.join("fixtures/runtime/embedded-default.yaml");
     // A fresh shell: no credentials, no simulator settings, the user's own data directory.
     let run = |program: &Path, args: &[&str]| {
-        let out = Command::new(program)
-            .args(args)
-            .current_dir(home)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("XDG_DATA_HOME", home.join("data"))
+        let out = crate::cli_home::fresh_shell(program, home, args)
             .output()
             .unwrap();
         assert!(
@@ -575,16 +569,7 @@ fn two_kubeconfigs_at_once_share_one_resident_and_nothing_deployed_starts_none()
     let values = manifest.join("fixtures/runtime/embedded-default.yaml");
     let (spec, values) = (spec.to_str().unwrap(), values.to_str().unwrap());
     let fleetbot = Path::new(env!("CARGO_BIN_EXE_fleetbot"));
-    let command = |program: &Path, args: &[&str]| {
-        let mut c = Command::new(program);
-        c.args(args)
-            .current_dir(home)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("XDG_DATA_HOME", home.join("data"));
-        c
-    };
+    let command = |program: &Path, args: &[&str]| crate::cli_home::fresh_shell(program, home, args);
     let kubeconfig = |output: &str| {
         command(
             fleetbot,

@@ -813,18 +813,20 @@ fn the_embedded_simulator_keeps_its_files_private() {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/specs/fleet1-test.yaml");
     let values =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runtime/embedded-default.yaml");
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
-        .args(["deploy", "--yes", "-f"])
-        .arg(&spec)
-        .arg("--runtime-values")
-        .arg(&values)
-        .current_dir(home)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .output()
-        .unwrap();
+    let out = crate::cli_home::fresh_shell(
+        Path::new(env!("CARGO_BIN_EXE_fleetbot")),
+        home,
+        &[
+            "deploy",
+            "--yes",
+            "-f",
+            spec.to_str().unwrap(),
+            "--runtime-values",
+            values.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
     assert!(
         out.status.success(),
         "{}",

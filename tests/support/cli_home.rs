@@ -87,3 +87,18 @@ pub fn json(out: &Output) -> serde_json::Value {
         )
     })
 }
+
+/// `program args…` as a fresh shell in `home` runs it: no credentials, no simulator settings,
+/// nothing of the machine's environment but `PATH`, and the user's own data directory under
+/// `home` (the embedded default's state lives there).
+pub fn fresh_shell(program: &Path, home: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(home)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"));
+    command
+}

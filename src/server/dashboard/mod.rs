@@ -327,15 +327,16 @@ mod tests {
         });
         let d = Arc::new(SharedQuota::new(cloud.clone() as Arc<dyn QuotaSource>));
         let reads = || cloud.reads.load(std::sync::atomic::Ordering::SeqCst);
-        // Six pages at once: one read, and all of them have its answer.
-        let pages: Vec<_> = (0..6)
-            .map(|_| {
-                tokio::spawn({
+        let six_pages_at_once = || -> Vec<_> {
+            (0..6)
+                .map(|_| {
                     let d = d.clone();
-                    async move { d.read().await }
+                    tokio::spawn(async move { d.read().await })
                 })
-            })
-            .collect();
+                .collect()
+        };
+        // Six pages at once: one read, and all of them have its answer.
+        let pages = six_pages_at_once();
         for page in pages {
             let (quota, problem) = page.await.unwrap();
             assert!(quota.is_some_and(|q| !q.stale) && problem.is_none());
@@ -346,14 +347,7 @@ mod tests {
         *cloud.delay.lock().unwrap() = None;
         tokio::time::advance(QUOTA_CACHE).await;
         let started = tokio::time::Instant::now();
-        let pages: Vec<_> = (0..6)
-            .map(|_| {
-                tokio::spawn({
-                    let d = d.clone();
-                    async move { d.read().await }
-                })
-            })
-            .collect();
+        let pages = six_pages_at_once();
         for page in pages {
             let (quota, problem) = page.await.unwrap();
             let quota = quota.expect("the last answer is shown");
