@@ -1720,6 +1720,55 @@ async fn dashboard_pages_share_one_read_of_a_stalled_cloud() {
     app.stop().await;
 }
 
+/// A server on the embedded simulator (`FLEETBOT_CLOUD=simulator`) lends it to its job
+/// processes: they reach it as a resident simulator, so a pull request is planned live there,
+/// its quota budget checked, as in-process workers did.
+#[tokio::test]
+async fn job_processes_plan_against_the_server_s_embedded_simulator() {
+    let gh = fake_github(&base_spec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("world.yaml");
+    std::fs::write(
+        &world,
+        include_str!("../fixtures/sim/default.yaml")
+            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
+    )
+    .unwrap();
+    let mut opts = options(&gh, &dir, 1);
+    opts.env = vec![
+        ("FLEETBOT_CLOUD", "simulator".into()),
+        ("FLEETBOT_SIM_WORLD", world.display().to_string()),
+        (
+            "FLEETBOT_SIM_STATE",
+            dir.path().join("sim.state").display().to_string(),
+        ),
+    ];
+    let app = App::start(opts).await;
+    started_job_processes(&app, 1).await;
+    open12(
+        &app,
+        &gh,
+        "d-1",
+        &sha(2),
+        &[("fleets/prod.yaml", Some(&spec_with_gpus(2)))],
+    )
+    .await;
+    let (_, run) = concluded(&gh, &sha(2)).await;
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        run.summary
+    );
+    assert!(
+        !run.summary.contains("quota not checked"),
+        "{}",
+        run.summary
+    );
+    gh.assert_clean();
+    app.stop().await;
+}
+
 /// Issue 52, item 2: a job past its time budget is ended (here a preflight waiting on a cloud
 /// that never answers) and failed with that reason, not run again.
 #[tokio::test]

@@ -70,9 +70,6 @@ fn command(options: &AppOptions) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    for (name, value) in &options.env {
-        cmd.env(name, value);
-    }
     if let Some(secs) = options.job_lease_secs {
         cmd.env("FLEETBOT_JOB_LEASE_SECS", secs.to_string())
             .env("FLEETBOT_APPLY_LEASE_SECS", secs.to_string());
@@ -87,6 +84,10 @@ fn command(options: &AppOptions) -> Command {
         None => {
             cmd.env("FLEETBOT_CLOUD", "none");
         }
+    }
+    // Last, so a test's own settings win (`FLEETBOT_CLOUD=simulator`, say).
+    for (name, value) in &options.env {
+        cmd.env(name, value);
     }
     cmd
 }
