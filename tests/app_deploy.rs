@@ -46,8 +46,9 @@ struct Live {
     sim: fleetbot::sim::Simulator,
     tenant: String,
     dir: tempfile::TempDir,
-    /// When the pull request's head last moved (opened or pushed): a comment is written in a
-    /// later second, as a person's is (fleetbot refuses a command whose second saw a push).
+    /// When the server had taken the delivery of the pull request's latest head (opened or
+    /// pushed): a comment is written in a later second, as a person's is (fleetbot refuses a
+    /// command whose second saw a push).
     head_moved: std::sync::Mutex<Option<std::time::SystemTime>>,
 }
 
@@ -128,8 +129,9 @@ async fn live_in(world: &str, env: Vec<(&'static str, String)>) -> Live {
 impl Live {
     /// Opens [`PR`] at `head` with `changes` and waits for its preflight.
     async fn open(&self, head: &str, changes: &[(&str, Option<&str>)]) {
-        *self.head_moved.lock().unwrap() = Some(std::time::SystemTime::now());
         self.app.open_reviewed(&self.gh, PR, head, changes).await;
+        // After the server took the delivery: it saw the head at or before now.
+        *self.head_moved.lock().unwrap() = Some(std::time::SystemTime::now());
     }
 
     /// Waits, if need be, until a second after the one the head last moved in.
@@ -144,7 +146,6 @@ impl Live {
 
     /// Pushes `head` (the current head plus `changes`) and waits for its preflight.
     async fn push(&self, head: &str, changes: &[(&str, Option<&str>)]) {
-        *self.head_moved.lock().unwrap() = Some(std::time::SystemTime::now());
         {
             let mut w = self.gh.world();
             let parent = w.repos[REPO].pulls[&PR].head_sha.clone();
@@ -158,6 +159,8 @@ impl Live {
                 &fake_github::pr_delivery("synchronize", PR, head, "change"),
             )
             .await;
+        // After the server took the delivery: it saw the head at or before now.
+        *self.head_moved.lock().unwrap() = Some(std::time::SystemTime::now());
         self.preflight(head).await;
     }
 
