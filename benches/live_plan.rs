@@ -7,7 +7,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use fleetbot::cloud::NebiusClient;
 use fleetbot::cloud::auth::Credentials;
 use fleetbot::cloud::client::Endpoints;
-use fleetbot::engine::ops::{LifecycleOptions, deploy, prepare};
+use fleetbot::engine::ops::{LifecycleOptions, prepare};
+use fleetbot::fleet::apply::{Approved, plan_and_apply};
 use fleetbot::sim::{Simulator, World};
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;
@@ -59,12 +60,15 @@ fn bench_fleet(c: &mut Criterion, projects: usize, clusters: usize) {
             preflight: false,
             ..LifecycleOptions::default()
         };
-        let result = deploy(
+        let result = plan_and_apply(
             &client,
             &store,
             &spec,
             &tenant,
             &options,
+            Approved::ByPerson {
+                allow_destroy: false,
+            },
             fleetbot::engine::ops::quiet(),
         )
         .await

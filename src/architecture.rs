@@ -349,7 +349,7 @@ fn only_fleet_apply_mutates_a_fleet() {
 
 /// The App's applying methods and the guard's decision; only the guarded apply and the waves
 /// it rolls out ([`APPLY_JOB`]) call them.
-const APPLYING: &[&str] = &[".apply_fleet(", ".apply_targets(", "guard::decide("];
+const APPLYING: &[&str] = &[".apply_judged(", ".apply_targets(", "guard::decide("];
 
 /// ARCHITECTURE.md: "only the guarded apply applies" (after the guard allowed the plan): the
 /// apply job, the demo and any later caller reach the cloud through `fleet::apply::guarded`.
@@ -388,12 +388,11 @@ fn only_the_guarded_apply_applies_through_the_planner() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     // The apply job as it was: it decided and applied in `bot`.
-    let old_job =
-        "Ok(guard::decide(&GuardInput {\n  .applier\n  .apply_fleet(&spec, &tenant, prune, p)";
+    let old_job = "Ok(guard::decide(&GuardInput {\n  .applier\n  .apply_judged(&spec, &tenant, judged, false, p)";
     let bot_deploy = ["bot", "deploy", "job"].map(String::from);
     assert_eq!(
         applying_calls(&bot_deploy, old_job),
-        [".apply_fleet(", "guard::decide("]
+        [".apply_judged(", "guard::decide("]
     );
 }
 

@@ -10,14 +10,16 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::support::deploy;
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::domain::{Labels, ReleaseSpec, ReleaseState};
 use fleetbot::cloud::error::ErrorKind;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
 use fleetbot::engine::live::Action;
 use fleetbot::engine::ops::{
-    LifecycleOptions, Progress, deploy, deployed_clusters, destroy, plan_is_quiet, prepare, status,
+    LifecycleOptions, Progress, deployed_clusters, plan_is_quiet, prepare, status,
 };
+use fleetbot::fleet::apply::destroy;
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};
@@ -378,14 +380,17 @@ async fn add_ons_install_with_pinned_values_stay_put_replace_on_change_and_go_wi
     );
 
     // Allowed, a changed value replaces the release: a new one, the old one gone.
-    let allowed = LifecycleOptions {
-        allow_destructive: true,
-        ..options()
-    };
     let (progress, changed) = recorded();
-    let result = deploy(&cloud, &store, &grown, &tenant, &allowed, progress)
-        .await
-        .unwrap();
+    let result = crate::support::deploy_allowing_destroy(
+        &cloud,
+        &store,
+        &grown,
+        &tenant,
+        &options(),
+        progress,
+    )
+    .await
+    .unwrap();
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:#?}");
     assert!(
         changed

@@ -1971,6 +1971,73 @@ async fn a_pool_resized_by_hand_during_a_merge_s_apply_is_not_touched() {
     live.app.stop().await;
 }
 
+/// Issue 53, item 1: a staged rollout deletes what the reviewed plan pruned, after its last
+/// wave, and nothing more. Its last pass used to plan the whole fleet afresh and apply that
+/// plan with every deletion allowed: a pool grown by hand during a wave was shrunk back there,
+/// deleting a node nobody was shown.
+#[tokio::test]
+async fn a_rollout_s_last_pass_prunes_what_was_approved_and_touches_nothing_else() {
+    let live = live().await;
+    live.gh.world().repos.get_mut(REPO).unwrap().trees.get_mut(&sha(1)).unwrap().insert(
+        ".fleetbot.yml".into(),
+        b"specs: ['fleets/**/*.yaml']\nrollout:\n  waves:\n    - {projects: [a]}\n  health_timeout_minutes: 1\n".to_vec(),
+    );
+    // a's CPU pool grows (its wave); b leaves the spec (pruned once the waves are done).
+    let from = "  - name: a   # display name fleet1-test-a\n";
+    let changed = spec_without_b().replacen(
+        from,
+        &format!("{from}    clusters:\n      - name: cluster\n        cpu_nodes: {{count: 2}}\n"),
+        1,
+    );
+    assert_ne!(changed, spec_without_b());
+    live.open(&sha(2), &[("fleets/prod.yaml", Some(&changed))])
+        .await;
+    live.comment(711, "maintainer-mia", "/approve-destroy\n")
+        .await;
+    let reply = live.reply_to(711).await;
+    assert!(reply.contains("approved for fleets/prod.yaml"), "{reply}");
+    // Slow operations: while the wave grows a's CPU pool, a's GPU pool is grown by hand.
+    live.sim
+        .service
+        .with_core(|core| core.world.operation_latency_ms = 1500);
+    live.sim.service.clear_call_log();
+    live.merge(&sha(90), "merge-1").await;
+    eventually("the wave's first change", || {
+        (!live.sim.service.mutation_calls().is_empty()).then_some(())
+    })
+    .await;
+    resize_gpu_pool_by_hand(&live, "fleet1-test-a", 2, "grown-by-hand").await;
+    live.sim
+        .service
+        .with_core(|core| core.world.operation_latency_ms = 5);
+    let run = &live.applied(&sha(90), 1).await[0];
+    assert_eq!(
+        run.conclusion.as_deref(),
+        Some("success"),
+        "{}",
+        run.summary
+    );
+    assert!(run.summary.contains("wave 1 of 1"), "{}", run.summary);
+    // What was approved: b deleted after the wave. Nothing else: a keeps the node grown by
+    // hand (the drift pass reports it), and its CPU pool was grown as reviewed.
+    assert!(live.clusters("fleet1-test-b").await.is_empty());
+    assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 2);
+    let client = support::client(&live.sim);
+    let cluster_of_a = gpu_pool(&live, "fleet1-test-a").await.cluster_id;
+    let cpu: Vec<i64> = client
+        .list_node_groups(&cluster_of_a)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|g| g.spec.platform.starts_with("cpu"))
+        .map(|g| g.spec.node_count)
+        .collect();
+    assert_eq!(cpu, vec![2]);
+    live.gh.assert_clean();
+    live.assert_ids_kept().await;
+    live.app.stop().await;
+}
+
 /// Issue 52, item 5: GitHub stamps a comment in whole seconds, so a head pushed within the
 /// comment's second may have come before it or after it; `/apply` counted such a head as seen
 /// before the comment, and applied a head its author may never have seen. It refuses now, and

@@ -7,14 +7,14 @@ use crate::support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::deploy;
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::client::idempotency_key;
 use fleetbot::cloud::domain::{ClusterSpec, Labels, State};
 use fleetbot::engine::desired::{LABEL_MANAGED_BY, MANAGED_BY};
 use fleetbot::engine::live::{Action, ProblemKind};
-use fleetbot::engine::ops::{
-    LifecycleOptions, Progress, deploy, destroy, plan_is_quiet, prepare, status,
-};
+use fleetbot::engine::ops::{LifecycleOptions, Progress, plan_is_quiet, prepare, status};
+use fleetbot::fleet::apply::destroy;
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};
@@ -747,11 +747,7 @@ async fn deployed(
     what: &str,
 ) {
     // These rounds replace and remove pools on purpose: allowed, as `--allow-destroy` does.
-    let allowed = LifecycleOptions {
-        allow_destructive: true,
-        ..options()
-    };
-    let result = deploy(cloud, store, fleet, tenant, &allowed, quiet())
+    let result = support::deploy_allowing_destroy(cloud, store, fleet, tenant, &options(), quiet())
         .await
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(
@@ -1333,4 +1329,79 @@ async fn the_live_plan_lists_filesystems_and_gpu_clusters_only_where_wanted() {
         assert_eq!(listed("GpuClusterService"), 0);
         assert_eq!(listed("NodeGroupService"), 3);
     }
+}
+
+/// Issue 53, item 1: an approval allows destroying what its plan listed, not anything. A plan
+/// made after the approval (a wave) that shrinks a pool the approved plan did not shrink leaves
+/// that target untouched and says the cloud changed since; the others are applied. The plan's
+/// own listing allows its shrink.
+#[tokio::test]
+async fn an_approval_destroys_only_what_its_plan_listed() {
+    use fleetbot::engine::ops::{Destruction, prepare};
+    use fleetbot::fleet::apply::{Approved, plan_and_apply};
+    let sim = simulator(&world()).await;
+    let cloud = client(&sim);
+    let tenant = sim.tenant_id();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    deploy(&cloud, &store, &spec(SPEC), &tenant, &options(), quiet())
+        .await
+        .unwrap();
+    // a/infer's GPU pool 2 → 1, and b's CPU pool 1 → 2.
+    let changed = spec(
+        &SPEC
+            .replace("        gpu_nodes: {count: 2}\n", "        gpu_nodes: {count: 1}\n")
+            .replace(
+                "  - name: b\n",
+                "  - name: b\n    clusters:\n      - name: cluster\n        cpu_nodes: {count: 2}\n",
+            ),
+    );
+    // Approved on a plan that shrank nothing: the shrink is not the approval's to apply.
+    let nothing = Approved::ByGuard {
+        prune: false,
+        destructive: Destruction::Listed(Default::default()),
+    };
+    let result = plan_and_apply(
+        &cloud,
+        &store,
+        &changed,
+        &tenant,
+        &options(),
+        nothing,
+        quiet(),
+    )
+    .await
+    .unwrap();
+    let infer = result
+        .clusters
+        .iter()
+        .find(|c| c.cluster_name == "infer")
+        .unwrap();
+    assert!(infer.changed_since_plan, "{result:#?}");
+    assert!(
+        infer.error.contains("shrinks from 2 to 1"),
+        "{}",
+        infer.error
+    );
+    assert_eq!(result.deployed, 2, "{result:#?}");
+    let plan = prepare(&cloud, &store, &changed, &tenant, &options())
+        .await
+        .unwrap();
+    let [shrink] = plan.plan.destructive().try_into().unwrap();
+    assert_eq!(shrink.target, "a/infer");
+    // Approved on the plan that listed it: applied.
+    let listed = Approved::by_guard(false, &plan.plan);
+    let result = plan_and_apply(
+        &cloud,
+        &store,
+        &changed,
+        &tenant,
+        &options(),
+        listed,
+        quiet(),
+    )
+    .await
+    .unwrap();
+    assert_eq!((result.deployed, result.failed), (3, 0), "{result:#?}");
+    assert!(!result.clusters.iter().any(|c| c.changed_since_plan));
 }

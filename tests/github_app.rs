@@ -309,7 +309,8 @@ struct Live {
 /// A simulator with `fleets/prod.yaml` from `main` deployed by fleetbot, and a bot that plans
 /// against it with the same inventory behind the failure switch.
 async fn live_world() -> Live {
-    use fleetbot::engine::ops::{LifecycleOptions, deploy};
+    use crate::support::deploy;
+    use fleetbot::engine::ops::LifecycleOptions;
     use fleetbot::fleet::live::CloudPlanner;
     let world = include_str!("../fixtures/sim/default.yaml")
         .replace("operation_latency_ms: 150", "operation_latency_ms: 5");

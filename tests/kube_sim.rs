@@ -16,9 +16,10 @@ use kube::api::{
 };
 use kube::core::Status;
 
+use crate::support::deploy;
 use fleetbot::cloud::Cloud;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, TokenSource, tokens_of};
-use fleetbot::engine::ops::{LifecycleOptions, Progress, deploy, deployed_clusters};
+use fleetbot::engine::ops::{LifecycleOptions, Progress, deployed_clusters};
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::SqliteStore;
 use support::{client, simulator};

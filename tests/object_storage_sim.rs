@@ -10,12 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use fleetbot::cloud::Cloud;
 use fleetbot::engine::ops::{
-    KEY_DESCRIPTION, LifecycleOptions, ObjectStorageResult, PROBE_PREFIX, Progress,
-    SERVICE_ACCOUNT, deploy,
+    KEY_DESCRIPTION, LifecycleOptions, ObjectStorageResult, PROBE_PREFIX, Progress, SERVICE_ACCOUNT,
 };
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;
-use support::{client, simulator};
+use support::{client, deploy, simulator};
 
 fn world(extra: &str) -> String {
     let base = include_str!("../fixtures/sim/default.yaml")

@@ -12,8 +12,9 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Api, LogParams, PostParams};
 use serde_json::json;
 
+use crate::support::deploy;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
-use fleetbot::engine::ops::{LifecycleOptions, deploy, deployed_clusters};
+use fleetbot::engine::ops::{LifecycleOptions, deployed_clusters};
 use fleetbot::probe::{parse_host, parse_shared};
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;

@@ -14,8 +14,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use tokio::sync::watch;
 
+use crate::support::deploy;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
-use fleetbot::engine::ops::{deploy, deployed_clusters};
+use fleetbot::engine::ops::deployed_clusters;
 use fleetbot::sim::k8s::hosts::HostFault;
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;

@@ -15,8 +15,9 @@ use k8s_openapi::api::core::v1::{Node as KubeNode, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
 
+use crate::support::deploy;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
-use fleetbot::engine::ops::{deploy, deployed_clusters};
+use fleetbot::engine::ops::deployed_clusters;
 use fleetbot::sim::k8s::hosts::HostFault;
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;

@@ -12,8 +12,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
 
+use crate::support::deploy;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
-use fleetbot::engine::ops::{deploy, deployed_clusters};
+use fleetbot::engine::ops::deployed_clusters;
 use fleetbot::probe::storage::host_probe_dir;
 use fleetbot::sim::Simulator;
 use fleetbot::sim::k8s::hosts::HostFault;

@@ -130,9 +130,8 @@ pub fn run(args: DeployArgs) -> ExitCode {
         ssh_public_key: String::new(),
         spec_path: args.spec.shown(),
         prune: args.prune,
-        allow_destructive: args.allow_destroy,
-        reads: None,
-        approved_reading: None,
+        // What it may destroy is its approval's (`fleet::apply::Approved`), given on the plan.
+        ..LifecycleOptions::default()
     };
     let filtered = !options.only_projects.is_empty() || !options.only_clusters.is_empty();
     let pruning = args.prune && !filtered;

@@ -25,14 +25,16 @@ mod records;
 mod since_plan;
 mod status;
 
-pub use deploy::{deploy, deploy_prepared};
+// The mutating calls are the crate's own: `fleet::apply` is the one door to them.
+pub(crate) use deploy::deploy_prepared;
 pub use deploy_result::{BackendCounts, DeployResult, TargetResult};
-pub use destroy::{DestroyEntry, DestroyResult, destroy};
+pub(crate) use destroy::destroy;
+pub use destroy::{DestroyEntry, DestroyResult};
 pub use error::{EngineError, ErrorSource};
 pub use object_storage::{
     KEY_DESCRIPTION, ObjectStorageResult, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
 };
-pub use options::{LifecycleOptions, SelectError, parse_selector, select};
+pub use options::{Destruction, LifecycleOptions, SelectError, parse_selector, select};
 pub use prepare::{Prepared, prepare};
 pub use progress::{Event, Outcome, Progress, What, quiet};
 pub use reach::{DeployedCluster, deployed_clusters};

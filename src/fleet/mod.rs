@@ -156,9 +156,8 @@ impl Options {
             ssh_public_key: spec.ssh_public_key.trim().to_string(),
             spec_path: spec.source.clone(),
             prune: self.prune,
-            allow_destructive: self.allow_destroy,
-            reads: None,
-            approved_reading: None,
+            // What it may destroy is its approval's (`fleet::apply::Approved`), given on the plan.
+            ..LifecycleOptions::default()
         }
     }
 

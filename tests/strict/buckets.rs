@@ -2,12 +2,13 @@
 //! visible meanwhile, its name kept), Undelete brings it back, Purge works only on a scheduled
 //! bucket. fleetbot treats a scheduled bucket as unusable and says what to do.
 
+use crate::support::deploy;
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::client::Host;
 use fleetbot::cloud::domain::State;
 use fleetbot::cloud::proto::nebius::storage::v1 as storage;
 use fleetbot::engine::live::ProblemKind;
-use fleetbot::engine::ops::{LifecycleOptions, deploy, prepare};
+use fleetbot::engine::ops::{LifecycleOptions, prepare};
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;
 

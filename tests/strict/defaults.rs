@@ -1,12 +1,13 @@
 //! The service fills what Nebius fills, and fleetbot compares only what its spec declares: a
 //! filled default is never a change in the live plan, drift or status.
 
+use crate::support::deploy;
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::proto::nebius::compute::v1 as compute;
 use fleetbot::cloud::proto::nebius::mk8s::v1 as mk8s;
 use fleetbot::cloud::proto::nebius::storage::v1 as storage;
 use fleetbot::cloud::proto::nebius::vpc::v1 as vpc;
-use fleetbot::engine::ops::{LifecycleOptions, deploy, plan_is_quiet, prepare, status};
+use fleetbot::engine::ops::{LifecycleOptions, plan_is_quiet, prepare, status};
 use fleetbot::spec::load_str;
 use fleetbot::store::SqliteStore;
 

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::domain::NodeGroup;
-use fleetbot::engine::ops::{LifecycleOptions, Progress, deploy, plan_is_quiet, prepare};
+use fleetbot::engine::ops::{LifecycleOptions, Progress, plan_is_quiet, prepare};
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::SqliteStore;
 
-use crate::support::{client, empty_default_world, simulator};
+use crate::support::{client, deploy_allowing_destroy, empty_default_world, simulator};
 
 const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyForTestsOnly fleetbot-test";
 
@@ -22,11 +22,9 @@ fn fleet(cpu: i64, gpu_mode: &str, filestore: bool, bucket_gib: i64) -> FleetSpe
     load_str(&text, "fleet.yaml").unwrap()
 }
 
-/// Removal is what is under test, so it is allowed (`deploy --allow-destroy`).
 fn options(key: &str) -> LifecycleOptions {
     LifecycleOptions {
         ssh_public_key: key.into(),
-        allow_destructive: true,
         ..LifecycleOptions::default()
     }
 }
@@ -57,7 +55,8 @@ async fn converges(
     key: &str,
     what: &str,
 ) {
-    let result = deploy(cloud, store, spec, tenant, &options(key), quiet())
+    // Removal is what is under test, so it is allowed (`deploy --allow-destroy`).
+    let result = deploy_allowing_destroy(cloud, store, spec, tenant, &options(key), quiet())
         .await
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(result.failed, 0, "{what}: {result:#?}");

@@ -159,11 +159,52 @@ impl SimProcess {
     }
 }
 
-/// Deploys `spec_text` (as `path`) with the library engine into the SQLite inventory at
+/// Deploys through the one door, as `fleetbot deploy --yes` does: the plan read now is
+/// applied, and a plan that deletes, replaces or shrinks inside a target is refused.
+pub async fn deploy<C, S>(
+    cloud: &C,
+    store: &S,
+    spec: &fleetbot::spec::FleetSpec,
+    tenant: &str,
+    options: &fleetbot::engine::ops::LifecycleOptions,
+    progress: fleetbot::engine::ops::Progress,
+) -> Result<fleetbot::engine::ops::DeployResult, fleetbot::engine::ops::EngineError>
+where
+    C: fleetbot::cloud::Cloud + Clone + 'static,
+    S: fleetbot::store::InventoryStore + Clone + 'static,
+{
+    let approved = fleetbot::fleet::apply::Approved::ByPerson {
+        allow_destroy: false,
+    };
+    fleetbot::fleet::apply::plan_and_apply(cloud, store, spec, tenant, options, approved, progress)
+        .await
+}
+
+/// [`deploy`] as `fleetbot deploy --yes --allow-destroy` does: what the plan read now
+/// deletes, replaces or shrinks is applied too.
+pub async fn deploy_allowing_destroy<C, S>(
+    cloud: &C,
+    store: &S,
+    spec: &fleetbot::spec::FleetSpec,
+    tenant: &str,
+    options: &fleetbot::engine::ops::LifecycleOptions,
+    progress: fleetbot::engine::ops::Progress,
+) -> Result<fleetbot::engine::ops::DeployResult, fleetbot::engine::ops::EngineError>
+where
+    C: fleetbot::cloud::Cloud + Clone + 'static,
+    S: fleetbot::store::InventoryStore + Clone + 'static,
+{
+    let approved = fleetbot::fleet::apply::Approved::ByPerson {
+        allow_destroy: true,
+    };
+    fleetbot::fleet::apply::plan_and_apply(cloud, store, spec, tenant, options, approved, progress)
+        .await
+}
+
+/// Deploys `spec_text` (as `path`) through the one door into the SQLite inventory at
 /// `store`, against `sim`, and checks that every target deployed: the world a server then
 /// starts from.
 pub async fn deployed(sim: &Simulator, store: &std::path::Path, spec_text: &str, path: &str) {
-    use fleetbot::engine::ops::{LifecycleOptions, deploy};
     let inventory = fleetbot::store::SqliteStore::open(store).await.unwrap();
     let spec = fleetbot::spec::load_str(spec_text, path).unwrap();
     let result = deploy(
@@ -171,7 +212,7 @@ pub async fn deployed(sim: &Simulator, store: &std::path::Path, spec_text: &str,
         &inventory,
         &spec,
         &sim.tenant_id(),
-        &LifecycleOptions::default(),
+        &fleetbot::engine::ops::LifecycleOptions::default(),
         std::sync::Arc::new(|_: &fleetbot::engine::ops::Event| {}),
     )
     .await

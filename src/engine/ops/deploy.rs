@@ -10,8 +10,8 @@ use super::apply::Apply;
 use super::deploy_result::{BackendCounts, DeployResult, TargetResult};
 use super::error::{ApplyError, EngineError};
 use super::object_storage::ObjectStorageResult;
-use super::options::LifecycleOptions;
-use super::prepare::{Prepared, prepare};
+use super::options::{Destruction, LifecycleOptions};
+use super::prepare::Prepared;
 use super::progress::{Event, Outcome, Progress};
 use super::prune::prune;
 use crate::cloud::domain::Cloud;
@@ -61,27 +61,53 @@ fn refuse_before_mutation(
 
 /// A plan that deletes, replaces or shrinks inside the targets it applies is refused unless
 /// the caller allowed it: one typo (`cuont:` for `count:`) must not quietly delete a GPU pool.
+/// Allowed means listed in the approved plan: a destructive line of a target that the approved
+/// plan did not list leaves that target untouched ([`unlisted_targets`]); one of a project,
+/// which is applied before any target, refuses the whole run.
 fn refuse_unallowed_destruction(
     prepared: &Prepared,
     options: &LifecycleOptions,
 ) -> Result<(), EngineError> {
-    if options.allow_destructive {
-        return Ok(());
-    }
-    let lines: Vec<String> = prepared
+    let unallowed: Vec<String> = prepared
         .plan
         .destructive_within()
         .iter()
+        .filter(|d| !options.allow_destructive.allows(d))
+        .filter(|d| options.allow_destructive == Destruction::Refused || !d.target.contains('/'))
         .map(|d| d.line())
         .collect();
-    if lines.is_empty() {
+    if unallowed.is_empty() {
         return Ok(());
     }
+    let why = match options.allow_destructive {
+        Destruction::Refused => {
+            "and that was not allowed (fleetbot deploy --allow-destroy)".to_string()
+        }
+        Destruction::Listed(_) => format!(
+            "that the approved plan did not list: {}",
+            super::since_plan::CHANGED_SINCE_PLAN
+        ),
+    };
     Err(EngineError::new(format!(
-        "the plan deletes, replaces or shrinks {} resource(s) and that was not allowed (fleetbot deploy --allow-destroy); nothing was changed:\n  - {}",
-        lines.len(),
-        lines.join("\n  - ")
+        "the plan deletes, replaces or shrinks {} resource(s) {why}; nothing was changed:\n  - {}",
+        unallowed.len(),
+        unallowed.join("\n  - ")
     )))
+}
+
+/// `project/cluster` of each target whose plan deletes, replaces or shrinks something the
+/// approved plan did not list, with the first such line: the cloud changed since the approval,
+/// so the target is not touched.
+fn unlisted_targets(prepared: &Prepared, options: &LifecycleOptions) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    if let Destruction::Listed(_) = options.allow_destructive {
+        for d in prepared.plan.destructive_within() {
+            if d.target.contains('/') && !options.allow_destructive.allows(&d) {
+                out.entry(d.target.clone()).or_insert_with(|| d.line());
+            }
+        }
+    }
+    out
 }
 
 /// Quota preflight against the live tenant; a shortfall refuses the deploy.
@@ -243,6 +269,7 @@ where
         .filter(|t| t.unchanged && t.problems.is_empty())
         .map(|t| t.target.as_str())
         .collect();
+    let unlisted = unlisted_targets(prepared, options);
     let recorded: HashMap<(&str, &str), &TargetRecord> = prepared
         .target_records
         .iter()
@@ -267,6 +294,18 @@ where
         };
         if stop {
             out.push(not_applied(&target, "not attempted (fail-fast)"));
+            continue;
+        }
+        if let Some(line) = unlisted.get(&target.key.to_string()) {
+            let message = format!(
+                "{}: the plan now would {line}, which the approved plan did not list; nothing was changed on this target: plan again",
+                super::since_plan::CHANGED_SINCE_PLAN
+            );
+            (runner.progress)(&Event::done(&target.key, Outcome::Failed(message.clone())));
+            let mut result =
+                TargetResult::new(&target.key, &target.region, &project).with_error(&message);
+            result.changed_since_plan = true;
+            out.push(result);
             continue;
         }
         let observed = prepared
@@ -311,26 +350,16 @@ where
     Ok(out)
 }
 
-/// Deploys the selected targets. Returns the result even when targets failed; an `Err` means
-/// nothing was mutated (validation, identity, ownership or preflight refused) or the inventory
-/// failed. With `options.prune` (and the whole spec selected) the recorded targets the spec no
-/// longer declares are torn down last, as destroy would; without it they are only reported.
-pub async fn deploy<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'static>(
-    cloud: &C,
-    store: &S,
-    spec: &FleetSpec,
-    tenant_id: &str,
-    options: &LifecycleOptions,
-    progress: Progress,
-) -> Result<DeployResult, EngineError> {
-    let prepared = prepare(cloud, store, spec, tenant_id, options).await?;
-    deploy_prepared(cloud, store, spec, tenant_id, options, prepared, progress).await
-}
-
-/// [`deploy`] of a plan already read with [`prepare`] (and the same options): what a caller
-/// that shows the plan and asks before applying it uses, so that what is applied is exactly
-/// what was shown.
-pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'static>(
+/// Deploys the selected targets of a plan already read with [`super::prepare`] (and the same
+/// options): exactly that plan, as it was shown or judged. Returns the result even when targets
+/// failed; an `Err` means nothing was mutated (validation, identity, ownership or preflight
+/// refused) or the inventory failed. With `options.prune` (and the whole spec selected) the
+/// recorded targets the spec no longer declares are torn down last, as destroy would; without
+/// it they are only reported.
+pub(crate) async fn deploy_prepared<
+    C: Cloud + Clone + 'static,
+    S: InventoryStore + Clone + 'static,
+>(
     cloud: &C,
     store: &S,
     spec: &FleetSpec,
@@ -340,39 +369,11 @@ pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clo
     progress: Progress,
 ) -> Result<DeployResult, EngineError> {
     refuse_before_mutation(&prepared, options)?;
-    refuse_unallowed_destruction(&prepared, options)?;
-    if options.preflight && !prepared.selected.is_empty() {
-        super::catalogue::check_catalogue(cloud, tenant_id, &prepared, &progress).await?;
-        preflight(cloud, spec, tenant_id, options, &prepared.plan, &progress).await?;
-    }
-    let kube = Connections::default();
-    let apply = Apply {
-        cloud,
-        store,
-        fleet: &spec.name,
-        tenant: tenant_id,
-        profile: &options.profile,
-        progress: &progress,
-        kube: &kube,
+    let (clusters, stopped) = if options.prune_only {
+        (Vec::new(), false)
+    } else {
+        apply_all(cloud, store, spec, tenant_id, options, &prepared, &progress).await?
     };
-    let (projects, storage) = apply_projects(&apply, &prepared, options.continue_on_error).await;
-    let runner = TargetRunner {
-        cloud: cloud.clone(),
-        store: store.clone(),
-        fleet: spec.name.clone(),
-        tenant: tenant_id.to_string(),
-        profile: options.profile.clone(),
-        progress: progress.clone(),
-        timeout: options.timeout,
-        kube,
-    };
-    let mut clusters = apply_targets(runner, &prepared, &projects, options).await?;
-    for cluster in &mut clusters {
-        cluster.object_storage = storage.get(&cluster.project_key).cloned();
-    }
-    let stopped = !options.continue_on_error
-        && (clusters.iter().any(|c| c.status.is_failure())
-            || projects.values().any(Result::is_err));
     let pruned = prune(
         cloud, store, &spec.name, &prepared, options, stopped, &progress,
     )
@@ -385,7 +386,8 @@ pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clo
         profile: options.profile.clone(),
         cloud: cloud.describe(),
         plan_digest: prepared.plan.digest.clone(),
-        changed: prepared.plan.changes_anything() || !pruned.pruned.is_empty(),
+        changed: (!options.prune_only && prepared.plan.changes_anything())
+            || !pruned.pruned.is_empty(),
         clusters,
         deployed: 0,
         failed: 0,
@@ -395,4 +397,52 @@ pub async fn deploy_prepared<C: Cloud + Clone + 'static, S: InventoryStore + Clo
     };
     result.recount();
     Ok(result)
+}
+
+/// Phases 1 and 2 of a deploy: the refusal of what was not allowed, the preflight, then the
+/// projects and the targets. Returns the targets' results and whether a fail-fast deploy
+/// stopped (so nothing more is changed).
+async fn apply_all<C: Cloud + Clone + 'static, S: InventoryStore + Clone + 'static>(
+    cloud: &C,
+    store: &S,
+    spec: &FleetSpec,
+    tenant_id: &str,
+    options: &LifecycleOptions,
+    prepared: &Prepared,
+    progress: &Progress,
+) -> Result<(Vec<TargetResult>, bool), EngineError> {
+    refuse_unallowed_destruction(prepared, options)?;
+    if options.preflight && !prepared.selected.is_empty() {
+        super::catalogue::check_catalogue(cloud, tenant_id, prepared, progress).await?;
+        preflight(cloud, spec, tenant_id, options, &prepared.plan, progress).await?;
+    }
+    let kube = Connections::default();
+    let apply = Apply {
+        cloud,
+        store,
+        fleet: &spec.name,
+        tenant: tenant_id,
+        profile: &options.profile,
+        progress,
+        kube: &kube,
+    };
+    let (projects, storage) = apply_projects(&apply, prepared, options.continue_on_error).await;
+    let runner = TargetRunner {
+        cloud: cloud.clone(),
+        store: store.clone(),
+        fleet: spec.name.clone(),
+        tenant: tenant_id.to_string(),
+        profile: options.profile.clone(),
+        progress: progress.clone(),
+        timeout: options.timeout,
+        kube,
+    };
+    let mut clusters = apply_targets(runner, prepared, &projects, options).await?;
+    for cluster in &mut clusters {
+        cluster.object_storage = storage.get(&cluster.project_key).cloned();
+    }
+    let stopped = !options.continue_on_error
+        && (clusters.iter().any(|c| c.status.is_failure())
+            || projects.values().any(Result::is_err));
+    Ok((clusters, stopped))
 }

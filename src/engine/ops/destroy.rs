@@ -199,7 +199,7 @@ async fn reclaim_networks<C: Cloud, S: InventoryStore>(
 /// Destroys the selected targets that the inventory records: node groups, cluster, GPU cluster
 /// and filesystem, each by exact ID after its identity and ownership are proven; then the
 /// networks fleetbot created for projects with no target left. Projects and buckets are kept.
-pub async fn destroy<C: Cloud, S: InventoryStore>(
+pub(crate) async fn destroy<C: Cloud, S: InventoryStore>(
     cloud: &C,
     store: &S,
     spec: &FleetSpec,

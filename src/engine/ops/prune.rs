@@ -2,9 +2,11 @@
 //! With prune they are torn down exactly as destroy tears a target down; without it they are
 //! only reported, because deploy never deletes a target unasked.
 
+use std::collections::HashSet;
+
 use super::destroy::{DestroyEntry, destroy_recorded};
 use super::error::EngineError;
-use super::options::LifecycleOptions;
+use super::options::{Destruction, LifecycleOptions};
 use super::prepare::Prepared;
 use super::progress::Progress;
 use crate::cloud::domain::Cloud;
@@ -32,10 +34,22 @@ pub(super) async fn prune<C: Cloud, S: InventoryStore>(
     progress: &Progress,
 ) -> Result<Pruned, EngineError> {
     let mut out = Pruned::default();
+    // Under an approval that listed what it destroys, a target is pruned only as that list
+    // says: one the cloud changed since (a node group added by hand) is kept and reported.
+    let unlisted: HashSet<String> = match options.allow_destructive {
+        Destruction::Refused => HashSet::new(),
+        Destruction::Listed(_) => prepared
+            .plan
+            .destructive()
+            .into_iter()
+            .filter(|d| !options.allow_destructive.allows(d))
+            .map(|d| d.target)
+            .collect(),
+    };
     for observed in &prepared.observed.pruned {
         let record = &observed.record;
         let key = format!("{}/{}", record.project_key, record.cluster_name);
-        if !options.prune || stopped {
+        if !options.prune || stopped || unlisted.contains(&key) {
             // A record whose resources are all gone leaves nothing running to report; the
             // plan says so, and the next deploy with prune drops the record.
             let running = prepared

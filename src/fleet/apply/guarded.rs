@@ -6,6 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::Judged;
 use super::waves::{RolloutConfig, roll_out};
 use crate::engine::ops::{DeployResult, Prepared, Progress};
 use crate::fleet::backend::Deployer;
@@ -118,17 +119,15 @@ pub async fn apply_reviewed(
     let progress = progress(planned.plan.targets.len());
     // Exactly the plan the guard judged is applied: whole, that very plan; in waves, each
     // wave's targets held to what it read of the cloud.
+    let judged = Judged::new(prepared, prune);
     let result = if rollout.staged() && !quiet {
-        let reading = std::sync::Arc::new(prepared.observed.clone());
-        roll_out(
-            deployer, spec, &tenant, prune, rollout, names, reading, progress,
-        )
-        .await
-        .map(|r| (r.result, r.lines, r.stopped))
+        roll_out(deployer, spec, &tenant, judged, rollout, names, progress)
+            .await
+            .map(|r| (r.result, r.lines, r.stopped))
     } else {
         deployer
             .applier
-            .apply_prepared(spec, &tenant, prune, prepared, progress)
+            .apply_judged(spec, &tenant, judged, false, progress)
             .await
             .map(|r| (r, Vec::new(), false))
     };

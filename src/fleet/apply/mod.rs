@@ -6,8 +6,9 @@
 
 use super::live::{CloudPlanner, LiveError, mk8s_only, public_error};
 use crate::cloud::domain::Cloud;
+use crate::engine::live::LivePlan;
 use crate::engine::ops::{
-    DeployResult, DestroyResult, EngineError, LifecycleOptions, Prepared, Progress,
+    DeployResult, DestroyResult, Destruction, EngineError, LifecycleOptions, Prepared, Progress,
 };
 use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
@@ -15,8 +16,9 @@ use crate::store::InventoryStore;
 pub mod guarded;
 pub mod waves;
 
-/// Who approved the plan about to be applied, and so what it may delete, replace or shrink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Who approved the plan about to be applied, and so what it may delete, replace or shrink:
+/// the destructive lines of that approved plan, never more.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approved {
     /// The App's guard allowed it ([`super::guard::decide`]): the plan is the one reviewed on
     /// the pull request (or `/apply` accepted the change), and whatever it deletes was approved
@@ -24,29 +26,54 @@ pub enum Approved {
     ByGuard {
         /// Whether the targets removed from the spec are deleted.
         prune: bool,
+        /// What the judged plan deletes, replaces or shrinks
+        /// ([`Destruction::listed_in`] of it): a plan made after it (a wave) may do no more.
+        destructive: Destruction,
     },
     /// A person at a terminal: answered the prompt that listed each destructive line, or gave
     /// `--yes` (which allows them only with `--allow-destroy`). Pruning is the caller's
     /// `--prune`, in its options.
     ByPerson {
-        /// Whether the plan may delete, replace or shrink inside the fleet's targets.
+        /// Whether the plan may delete, replace or shrink inside the fleet's targets (what it
+        /// listed, the plan applied being the one shown).
         allow_destroy: bool,
     },
 }
 
 impl Approved {
-    /// `options` as this approval lets them apply.
-    fn options(self, options: &LifecycleOptions) -> LifecycleOptions {
+    /// The guard's approval of `plan` (the one it judged).
+    pub fn by_guard(prune: bool, plan: &LivePlan) -> Self {
+        Approved::ByGuard {
+            prune,
+            destructive: Destruction::listed_in(plan),
+        }
+    }
+
+    /// `options` as this approval lets them read a plan (what is selected and pruned).
+    fn scope(&self, options: &LifecycleOptions) -> LifecycleOptions {
         match self {
-            Approved::ByGuard { prune } => LifecycleOptions {
-                prune,
-                allow_destructive: true,
+            Approved::ByGuard { prune, .. } => LifecycleOptions {
+                prune: *prune,
                 ..options.clone()
             },
-            Approved::ByPerson { allow_destroy } => LifecycleOptions {
-                allow_destructive: allow_destroy,
-                ..options.clone()
-            },
+            Approved::ByPerson { .. } => options.clone(),
+        }
+    }
+
+    /// `options` as this approval lets them apply `plan`.
+    fn options(&self, options: &LifecycleOptions, plan: &LivePlan) -> LifecycleOptions {
+        let allow_destructive = match self {
+            Approved::ByGuard { destructive, .. } => destructive.clone(),
+            Approved::ByPerson {
+                allow_destroy: true,
+            } => Destruction::listed_in(plan),
+            Approved::ByPerson {
+                allow_destroy: false,
+            } => Destruction::Refused,
+        };
+        LifecycleOptions {
+            allow_destructive,
+            ..self.scope(options)
         }
     }
 }
@@ -80,7 +107,7 @@ where
     C: Cloud + Clone + 'static,
     S: InventoryStore + Clone + 'static,
 {
-    let options = approved.options(options);
+    let options = approved.options(options, &plan.plan);
     crate::engine::ops::deploy_prepared(cloud, inventory, spec, tenant_id, &options, plan, progress)
         .await
 }
@@ -101,14 +128,7 @@ where
     S: InventoryStore + Clone + 'static,
 {
     // The plan is read with the options the approval lets apply, so it is the plan applied.
-    let prepared = plan(
-        cloud,
-        inventory,
-        spec,
-        tenant_id,
-        &approved.options(options),
-    )
-    .await?;
+    let prepared = plan(cloud, inventory, spec, tenant_id, &approved.scope(options)).await?;
     apply(
         cloud, inventory, spec, tenant_id, options, prepared, approved, progress,
     )
@@ -129,39 +149,101 @@ pub async fn destroy<C: Cloud, S: InventoryStore>(
 }
 
 /// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the
-/// bot's host means nothing to the fleet), preflight on. What the plan deletes or shrinks
-/// inside a target is allowed here because `fleet::guard::decide` already required
-/// `/approve-destroy` on exactly this plan before any apply was queued.
+/// bot's host means nothing to the fleet), preflight on. What the plan may delete or shrink
+/// is the guard's approval's ([`Approved::ByGuard`]), not these options'.
 pub(crate) fn bot_options(spec: &FleetSpec, prune: bool) -> LifecycleOptions {
     LifecycleOptions {
         ssh_public_key: spec.ssh_public_key.trim().to_string(),
         prune,
-        allow_destructive: true,
         preflight: true,
         ..LifecycleOptions::default()
+    }
+}
+
+/// The plan the guard judged and allowed, which is what the App applies: whole, or wave by
+/// wave with each wave held to it.
+pub struct Judged {
+    /// The engine's plan as read for the guard.
+    prepared: Prepared,
+    /// Whether the guard allowed its pruning (with `/approve-destroy`).
+    prune: bool,
+    /// What that plan read of the cloud, shared by the waves held to it.
+    reading: std::sync::Arc<crate::engine::live::Observed>,
+}
+
+impl Judged {
+    /// The plan `prepared` as the guard allowed it, pruning with `prune`.
+    pub fn new(prepared: Prepared, prune: bool) -> Self {
+        let reading = std::sync::Arc::new(prepared.observed.clone());
+        Judged {
+            prepared,
+            prune,
+            reading,
+        }
+    }
+
+    fn approved(&self) -> Approved {
+        Approved::by_guard(self.prune, &self.prepared.plan)
     }
 }
 
 /// The App's applying methods, private to this module: only [`guarded`] and its [`waves`] can
 /// call them (after the guard allowed the plan).
 impl CloudPlanner {
-    /// Deploys the spec's mk8s targets, all of them or the `(projects, clusters)` selected
-    /// (empty: no filter); `prune` applies only to the whole spec, as in the engine.
-    async fn apply_selected(
+    /// Applies exactly the judged plan — read by [`CloudPlanner::prepare_fleet`] — never a
+    /// plan made afresh: each target is changed only while the cloud still holds it as that
+    /// plan read it. With its `prune`, the targets the spec no longer declares are deleted too;
+    /// with `prune_only` nothing else is applied (the last pass of a staged rollout).
+    async fn apply_judged(
         &self,
         spec: &FleetSpec,
         tenant_id: &str,
-        prune: bool,
-        (only_projects, only_clusters): (Vec<String>, Vec<String>),
-        approved_reading: Option<std::sync::Arc<crate::engine::live::Observed>>,
+        judged: Judged,
+        prune_only: bool,
         progress: Progress,
     ) -> Result<DeployResult, LiveError> {
         let (mk8s, _) = mk8s_only(spec);
+        let approved = judged.approved();
+        let options = LifecycleOptions {
+            prune_only,
+            ..bot_options(&mk8s, judged.prune)
+        };
+        apply(
+            self.cloud(),
+            self.inventory(),
+            &mk8s,
+            tenant_id,
+            &options,
+            judged.prepared,
+            approved,
+            progress,
+        )
+        .await
+        .map_err(|e| public_error(&e))
+    }
+
+    /// Deploys only the targets `only_projects` × `only_clusters` select (a wave); never
+    /// prunes. The wave plans its targets again; each is changed only while the cloud still
+    /// holds it as the judged plan read it, and only as far as that plan destroyed.
+    async fn apply_targets(
+        &self,
+        spec: &FleetSpec,
+        tenant_id: &str,
+        (only_projects, only_clusters): (Vec<String>, Vec<String>),
+        judged: &Judged,
+        progress: Progress,
+    ) -> Result<DeployResult, LiveError> {
+        let (mk8s, _) = mk8s_only(spec);
+        // Never prune: deletions happen once, after the last wave, from the judged plan.
         let options = LifecycleOptions {
             only_projects,
             only_clusters,
-            approved_reading,
-            ..bot_options(&mk8s, prune)
+            approved_reading: Some(judged.reading.clone()),
+            ..bot_options(&mk8s, false)
+        };
+        let approved = Approved::ByGuard {
+            prune: false,
+            destructive: Destruction::listed_in(&judged.prepared.plan),
         };
         plan_and_apply(
             self.cloud(),
@@ -169,82 +251,11 @@ impl CloudPlanner {
             &mk8s,
             tenant_id,
             &options,
-            Approved::ByGuard { prune },
+            approved,
             progress,
         )
         .await
         .map_err(|e| public_error(&e))
-    }
-
-    /// Applies exactly `prepared` — the plan the guard judged, read by
-    /// [`CloudPlanner::prepare_fleet`] — never a plan made afresh: each target is changed only
-    /// while the cloud still holds it as that plan read it. With `prune`, the targets the spec
-    /// no longer declares are deleted too.
-    async fn apply_prepared(
-        &self,
-        spec: &FleetSpec,
-        tenant_id: &str,
-        prune: bool,
-        prepared: crate::engine::ops::Prepared,
-        progress: Progress,
-    ) -> Result<DeployResult, LiveError> {
-        let (mk8s, _) = mk8s_only(spec);
-        apply(
-            self.cloud(),
-            self.inventory(),
-            &mk8s,
-            tenant_id,
-            &bot_options(&mk8s, prune),
-            prepared,
-            Approved::ByGuard { prune },
-            progress,
-        )
-        .await
-        .map_err(|e| public_error(&e))
-    }
-
-    /// Deploys the spec's mk8s targets through the engine (preflight first, fail-closed);
-    /// with `prune`, the targets the spec no longer declares are deleted too.
-    async fn apply_fleet(
-        &self,
-        spec: &FleetSpec,
-        tenant_id: &str,
-        prune: bool,
-        progress: Progress,
-    ) -> Result<DeployResult, LiveError> {
-        self.apply_selected(
-            spec,
-            tenant_id,
-            prune,
-            (Vec::new(), Vec::new()),
-            None,
-            progress,
-        )
-        .await
-    }
-
-    /// Deploys only the targets `only_projects` × `only_clusters` select (a wave), as
-    /// [`CloudPlanner::apply_fleet`] does the whole fleet; never prunes. The wave plans its
-    /// targets again, and each is changed only while the cloud still holds it as
-    /// `approved_reading` (the plan the guard judged) read it.
-    async fn apply_targets(
-        &self,
-        spec: &FleetSpec,
-        tenant_id: &str,
-        (only_projects, only_clusters): (Vec<String>, Vec<String>),
-        approved_reading: std::sync::Arc<crate::engine::live::Observed>,
-        progress: Progress,
-    ) -> Result<DeployResult, LiveError> {
-        // Never prune: deletions happen once, after the last wave, with the whole spec.
-        self.apply_selected(
-            spec,
-            tenant_id,
-            false,
-            (only_projects, only_clusters),
-            Some(approved_reading),
-            progress,
-        )
-        .await
     }
 }
 
@@ -252,26 +263,60 @@ impl CloudPlanner {
 mod tests {
     use super::*;
 
+    /// A plan that deletes node group `ng` of `p/c`.
+    fn deleting(ng: &str) -> LivePlan {
+        use crate::engine::live::{Action, ResourceAction, Summary, TargetPlan};
+        LivePlan {
+            fleet: "f".into(),
+            cloud: "sim".into(),
+            projects: Vec::new(),
+            summary: Summary::default(),
+            digest: String::new(),
+            targets: vec![TargetPlan {
+                target: "p/c".into(),
+                actions: vec![ResourceAction {
+                    resource: "node-group",
+                    name: ng.into(),
+                    action: Action::Delete,
+                    changes: Vec::new(),
+                    reason: String::new(),
+                }],
+                unchanged: false,
+                problems: Vec::new(),
+                prune: false,
+            }],
+        }
+    }
+
     #[test]
-    fn an_approval_sets_what_the_plan_may_destroy_and_nothing_else() {
+    fn an_approval_allows_destroying_what_its_plan_listed_and_nothing_else() {
         let asked = LifecycleOptions {
             prune: true,
-            allow_destructive: false,
             only_clusters: vec!["a".into()],
             ..LifecycleOptions::default()
         };
-        let guard = Approved::ByGuard { prune: false }.options(&asked);
-        assert!(guard.allow_destructive && !guard.prune);
+        let (judged, later) = (deleting("gpu"), deleting("cpu"));
+        // The guard's approval is of the plan it judged, whatever plan is applied after it.
+        let guard = Approved::by_guard(false, &judged).options(&asked, &later);
+        assert_eq!(guard.allow_destructive, Destruction::listed_in(&judged));
+        assert!(!guard.prune);
         assert_eq!(guard.only_clusters, asked.only_clusters);
+        let [allowed] = judged.destructive().try_into().unwrap();
+        let [unlisted] = later.destructive().try_into().unwrap();
+        assert!(guard.allow_destructive.allows(&allowed));
+        assert!(!guard.allow_destructive.allows(&unlisted));
+        // A person approves the plan they were shown, which is the plan applied.
         let person = Approved::ByPerson {
             allow_destroy: false,
         }
-        .options(&asked);
-        assert!(!person.allow_destructive && person.prune);
+        .options(&asked, &later);
+        assert_eq!(person.allow_destructive, Destruction::Refused);
+        assert!(person.prune);
         let person = Approved::ByPerson {
             allow_destroy: true,
         }
-        .options(&asked);
-        assert!(person.allow_destructive);
+        .options(&asked, &later);
+        assert!(person.allow_destructive.allows(&unlisted));
+        assert!(!person.allow_destructive.allows(&allowed));
     }
 }

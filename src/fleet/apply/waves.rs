@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::Judged;
 use crate::engine::ops::{DeployResult, Event, Progress};
 use crate::fleet::backend::Deployer;
 use crate::fleet::guard::PublicNames;
@@ -111,18 +112,15 @@ pub struct Rollout {
 }
 
 /// Applies the waves of `spec` under `rollout` one after another, each gated on the health of
-/// the one before, each target held to `approved_reading` (what the plan the guard judged read
-/// of the cloud); with `prune`, what the spec no longer declares is deleted after the last
-/// wave only.
-#[allow(clippy::too_many_arguments)]
+/// the one before, each target held to the `judged` plan (what it read of the cloud, what it
+/// destroys); with its `prune`, what that plan prunes is deleted after the last wave only.
 pub async fn roll_out(
     deployer: &Deployer,
     spec: &FleetSpec,
     tenant: &str,
-    prune: bool,
+    judged: Judged,
     rollout: &RolloutConfig,
     names: &PublicNames,
-    approved_reading: std::sync::Arc<crate::engine::live::Observed>,
     progress: Progress,
 ) -> Result<Rollout, LiveError> {
     let waves = plan_waves(rollout, spec);
@@ -169,7 +167,7 @@ pub async fn roll_out(
                     spec,
                     tenant,
                     (vec![spec.projects[p].key()], clusters),
-                    approved_reading.clone(),
+                    &judged,
                     progress.clone(),
                 )
                 .await?;
@@ -197,10 +195,11 @@ pub async fn roll_out(
             }
         }
     }
-    if prune && !out.stopped {
+    // The judged plan's pruning, not a plan made afresh: only the targets it listed.
+    if judged.prune && !out.stopped {
         let pruned = deployer
             .applier
-            .apply_fleet(spec, tenant, true, progress)
+            .apply_judged(spec, tenant, judged, true, progress)
             .await?;
         out.result.absorb(pruned);
     }
