@@ -347,6 +347,87 @@ fn only_fleet_apply_mutates_a_fleet() {
     );
 }
 
+/// The modules that speak to the library, never past it: for anything about a fleet, `cli`
+/// and `bot` reach `fleet` (which re-exports the engine's words a caller needs), not `engine`.
+const THROUGH_FLEET: &[&str] = &["cli", "bot"];
+
+/// The engine paths `refs` (of the module at `path`) names where it may not.
+fn past_the_library(path: &[String], refs: &[Vec<String>]) -> Vec<String> {
+    if !path
+        .first()
+        .is_some_and(|m| THROUGH_FLEET.contains(&m.as_str()))
+    {
+        return Vec::new();
+    }
+    refs.iter()
+        .filter(|r| r.first().is_some_and(|m| m == "engine"))
+        .map(|r| r.join("::"))
+        .collect()
+}
+
+#[test]
+fn cli_and_bot_reach_the_engine_only_through_fleet() {
+    let mut problems = Vec::new();
+    for (file, path, refs) in graph() {
+        for r in past_the_library(&path, &refs) {
+            problems.push(format!("{file}: names `{r}`; reach it through `fleet`"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The CLI's deploy as it was.
+    let cli_deploy = ["cli", "deploy"].map(String::from);
+    let old = references(
+        &cli_deploy,
+        "use crate::engine::live::{Action, LivePlan};\nuse crate::engine::ops::{LifecycleOptions, select};",
+    );
+    assert_eq!(past_the_library(&cli_deploy, &old).len(), 4);
+}
+
+/// The plainly `pub` functions (callable from outside the crate) in `text` whose bodies call
+/// the cloud's mutating methods or are named as the engine's mutations.
+fn public_mutators(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let head = regex::Regex::new(r"^(\s*)pub (?:async )?fn ([a-z_][a-z0-9_]*)").expect("regex");
+    let mutating = regex::Regex::new(r"\.(create|update|delete)_[a-z_]+\(").expect("regex");
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(c) = head.captures(line) else {
+            continue;
+        };
+        let close = format!("{}}}", &c[1]);
+        let end = lines[i..]
+            .iter()
+            .position(|l| *l == close)
+            .map_or(lines.len(), |n| i + n);
+        let body = lines[i..end].join("\n");
+        if MUTATIONS.contains(&&c[2]) || mutating.is_match(&body) {
+            out.push(c[2].to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn no_mutating_function_is_public_outside_fleet_apply() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src.join("engine"), &mut files);
+    let mut problems = Vec::new();
+    for file in files {
+        let text = code(&std::fs::read_to_string(&file).expect("readable source"));
+        for name in public_mutators(&text) {
+            problems.push(format!(
+                "{}: `pub fn {name}` changes a fleet; make it `pub(crate)` and reach it through `fleet::apply`",
+                file.display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The engine's deploy as it was, and a reader beside it.
+    let old = "pub async fn deploy_prepared<C>(\n    c: &C,\n) {\n    x\n}\npub fn add(\n) {\n    c.update_node_group(a)\n}\npub fn read() {\n    c.list_x()\n}\npub(crate) fn inner() {\n    c.delete_x(a)\n}";
+    assert_eq!(public_mutators(old), ["deploy_prepared", "add"]);
+}
+
 /// The App's applying methods and the guard's decision; only the guarded apply and the waves
 /// it rolls out ([`APPLY_JOB`]) call them.
 const APPLYING: &[&str] = &[".apply_judged(", ".apply_targets(", "guard::decide("];

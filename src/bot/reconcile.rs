@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 use crate::bot::config::LoadedConfig;
 use crate::bot::report::drift::{DriftReport, DriftState, FleetDrift, Repair};
 use crate::bot::settings::BotSettings;
-use crate::engine::live::ReadCache;
 use crate::fleet::guard::{PublicNames, ReviewSummary};
+use crate::fleet::live::ReadCache;
 use crate::github::{OpenPullRequest, RepoClient};
 use crate::store::NewJob;
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::engine::ops::SelectError;
+use crate::fleet::SelectError;
 use crate::spec::FleetSpec;
 
 /// The spec a command works on, and the private values that fill it.

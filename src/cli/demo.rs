@@ -394,7 +394,7 @@ impl Lab {
             &self.connection.client,
             &self.store,
             spec,
-            &crate::engine::ops::LifecycleOptions::default(),
+            &crate::fleet::LifecycleOptions::default(),
             out.progress(),
         )
         .await
@@ -490,9 +490,9 @@ impl Steps {
 
     /// Engine progress lines: the spinner's message on a terminal, nothing elsewhere (the
     /// step's result says what happened).
-    fn progress(&self) -> crate::engine::ops::Progress {
+    fn progress(&self) -> crate::fleet::Progress {
         let bar = self.bar.clone();
-        Arc::new(move |event: &crate::engine::ops::Event| {
+        Arc::new(move |event: &crate::fleet::Event| {
             if let Some(bar) = &bar {
                 bar.set_message(event.to_string());
             }

@@ -11,10 +11,11 @@ use super::lifecycle::{
     selection_refused,
 };
 use super::output::{OutputFormat, print_json};
-use crate::engine::live::{Action, LivePlan};
-use crate::engine::ops::{LifecycleOptions, select};
+use crate::fleet::LifecycleOptions;
 use crate::fleet::apply::{Approved, apply, plan};
+use crate::fleet::live::{Action, LivePlan};
 use crate::fleet::open_inventory;
+use crate::fleet::select;
 
 #[derive(Debug, Args)]
 pub struct DeployArgs {

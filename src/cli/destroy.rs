@@ -8,9 +8,10 @@ use serde_json::json;
 
 use super::lifecycle::{confirm, open_cloud, progress_for, runtime_for};
 use super::output::{OutputFormat, print_json};
-use crate::engine::ops::{LifecycleOptions, select};
+use crate::fleet::LifecycleOptions;
 use crate::fleet::apply::destroy;
 use crate::fleet::open_inventory;
+use crate::fleet::select;
 
 #[derive(Debug, Args)]
 pub struct DestroyArgs {

@@ -10,8 +10,8 @@ use clap::Args;
 use super::lifecycle::{open_cloud, profile_for, runtime, runtime_for};
 use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
 use crate::clusters::{ClusterEndpoint, context_name};
-use crate::engine::ops::deployed_clusters;
 use crate::fleet::connect::{ConnectOptions, Connection, connect_configured};
+use crate::fleet::live::deployed_clusters;
 use crate::fleet::open_inventory;
 
 #[derive(Debug, Args)]

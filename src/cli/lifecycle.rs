@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::cloud::profile::{NebiusConfig, default_config_path};
-use crate::engine::ops::{Event, Progress};
+use crate::fleet::Event;
+use crate::fleet::Progress;
 use crate::fleet::connect::{ConnectOptions, Connection, connect};
 use crate::fleet::env_tenant;
 use crate::spec::FleetSpec;

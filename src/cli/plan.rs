@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::output::{OutputFormat, print_json};
 use crate::cloud::profile::{NebiusConfig, default_config_path};
-use crate::engine::{PlanOptions, plan};
+use crate::fleet::static_plan::{PlanOptions, plan};
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
@@ -184,7 +184,7 @@ fn write_texts(
         if i > 0 {
             stdout.write_all(b"\n")?;
         }
-        crate::engine::static_plan::write_text(spec, &options(spec), &mut stdout)?;
+        crate::fleet::static_plan::write_text(spec, &options(spec), &mut stdout)?;
     }
     stdout.flush()
 }
@@ -238,9 +238,10 @@ fn run_live(specs: &[crate::spec::FleetSpec], args: &PlanArgs) -> ExitCode {
 fn live_plan(
     spec: &crate::spec::FleetSpec,
     args: &PlanArgs,
-) -> Result<crate::engine::live::LivePlan, ExitCode> {
+) -> Result<crate::fleet::live::LivePlan, ExitCode> {
     use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime_for};
-    use crate::engine::ops::{LifecycleOptions, prepare};
+    use crate::fleet::LifecycleOptions;
+    use crate::fleet::apply;
     use crate::fleet::open_inventory;
     let prefix = if args.project_prefix.is_empty() {
         &spec.project_prefix
@@ -271,7 +272,7 @@ fn live_plan(
                 ssh_public_key: resolve_ssh_key(spec, false),
                 ..LifecycleOptions::default()
             };
-            prepare(&connection.client, &store, spec, &tenant, &options)
+            apply::plan(&connection.client, &store, spec, &tenant, &options)
                 .await
                 .map(|prepared| prepared.plan)
                 .map_err(|e| e.to_string())

@@ -84,8 +84,9 @@ pub fn run(args: PreflightArgs) -> ExitCode {
 fn run_live(args: PreflightArgs) -> ExitCode {
     use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime_for};
     use super::preflight_run::run_with;
-    use crate::engine::ops::{LifecycleOptions, prepare};
-    use crate::engine::preflight::{live_evidence, proven_state};
+    use crate::fleet::LifecycleOptions;
+    use crate::fleet::apply;
+    use crate::fleet::live::{live_evidence, proven_state};
     use crate::fleet::open_inventory;
 
     let spec = match args.spec.load() {
@@ -124,7 +125,7 @@ fn run_live(args: PreflightArgs) -> ExitCode {
             ssh_public_key: resolve_ssh_key(&spec, false),
             ..LifecycleOptions::default()
         };
-        let prepared = prepare(&connection.client, &store, &spec, &tenant, &options)
+        let prepared = apply::plan(&connection.client, &store, &spec, &tenant, &options)
             .await
             .map_err(|e| e.to_string())?;
         let evidence = live_evidence(&connection.client, &tenant).await.map_err(|e| {

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::lifecycle::{open_cloud, runtime_for};
 use super::output::{OutputFormat, print_json};
-use crate::engine::ops::status;
+use crate::fleet::live::status;
 use crate::fleet::open_inventory;
 
 #[derive(Debug, Args)]

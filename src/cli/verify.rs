@@ -100,7 +100,7 @@ fn selected_count(
     clusters: &[String],
     prefix: &str,
 ) -> usize {
-    crate::engine::ops::select(spec, projects, clusters, prefix).map_or(0, |s| s.len())
+    crate::fleet::select(spec, projects, clusters, prefix).map_or(0, |s| s.len())
 }
 
 /// A flag that turns true on Ctrl-C (the run then cleans up and fails), and its watcher.

@@ -10,9 +10,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::cloud::client::NebiusClient;
-use crate::engine::live::{LivePlan, ReadCache};
 use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, Prepared, prepare};
-use crate::engine::preflight::{live_evidence, proven_state};
+
+// What a caller reads of a fleet against its cloud, as the engine words it: the live plan,
+// the targets fleetbot deployed and their status, the quota evidence.
+pub use crate::engine::live::{
+    Action, LivePlan, Problem, ProblemKind, ProjectPlan, ReadCache, ResourceAction, Summary,
+    TargetPlan, target_key_of,
+};
+pub use crate::engine::ops::{DeployedCluster, StatusEntry, deployed_clusters, status};
+pub use crate::engine::preflight::{live_evidence, proven_state};
 use crate::quota::InMemoryEvidence;
 use crate::quota::scope::ProvenState;
 use crate::spec::{Backend, FleetSpec};

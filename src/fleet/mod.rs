@@ -15,6 +15,7 @@ pub mod guard;
 pub mod live;
 pub mod resident;
 mod session;
+pub mod static_plan;
 
 pub use session::{Session, env_tenant, inventory_path, open_inventory};
 
@@ -22,8 +23,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::engine::live::LivePlan;
-use crate::engine::ops::{
-    DeployResult, DestroyResult, EngineError, Event, LifecycleOptions, Progress, StatusResult,
+use crate::engine::ops::EngineError;
+
+// The lifecycle's words, as the engine has them: what a caller passes and gets back.
+pub use crate::engine::ops::{
+    DeployResult, DestroyResult, Event, LifecycleOptions, Outcome, Progress, SelectError,
+    StatusResult, TargetStatus, quiet, select,
 };
 use crate::engine::{FleetPlan, PlanOptions};
 use crate::quota::budget::PreflightReport;

@@ -23,11 +23,14 @@ use crate::bot::config::LoadedConfig;
 use crate::bot::jobs::load_config;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
-use crate::engine::ops::{DeployResult, Progress, TargetStatus, quiet};
+use crate::fleet::DeployResult;
+use crate::fleet::Progress;
+use crate::fleet::TargetStatus;
 use crate::fleet::apply::guarded::{Guarded, Review, apply_reviewed};
 use crate::fleet::backend::{Deployer, fleet_lease_key};
 use crate::fleet::guard::{PublicNames, Trigger};
 use crate::fleet::live::PlannedFleet;
+use crate::fleet::quiet;
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
@@ -547,7 +550,7 @@ fn applied(
         let creates = target
             .actions
             .iter()
-            .any(|a| a.resource == "cluster" && a.action == crate::engine::live::Action::Create);
+            .any(|a| a.resource == "cluster" && a.action == crate::fleet::live::Action::Create);
         if target.unchanged {
             fleet.counts.unchanged += 1;
         } else if creates {

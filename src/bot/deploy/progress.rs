@@ -4,7 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::engine::ops::{Event, Outcome, Progress};
+use crate::fleet::Event;
+
+use crate::fleet::Outcome;
+
+use crate::fleet::Progress;
 use crate::github::RepoClient;
 
 /// Publishes the apply's progress on its check run, at most every few seconds, from the

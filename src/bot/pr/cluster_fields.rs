@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::engine::static_plan::{ClusterPlan, Mk8sClusterPlan, SoperatorClusterPlan};
+use crate::fleet::static_plan::{ClusterPlan, Mk8sClusterPlan, SoperatorClusterPlan};
 
 /// Longer values (nested ones, mostly) are cut, so one field cannot flood the table.
 const MAX_VALUE_CHARS: usize = 60;
@@ -150,7 +150,7 @@ fn soperator_fields(c: &SoperatorClusterPlan) -> Vec<(&'static str, Shown)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{PlanOptions, plan};
+    use crate::fleet::static_plan::{PlanOptions, plan};
 
     /// Every cluster of the fixture specs: each with the one after it, so both backends and a
     /// backend change are covered.

@@ -10,11 +10,11 @@ use super::cluster_fields::cluster_facts;
 use super::scrub_tenant;
 use super::static_summary::{PlanIndex, REMOVED_CLUSTER, index_plan, project_label};
 use crate::bot::report::{LiveProblem, LiveProblemKind, PlanItem, PlanSummary};
-use crate::engine::FleetPlan;
-use crate::engine::live::{Action, ProjectPlan, ResourceAction, TargetPlan, target_key_of};
-use crate::engine::static_plan::ClusterPlan;
 use crate::fleet::guard::{PublicNames, deletion_line};
+use crate::fleet::live::{Action, ProjectPlan, ResourceAction, TargetPlan, target_key_of};
 use crate::fleet::live::{LiveSpec, PlannedFleet};
+use crate::fleet::static_plan::ClusterPlan;
+use crate::fleet::static_plan::FleetPlan;
 use crate::spec::FleetSpec;
 
 /// Replaces the static rows of what the live plan covers with what the cloud actually needs,

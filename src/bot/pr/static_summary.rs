@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use super::cluster_fields::{changed_fields, cluster_facts};
 use crate::bot::report::{PlanItem, PlanSummary};
-use crate::engine::FleetPlan;
-use crate::engine::static_plan::{ClusterPlan, ObjectStoragePlan, ProjectPlan};
+use crate::fleet::static_plan::FleetPlan;
+use crate::fleet::static_plan::{ClusterPlan, ObjectStoragePlan, ProjectPlan};
 
 /// How a destroy row says a cluster dropped from a spec goes: a merge deletes nothing, a deploy
 /// deletes it only with `--prune`, which the bot runs only on approval.

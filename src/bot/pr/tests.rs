@@ -212,8 +212,8 @@ fn live_reading(plan: Result<Option<crate::fleet::live::PlannedFleet>, LiveError
     }
 }
 
-fn planned_with(problem: crate::engine::live::Problem) -> crate::fleet::live::PlannedFleet {
-    use crate::engine::live::{LivePlan, ProjectPlan, Summary};
+fn planned_with(problem: crate::fleet::live::Problem) -> crate::fleet::live::PlannedFleet {
+    use crate::fleet::live::{LivePlan, ProjectPlan, Summary};
     crate::fleet::live::PlannedFleet {
         plan: LivePlan {
             fleet: "fleet1-test".into(),
@@ -266,9 +266,9 @@ fn run_live_over(base: &str, live: LiveSpec) -> PrOutcome {
 
 #[test]
 fn a_live_plan_without_problems_and_room_in_the_quota_succeeds() {
-    use crate::engine::live::{LivePlan, Summary};
-    let mut planned = planned_with(crate::engine::live::Problem::new(
-        crate::engine::live::ProblemKind::NotOwned,
+    use crate::fleet::live::{LivePlan, Summary};
+    let mut planned = planned_with(crate::fleet::live::Problem::new(
+        crate::fleet::live::ProblemKind::NotOwned,
         "x",
     ));
     planned.plan = LivePlan {
@@ -289,10 +289,10 @@ fn a_live_plan_without_problems_and_room_in_the_quota_succeeds() {
 
 /// A live plan with only `targets` (and no project entries).
 fn planned_targets(
-    targets: Vec<crate::engine::live::TargetPlan>,
+    targets: Vec<crate::fleet::live::TargetPlan>,
 ) -> crate::fleet::live::PlannedFleet {
-    let mut planned = planned_with(crate::engine::live::Problem::new(
-        crate::engine::live::ProblemKind::NotOwned,
+    let mut planned = planned_with(crate::fleet::live::Problem::new(
+        crate::fleet::live::ProblemKind::NotOwned,
         "x",
     ));
     planned.plan.projects.clear();
@@ -303,7 +303,7 @@ fn planned_targets(
 
 #[test]
 fn with_a_live_plan_only_the_engines_prune_entries_are_destroy_rows() {
-    use crate::engine::live::{Action, ResourceAction, TargetPlan};
+    use crate::fleet::live::{Action, ResourceAction, TargetPlan};
     let delete = |resource: &'static str, name: &str| ResourceAction {
         resource,
         name: name.into(),
@@ -350,7 +350,7 @@ fn with_a_live_plan_only_the_engines_prune_entries_are_destroy_rows() {
 
 #[test]
 fn a_pruned_target_of_a_project_gone_from_both_specs_is_not_named_by_its_key() {
-    use crate::engine::live::{Action, ResourceAction, TargetPlan};
+    use crate::fleet::live::{Action, ResourceAction, TargetPlan};
     let pruned = TargetPlan {
         target: "project-e00secret/old".into(),
         actions: vec![ResourceAction {
@@ -377,8 +377,8 @@ fn a_pruned_target_of_a_project_gone_from_both_specs_is_not_named_by_its_key() {
 /// Issue 13: the conclusion once ignored the live plan while the summary listed it.
 #[test]
 fn every_live_plan_problem_fails_preflight_with_its_kind_in_the_title_and_summary() {
-    use crate::engine::live::{Problem, ProblemKind};
     use crate::fleet::live::LiveErrorKind;
+    use crate::fleet::live::{Problem, ProblemKind};
     let mut readings: Vec<(LiveProblemKind, LiveSpec)> = ProblemKind::ALL
         .into_iter()
         .map(|kind| {

@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
-use crate::engine::live::{Action, LivePlan, ProblemKind};
 use crate::fleet::guard::PublicNames;
+use crate::fleet::live::{Action, LivePlan, ProblemKind};
 use crate::github::CheckConclusion;
 
 /// The check run the reconcile loop keeps on the default branch's head.

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::engine::live::ProblemKind;
 use crate::fleet::live::LiveErrorKind;
+use crate::fleet::live::ProblemKind;
 
 /// What the head spec creates, changes and destroys: from the live plan when the bot reached a
 /// cloud (`live_cloud`), else from the static plan compared with the base branch's spec.
