@@ -156,7 +156,9 @@ struct Lab {
 impl Lab {
     async fn open(dir: &Path) -> Result<Lab, String> {
         let world = World::embedded_default();
-        let connection = embedded_simulator_of(world, Some(dir.join("sim.state"))).await?;
+        let connection = embedded_simulator_of(world, Some(dir.join("sim.state")))
+            .await
+            .map_err(|e| e.to_string())?;
         let tenant = connection
             .tenant_id
             .clone()

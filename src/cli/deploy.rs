@@ -209,7 +209,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         };
         let store = match open_inventory(&connection).await {
             Ok(s) => s,
-            Err(e) => return fail(e),
+            Err(e) => return fail(e.to_string()),
         };
         let options = LifecycleOptions {
             ssh_public_key: resolve_ssh_key(&spec, true),

@@ -124,7 +124,7 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         };
         let store = match open_inventory(&connection).await {
             Ok(s) => s,
-            Err(e) => return fail(e),
+            Err(e) => return fail(e.to_string()),
         };
         match destroy(
             &connection.client,

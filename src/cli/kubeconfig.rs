@@ -176,7 +176,9 @@ async fn reachable(
     only_projects: &[String],
     only_clusters: &[String],
 ) -> Result<(Vec<KubeconfigEntry>, usize), String> {
-    let store = open_inventory(connection).await?;
+    let store = open_inventory(connection)
+        .await
+        .map_err(|e| e.to_string())?;
     let targets = deployed_clusters(
         &connection.client,
         &store,
@@ -221,8 +223,8 @@ async fn residentially(
     if connection.resident.is_none() && connection.simulator.is_none() {
         return Ok((connection, None));
     }
-    let options = ConnectOptions::from_env(profile)?;
-    let state = crate::fleet::connect::sim_state_path(&options)?;
+    let options = ConnectOptions::from_env(profile).map_err(|e| e.to_string())?;
+    let state = crate::fleet::connect::sim_state_path(&options).map_err(|e| e.to_string())?;
     if connection.resident.is_some() {
         return Ok((connection, Some(state)));
     }

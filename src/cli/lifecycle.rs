@@ -55,8 +55,8 @@ pub fn runtime_for(profile: &str) -> Result<tokio::runtime::Runtime, String> {
 
 /// Connects as the environment says and names the cloud on stderr.
 pub async fn open_cloud(profile: &str) -> Result<Connection, String> {
-    let options = ConnectOptions::from_env(profile)?;
-    let connection = connect(&options).await?;
+    let options = ConnectOptions::from_env(profile).map_err(|e| e.to_string())?;
+    let connection = connect(&options).await.map_err(|e| e.to_string())?;
     if !connection.is_simulated() {
         eprintln!("fleetbot: talking to {}", connection.client.description());
     }

@@ -263,7 +263,9 @@ fn live_plan(
         .block_on(async {
             let connection = open_cloud(&profile).await?;
             let tenant = resolve_tenant(spec, &connection, &profile)?;
-            let store = open_inventory(&connection).await?;
+            let store = open_inventory(&connection)
+                .await
+                .map_err(|e| e.to_string())?;
             let options = LifecycleOptions {
                 only_projects: only_projects.clone(),
                 only_clusters: only_clusters.clone(),

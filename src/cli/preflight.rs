@@ -117,7 +117,7 @@ fn run_live(args: PreflightArgs) -> ExitCode {
         } else {
             args.tenant_id.clone()
         };
-        let store = open_inventory(&connection).await?;
+        let store = open_inventory(&connection).await.map_err(|e| e.to_string())?;
         let options = LifecycleOptions {
             only_projects,
             only_clusters,

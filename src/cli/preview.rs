@@ -129,7 +129,7 @@ pub fn run(args: PreviewArgs) -> ExitCode {
             settings.runtime = Some(Arc::new(values.labelled("runtime values")));
         }
         if let Some(c) = &connection {
-            let store = open_inventory(c).await?;
+            let store = open_inventory(c).await.map_err(|e| e.to_string())?;
             let name = if c.is_simulated() {
                 "the fleetbot simulator"
             } else {

@@ -145,7 +145,9 @@ impl ActionsContext {
                     choice: CloudChoice::Nebius,
                     ..ConnectOptions::credentials_from_env(profile)
                 };
-                connect_configured(&options).await
+                connect_configured(&options)
+                    .await
+                    .map_err(|e| e.to_string())
             }
             other => Err(format!(
                 "FLEETBOT_CLOUD={other:?}: with --post it is none or nebius"

@@ -570,7 +570,9 @@ async fn open_cloud(choice: Option<CloudChoice>) -> Result<Option<Connection>, S
     };
     let mut options = ConnectOptions::credentials_from_env("");
     options.choice = choice;
-    connect_configured(&options).await
+    connect_configured(&options)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// SIGINT or SIGTERM.

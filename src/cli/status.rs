@@ -37,7 +37,9 @@ pub fn run(args: StatusArgs) -> ExitCode {
     runtime.block_on(async {
         let result = async {
             let connection = open_cloud(&spec.profile).await?;
-            let store = open_inventory(&connection).await?;
+            let store = open_inventory(&connection)
+                .await
+                .map_err(|e| e.to_string())?;
             status(&connection.client, &store, &spec)
                 .await
                 .map_err(|e| e.to_string())

@@ -181,7 +181,9 @@ async fn prepare<K: KindSettings>(
     let (only_projects, only_clusters) = check_selection(spec, args)?;
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;
-    let store = open_inventory(&connection).await?;
+    let store = open_inventory(&connection)
+        .await
+        .map_err(|e| e.to_string())?;
     let image = probe_image(args, &connection)?;
     let mut options = Options::<K>::new(&image);
     options.only_projects = only_projects;

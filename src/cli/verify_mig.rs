@@ -72,7 +72,9 @@ async fn run_async(
         .map_err(|e| e.to_string())?;
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;
-    let store = open_inventory(&connection).await?;
+    let store = open_inventory(&connection)
+        .await
+        .map_err(|e| e.to_string())?;
     let image = match (&args.probe_image, simulated_probe_image(&connection)?) {
         (Some(image), _) => image.clone(),
         (None, Some(image)) => image,

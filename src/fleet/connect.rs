@@ -11,6 +11,36 @@ use crate::cloud::client::{Endpoints, NebiusClient};
 use crate::cloud::credentials::{CredentialSources, configured_client, credentials_configured};
 use crate::sim::{Simulator, World};
 
+/// Why no cloud could be chosen or reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// `FLEETBOT_CLOUD` names no cloud fleetbot knows.
+    #[error("FLEETBOT_CLOUD={0:?}: expected auto, nebius or simulator")]
+    UnknownChoice(String),
+    /// `FLEETBOT_CLOUD=nebius` without credentials.
+    #[error(
+        "FLEETBOT_CLOUD=nebius but no credentials are configured: set NEBIUS_IAM_TOKEN or a service-account profile in ~/.nebius/config.yaml"
+    )]
+    NoCredentials,
+    /// The configured credentials do not read (the profile, the key file, the endpoint).
+    #[error("{0}")]
+    Credentials(String),
+    /// The simulator's world file does not read or validate.
+    #[error("{0}")]
+    World(String),
+    /// A directory for the simulator's state could not be made.
+    #[error("cannot create {}: {source}", path.display())]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The embedded simulator did not start.
+    #[error("cannot start the embedded simulator: {0}")]
+    Simulator(String),
+}
+
 /// Which cloud to use (`FLEETBOT_CLOUD`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CloudChoice {
@@ -26,14 +56,12 @@ pub enum CloudChoice {
 impl CloudChoice {
     /// Reads `FLEETBOT_CLOUD`'s value; empty is [`CloudChoice::Auto`], anything unknown an
     /// error naming what is accepted.
-    pub fn parse(value: &str) -> Result<CloudChoice, String> {
+    pub fn parse(value: &str) -> Result<CloudChoice, ConnectError> {
         match value.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => Ok(CloudChoice::Auto),
             "nebius" => Ok(CloudChoice::Nebius),
             "simulator" | "sim" => Ok(CloudChoice::Simulator),
-            other => Err(format!(
-                "FLEETBOT_CLOUD={other:?}: expected auto, nebius or simulator"
-            )),
+            other => Err(ConnectError::UnknownChoice(other.to_string())),
         }
     }
 }
@@ -65,7 +93,7 @@ fn env_nonempty(name: &str) -> Option<String> {
 impl ConnectOptions {
     /// The options the process environment gives, `profile` as `--profile` (empty: the
     /// environment's or the active one).
-    pub fn from_env(profile: &str) -> Result<ConnectOptions, String> {
+    pub fn from_env(profile: &str) -> Result<ConnectOptions, ConnectError> {
         Ok(ConnectOptions {
             choice: CloudChoice::parse(&std::env::var("FLEETBOT_CLOUD").unwrap_or_default())?,
             ..ConnectOptions::credentials_from_env(profile)
@@ -140,12 +168,12 @@ pub fn default_sim_state(world: &str) -> PathBuf {
 }
 
 /// The state file the embedded simulator of these options uses.
-pub fn sim_state_path(options: &ConnectOptions) -> Result<PathBuf, String> {
+pub fn sim_state_path(options: &ConnectOptions) -> Result<PathBuf, ConnectError> {
     if let Some(state) = &options.sim_state {
         return Ok(state.clone());
     }
     let world = match &options.sim_world {
-        Some(path) => World::load(path)?.name,
+        Some(path) => World::load(path).map_err(ConnectError::World)?.name,
         None => World::embedded_default().name,
     };
     Ok(default_sim_state(&world))
@@ -155,9 +183,9 @@ pub fn sim_state_path(options: &ConnectOptions) -> Result<PathBuf, String> {
 pub async fn embedded_simulator(
     world_file: Option<&Path>,
     state: Option<PathBuf>,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let world = match world_file {
-        Some(path) => World::load(path)?,
+        Some(path) => World::load(path).map_err(ConnectError::World)?,
         None => World::embedded_default(),
     };
     embedded_simulator_of(world, state).await
@@ -186,7 +214,7 @@ pub fn resident_connection(resident: super::resident::Resident, description: Str
 pub async fn embedded_simulator_of(
     world: World,
     state: Option<PathBuf>,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let state = match state {
         Some(state) => state,
         None => {
@@ -194,8 +222,10 @@ pub async fn embedded_simulator_of(
             // The default directory is fleetbot's own: its user's alone, also when an older
             // fleetbot made it readable by all.
             if let Some(dir) = state.parent() {
-                crate::store::private::own_dir(dir)
-                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                crate::store::private::own_dir(dir).map_err(|source| ConnectError::Directory {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
             }
             state
         }
@@ -212,8 +242,10 @@ pub async fn embedded_simulator_of(
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| format!("cannot start the embedded simulator: {e}"))?;
-    let mut simulator = Simulator::start(world, Some(state.clone()), listener).await?;
+        .map_err(|e| ConnectError::Simulator(e.to_string()))?;
+    let mut simulator = Simulator::start(world, Some(state.clone()), listener)
+        .await
+        .map_err(ConnectError::Simulator)?;
     // It lives as long as this command: its state is written as it goes and when it ends.
     simulator.defer_persistence();
     let token = format!("sim1.{}", uuid::Uuid::new_v4().simple());
@@ -238,7 +270,7 @@ pub async fn embedded_simulator_of(
 }
 
 /// Connects as the options say. The embedded simulator is announced on stderr.
-pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
+pub async fn connect(options: &ConnectOptions) -> Result<Connection, ConnectError> {
     if let Some(connection) = connect_configured(options).await? {
         return Ok(connection);
     }
@@ -254,7 +286,9 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, String> {
 /// Connects to what is configured, without the embedded-simulator fallback: `Ok(None)` when
 /// the choice is `auto` and no credentials are configured (the server then plans statically
 /// instead of planning against a simulator nobody asked for).
-pub async fn connect_configured(options: &ConnectOptions) -> Result<Option<Connection>, String> {
+pub async fn connect_configured(
+    options: &ConnectOptions,
+) -> Result<Option<Connection>, ConnectError> {
     if options.choice == CloudChoice::Simulator {
         let connection =
             embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
@@ -264,7 +298,9 @@ pub async fn connect_configured(options: &ConnectOptions) -> Result<Option<Conne
         );
         return Ok(Some(connection));
     }
-    if let Some(configured) = configured_client(&options.sources())? {
+    if let Some(configured) =
+        configured_client(&options.sources()).map_err(ConnectError::Credentials)?
+    {
         return Ok(Some(Connection {
             client: configured.client,
             simulator: None,
@@ -273,7 +309,7 @@ pub async fn connect_configured(options: &ConnectOptions) -> Result<Option<Conne
         }));
     }
     if options.choice == CloudChoice::Nebius {
-        return Err("FLEETBOT_CLOUD=nebius but no credentials are configured: set NEBIUS_IAM_TOKEN or a service-account profile in ~/.nebius/config.yaml".into());
+        return Err(ConnectError::NoCredentials);
     }
     Ok(None)
 }
@@ -307,13 +343,20 @@ mod tests {
             ..Default::default()
         };
         let err = connect(&options).await.err().unwrap();
-        assert!(err.contains("federation"), "{err}");
+        assert!(
+            matches!(&err, ConnectError::Credentials(e) if e.contains("federation")),
+            "{err}"
+        );
         let options = ConnectOptions {
             iam_token: Some("token".into()),
             endpoint: Some("http://10.0.0.1:1".into()),
             ..Default::default()
         };
-        assert!(connect(&options).await.err().unwrap().contains("loopback"));
+        let err = connect(&options).await.err().unwrap();
+        assert!(
+            matches!(&err, ConnectError::Credentials(e) if e.contains("loopback")),
+            "{err}"
+        );
         let options = ConnectOptions {
             iam_token: Some("token".into()),
             ..Default::default()

@@ -17,7 +17,7 @@ pub mod resident;
 mod session;
 pub mod static_plan;
 
-pub use session::{Session, env_tenant, inventory_path, open_inventory};
+pub use session::{Session, SessionError, env_tenant, inventory_path, open_inventory};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -48,9 +48,15 @@ pub enum Error {
     /// field.
     #[error("invalid fleet spec: {0}")]
     Spec(#[from] SpecError),
-    /// The cloud or the inventory could not be reached or used.
+    /// No cloud could be chosen or reached (credentials, the simulator and its state).
     #[error("cloud: {0}")]
-    Cloud(String),
+    Connect(#[from] connect::ConnectError),
+    /// The inventory could not be opened or used.
+    #[error("inventory: {0}")]
+    Store(#[from] crate::store::StoreError),
+    /// The session lacks what the operation needs (a tenant, a probe image).
+    #[error("{0}")]
+    Session(#[from] SessionError),
     /// The engine refused or failed before a result could be reported (a selector naming
     /// nothing, a live plan with problems, a quota shortfall, …). Per-target failures are
     /// not errors: they are in the result, with `failed > 0`.
@@ -318,7 +324,7 @@ impl Fleet {
             &mut on_line,
         )
         .await
-        .map_err(Error::Cloud)
+        .map_err(|e| Error::Engine(EngineError::new(e)))
     }
 
     /// Creates and converges the selected targets (`fleetbot deploy --yes`): live plan and

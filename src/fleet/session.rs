@@ -11,7 +11,31 @@ use super::connect::{
 };
 use crate::sim::World;
 use crate::spec::FleetSpec;
-use crate::store::{InventoryStore, SqliteStore};
+use crate::store::{InventoryStore, SqliteStore, StoreError};
+
+/// What a session lacks for the operation asked of it.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The spec names no tenant and the session has none.
+    #[error("no tenant: set 'tenant_id' in the fleet spec or FLEETBOT_TENANT_ID")]
+    NoTenant,
+    /// Verification needs a probe image and none was named.
+    #[error("no probe image: Session::with_probe_image (or with_probe_binary on the simulator)")]
+    NoProbeImage,
+    /// A local probe binary was given for a cloud that runs images.
+    #[error("a probe binary runs only on the simulator; name a probe image by digest")]
+    ProbeBinaryOffSimulator,
+    /// A file or directory the session needs could not be read or made.
+    #[error("cannot {what} {}: {source}", path.display())]
+    File {
+        /// `read` or `create`.
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
 
 /// A cloud to run fleets against, and the inventory fleetbot keeps for it: the CLI's SQLite
 /// file unless [`Session::with_inventory`] gave another store (PostgreSQL, as a server keeps).
@@ -54,14 +78,13 @@ impl Session {
     /// other quotas, latencies, capacity blocks or scripted faults.
     pub async fn simulator_with(world: World, dir: impl AsRef<Path>) -> Result<Session, Error> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Cloud(format!("cannot create {}: {e}", dir.display())))?;
-        let connection = embedded_simulator_of(world, Some(dir.join("sim.state")))
-            .await
-            .map_err(Error::Cloud)?;
-        let inventory = SqliteStore::open(&dir.join("inventory.sqlite"))
-            .await
-            .map_err(|e| Error::Cloud(e.to_string()))?;
+        std::fs::create_dir_all(dir).map_err(|source| SessionError::File {
+            what: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let connection = embedded_simulator_of(world, Some(dir.join("sim.state"))).await?;
+        let inventory = SqliteStore::open(&dir.join("inventory.sqlite")).await?;
         Session::ready(connection, inventory, None)
     }
 
@@ -70,9 +93,9 @@ impl Session {
     /// state in the user's data directory; `profile` as `--profile` (empty: the active one).
     /// The inventory is the CLI's too.
     pub async fn from_env(profile: &str) -> Result<Session, Error> {
-        let options = ConnectOptions::from_env(profile).map_err(Error::Cloud)?;
-        let connection = connect(&options).await.map_err(Error::Cloud)?;
-        let inventory = open_inventory(&connection).await.map_err(Error::Cloud)?;
+        let options = ConnectOptions::from_env(profile)?;
+        let connection = connect(&options).await?;
+        let inventory = open_inventory(&connection).await?;
         let tenant = env_tenant();
         Session::ready(connection, inventory, tenant)
     }
@@ -149,12 +172,13 @@ impl<S: InventoryStore + Clone + 'static> Session<S> {
     pub fn with_probe_binary(mut self, binary: impl Into<PathBuf>) -> Result<Session<S>, Error> {
         let binary = binary.into();
         let Some(sim) = &self.connection.simulator else {
-            return Err(Error::Cloud(
-                "a probe binary runs only on the simulator; name a probe image by digest".into(),
-            ));
+            return Err(SessionError::ProbeBinaryOffSimulator.into());
         };
-        let bytes = std::fs::read(&binary)
-            .map_err(|e| Error::Cloud(format!("cannot read {}: {e}", binary.display())))?;
+        let bytes = std::fs::read(&binary).map_err(|source| SessionError::File {
+            what: "read",
+            path: binary.clone(),
+            source,
+        })?;
         let image = format!(
             "fleetbot.local/fleetbot-probe@sha256:{}",
             hex::encode(Sha256::digest(&bytes))
@@ -169,20 +193,15 @@ impl<S: InventoryStore + Clone + 'static> Session<S> {
             return Ok(spec.tenant_id.clone());
         }
         if self.tenant_id.is_empty() {
-            return Err(Error::Cloud(
-                "no tenant: set 'tenant_id' in the fleet spec or FLEETBOT_TENANT_ID".into(),
-            ));
+            return Err(SessionError::NoTenant.into());
         }
         Ok(self.tenant_id.clone())
     }
 
     pub(super) fn probe_image(&self) -> Result<&str, Error> {
-        self.probe_image.as_deref().ok_or_else(|| {
-            Error::Cloud(
-                "no probe image: Session::with_probe_image (or with_probe_binary on the simulator)"
-                    .into(),
-            )
-        })
+        self.probe_image
+            .as_deref()
+            .ok_or_else(|| SessionError::NoProbeImage.into())
     }
 }
 
@@ -197,9 +216,8 @@ pub fn env_tenant() -> Option<String> {
 
 /// The inventory for this cloud: beside the simulator's state when simulated (so the two
 /// never mix), else `FLEETBOT_INVENTORY` or the user's data directory.
-pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, String> {
-    let path = inventory_path(connection.is_simulated());
-    SqliteStore::open(&path).await.map_err(|e| e.to_string())
+pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, StoreError> {
+    SqliteStore::open(&inventory_path(connection.is_simulated())).await
 }
 
 /// Where [`open_inventory`] keeps the inventory of the embedded simulator (`simulated`) or of
