@@ -503,6 +503,49 @@ fn bot_holds_only_github_glue() {
     }
 }
 
+/// What an apply keeps besides the cloud — its fleets' leases, its run record, the audit log —
+/// is none of GitHub's: `fleet::apply` writes it (`leases`, `guarded`, `audit`), and `bot`
+/// calls these store methods never.
+const APPLY_RECORDS: &[&str] = &[
+    ".take_lease(&key, job_id",
+    ".renew_lease(",
+    ".release_lease(",
+    ".break_lease(",
+    ".record_apply_run(",
+    ".append_audit(",
+];
+
+/// The calls of [`APPLY_RECORDS`] in `text`.
+fn apply_records(text: &str) -> Vec<&'static str> {
+    let text = code(text);
+    APPLY_RECORDS
+        .iter()
+        .copied()
+        .filter(|c| text.contains(*c))
+        .collect()
+}
+
+#[test]
+fn bot_keeps_no_lease_run_record_or_audit_of_its_own() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src.join("bot"), &mut files);
+    let mut problems = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        for call in apply_records(&text) {
+            problems.push(format!(
+                "{}: calls `{call}…`; that belongs in fleet::apply",
+                file.display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The apply job as it was: its own renewal and audit.
+    let old = "match state.renew_lease(lease, until).await {\nif let Err(e) = deployer.state.append_audit(&entry).await {";
+    assert_eq!(apply_records(old), [".renew_lease(", ".append_audit("]);
+}
+
 #[test]
 fn paths_resolve_like_the_compiler_does() {
     let path: Vec<String> = ["cloud", "nebius", "vpc"].map(String::from).to_vec();

@@ -9,8 +9,7 @@
 //! nothing twice.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,18 +22,18 @@ use crate::bot::config::LoadedConfig;
 use crate::bot::jobs::load_config;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
-use crate::fleet::DeployResult;
-use crate::fleet::Progress;
-use crate::fleet::TargetStatus;
+use crate::fleet::apply::audit;
 use crate::fleet::apply::guarded::{Guarded, Review, apply_reviewed};
-use crate::fleet::backend::{Deployer, fleet_lease_key};
+use crate::fleet::apply::leases::{self, Busy};
+use crate::fleet::backend::Deployer;
 use crate::fleet::guard::{PublicNames, Trigger};
 use crate::fleet::live::PlannedFleet;
 use crate::fleet::quiet;
+use crate::fleet::{DeployResult, Progress, TargetStatus};
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
 use crate::store::queue::{now_ms, pr_key};
-use crate::store::{AuditEntry, Lease, LeaseTake, NewJob};
+use crate::store::{AuditEntry, NewJob};
 
 /// The pull request number of a drift repair (`drift: apply`), which has none: pull requests
 /// are numbered from 1. Its reviewed plan is the one the reconcile pass published.
@@ -177,9 +176,16 @@ pub async fn run(
             specs.push(read_spec(repo, job.commit(), path, runtime).await?);
         }
         let specs = one_fleet_one_file(repo, settings, &config, job.commit(), specs).await?;
-        let leases = match take_leases(deployer, job_id, job, &specs).await {
-            Ok(leases) => leases,
-            Err(Wait(holder, until)) => {
+        let fleets: Vec<&crate::spec::FleetSpec> = specs
+            .iter()
+            .filter_map(|spec| match spec {
+                SpecAt::Valid(_, parsed) => Some(&**parsed),
+                _ => None,
+            })
+            .collect();
+        let mut held = match leases::take(deployer, job_id, &job.holder(), &fleets).await {
+            Ok(held) => held,
+            Err(Busy { holder, until }) => {
                 let _ = repo
                     .report_progress(
                         job.check_run_id,
@@ -192,13 +198,7 @@ pub async fn run(
                 return Ok(JobEnd::Wait { holder, until });
             }
         };
-        let lost = Arc::new(AtomicBool::new(false));
-        let renewing = tokio::spawn(renew_leases(
-            deployer.state.clone(),
-            leases.clone(),
-            deployer.lease,
-            lost.clone(),
-        ));
+        held.keep_alive(deployer.lease);
         let mut applier = Applying {
             repo: Some(repo),
             sink: None,
@@ -209,7 +209,7 @@ pub async fn run(
             rollout: config.config.rollout.clone(),
             done: 0,
             total: specs.len(),
-            lost,
+            lost: held.lost(),
         };
         for spec in specs {
             let valid = match &spec {
@@ -228,12 +228,7 @@ pub async fn run(
             }
             report.fleets.push(fleet);
         }
-        renewing.abort();
-        for lease in leases {
-            if let Err(e) = deployer.state.release_lease(&lease).await {
-                tracing::warn!("cannot release a fleet lease: {e}");
-            }
-        }
+        held.release().await;
     }
     for fleet in &report.fleets {
         audit(
@@ -275,10 +270,9 @@ pub async fn apply_one(
     progress: Progress,
 ) -> Result<FleetApply, String> {
     let path = job.paths.first().cloned().unwrap_or_default();
-    let specs = [SpecAt::Valid(path.clone(), Box::new(spec))];
-    let leases = take_leases(deployer, job_id, job, &specs)
+    let held = leases::take(deployer, job_id, &job.holder(), &[&spec])
         .await
-        .map_err(|Wait(holder, _)| format!("the fleet is locked by {holder}"))?;
+        .map_err(|busy| format!("the fleet is locked by {}", busy.holder))?;
     let applying = Applying {
         repo: None,
         sink: Some(progress),
@@ -289,15 +283,12 @@ pub async fn apply_one(
         rollout: Default::default(),
         done: 0,
         total: 1,
-        lost: Arc::new(AtomicBool::new(false)),
+        lost: held.lost(),
     };
-    let [spec] = specs;
-    let fleet = applying.fleet(spec).await;
-    for lease in leases {
-        if let Err(e) = deployer.state.release_lease(&lease).await {
-            tracing::warn!("cannot release a fleet lease: {e}");
-        }
-    }
+    let fleet = applying
+        .fleet(SpecAt::Valid(path.clone(), Box::new(spec)))
+        .await;
+    held.release().await;
     audit(deployer, job, "apply", &path, conclusion_word(&fleet), "").await;
     Ok(fleet)
 }
@@ -317,73 +308,6 @@ fn blocked_by(config: &LoadedConfig, job: &ApplyJob) -> Option<ApplyBlocked> {
         Trigger::Merge | Trigger::Rerun if !mode.applies_on_merge() => Some(ApplyBlocked::Manual),
         _ => None,
     }
-}
-
-struct Wait(String, Option<i64>);
-
-/// Keeps the leases alive while the job applies (every third of their length). A lease that
-/// cannot be renewed was freed (`/unlock`) or taken over: the flag stops the next fleet.
-async fn renew_leases(
-    state: Arc<dyn crate::store::DeployStore>,
-    leases: Vec<Lease>,
-    ttl: Duration,
-    lost: Arc<AtomicBool>,
-) {
-    let mut tick = tokio::time::interval((ttl / 3).max(Duration::from_millis(100)));
-    tick.tick().await;
-    loop {
-        tick.tick().await;
-        for lease in &leases {
-            let until = now_ms() + crate::store::queue::ms(ttl);
-            match state.renew_lease(lease, until).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    tracing::error!(holder = %lease.holder, "a fleet lease was lost while applying (freed by /unlock, or expired)");
-                    lost.store(true, Ordering::SeqCst);
-                }
-                Err(e) => tracing::warn!("cannot renew a fleet lease: {e}"),
-            }
-        }
-    }
-}
-
-/// Takes every valid fleet's lease before the first mutation; if one is held elsewhere, frees
-/// what was taken and waits.
-async fn take_leases(
-    deployer: &Deployer,
-    job_id: &str,
-    job: &ApplyJob,
-    specs: &[SpecAt],
-) -> Result<Vec<Lease>, Wait> {
-    let mut taken = Vec::new();
-    let ttl = crate::store::queue::ms(deployer.lease);
-    for spec in specs {
-        let SpecAt::Valid(_, parsed) = spec else {
-            continue;
-        };
-        let key = fleet_lease_key(&deployer.tenant_id, &parsed.name);
-        if taken.iter().any(|l: &Lease| l.fleet_key == key) {
-            continue;
-        }
-        match deployer
-            .state
-            .take_lease(&key, job_id, &job.holder(), now_ms(), ttl)
-            .await
-        {
-            Ok(LeaseTake::Acquired(lease)) => taken.push(lease),
-            other => {
-                for lease in &taken {
-                    let _ = deployer.state.release_lease(lease).await;
-                }
-                return Err(match other {
-                    Ok(LeaseTake::Held(held)) => Wait(held.holder, Some(held.expires_at)),
-                    // Fail closed: a lease that cannot be read is a lease not held.
-                    _ => Wait("an apply whose lock could not be read".to_string(), None),
-                });
-            }
-        }
-    }
-    Ok(taken)
 }
 
 /// The fleets of one job, applied one after another.
@@ -597,9 +521,7 @@ async fn audit(
         digest: digest.to_string(),
         detail: String::new(),
     };
-    if let Err(e) = deployer.state.append_audit(&entry).await {
-        tracing::error!("cannot write the audit record of an apply: {e}");
-    }
+    audit::record(deployer.state.as_ref(), &entry).await;
 }
 
 /// Completes the check run from the report, then replies on the pull request (one reply per

@@ -458,9 +458,7 @@ impl Bot {
             digest: String::new(),
             detail: String::new(),
         };
-        if let Err(e) = deployer.state.append_audit(&entry).await {
-            tracing::error!("cannot write the audit record of a refused apply: {e}");
-        }
+        crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
     }
 
     /// One acknowledgement per apply job: two deliveries of one request (the merge event and

@@ -9,7 +9,7 @@ use crate::bot::commands::Command;
 use crate::bot::deploy::job::short;
 use crate::bot::jobs::load_config;
 use crate::bot::report::ReplyNote;
-use crate::fleet::backend::{Deployer, fleet_lease_key};
+use crate::fleet::backend::Deployer;
 use crate::fleet::guard::{PublicNames, ReviewSummary, approval_digest};
 use crate::github::events::IssueCommentEvent;
 use crate::github::{FileStatus, PullState, RepoClient};
@@ -90,9 +90,7 @@ impl Bot {
             digest: String::new(),
             detail: String::new(),
         };
-        if let Err(err) = deployer.state.append_audit(&entry).await {
-            tracing::error!("cannot write the audit record of {}: {err}", command.kind);
-        }
+        crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
         Ok(())
     }
 
@@ -390,8 +388,7 @@ async fn unlock(
             ));
             continue;
         };
-        let key = fleet_lease_key(&deployer.tenant_id, &fleet);
-        match deployer.state.break_lease(&key).await {
+        match crate::fleet::apply::leases::unlock(deployer, &fleet).await {
             Ok(Some(lease)) => {
                 freed += 1;
                 said.notes.push(

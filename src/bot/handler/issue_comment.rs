@@ -137,9 +137,7 @@ impl Bot {
                 digest: String::new(),
                 detail: String::new(),
             };
-            if let Err(err) = deployer.state.append_audit(&entry).await {
-                tracing::error!("cannot write the audit record of {kind}: {err}");
-            }
+            crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
         }
     }
 

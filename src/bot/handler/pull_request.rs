@@ -32,9 +32,7 @@ impl Bot {
             digest: String::new(),
             detail: String::new(),
         };
-        if let Err(e) = deployer.state.append_audit(&entry).await {
-            tracing::warn!("cannot record a closed pull request in the audit log: {e}");
-        }
+        crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
     }
 
     /// Records that the pull request's head became `e.head_sha` when its delivery arrived:

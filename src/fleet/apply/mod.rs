@@ -13,7 +13,9 @@ use crate::engine::ops::{
 use crate::spec::FleetSpec;
 use crate::store::InventoryStore;
 
+pub mod audit;
 pub mod guarded;
+pub mod leases;
 pub mod waves;
 
 /// Who approved the plan about to be applied, and so what it may delete, replace or shrink:
