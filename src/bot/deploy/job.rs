@@ -382,9 +382,13 @@ impl Applying<'_> {
             Guarded::NothingForTheEngine => {
                 FleetApply::new(&path, name, FleetOutcome::NothingForTheEngine)
             }
-            Guarded::NotApplied(reason) => {
-                FleetApply::new(&path, name, FleetOutcome::NotApplied { reason })
-            }
+            Guarded::NotApplied(why) => FleetApply::new(
+                &path,
+                name,
+                FleetOutcome::NotApplied {
+                    reason: why.to_string(),
+                },
+            ),
             Guarded::Refused(refusal) => {
                 FleetApply::new(&path, name, FleetOutcome::Refused { refusal })
             }

@@ -46,6 +46,26 @@ fn number_from_external_id(id: &str) -> Option<u64> {
     id.strip_prefix("apply:")?.split(':').next()?.parse().ok()
 }
 
+/// Why an apply was not requested, in the words the reply, the log and the audit give.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotRequested {
+    /// The heads a comment is judged against could not be read: fail closed.
+    #[error("fleetbot's store could not be read; nothing was applied")]
+    StoreUnreadable,
+    /// The request's authority does not allow it (commit, permission, mode, age).
+    #[error("{0}")]
+    Denied(Denied),
+    /// `fleet=` names no spec the pull request changed.
+    #[error("no fleet spec this pull request changed matches fleet={0}")]
+    NoFleetMatches(String),
+    /// The pull request changed no spec.
+    #[error("the pull request changed no fleet spec")]
+    NoFleetSpec,
+    /// Another delivery of the same request is acknowledging it.
+    #[error("this apply is being acknowledged by another delivery (the same merge seen twice)")]
+    AcknowledgedElsewhere,
+}
+
 impl Bot {
     pub(super) async fn on_merged(
         &self,
@@ -218,17 +238,17 @@ impl Bot {
             .await?
         {
             Ok(r) => Ok(r.into()),
-            Err(why) => Ok(Handled::Ignored(why)),
+            Err(why) => Ok(Handled::Ignored(why.to_string())),
         }
     }
 
     /// Decides whether pull request `number` may be applied now and, if so, acknowledges and
-    /// builds the job. `Ok(Err(why))` when it may not.
+    /// builds the job. `Ok(Err(why))` when it may not; `Err` when GitHub could not be asked.
     pub(crate) async fn request_apply(
         &self,
         repo: &RepoClient,
         request: &ApplyRequest<'_>,
-    ) -> Result<Result<Requested, String>, BotError> {
+    ) -> Result<Result<Requested, NotRequested>, BotError> {
         let ApplyRequest {
             number,
             ask,
@@ -249,9 +269,10 @@ impl Bot {
             Ask::Comment(Some(_)) => match self.pr_heads(&key).await {
                 Some(heads) => heads,
                 None => {
-                    let why = "fleetbot's store could not be read; nothing was applied";
-                    self.audit_refusal(repo, number, ask, actor, why).await;
-                    return Ok(Err(why.into()));
+                    let why = NotRequested::StoreUnreadable;
+                    self.audit_refusal(repo, number, ask, actor, &why.to_string())
+                        .await;
+                    return Ok(Err(why));
                 }
             },
             _ => Vec::new(),
@@ -269,14 +290,14 @@ impl Bot {
         let sha = match decided {
             Ok(granted) => granted.sha,
             Err(denied) => {
-                let why = denied.to_string();
-                self.audit_refusal(repo, number, ask, actor, &why).await;
+                self.audit_refusal(repo, number, ask, actor, &denied.to_string())
+                    .await;
                 if denied.said_on_the_run()
                     && let Ask::Run { run_sha, .. } = ask
                 {
                     say_on_the_run(repo, run_sha, number, origin, &denied).await?;
                 }
-                return Ok(Err(why));
+                return Ok(Err(NotRequested::Denied(denied)));
             }
         };
         let matcher = config.config.spec_matcher();
@@ -304,21 +325,16 @@ impl Bot {
         if let Some(only) = only {
             paths.retain(|p| names_fleet(p, only));
             if paths.is_empty() {
-                return Ok(Err(format!(
-                    "no fleet spec this pull request changed matches fleet={only}"
-                )));
+                return Ok(Err(NotRequested::NoFleetMatches(only.to_string())));
             }
         }
         if paths.is_empty() {
-            return Ok(Err("the pull request changed no fleet spec".into()));
+            return Ok(Err(NotRequested::NoFleetSpec));
         }
         let origin_id = external_id(number, origin);
         let job_id = ApplyJob::job_id(&repo.repo().to_string(), number, &sha, origin);
         if !self.claim_acknowledgement(&job_id, claimant).await {
-            return Ok(Err(
-                "this apply is being acknowledged by another delivery (the same merge seen twice)"
-                    .into(),
-            ));
+            return Ok(Err(NotRequested::AcknowledgedElsewhere));
         }
         let run = acknowledge(repo, &sha, &origin_id).await?;
         let job = ApplyJob {

@@ -40,8 +40,8 @@ pub struct Review<'a> {
 pub enum Guarded {
     /// The spec has no target the engine applies.
     NothingForTheEngine,
-    /// Nothing was applied, and why, in public words (a store or cloud error, a lost lease).
-    NotApplied(String),
+    /// Nothing was applied, and why (a store or cloud error, a lost lease).
+    NotApplied(NotApplied),
     /// The guard refused the plan; it is kept as reviewed at the applied commit, so that
     /// `/approve-destroy` after the merge approves exactly it.
     Refused(Refusal),
@@ -53,6 +53,25 @@ pub enum Guarded {
     },
     /// The plan was applied (or a wave of it failed or stayed unhealthy).
     Applied(Box<Applied>),
+}
+
+/// Why nothing was applied to a fleet; its words are public (no store or cloud text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotApplied {
+    /// The cloud could not be planned against or applied to (its public error).
+    #[error("{}", .0.message)]
+    Live(LiveError),
+    /// The guard's inputs could not be read: fail closed.
+    #[error("fleetbot's store could not be read; nothing was applied")]
+    StoreUnreadable,
+    /// The decision could not be recorded before the first mutation.
+    #[error("fleetbot's store could not be written; nothing was applied")]
+    StoreUnwritable,
+    /// The fleet's lease was freed (`/unlock`) or expired before this fleet.
+    #[error(
+        "this apply's fleet lock was freed (/unlock) or expired before this fleet; nothing was applied to it"
+    )]
+    LeaseLost,
 }
 
 /// A plan that was applied, and what the engine did.
@@ -83,7 +102,7 @@ pub async fn apply_reviewed(
     let (tenant, planned, prepared) = match plan_now(deployer.applier.as_ref(), spec).await {
         Ok((tenant, Some((planned, prepared)))) => (tenant, planned, prepared),
         Ok((_, None)) => return Guarded::NothingForTheEngine,
-        Err(e) => return Guarded::NotApplied(e.message),
+        Err(e) => return Guarded::NotApplied(NotApplied::Live(e)),
     };
     let state = deployer.state.as_ref();
     // A quiet plan is still run through the engine: it makes no mutation, and it records what
@@ -99,9 +118,7 @@ pub async fn apply_reviewed(
         Err(reason) => return Guarded::NotApplied(reason),
     };
     if lost.load(Ordering::SeqCst) {
-        return Guarded::NotApplied(
-            "this apply's fleet lock was freed (/unlock) or expired before this fleet; nothing was applied to it".into(),
-        );
+        return Guarded::NotApplied(NotApplied::LeaseLost);
     }
     let run = ApplyRun {
         job_id: review.job_id.to_string(),
@@ -112,9 +129,7 @@ pub async fn apply_reviewed(
     };
     if let Err(e) = state.record_apply_run(&run).await {
         tracing::warn!("cannot record the apply run: {e}");
-        return Guarded::NotApplied(
-            "fleetbot's store could not be written; nothing was applied".into(),
-        );
+        return Guarded::NotApplied(NotApplied::StoreUnwritable);
     }
     let progress = progress(planned.plan.targets.len());
     // Exactly the plan the guard judged is applied: whole, that very plan; in waves, each
@@ -141,7 +156,7 @@ pub async fn apply_reviewed(
             waves,
             stopped,
         })),
-        Err(e) => Guarded::NotApplied(e.message),
+        Err(e) => Guarded::NotApplied(NotApplied::Live(e)),
     }
 }
 
@@ -152,10 +167,10 @@ async fn decide(
     review: &Review<'_>,
     planned: &PlannedFleet,
     names: &PublicNames,
-) -> Result<Decision, String> {
+) -> Result<Decision, NotApplied> {
     let unreadable = |e: StoreError| {
         tracing::warn!("apply guard: the store could not be read: {e}");
-        "fleetbot's store could not be read; nothing was applied".to_string()
+        NotApplied::StoreUnreadable
     };
     let (pr, path) = (review.pr_key, review.fleet_path);
     let reviewed = state
