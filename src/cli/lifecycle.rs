@@ -5,10 +5,10 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cloud::profile::{NebiusConfig, default_config_path};
 use crate::fleet::Event;
 use crate::fleet::Progress;
 use crate::fleet::connect::{ConnectOptions, Connection, connect};
+use crate::fleet::connect::{NebiusConfig, default_config_path};
 use crate::fleet::env_tenant;
 use crate::spec::FleetSpec;
 use crate::spec::select::{SelectError, parse_selector, select};

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::output::{OutputFormat, print_json};
-use crate::cloud::profile::{NebiusConfig, default_config_path};
+use crate::fleet::connect::{NebiusConfig, default_config_path};
 use crate::fleet::static_plan::{PlanOptions, plan};
 
 #[derive(Debug, Args)]

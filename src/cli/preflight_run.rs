@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::output::to_json;
-use crate::cloud::profile::{NebiusConfig, default_config_path};
+use crate::fleet::connect::{NebiusConfig, default_config_path};
 use crate::quota::budget::{PreflightReport, block_labels, run_preflight};
 use crate::quota::error::PreflightError;
 use crate::quota::evidence::{OfflineEvidence, QuotaEvidence};

@@ -156,7 +156,7 @@ pub fn run(args: SimArgs) -> ExitCode {
             }
         };
         // The storage probe runs here as on the embedded simulator: this binary, by digest.
-        let probe_image = match super::verify::register_probe_image(&sim.kube) {
+        let probe_image = match crate::fleet::connect::register_this_binary(&sim.kube) {
             Ok(image) => image,
             Err(e) => {
                 eprintln!("fleetbot sim: {e}");

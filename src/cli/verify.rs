@@ -8,16 +8,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::lifecycle::{open_cloud, profile_for, progress_for, runtime_for};
 use super::output::OutputFormat;
 use crate::clusters::load_kubeconfig_map;
 use crate::fleet::connect::Connection;
-use crate::fleet::open_inventory;
+use crate::fleet::{Inventory, open_inventory};
 use crate::spec::FleetSpec;
-use crate::store::SqliteStore;
 use crate::verify::graphics_report::GraphicsReport;
 use crate::verify::options::KindSettings;
 use crate::verify::{Graphics, Options, Storage, StorageReport, verify_graphics, verify_storage};
@@ -63,21 +61,7 @@ pub(super) fn simulated_probe_image(connection: &Connection) -> Result<Option<St
     let Some(sim) = &connection.simulator else {
         return Ok(None);
     };
-    register_probe_image(&sim.kube).map(Some)
-}
-
-/// Registers this binary with a simulator's kubelet as the probe image, named by its own
-/// digest, and returns the name: what the embedded simulator does for each command, and
-/// `fleetbot sim` once at start for the commands and servers that reach it.
-pub(super) fn register_probe_image(kube: &crate::sim::k8s::KubeApi) -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-    let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read this binary: {e}"))?;
-    let image = format!(
-        "fleetbot.local/fleetbot-probe@sha256:{}",
-        hex::encode(Sha256::digest(&bytes))
-    );
-    kube.shared.set_image(&image, exe);
-    Ok(image)
+    crate::fleet::connect::register_this_binary(&sim.kube).map(Some)
 }
 
 /// The probe image: the flag's, else this binary on the embedded simulator.
@@ -177,7 +161,7 @@ pub(super) fn profile_tenant(
 async fn prepare<K: KindSettings>(
     args: &VerifyStorageArgs,
     spec: &FleetSpec,
-) -> Result<(Connection, SqliteStore, Options<K>, usize), String> {
+) -> Result<(Connection, Inventory, Options<K>, usize), String> {
     let (only_projects, only_clusters) = check_selection(spec, args)?;
     let profile = profile_for(spec, &args.profile);
     let connection = open_cloud(&profile).await?;

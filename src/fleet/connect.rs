@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 use crate::cloud::auth::Credentials;
 use crate::cloud::client::{Endpoints, NebiusClient};
 use crate::cloud::credentials::{CredentialSources, configured_client, credentials_configured};
+use crate::sim::k8s::KubeApi;
 use crate::sim::{Simulator, World};
+
+// Where the CLI's commands find a profile's tenant, as Nebius's own tools keep it.
+pub use crate::cloud::profile::{NebiusConfig, default_config_path};
 
 /// Why no cloud could be chosen or reached.
 #[derive(Debug, thiserror::Error)]
@@ -177,6 +181,26 @@ pub fn sim_state_path(options: &ConnectOptions) -> Result<PathBuf, ConnectError>
         None => World::embedded_default().name,
     };
     Ok(default_sim_state(&world))
+}
+
+/// Registers `binary` with a simulator's kubelet (`kube`) as the verification probe image,
+/// named by the binary's own digest, and returns the name.
+pub fn register_probe_binary(kube: &KubeApi, binary: PathBuf) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(&binary)?;
+    let image = format!(
+        "fleetbot.local/fleetbot-probe@sha256:{}",
+        hex::encode(Sha256::digest(&bytes))
+    );
+    kube.shared.set_image(&image, binary);
+    Ok(image)
+}
+
+/// [`register_probe_binary`] of this very binary: what the embedded simulator does for each
+/// command, and `fleetbot sim` once at start for the commands and servers that reach it.
+pub fn register_this_binary(kube: &KubeApi) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    register_probe_binary(kube, exe).map_err(|e| format!("cannot read this binary: {e}"))
 }
 
 /// Starts the embedded simulator and a client for it.

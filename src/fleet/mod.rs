@@ -17,7 +17,7 @@ pub mod resident;
 mod session;
 pub mod static_plan;
 
-pub use session::{Session, SessionError, env_tenant, inventory_path, open_inventory};
+pub use session::{Inventory, Session, SessionError, env_tenant, inventory_path, open_inventory};
 
 use std::path::Path;
 use std::sync::Arc;

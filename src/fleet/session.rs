@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use super::Error;
 use super::connect::{
     ConnectOptions, Connection, connect, default_sim_state, embedded_simulator_of,
@@ -174,16 +172,14 @@ impl<S: InventoryStore + Clone + 'static> Session<S> {
         let Some(sim) = &self.connection.simulator else {
             return Err(SessionError::ProbeBinaryOffSimulator.into());
         };
-        let bytes = std::fs::read(&binary).map_err(|source| SessionError::File {
-            what: "read",
-            path: binary.clone(),
-            source,
-        })?;
-        let image = format!(
-            "fleetbot.local/fleetbot-probe@sha256:{}",
-            hex::encode(Sha256::digest(&bytes))
-        );
-        sim.kube.shared.set_image(&image, binary);
+        let image =
+            super::connect::register_probe_binary(&sim.kube, binary.clone()).map_err(|source| {
+                SessionError::File {
+                    what: "read",
+                    path: binary,
+                    source,
+                }
+            })?;
         self.probe_image = Some(image);
         Ok(self)
     }
@@ -214,9 +210,12 @@ pub fn env_tenant() -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// The CLI's inventory: a SQLite file ([`open_inventory`]).
+pub type Inventory = SqliteStore;
+
 /// The inventory for this cloud: beside the simulator's state when simulated (so the two
 /// never mix), else `FLEETBOT_INVENTORY` or the user's data directory.
-pub async fn open_inventory(connection: &Connection) -> Result<SqliteStore, StoreError> {
+pub async fn open_inventory(connection: &Connection) -> Result<Inventory, StoreError> {
     SqliteStore::open(&inventory_path(connection.is_simulated())).await
 }
 
