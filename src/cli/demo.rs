@@ -5,9 +5,9 @@
 //!
 //! Every step runs the code the App runs: the preview is [`super::preview`]'s evaluation (the
 //! App's `evaluate_change`), the reviewed plan is recorded as the preflight job records it,
-//! the merge is applied by the apply job's own apply of a fleet
-//! ([`crate::bot::deploy::job::apply_one`]: lease, guard, apply run, apply, audit), and the
-//! dashboard is `fleetbot serve`'s own page over the same store.
+//! the merge is applied as the apply job applies a fleet
+//! ([`crate::fleet::apply::guarded::apply_alone`]: lease, guard, apply run, apply, audit), and
+//! the dashboard is `fleetbot serve`'s own page over the same store.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -18,14 +18,12 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::git::Git;
-use crate::bot::deploy::job::{ApplyJob, apply_one};
-use crate::bot::report::apply::FleetOutcome;
-use crate::bot::settings::BotSettings;
+use crate::fleet::apply::audit::Origin;
+use crate::fleet::apply::guarded::{Guarded, Review, Verdict, apply_alone};
 use crate::fleet::backend::Deployer;
 use crate::fleet::connect::{Connection, embedded_simulator_of};
 use crate::fleet::guard::Trigger;
 use crate::fleet::live::{CloudPlanner, VerifyConfig};
-use crate::github::CheckConclusion;
 use crate::sim::World;
 use crate::spec::FleetSpec;
 use crate::store::{DeployStore, SqliteStore};
@@ -200,63 +198,34 @@ impl Lab {
     /// Step 2, the preview: what the App would post on the pull request, and the reviewed plan
     /// recorded as its preflight job records it.
     async fn preview(&self, repo: &Repo, out: &mut Steps) -> Result<(), String> {
-        let settings = BotSettings {
-            cloud: Some(self.planner.clone()),
-            ..BotSettings::default()
-        };
-        let evaluated = super::preview::evaluate_local(
+        let preview = super::preview::LocalPreview::evaluate(
             repo.git.dir(),
-            Some("main"),
-            "HEAD",
-            &settings,
-            Some(REPO_NAME.to_string()),
+            (Some("main"), "HEAD"),
+            self.planner.clone(),
+            REPO_NAME,
             PR,
         )
         .await?;
-        let outcome = &evaluated.outcome;
-        out.block(&outcome.comment);
-        for check in [&outcome.privacy, &outcome.preflight] {
-            out.detail(&format!(
-                "check run {}: {} ({})",
-                check.name,
-                check.conclusion.as_str(),
-                check.output.title
-            ));
+        out.block(preview.comment());
+        for check in preview.checks() {
+            out.detail(&format!("check run {check}"));
         }
-        if [&outcome.privacy, &outcome.preflight]
-            .iter()
-            .any(|c| c.conclusion == CheckConclusion::Failure)
-        {
+        if preview.failed() {
             return Err("a check failed; the demo's change would not be merged".into());
         }
-        let pr = crate::bot::jobs::preflight::PrHead {
-            number: PR,
-            head_sha: &repo.head,
-            base_sha: &repo.base,
-        };
-        let deploy_settings = BotSettings {
-            deploy: Some(self.deployer()),
-            ..settings
-        };
-        crate::bot::jobs::preflight::record_reviewed_plans(
-            &deploy_settings,
-            REPO_NAME,
-            pr,
-            &evaluated.specs,
-            &evaluated.base_specs,
-            &evaluated.live,
-        )
-        .await;
+        preview
+            .record_reviewed(self.deployer(), REPO_NAME, PR, (&repo.base, &repo.head))
+            .await;
         out.done(&format!(
             "reviewed plan {} recorded",
-            outcome.report.short_digest()
+            preview.short_digest()
         ));
 
         Ok(())
     }
 
-    /// Step 3, the merge, applied by the App's own apply of a fleet: re-planned, held by its
-    /// guard to the plan reviewed, recorded and audited.
+    /// Step 3, the merge, applied as the App's apply job applies a fleet: its lease taken,
+    /// re-planned, held by the guard to the plan reviewed, recorded and audited.
     async fn merge(&self, repo: &Repo, out: &mut Steps) -> Result<FleetSpec, String> {
         let git = &repo.git;
         git.run(&["checkout", "-q", "main"])?;
@@ -270,41 +239,48 @@ impl Lab {
         ])?;
         let merge = git.text(&["rev-parse", "HEAD"])?;
         let spec = crate::spec::load_str(FLEET, FLEET_PATH).map_err(|e| e.to_string())?;
-        let job = ApplyJob {
-            repo: REPO_NAME.into(),
-            installation_id: 0,
-            number: PR,
-            sha: merge.clone(),
-            head_sha: repo.head.clone(),
-            base_sha: repo.base.clone(),
+        let kind = crate::store::queue::JobKind::Apply.as_str();
+        let job_id = format!("{kind}:{REPO_NAME}#{PR}@{merge}:merge");
+        let pr_key = crate::store::queue::pr_key(REPO_NAME, PR);
+        let review = Review {
+            job_id: &job_id,
+            pr_key: &pr_key,
+            head_sha: &repo.head,
+            sha: &merge,
+            fleet_path: FLEET_PATH,
             trigger: Trigger::Merge,
-            actor: "you".into(),
-            check_run_id: 0,
-            check_run_url: String::new(),
-            paths: vec![FLEET_PATH.into()],
-            removed: Vec::new(),
         };
-        let job_id = ApplyJob::job_id(REPO_NAME, PR, &merge, "merge");
+        let origin = Origin {
+            actor: "you",
+            trigger: Trigger::Merge,
+            repo: REPO_NAME,
+            pr: PR,
+            sha: &merge,
+        };
         let deployer = self.deployer();
-        let fleet = apply_one(&deployer, &job_id, &job, spec.clone(), out.progress()).await?;
-        let counts = &fleet.counts;
-        match &fleet.outcome {
-            FleetOutcome::Applied => {}
-            FleetOutcome::Refused { refusal } => {
+        let guarded = apply_alone(&deployer, &review, &origin, &spec, out.progress())
+            .await
+            .map_err(|busy| format!("the fleet is locked by {}", busy.holder))?;
+        let result = match &guarded {
+            Guarded::Applied(done) if guarded.verdict() == Verdict::Success => &done.result,
+            Guarded::Applied(done) => {
+                return Err(format!("{} target(s) failed to apply", done.result.failed));
+            }
+            Guarded::Refused(refusal) => {
                 return Err(format!("the guard refused the merge: {refusal:?}"));
             }
-            FleetOutcome::Failed => {
-                return Err(format!("{} target(s) failed to apply", counts.failed));
+            Guarded::NotApplied(why) => return Err(format!("the fleet was not applied: {why}")),
+            Guarded::Unchanged { .. } | Guarded::NothingForTheEngine => {
+                return Err("the merge applied nothing".into());
             }
-            other => return Err(format!("the fleet was not applied: {other:?}")),
-        }
-        let deployed = counts.created + counts.changed + counts.unchanged;
+        };
         out.detail(&format!(
             "the plan at the merge is the one reviewed; applying {} target(s)",
-            deployed + counts.failed
+            result.deployed + result.failed
         ));
         out.done(&format!(
-            "{deployed} deployed in {} project(s) on the simulator",
+            "{} deployed in {} project(s) on the simulator",
+            result.deployed,
             spec.projects.len()
         ));
         Ok(spec)

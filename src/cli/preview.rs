@@ -191,20 +191,92 @@ pub fn run(args: PreviewArgs) -> ExitCode {
     }
 }
 
-/// What the App would post for the change from the merge base of `base` and `head` to
-/// `head` in the repository at `dir`, evaluated under `settings` (for `fleetbot demo`).
-pub(crate) async fn evaluate_local(
-    dir: &Path,
-    base: Option<&str>,
-    head: &str,
-    settings: &BotSettings,
-    repo_name: Option<String>,
-    number: u64,
-) -> Result<crate::bot::jobs::preflight::Evaluated, String> {
-    let repo = Git::new(dir);
-    let refs = resolve_refs(&repo, base, head)?;
-    let change = read_change(&repo, &refs, settings, repo_name, number)?;
-    Ok(evaluate_change(settings, change).await)
+/// What the App would post for a change in a local repository, evaluated as the App evaluates
+/// a pull request (for `fleetbot demo`, which then records what it reviewed).
+pub(crate) struct LocalPreview {
+    evaluated: crate::bot::jobs::preflight::Evaluated,
+    settings: BotSettings,
+}
+
+impl LocalPreview {
+    /// The change from the merge base of `base` and `head` to `head` in the repository at
+    /// `dir`, planned against `planner` as pull request `number` of `repo_name`.
+    pub(crate) async fn evaluate(
+        dir: &Path,
+        (base, head): (Option<&str>, &str),
+        planner: Arc<CloudPlanner>,
+        repo_name: &str,
+        number: u64,
+    ) -> Result<LocalPreview, String> {
+        let settings = BotSettings {
+            cloud: Some(planner),
+            ..BotSettings::default()
+        };
+        let repo = Git::new(dir);
+        let refs = resolve_refs(&repo, base, head)?;
+        let change = read_change(&repo, &refs, &settings, Some(repo_name.to_string()), number)?;
+        let evaluated = evaluate_change(&settings, change).await;
+        Ok(LocalPreview {
+            evaluated,
+            settings,
+        })
+    }
+
+    /// The sticky comment as the App would post it.
+    pub(crate) fn comment(&self) -> &str {
+        &self.evaluated.outcome.comment
+    }
+
+    /// Each check run as `name: conclusion (title)`.
+    pub(crate) fn checks(&self) -> Vec<String> {
+        let outcome = &self.evaluated.outcome;
+        [&outcome.privacy, &outcome.preflight]
+            .iter()
+            .map(|c| format!("{}: {} ({})", c.name, c.conclusion.as_str(), c.output.title))
+            .collect()
+    }
+
+    /// Whether a check run fails (the change would not be merged).
+    pub(crate) fn failed(&self) -> bool {
+        let outcome = &self.evaluated.outcome;
+        [&outcome.privacy, &outcome.preflight]
+            .iter()
+            .any(|c| c.conclusion == CheckConclusion::Failure)
+    }
+
+    /// The reviewed plan's digest, shortened.
+    pub(crate) fn short_digest(&self) -> &str {
+        self.evaluated.outcome.report.short_digest()
+    }
+
+    /// Records the reviewed plans as the App's preflight job records them, into `deployer`'s
+    /// store: what the guard holds the merge's apply to.
+    pub(crate) async fn record_reviewed(
+        &self,
+        deployer: crate::fleet::backend::Deployer,
+        repo_name: &str,
+        number: u64,
+        (base_sha, head_sha): (&str, &str),
+    ) {
+        let settings = BotSettings {
+            deploy: Some(deployer),
+            ..self.settings.clone()
+        };
+        let pr = crate::bot::jobs::preflight::PrHead {
+            number,
+            head_sha,
+            base_sha,
+        };
+        crate::bot::jobs::preflight::record_reviewed_plans(
+            &settings,
+            repo_name,
+            pr,
+            &self.evaluated.specs,
+            &self.evaluated.base_specs,
+            &self.evaluated.live,
+        )
+        .await;
+    }
 }
 
 /// The comment as it would be posted, then each check run's title, summary and text.

@@ -22,8 +22,8 @@ use crate::bot::config::LoadedConfig;
 use crate::bot::jobs::load_config;
 use crate::bot::render::apply_reply_marker;
 use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutcome};
-use crate::fleet::apply::audit;
-use crate::fleet::apply::guarded::{Guarded, Review, apply_reviewed};
+use crate::fleet::apply::audit::{self, Origin};
+use crate::fleet::apply::guarded::{Guarded, Review, Verdict, apply_reviewed};
 use crate::fleet::apply::leases::{self, Busy};
 use crate::fleet::backend::Deployer;
 use crate::fleet::guard::{PublicNames, Trigger};
@@ -32,8 +32,8 @@ use crate::fleet::quiet;
 use crate::fleet::{DeployResult, Progress, TargetStatus};
 use crate::github::client::{CheckAction, CheckOutput, CheckRunPayload, CheckRunRef, RunningCheck};
 use crate::github::{ClientError, RepoClient};
-use crate::store::queue::{now_ms, pr_key};
-use crate::store::{AuditEntry, NewJob};
+use crate::store::NewJob;
+use crate::store::queue::pr_key;
 
 /// The pull request number of a drift repair (`drift: apply`), which has none: pull requests
 /// are numbered from 1. Its reviewed plan is the one the reconcile pass published.
@@ -105,13 +105,15 @@ impl ApplyJob {
         }
     }
 
-    fn holder(&self) -> String {
-        format!(
-            "#{} at {} ({})",
-            self.number,
-            short(&self.sha),
-            self.trigger.as_str()
-        )
+    /// Where this apply comes from, for its leases and the audit log.
+    fn origin(&self) -> Origin<'_> {
+        Origin {
+            actor: &self.actor,
+            trigger: self.trigger,
+            repo: &self.repo,
+            pr: self.number,
+            sha: &self.sha,
+        }
     }
 }
 
@@ -183,7 +185,7 @@ pub async fn run(
                 _ => None,
             })
             .collect();
-        let mut held = match leases::take(deployer, job_id, &job.holder(), &fleets).await {
+        let mut held = match leases::take(deployer, job_id, &job.origin().holder(), &fleets).await {
             Ok(held) => held,
             Err(Busy { holder, until }) => {
                 let _ = repo
@@ -231,19 +233,11 @@ pub async fn run(
         held.release().await;
     }
     for fleet in &report.fleets {
-        audit(
-            deployer,
-            job,
-            "apply",
-            &fleet.path,
-            conclusion_word(fleet),
-            "",
-        )
-        .await;
+        audit(deployer, job, &fleet.path, conclusion_word(fleet)).await;
     }
     if report.fleets.is_empty() {
         let outcome = report.conclusion().as_str();
-        audit(deployer, job, "apply", "", outcome, "").await;
+        audit(deployer, job, "", outcome).await;
     }
     publish(repo, job, &report, scanner_key).await?;
     crate::bot::verification::verify_after_apply(
@@ -257,40 +251,6 @@ pub async fn run(
     )
     .await;
     Ok(JobEnd::Published(report))
-}
-
-/// The fleet at the job's one path, applied under the App's guard as the apply job applies
-/// each of its fleets (lease, guard, apply run, rollout, apply, audit), but without GitHub:
-/// the progress goes to `progress` and nothing is published. For `fleetbot demo`.
-pub async fn apply_one(
-    deployer: &Deployer,
-    job_id: &str,
-    job: &ApplyJob,
-    spec: crate::spec::FleetSpec,
-    progress: Progress,
-) -> Result<FleetApply, String> {
-    let path = job.paths.first().cloned().unwrap_or_default();
-    let held = leases::take(deployer, job_id, &job.holder(), &[&spec])
-        .await
-        .map_err(|busy| format!("the fleet is locked by {}", busy.holder))?;
-    let applying = Applying {
-        repo: None,
-        sink: Some(progress),
-        deployer,
-        job_id,
-        job,
-        runtime: None,
-        rollout: Default::default(),
-        done: 0,
-        total: 1,
-        lost: held.lost(),
-    };
-    let fleet = applying
-        .fleet(SpecAt::Valid(path.clone(), Box::new(spec)))
-        .await;
-    held.release().await;
-    audit(deployer, job, "apply", &path, conclusion_word(&fleet), "").await;
-    Ok(fleet)
 }
 
 fn conclusion_word(fleet: &FleetApply) -> &'static str {
@@ -399,15 +359,13 @@ impl Applying<'_> {
             }
             Guarded::Applied(done) => {
                 let mut fleet = applied(&path, name, &done.planned, &done.result, names);
+                // How it ended is the guarded apply's own verdict; the report says what.
+                fleet.outcome = match done.verdict() {
+                    Verdict::ActionRequired => FleetOutcome::ChangedSinceReview,
+                    Verdict::Failure => FleetOutcome::Failed,
+                    Verdict::Success | Verdict::Neutral => FleetOutcome::Applied,
+                };
                 fleet.waves = done.waves;
-                if done.stopped {
-                    fleet.outcome = FleetOutcome::Failed;
-                }
-                // A target that failed is a failure; one the cloud changed under since review
-                // asks for a person, whatever else was applied.
-                if !fleet.changed_targets.is_empty() && fleet.counts.failed == 0 {
-                    fleet.outcome = FleetOutcome::ChangedSinceReview;
-                }
                 fleet
             }
         }
@@ -499,32 +457,11 @@ fn applied(
             fleet.deleted_targets.push(key);
         }
     }
-    if fleet.counts.failed > 0 || result.failed > 0 {
-        fleet.outcome = FleetOutcome::Failed;
-    }
     fleet
 }
 
-async fn audit(
-    deployer: &Deployer,
-    job: &ApplyJob,
-    action: &str,
-    fleet: &str,
-    outcome: &str,
-    digest: &str,
-) {
-    let entry = AuditEntry {
-        at: now_ms(),
-        actor: job.actor.clone(),
-        action: format!("{action} ({})", job.trigger.as_str()),
-        repo: job.repo.clone(),
-        pr: job.number,
-        sha: job.sha.clone(),
-        fleet: fleet.to_string(),
-        outcome: outcome.to_string(),
-        digest: digest.to_string(),
-        detail: String::new(),
-    };
+async fn audit(deployer: &Deployer, job: &ApplyJob, fleet: &str, outcome: &str) {
+    let entry = job.origin().entry("apply", fleet, outcome, "");
     audit::record(deployer.state.as_ref(), &entry).await;
 }
 

@@ -7,6 +7,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Judged;
+use super::audit::{self, Origin};
+use super::leases::{self, Busy};
 use super::waves::{RolloutConfig, roll_out};
 use crate::engine::ops::{DeployResult, Prepared, Progress};
 use crate::fleet::backend::Deployer;
@@ -74,6 +76,45 @@ pub enum NotApplied {
     LeaseLost,
 }
 
+/// How a guarded apply of one fleet ends, as its check run concludes and the audit log says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Applied (or nothing to change), every target as reviewed.
+    Success,
+    /// Nothing for the engine to apply.
+    Neutral,
+    /// A person is needed: an approval, or a target the cloud changed under since review.
+    ActionRequired,
+    /// Not applied, or a target failed, or a wave stopped the rollout.
+    Failure,
+}
+
+impl Verdict {
+    /// The word a check run's conclusion and the audit log use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Success => "success",
+            Verdict::Neutral => "neutral",
+            Verdict::ActionRequired => "action_required",
+            Verdict::Failure => "failure",
+        }
+    }
+}
+
+impl Guarded {
+    /// How this ended.
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Guarded::NothingForTheEngine => Verdict::Neutral,
+            Guarded::NotApplied(_) => Verdict::Failure,
+            Guarded::Refused(refusal) if refusal.needs_action() => Verdict::ActionRequired,
+            Guarded::Refused(_) => Verdict::Failure,
+            Guarded::Unchanged { .. } => Verdict::Success,
+            Guarded::Applied(applied) => applied.verdict(),
+        }
+    }
+}
+
 /// A plan that was applied, and what the engine did.
 pub struct Applied {
     /// The plan that was applied.
@@ -84,6 +125,62 @@ pub struct Applied {
     pub waves: Vec<String>,
     /// Whether a wave failed or stayed unhealthy, so later waves were not applied.
     pub stopped: bool,
+}
+
+impl Applied {
+    /// A target the cloud changed under since review asks for a person, unless another
+    /// failed; a failed target, a failed pruning or a stopped rollout fails.
+    pub fn verdict(&self) -> Verdict {
+        let mut changed = false;
+        let mut failed = self.result.pruned.iter().any(|e| e.status.is_failure());
+        for target in &self.planned.plan.targets {
+            let outcome = self
+                .result
+                .clusters
+                .iter()
+                .find(|c| format!("{}/{}", c.project_key, c.cluster_name) == target.target);
+            match outcome {
+                Some(c) if c.changed_since_plan => changed = true,
+                Some(c) if c.status.is_failure() => failed = true,
+                _ => {}
+            }
+        }
+        if changed && !failed {
+            Verdict::ActionRequired
+        } else if failed || self.stopped || self.result.failed > 0 {
+            Verdict::Failure
+        } else {
+            Verdict::Success
+        }
+    }
+}
+
+/// One fleet applied as the apply job applies each of its fleets — its lease taken before the
+/// first mutation, the guarded apply, the lease released, the audit written — without a
+/// repository or a rollout: `fleetbot demo`.
+pub async fn apply_alone(
+    deployer: &Deployer,
+    review: &Review<'_>,
+    origin: &Origin<'_>,
+    spec: &FleetSpec,
+    progress: Progress,
+) -> Result<Guarded, Busy> {
+    let held = leases::take(deployer, review.job_id, &origin.holder(), &[spec]).await?;
+    let names = PublicNames::with_base(spec, None);
+    let guarded = apply_reviewed(
+        deployer,
+        review,
+        spec,
+        &names,
+        &RolloutConfig::default(),
+        &held.lost(),
+        |_| progress,
+    )
+    .await;
+    held.release().await;
+    let entry = origin.entry("apply", review.fleet_path, guarded.verdict().as_str(), "");
+    audit::record(deployer.state.as_ref(), &entry).await;
+    Ok(guarded)
 }
 
 /// Plans `spec` now, decides it against `review` and, when the guard allows, records the
