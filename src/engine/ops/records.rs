@@ -6,11 +6,8 @@ use crate::engine::desired::TargetKey;
 use crate::spec::{Backend, ClusterSpec, FleetSpec};
 use crate::store::TargetRecord;
 
-pub(super) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+// The crate's one clock: records are stamped as the store stamps its rows.
+pub(super) use crate::store::queue::now_ms;
 
 /// The record of one target, if the inventory has it.
 pub(super) fn find_target<'a>(
