@@ -168,3 +168,154 @@ impl<T: InventoryStore + ?Sized> InventoryStore for std::sync::Arc<T> {
             .await
     }
 }
+
+/// The one implementation of [`InventoryStore`] over both backends: their reads and writes are
+/// the same statements (`store::sql`), and the stores differ only in their pool, their writer
+/// (SQLite's is gated to one at a time) and where they are (`$location`). Each store has
+/// `pool`, `write(query)`, `unreadable(e)` and `write_error(e)`.
+macro_rules! inventory_impl {
+    ($store:ty, $location:expr) => {
+        #[async_trait::async_trait]
+        impl crate::store::InventoryStore for $store {
+            fn location(&self) -> String {
+                ($location)(self)
+            }
+
+            async fn targets(
+                &self,
+                fleet: &str,
+            ) -> Result<Vec<crate::store::TargetRecord>, crate::store::StoreError> {
+                // Each row is made a record as it arrives, rather than every row of the fleet held
+                // at once, each value copied out of the database, before the first became a record.
+                sqlx::query(crate::store::sql::SELECT_TARGETS)
+                    .bind(fleet)
+                    .fetch(&self.pool)
+                    .map_err(|e| self.unreadable(e))
+                    .and_then(|row| {
+                        std::future::ready(
+                            crate::store::sql::target_from(&row).map_err(|e| self.unreadable(e)),
+                        )
+                    })
+                    .try_collect()
+                    .await
+            }
+
+            async fn target(
+                &self,
+                fleet: &str,
+                project_key: &str,
+                cluster_name: &str,
+            ) -> Result<Option<crate::store::TargetRecord>, crate::store::StoreError> {
+                let row = sqlx::query(crate::store::sql::SELECT_TARGET)
+                    .bind(fleet)
+                    .bind(project_key)
+                    .bind(cluster_name)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| self.unreadable(e))?;
+                row.as_ref()
+                    .map(crate::store::sql::target_from)
+                    .transpose()
+                    .map_err(|e| self.unreadable(e))
+            }
+
+            async fn upsert_target(
+                &self,
+                r: &crate::store::TargetRecord,
+            ) -> Result<(), crate::store::StoreError> {
+                let json = crate::store::sql::target_json(r).map_err(|e| self.write_error(e))?;
+                self.write(crate::store::sql::upsert_target(r, json))
+                    .await?;
+                Ok(())
+            }
+
+            async fn remove_target(
+                &self,
+                fleet: &str,
+                project_key: &str,
+                cluster_name: &str,
+            ) -> Result<(), crate::store::StoreError> {
+                self.write(crate::store::sql::for_target(
+                    crate::store::sql::DELETE_TARGET,
+                    fleet,
+                    project_key,
+                    cluster_name,
+                ))
+                .await?;
+                Ok(())
+            }
+
+            async fn projects(
+                &self,
+                fleet: &str,
+            ) -> Result<Vec<crate::store::ProjectRecord>, crate::store::StoreError> {
+                let rows = sqlx::query(crate::store::sql::SELECT_PROJECTS)
+                    .bind(fleet)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| self.unreadable(e))?;
+                rows.iter()
+                    .map(crate::store::sql::project_from)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| self.unreadable(e))
+            }
+
+            async fn upsert_project(
+                &self,
+                r: &crate::store::ProjectRecord,
+            ) -> Result<(), crate::store::StoreError> {
+                self.write(crate::store::sql::upsert_project(r)).await?;
+                Ok(())
+            }
+
+            async fn remove_project(
+                &self,
+                fleet: &str,
+                project_key: &str,
+            ) -> Result<(), crate::store::StoreError> {
+                self.write(
+                    sqlx::query(crate::store::sql::DELETE_PROJECT)
+                        .bind(fleet)
+                        .bind(project_key),
+                )
+                .await?;
+                Ok(())
+            }
+
+            async fn generation(
+                &self,
+                fleet: &str,
+                project_key: &str,
+                cluster_name: &str,
+            ) -> Result<i64, crate::store::StoreError> {
+                let row = crate::store::sql::for_target(
+                    crate::store::sql::SELECT_GENERATION,
+                    fleet,
+                    project_key,
+                    cluster_name,
+                )
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| self.unreadable(e))?;
+                crate::store::sql::generation_from(row).map_err(|e| self.unreadable(e))
+            }
+
+            async fn bump_generation(
+                &self,
+                fleet: &str,
+                project_key: &str,
+                cluster_name: &str,
+            ) -> Result<(), crate::store::StoreError> {
+                self.write(crate::store::sql::for_target(
+                    crate::store::sql::BUMP_GENERATION,
+                    fleet,
+                    project_key,
+                    cluster_name,
+                ))
+                .await?;
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use inventory_impl;

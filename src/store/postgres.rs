@@ -18,7 +18,6 @@ use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::StoreError;
-use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::{FleetLock, advisory_key};
 use super::migrate::{MIGRATION_LOCK_NAME, MIGRATIONS, statements};
 use super::queue::{
@@ -173,122 +172,7 @@ impl PostgresStore {
     }
 }
 
-#[async_trait::async_trait]
-impl InventoryStore for PostgresStore {
-    fn location(&self) -> String {
-        self.location.clone()
-    }
-
-    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
-        // Each row is made a record as it arrives, as in the SQLite store.
-        sqlx::query(sql::SELECT_TARGETS)
-            .bind(fleet)
-            .fetch(&self.pool)
-            .map_err(|e| self.unreadable(e))
-            .and_then(|row| {
-                std::future::ready(sql::target_from(&row).map_err(|e| self.unreadable(e)))
-            })
-            .try_collect()
-            .await
-    }
-
-    async fn target(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<Option<TargetRecord>, StoreError> {
-        let row = sqlx::query(sql::SELECT_TARGET)
-            .bind(fleet)
-            .bind(project_key)
-            .bind(cluster_name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        row.as_ref()
-            .map(sql::target_from)
-            .transpose()
-            .map_err(|e| self.unreadable(e))
-    }
-
-    async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
-        let json = sql::target_json(r).map_err(|e| self.write_error(e))?;
-        self.write(sql::upsert_target(r, json)).await?;
-        Ok(())
-    }
-
-    async fn remove_target(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<(), StoreError> {
-        self.write(sql::for_target(
-            sql::DELETE_TARGET,
-            fleet,
-            project_key,
-            cluster_name,
-        ))
-        .await?;
-        Ok(())
-    }
-
-    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_PROJECTS)
-            .bind(fleet)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        rows.iter()
-            .map(sql::project_from)
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.unreadable(e))
-    }
-
-    async fn upsert_project(&self, r: &ProjectRecord) -> Result<(), StoreError> {
-        self.write(sql::upsert_project(r)).await?;
-        Ok(())
-    }
-
-    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
-        self.write(
-            sqlx::query(sql::DELETE_PROJECT)
-                .bind(fleet)
-                .bind(project_key),
-        )
-        .await?;
-        Ok(())
-    }
-
-    async fn generation(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<i64, StoreError> {
-        let row = sql::for_target(sql::SELECT_GENERATION, fleet, project_key, cluster_name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        sql::generation_from(row).map_err(|e| self.unreadable(e))
-    }
-
-    async fn bump_generation(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<(), StoreError> {
-        self.write(sql::for_target(
-            sql::BUMP_GENERATION,
-            fleet,
-            project_key,
-            cluster_name,
-        ))
-        .await?;
-        Ok(())
-    }
-}
+crate::store::inventory::inventory_impl!(PostgresStore, |s: &PostgresStore| s.location.clone());
 
 /// Serializes the upkeep of the queue's heads (enqueue, and finishes that end a job) across
 /// replicas, so two concurrent changes cannot both miss the job that should become a head.

@@ -37,7 +37,6 @@ use super::deploy::{
     ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, PrHead, ReviewedPlan,
     refuse_owner, repo_key,
 };
-use super::inventory::{InventoryStore, ProjectRecord, TargetRecord};
 use super::lock::FleetLock;
 use super::migrate::{MIGRATIONS, statements};
 use super::queue::{
@@ -223,121 +222,18 @@ impl SqliteStore {
     }
 }
 
-#[async_trait::async_trait]
-impl InventoryStore for SqliteStore {
-    fn location(&self) -> String {
-        self.path.display().to_string()
+crate::store::inventory::inventory_impl!(SqliteStore, |s: &SqliteStore| s
+    .path
+    .display()
+    .to_string());
+
+impl SqliteStore {
+    fn unreadable(&self, e: impl std::fmt::Display) -> StoreError {
+        unreadable(&self.path, e)
     }
 
-    async fn targets(&self, fleet: &str) -> Result<Vec<TargetRecord>, StoreError> {
-        // Each row is made a record as it arrives, rather than every row of the fleet held
-        // at once, each value copied out of SQLite, before the first became a record.
-        sqlx::query(sql::SELECT_TARGETS)
-            .bind(fleet)
-            .fetch(&self.pool)
-            .map_err(|e| unreadable(&self.path, e))
-            .and_then(|row| {
-                std::future::ready(sql::target_from(&row).map_err(|e| unreadable(&self.path, e)))
-            })
-            .try_collect()
-            .await
-    }
-
-    async fn target(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<Option<TargetRecord>, StoreError> {
-        let row = sqlx::query(sql::SELECT_TARGET)
-            .bind(fleet)
-            .bind(project_key)
-            .bind(cluster_name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        row.as_ref()
-            .map(sql::target_from)
-            .transpose()
-            .map_err(|e| unreadable(&self.path, e))
-    }
-
-    async fn upsert_target(&self, r: &TargetRecord) -> Result<(), StoreError> {
-        let json = sql::target_json(r).map_err(|e| write_error(&self.path, e))?;
-        self.write(sql::upsert_target(r, json)).await?;
-        Ok(())
-    }
-
-    async fn remove_target(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<(), StoreError> {
-        self.write(sql::for_target(
-            sql::DELETE_TARGET,
-            fleet,
-            project_key,
-            cluster_name,
-        ))
-        .await?;
-        Ok(())
-    }
-
-    async fn projects(&self, fleet: &str) -> Result<Vec<ProjectRecord>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_PROJECTS)
-            .bind(fleet)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        rows.iter()
-            .map(sql::project_from)
-            .collect::<Result<_, _>>()
-            .map_err(|e| unreadable(&self.path, e))
-    }
-
-    async fn upsert_project(&self, r: &ProjectRecord) -> Result<(), StoreError> {
-        self.write(sql::upsert_project(r)).await?;
-        Ok(())
-    }
-
-    async fn remove_project(&self, fleet: &str, project_key: &str) -> Result<(), StoreError> {
-        self.write(
-            sqlx::query(sql::DELETE_PROJECT)
-                .bind(fleet)
-                .bind(project_key),
-        )
-        .await?;
-        Ok(())
-    }
-
-    async fn generation(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<i64, StoreError> {
-        let row = sql::for_target(sql::SELECT_GENERATION, fleet, project_key, cluster_name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        sql::generation_from(row).map_err(|e| unreadable(&self.path, e))
-    }
-
-    async fn bump_generation(
-        &self,
-        fleet: &str,
-        project_key: &str,
-        cluster_name: &str,
-    ) -> Result<(), StoreError> {
-        self.write(sql::for_target(
-            sql::BUMP_GENERATION,
-            fleet,
-            project_key,
-            cluster_name,
-        ))
-        .await?;
-        Ok(())
+    fn write_error(&self, e: impl std::fmt::Display) -> StoreError {
+        write_error(&self.path, e)
     }
 }
 
@@ -672,6 +568,7 @@ impl DeployStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
 
     fn target(cluster: &str) -> TargetRecord {
         TargetRecord {
