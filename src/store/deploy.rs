@@ -194,3 +194,104 @@ pub(crate) fn refuse_owner(owner: &str) -> Option<&'static str> {
 pub(crate) fn repo_key(repo: &str) -> String {
     repo.to_ascii_lowercase()
 }
+
+/// The one implementation of [`DeployStore`] over both backends: its reads are the same
+/// statements (`store::sql`) on each store's `pool`; its writes, which SQLite runs on its one
+/// writer and PostgreSQL in transactions, are each store's own (`$writes`). Each store has
+/// `pool` and `unreadable(e)`.
+macro_rules! deploy_impl {
+    ($store:ty, { $($writes:tt)* }) => {
+        #[async_trait::async_trait]
+        impl crate::store::deploy::DeployStore for $store {
+            async fn reviewed_plan(
+                &self,
+                pr_key: &str,
+                head_sha: &str,
+                fleet_path: &str,
+            ) -> Result<Option<crate::store::deploy::ReviewedPlan>, crate::store::StoreError> {
+                let row = sqlx::query(crate::store::sql::SELECT_REVIEWED_PLAN)
+                    .bind(pr_key)
+                    .bind(head_sha)
+                    .bind(fleet_path)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| self.unreadable(e))?;
+                row.as_ref()
+                    .map(crate::store::sql::reviewed_plan_from)
+                    .transpose()
+                    .map_err(|e| self.unreadable(e))
+            }
+
+            async fn pr_heads(
+                &self,
+                pr_key: &str,
+            ) -> Result<Vec<crate::store::deploy::PrHead>, crate::store::StoreError> {
+                let rows = sqlx::query(crate::store::sql::SELECT_PR_HEADS)
+                    .bind(pr_key)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| self.unreadable(e))?;
+                rows.iter()
+                    .map(crate::store::sql::pr_head_from)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| self.unreadable(e))
+            }
+
+            async fn apply_run(
+                &self,
+                job_id: &str,
+                fleet_path: &str,
+            ) -> Result<Option<crate::store::deploy::ApplyRun>, crate::store::StoreError> {
+                let row = sqlx::query(crate::store::sql::SELECT_APPLY_RUN)
+                    .bind(job_id)
+                    .bind(fleet_path)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| self.unreadable(e))?;
+                row.as_ref()
+                    .map(crate::store::sql::apply_run_from)
+                    .transpose()
+                    .map_err(|e| self.unreadable(e))
+            }
+
+            async fn approval(
+                &self,
+                pr_key: &str,
+                fleet_path: &str,
+                digest: &str,
+            ) -> Result<Option<crate::store::deploy::Approval>, crate::store::StoreError> {
+                let row = sqlx::query(crate::store::sql::SELECT_APPROVAL)
+                    .bind(pr_key)
+                    .bind(fleet_path)
+                    .bind(digest)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| self.unreadable(e))?;
+                row.as_ref()
+                    .map(crate::store::sql::approval_from)
+                    .transpose()
+                    .map_err(|e| self.unreadable(e))
+            }
+
+            async fn audit(
+                &self,
+                repo: &str,
+                limit: usize,
+            ) -> Result<Vec<crate::store::deploy::AuditEntry>, crate::store::StoreError> {
+                let rows = sqlx::query(crate::store::sql::SELECT_AUDIT)
+                    .bind(crate::store::deploy::repo_key(repo))
+                    .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| self.unreadable(e))?;
+                rows.iter()
+                    .map(crate::store::sql::audit_from)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| self.unreadable(e))
+            }
+
+            $($writes)*
+        }
+    };
+}
+pub(crate) use deploy_impl;

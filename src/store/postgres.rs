@@ -20,10 +20,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use super::StoreError;
 use super::lock::{FleetLock, advisory_key};
 use super::migrate::{MIGRATION_LOCK_NAME, MIGRATIONS, statements};
-use super::queue::{
-    ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts, decide,
-    first_occurrences,
-};
+use super::queue::{ClaimedJob, Enqueued, JobOutcome, NewJob, decide, first_occurrences};
 use super::sql;
 use super::url::redact_url;
 
@@ -256,7 +253,7 @@ async fn promote(
         .map(|_| ())
 }
 
-impl JobQueue for PostgresStore {
+crate::store::queue::queue_impl!(PostgresStore, {
     async fn enqueue_deliveries(
         &self,
         jobs: &[NewJob],
@@ -359,13 +356,6 @@ impl JobQueue for PostgresStore {
         })
     }
 
-    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
-        sqlx::query_scalar::<_, Option<i64>>(sql::NEXT_DUE)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| self.queue_error(e))
-    }
-
     async fn claim(
         &self,
         worker: &str,
@@ -440,59 +430,6 @@ impl JobQueue for PostgresStore {
         Ok(changed)
     }
 
-    async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {
-        let deliveries = self
-            .write(sqlx::query(sql::PRUNE_DELIVERIES).bind(before))
-            .await
-            .map_err(StoreError::into_queue)?;
-        self.write(sqlx::query(sql::PRUNE_PAYLOADS).bind(before))
-            .await
-            .map_err(StoreError::into_queue)?;
-        let jobs = self
-            .write(sqlx::query(sql::PRUNE_JOBS).bind(before))
-            .await
-            .map_err(StoreError::into_queue)?;
-        Ok(Pruned { deliveries, jobs })
-    }
-
-    async fn delivery_known(&self, id: &str) -> Result<bool, StoreError> {
-        let n: i64 = sqlx::query_scalar(sql::DELIVERY_KNOWN)
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| self.queue_error(e))?;
-        Ok(n > 0)
-    }
-
-    async fn job(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
-        let row = sqlx::query(sql::SELECT_JOB)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| self.queue_error(e))?;
-        row.as_ref()
-            .map(sql::job_from)
-            .transpose()
-            .map_err(|e| self.queue_error(e))
-    }
-
-    async fn counts(&self) -> Result<QueueCounts, StoreError> {
-        let rows = sqlx::query(sql::COUNT_JOBS)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| self.queue_error(e))?;
-        let states = rows
-            .iter()
-            .map(|r| Ok((r.try_get::<String, _>("state")?, r.try_get::<i64, _>("n")?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .map_err(|e| self.queue_error(e))?;
-        let deliveries: i64 = sqlx::query_scalar(sql::COUNT_DELIVERIES)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| self.queue_error(e))?;
-        Ok(sql::fold_counts(states, deliveries))
-    }
-
     async fn try_lock_fleet(&self, fleet: &str) -> Result<Option<FleetLock>, StoreError> {
         // A session lock lives as long as its connection, so the connection is taken out of
         // the pool and kept by the lock until release.
@@ -505,4 +442,4 @@ impl JobQueue for PostgresStore {
             .map_err(|e| self.queue_error(e))?;
         Ok(got.then(|| FleetLock::postgres(fleet, conn, key)))
     }
-}
+});

@@ -348,6 +348,87 @@ pub fn pr_key(repo_full_name: &str, number: u64) -> String {
     format!("{}#{number}", repo_full_name.to_ascii_lowercase())
 }
 
+/// The one implementation of [`JobQueue`] over both backends: what is the same statement on
+/// each store's `pool` is written here; enqueueing, claiming, renewing, finishing and the fleet
+/// lock, which SQLite runs on its one writer and PostgreSQL in transactions with row locks, are
+/// each store's own (`$own`). Each store has `pool`, `write(query)` and `queue_error(e)`.
+macro_rules! queue_impl {
+    ($store:ty, { $($own:tt)* }) => {
+        impl crate::store::queue::JobQueue for $store {
+            async fn next_due(&self) -> Result<Option<i64>, crate::store::StoreError> {
+                sqlx::query_scalar::<_, Option<i64>>(crate::store::sql::NEXT_DUE)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(|e| self.queue_error(e))
+            }
+
+            async fn prune(
+                &self,
+                before: i64,
+            ) -> Result<crate::store::queue::Pruned, crate::store::StoreError> {
+                let deliveries = self
+                    .write(sqlx::query(crate::store::sql::PRUNE_DELIVERIES).bind(before))
+                    .await
+                    .map_err(crate::store::StoreError::into_queue)?;
+                self.write(sqlx::query(crate::store::sql::PRUNE_PAYLOADS).bind(before))
+                    .await
+                    .map_err(crate::store::StoreError::into_queue)?;
+                let jobs = self
+                    .write(sqlx::query(crate::store::sql::PRUNE_JOBS).bind(before))
+                    .await
+                    .map_err(crate::store::StoreError::into_queue)?;
+                Ok(crate::store::queue::Pruned { deliveries, jobs })
+            }
+
+            async fn delivery_known(&self, id: &str) -> Result<bool, crate::store::StoreError> {
+                let n: i64 = sqlx::query_scalar(crate::store::sql::DELIVERY_KNOWN)
+                    .bind(id)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(|e| self.queue_error(e))?;
+                Ok(n > 0)
+            }
+
+            async fn job(
+                &self,
+                id: &str,
+            ) -> Result<Option<crate::store::queue::JobRecord>, crate::store::StoreError> {
+                let row = sqlx::query(crate::store::sql::SELECT_JOB)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| self.queue_error(e))?;
+                row.as_ref()
+                    .map(crate::store::sql::job_from)
+                    .transpose()
+                    .map_err(|e| self.queue_error(e))
+            }
+
+            async fn counts(
+                &self,
+            ) -> Result<crate::store::queue::QueueCounts, crate::store::StoreError> {
+                let rows = sqlx::query(crate::store::sql::COUNT_JOBS)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| self.queue_error(e))?;
+                let states = rows
+                    .iter()
+                    .map(|r| Ok((r.try_get::<String, _>("state")?, r.try_get::<i64, _>("n")?)))
+                    .collect::<Result<Vec<_>, sqlx::Error>>()
+                    .map_err(|e| self.queue_error(e))?;
+                let deliveries: i64 = sqlx::query_scalar(crate::store::sql::COUNT_DELIVERIES)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(|e| self.queue_error(e))?;
+                Ok(crate::store::sql::fold_counts(states, deliveries))
+            }
+
+            $($own)*
+        }
+    };
+}
+pub(crate) use queue_impl;
+
 #[cfg(test)]
 mod tests {
     use super::JobKind;

@@ -34,15 +34,11 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use super::StoreError;
 use super::deploy::{
-    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, PrHead, ReviewedPlan,
-    refuse_owner, repo_key,
+    ApplyRun, Approval, AuditEntry, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
 };
 use super::lock::FleetLock;
 use super::migrate::{MIGRATIONS, statements};
-use super::queue::{
-    Claim, ClaimedJob, Enqueued, JobOutcome, JobQueue, JobRecord, NewJob, Pruned, QueueCounts,
-    decide, first_occurrences,
-};
+use super::queue::{Claim, ClaimedJob, Enqueued, JobOutcome, NewJob, decide, first_occurrences};
 use super::sql;
 use super::sqlite_writer::{self, Writer};
 
@@ -228,6 +224,10 @@ crate::store::inventory::inventory_impl!(SqliteStore, |s: &SqliteStore| s
     .to_string());
 
 impl SqliteStore {
+    fn queue_error(&self, e: impl std::fmt::Display) -> StoreError {
+        queue_error(&self.path, e)
+    }
+
     fn unreadable(&self, e: impl std::fmt::Display) -> StoreError {
         unreadable(&self.path, e)
     }
@@ -237,7 +237,7 @@ impl SqliteStore {
     }
 }
 
-impl JobQueue for SqliteStore {
+crate::store::queue::queue_impl!(SqliteStore, {
     async fn enqueue_deliveries(
         &self,
         jobs: &[NewJob],
@@ -272,13 +272,6 @@ impl JobQueue for SqliteStore {
         } else {
             Enqueued::Duplicate
         })
-    }
-
-    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
-        sqlx::query_scalar::<_, Option<i64>>(sql::NEXT_DUE)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| queue_error(&self.path, e))
     }
 
     async fn claim(
@@ -333,91 +326,18 @@ impl JobQueue for SqliteStore {
             .map_err(|e| queue_error(&self.path, e))
     }
 
-    async fn prune(&self, before: i64) -> Result<Pruned, StoreError> {
-        let deliveries = self
-            .write(sqlx::query(sql::PRUNE_DELIVERIES).bind(before))
-            .await
-            .map_err(StoreError::into_queue)?;
-        self.write(sqlx::query(sql::PRUNE_PAYLOADS).bind(before))
-            .await
-            .map_err(StoreError::into_queue)?;
-        let jobs = self
-            .write(sqlx::query(sql::PRUNE_JOBS).bind(before))
-            .await
-            .map_err(StoreError::into_queue)?;
-        Ok(Pruned { deliveries, jobs })
-    }
-
-    async fn delivery_known(&self, id: &str) -> Result<bool, StoreError> {
-        let n: i64 = sqlx::query_scalar(sql::DELIVERY_KNOWN)
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| queue_error(&self.path, e))?;
-        Ok(n > 0)
-    }
-
-    async fn job(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
-        let row = sqlx::query(sql::SELECT_JOB)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| queue_error(&self.path, e))?;
-        row.as_ref()
-            .map(sql::job_from)
-            .transpose()
-            .map_err(|e| queue_error(&self.path, e))
-    }
-
-    async fn counts(&self) -> Result<QueueCounts, StoreError> {
-        let rows = sqlx::query(sql::COUNT_JOBS)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| queue_error(&self.path, e))?;
-        let states = rows
-            .iter()
-            .map(|r| Ok((r.try_get::<String, _>("state")?, r.try_get::<i64, _>("n")?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .map_err(|e| queue_error(&self.path, e))?;
-        let deliveries: i64 = sqlx::query_scalar(sql::COUNT_DELIVERIES)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| queue_error(&self.path, e))?;
-        Ok(sql::fold_counts(states, deliveries))
-    }
-
     async fn try_lock_fleet(&self, fleet: &str) -> Result<Option<FleetLock>, StoreError> {
         // The canonical path, so two handles on one file share their locks.
         let key = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         Ok(FleetLock::try_local(key, fleet))
     }
-}
+});
 
-#[async_trait::async_trait]
-impl DeployStore for SqliteStore {
+crate::store::deploy::deploy_impl!(SqliteStore, {
     async fn record_reviewed_plan(&self, plan: &ReviewedPlan) -> Result<(), StoreError> {
         let plan = plan.clone();
         self.on_writer(move |c| sqlite_writer::record_reviewed_plan(c.full()?, &plan))
             .await
-    }
-
-    async fn reviewed_plan(
-        &self,
-        pr_key: &str,
-        head_sha: &str,
-        fleet_path: &str,
-    ) -> Result<Option<ReviewedPlan>, StoreError> {
-        let row = sqlx::query(sql::SELECT_REVIEWED_PLAN)
-            .bind(pr_key)
-            .bind(head_sha)
-            .bind(fleet_path)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        row.as_ref()
-            .map(sql::reviewed_plan_from)
-            .transpose()
-            .map_err(|e| unreadable(&self.path, e))
     }
 
     async fn record_pr_head(
@@ -433,39 +353,10 @@ impl DeployStore for SqliteStore {
         .await
     }
 
-    async fn pr_heads(&self, pr_key: &str) -> Result<Vec<PrHead>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_PR_HEADS)
-            .bind(pr_key)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        rows.iter()
-            .map(sql::pr_head_from)
-            .collect::<Result<_, _>>()
-            .map_err(|e| unreadable(&self.path, e))
-    }
-
     async fn record_apply_run(&self, run: &ApplyRun) -> Result<(), StoreError> {
         let run = run.clone();
         self.on_writer(move |c| sqlite_writer::record_apply_run(c.full()?, &run))
             .await
-    }
-
-    async fn apply_run(
-        &self,
-        job_id: &str,
-        fleet_path: &str,
-    ) -> Result<Option<ApplyRun>, StoreError> {
-        let row = sqlx::query(sql::SELECT_APPLY_RUN)
-            .bind(job_id)
-            .bind(fleet_path)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        row.as_ref()
-            .map(sql::apply_run_from)
-            .transpose()
-            .map_err(|e| unreadable(&self.path, e))
     }
 
     async fn record_approval(&self, approval: &Approval) -> Result<(), StoreError> {
@@ -474,44 +365,12 @@ impl DeployStore for SqliteStore {
             .await
     }
 
-    async fn approval(
-        &self,
-        pr_key: &str,
-        fleet_path: &str,
-        digest: &str,
-    ) -> Result<Option<Approval>, StoreError> {
-        let row = sqlx::query(sql::SELECT_APPROVAL)
-            .bind(pr_key)
-            .bind(fleet_path)
-            .bind(digest)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        row.as_ref()
-            .map(sql::approval_from)
-            .transpose()
-            .map_err(|e| unreadable(&self.path, e))
-    }
-
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
         let pr = i64::try_from(entry.pr).map_err(|e| write_error(&self.path, e))?;
         let (entry, key) = (entry.clone(), repo_key(&entry.repo));
         let id = uuid::Uuid::new_v4().to_string();
         self.on_writer(move |c| sqlite_writer::append_audit(c.full()?, &entry, &id, &key, pr))
             .await
-    }
-
-    async fn audit(&self, repo: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_AUDIT)
-            .bind(repo_key(repo))
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| unreadable(&self.path, e))?;
-        rows.iter()
-            .map(sql::audit_from)
-            .collect::<Result<_, _>>()
-            .map_err(|e| unreadable(&self.path, e))
     }
 
     async fn take_lease(
@@ -563,12 +422,12 @@ impl DeployStore for SqliteStore {
         self.on_writer(move |c| sqlite_writer::break_lease(c.full()?, &fleet))
             .await
     }
-}
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{InventoryStore, ProjectRecord, TargetRecord};
+    use crate::store::{DeployStore, InventoryStore, ProjectRecord, TargetRecord};
 
     fn target(cluster: &str) -> TargetRecord {
         TargetRecord {

@@ -4,13 +4,11 @@
 use super::PostgresStore;
 use crate::store::StoreError;
 use crate::store::deploy::{
-    ApplyRun, Approval, AuditEntry, DeployStore, Lease, LeaseTake, PrHead, ReviewedPlan,
-    refuse_owner, repo_key,
+    ApplyRun, Approval, AuditEntry, Lease, LeaseTake, ReviewedPlan, refuse_owner, repo_key,
 };
 use crate::store::sql;
 
-#[async_trait::async_trait]
-impl DeployStore for PostgresStore {
+crate::store::deploy::deploy_impl!(PostgresStore, {
     async fn record_reviewed_plan(&self, p: &ReviewedPlan) -> Result<(), StoreError> {
         self.write(
             sqlx::query(sql::UPSERT_REVIEWED_PLAN)
@@ -41,18 +39,6 @@ impl DeployStore for PostgresStore {
         Ok(())
     }
 
-    async fn pr_heads(&self, pr_key: &str) -> Result<Vec<PrHead>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_PR_HEADS)
-            .bind(pr_key)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        rows.iter()
-            .map(sql::pr_head_from)
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.unreadable(e))
-    }
-
     async fn record_apply_run(&self, r: &ApplyRun) -> Result<(), StoreError> {
         self.write(
             sqlx::query(sql::INSERT_APPLY_RUN)
@@ -66,42 +52,6 @@ impl DeployStore for PostgresStore {
         Ok(())
     }
 
-    async fn apply_run(
-        &self,
-        job_id: &str,
-        fleet_path: &str,
-    ) -> Result<Option<ApplyRun>, StoreError> {
-        let row = sqlx::query(sql::SELECT_APPLY_RUN)
-            .bind(job_id)
-            .bind(fleet_path)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        row.as_ref()
-            .map(sql::apply_run_from)
-            .transpose()
-            .map_err(|e| self.unreadable(e))
-    }
-
-    async fn reviewed_plan(
-        &self,
-        pr_key: &str,
-        head_sha: &str,
-        fleet_path: &str,
-    ) -> Result<Option<ReviewedPlan>, StoreError> {
-        let row = sqlx::query(sql::SELECT_REVIEWED_PLAN)
-            .bind(pr_key)
-            .bind(head_sha)
-            .bind(fleet_path)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        row.as_ref()
-            .map(sql::reviewed_plan_from)
-            .transpose()
-            .map_err(|e| self.unreadable(e))
-    }
-
     async fn record_approval(&self, a: &Approval) -> Result<(), StoreError> {
         self.write(
             sqlx::query(sql::UPSERT_APPROVAL)
@@ -113,25 +63,6 @@ impl DeployStore for PostgresStore {
         )
         .await?;
         Ok(())
-    }
-
-    async fn approval(
-        &self,
-        pr_key: &str,
-        fleet_path: &str,
-        digest: &str,
-    ) -> Result<Option<Approval>, StoreError> {
-        let row = sqlx::query(sql::SELECT_APPROVAL)
-            .bind(pr_key)
-            .bind(fleet_path)
-            .bind(digest)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        row.as_ref()
-            .map(sql::approval_from)
-            .transpose()
-            .map_err(|e| self.unreadable(e))
     }
 
     async fn append_audit(&self, e: &AuditEntry) -> Result<(), StoreError> {
@@ -153,19 +84,6 @@ impl DeployStore for PostgresStore {
         )
         .await?;
         Ok(())
-    }
-
-    async fn audit(&self, repo: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        let rows = sqlx::query(sql::SELECT_AUDIT)
-            .bind(repo_key(repo))
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| self.unreadable(e))?;
-        rows.iter()
-            .map(sql::audit_from)
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.unreadable(e))
     }
 
     async fn take_lease(
@@ -274,4 +192,4 @@ impl DeployStore for PostgresStore {
         tx.commit().await.map_err(|e| self.write_error(e))?;
         Ok(held)
     }
-}
+});
