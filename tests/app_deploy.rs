@@ -1966,6 +1966,30 @@ async fn a_pool_resized_by_hand_during_a_merge_s_apply_is_not_touched() {
     // touched; a was applied as reviewed.
     assert_eq!(gpu_pool_count(&live, "fleet1-test-b").await, 2);
     assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 2);
+    // And the plan now, without asking: a new preflight at the merge commit, which would
+    // shrink b's pool back and so waits for /approve-destroy.
+    let preflight = eventually("a new fleet/preflight on the merge commit", || {
+        live.gh
+            .world()
+            .runs_on(REPO, &sha(90))
+            .into_iter()
+            .find(|r| r.name == "fleet/preflight" && r.conclusion.is_some())
+    })
+    .await;
+    let shrink = "1 deletion, replacement or shrink planned: the merge applies it only after /approve-destroy on this plan";
+    assert!(preflight.summary.contains(shrink), "{}", preflight.summary);
+    let comment = live
+        .bot_comments()
+        .into_iter()
+        .find(|c| c.body.starts_with("<!-- fleetbot:pr-comment"))
+        .unwrap();
+    assert!(comment.body.contains(shrink), "{}", comment.body);
+    assert!(
+        run.summary
+            .contains("A new fleet/preflight on this commit shows the plan now"),
+        "{}",
+        run.summary
+    );
     live.gh.assert_clean();
     live.assert_ids_kept().await;
     live.app.stop().await;

@@ -209,10 +209,19 @@ impl Bot {
         let repo = self.github.repo(job.installation_id, name);
         let key = self.alias_key(job.installation_id);
         match job::run(&repo, &self.settings, deployer, id, &job, &key).await? {
-            JobEnd::Published(report) => Ok(Handled::Applied {
-                conclusion: report.conclusion(),
-                refusals: report.refusals(),
-            }),
+            JobEnd::Published(report) => {
+                // The cloud changed under a target since review: what it would take now is
+                // planned afresh at the applied commit, so the person the run asks for sees
+                // it (and `/approve-destroy` approves exactly it) without asking.
+                if report.changed_since_review() {
+                    self.preflight(&repo, job.number, &job.sha, &job.base_sha)
+                        .await?;
+                }
+                Ok(Handled::Applied {
+                    conclusion: report.conclusion(),
+                    refusals: report.refusals(),
+                })
+            }
             JobEnd::Wait { holder, until } => Ok(Handled::Deferred {
                 reason: format!("a fleet is locked by {holder}"),
                 until,

@@ -426,7 +426,7 @@ fn fleet_words(f: &FleetApply) -> (&'static str, Option<String>, Vec<String>) {
         FleetOutcome::ChangedSinceReview => (
             "waiting: the cloud changed since review",
             say(
-                "The cloud changed since the plan was reviewed (by hand, or another apply), so these targets were not touched: nothing was applied that nobody was shown. /plan shows the plan now; /apply applies it once reviewed:",
+                "The cloud changed since the plan was reviewed (by hand, or another apply), so these targets were not touched: nothing was applied that nobody was shown. A new fleet/preflight on this commit shows the plan now; /apply applies it once reviewed (/approve-destroy first if it deletes):",
             ),
             f.changed_targets.clone(),
         ),

@@ -147,6 +147,13 @@ impl ApplyReport {
         CheckConclusion::Neutral
     }
 
+    /// Whether a fleet was left untouched because the cloud changed since review.
+    pub fn changed_since_review(&self) -> bool {
+        self.fleets
+            .iter()
+            .any(|f| f.outcome == FleetOutcome::ChangedSinceReview)
+    }
+
     /// The reason of each fleet the guard refused.
     pub fn refusals(&self) -> Vec<&'static str> {
         self.fleets
