@@ -8,6 +8,7 @@
 //! migrations ([`migrate`]) and the same statements ([`sql`]), and both pass the same
 //! conformance suite (`tests/store_conformance.rs`). `FLEETBOT_STORE` picks one ([`StoreUrl`]).
 
+mod backends;
 pub mod deploy;
 pub mod inventory;
 pub mod lock;

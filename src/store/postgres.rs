@@ -169,7 +169,7 @@ impl PostgresStore {
     }
 }
 
-crate::store::inventory::inventory_impl!(PostgresStore, |s: &PostgresStore| s.location.clone());
+crate::store::backends::inventory_impl!(PostgresStore, |s: &PostgresStore| s.location.clone());
 
 /// Serializes the upkeep of the queue's heads (enqueue, and finishes that end a job) across
 /// replicas, so two concurrent changes cannot both miss the job that should become a head.
@@ -253,7 +253,7 @@ async fn promote(
         .map(|_| ())
 }
 
-crate::store::queue::queue_impl!(PostgresStore, {
+crate::store::backends::queue_impl!(PostgresStore, {
     async fn enqueue_deliveries(
         &self,
         jobs: &[NewJob],

@@ -218,7 +218,7 @@ impl SqliteStore {
     }
 }
 
-crate::store::inventory::inventory_impl!(SqliteStore, |s: &SqliteStore| s
+crate::store::backends::inventory_impl!(SqliteStore, |s: &SqliteStore| s
     .path
     .display()
     .to_string());
@@ -237,7 +237,7 @@ impl SqliteStore {
     }
 }
 
-crate::store::queue::queue_impl!(SqliteStore, {
+crate::store::backends::queue_impl!(SqliteStore, {
     async fn enqueue_deliveries(
         &self,
         jobs: &[NewJob],
@@ -333,7 +333,7 @@ crate::store::queue::queue_impl!(SqliteStore, {
     }
 });
 
-crate::store::deploy::deploy_impl!(SqliteStore, {
+crate::store::backends::deploy_impl!(SqliteStore, {
     async fn record_reviewed_plan(&self, plan: &ReviewedPlan) -> Result<(), StoreError> {
         let plan = plan.clone();
         self.on_writer(move |c| sqlite_writer::record_reviewed_plan(c.full()?, &plan))

@@ -8,7 +8,7 @@ use crate::store::deploy::{
 };
 use crate::store::sql;
 
-crate::store::deploy::deploy_impl!(PostgresStore, {
+crate::store::backends::deploy_impl!(PostgresStore, {
     async fn record_reviewed_plan(&self, p: &ReviewedPlan) -> Result<(), StoreError> {
         self.write(
             sqlx::query(sql::UPSERT_REVIEWED_PLAN)
