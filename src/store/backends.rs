@@ -3,10 +3,41 @@
 //! its own way (SQLite's single writer, PostgreSQL's transactions and row locks). The
 //! conformance suite runs every statement against both.
 
-/// The one implementation of [`InventoryStore`](super::InventoryStore) over both backends: their reads and writes are
-/// the same statements (`store::sql`), and the stores differ only in their pool, their writer
-/// (SQLite's is gated to one at a time) and where they are (`$location`). Each store has
-/// `pool`, `write(query)`, `unreadable(e)` and `write_error(e)`.
+/// The row `$sql` selects with `$binds` bound in order, decoded by `$decode`, on `$store`'s
+/// pool (`None` when there is none); any failure is the store being unreadable.
+macro_rules! read_one {
+    ($store:expr, $sql:expr, [$($bind:expr),*], $decode:path) => {{
+        let row = sqlx::query($sql)
+            $(.bind($bind))*
+            .fetch_optional(&$store.pool)
+            .await
+            .map_err(|e| $store.unreadable(e))?;
+        row.as_ref()
+            .map($decode)
+            .transpose()
+            .map_err(|e| $store.unreadable(e))
+    }};
+}
+
+/// Every row `$sql` selects with `$binds`, decoded by `$decode`, as [`read_one!`] reads one.
+macro_rules! read_all {
+    ($store:expr, $sql:expr, [$($bind:expr),*], $decode:path) => {{
+        let rows = sqlx::query($sql)
+            $(.bind($bind))*
+            .fetch_all(&$store.pool)
+            .await
+            .map_err(|e| $store.unreadable(e))?;
+        rows.iter()
+            .map($decode)
+            .collect::<Result<_, _>>()
+            .map_err(|e| $store.unreadable(e))
+    }};
+}
+
+/// The one implementation of [`InventoryStore`](super::InventoryStore) over both backends: their
+/// reads and writes are the same statements (`store::sql`), and the stores differ only in their
+/// pool, their writer (SQLite's is gated to one at a time) and where they are (`$location`). Each
+/// store has `pool`, `write(query)`, `unreadable(e)` and `write_error(e)`.
 macro_rules! inventory_impl {
     ($store:ty, $location:expr) => {
         #[async_trait::async_trait]
@@ -40,17 +71,12 @@ macro_rules! inventory_impl {
                 project_key: &str,
                 cluster_name: &str,
             ) -> Result<Option<crate::store::TargetRecord>, crate::store::StoreError> {
-                let row = sqlx::query(crate::store::sql::SELECT_TARGET)
-                    .bind(fleet)
-                    .bind(project_key)
-                    .bind(cluster_name)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(|e| self.unreadable(e))?;
-                row.as_ref()
-                    .map(crate::store::sql::target_from)
-                    .transpose()
-                    .map_err(|e| self.unreadable(e))
+                crate::store::backends::read_one!(
+                    self,
+                    crate::store::sql::SELECT_TARGET,
+                    [fleet, project_key, cluster_name],
+                    crate::store::sql::target_from
+                )
             }
 
             async fn upsert_target(
@@ -83,15 +109,12 @@ macro_rules! inventory_impl {
                 &self,
                 fleet: &str,
             ) -> Result<Vec<crate::store::ProjectRecord>, crate::store::StoreError> {
-                let rows = sqlx::query(crate::store::sql::SELECT_PROJECTS)
-                    .bind(fleet)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(|e| self.unreadable(e))?;
-                rows.iter()
-                    .map(crate::store::sql::project_from)
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| self.unreadable(e))
+                crate::store::backends::read_all!(
+                    self,
+                    crate::store::sql::SELECT_PROJECTS,
+                    [fleet],
+                    crate::store::sql::project_from
+                )
             }
 
             async fn upsert_project(
@@ -154,9 +177,9 @@ macro_rules! inventory_impl {
 }
 pub(crate) use inventory_impl;
 
-/// The one implementation of [`DeployStore`](super::DeployStore) over both backends: its reads are the same
-/// statements (`store::sql`) on each store's `pool`; its writes, which SQLite runs on its one
-/// writer and PostgreSQL in transactions, are each store's own (`$writes`). Each store has
+/// The one implementation of [`DeployStore`](super::DeployStore) over both backends: its reads are
+/// the same statements (`store::sql`) on each store's `pool`; its writes, which SQLite runs on its
+/// one writer and PostgreSQL in transactions, are each store's own (`$writes`). Each store has
 /// `pool` and `unreadable(e)`.
 macro_rules! deploy_impl {
     ($store:ty, { $($writes:tt)* }) => {
@@ -168,32 +191,24 @@ macro_rules! deploy_impl {
                 head_sha: &str,
                 fleet_path: &str,
             ) -> Result<Option<crate::store::deploy::ReviewedPlan>, crate::store::StoreError> {
-                let row = sqlx::query(crate::store::sql::SELECT_REVIEWED_PLAN)
-                    .bind(pr_key)
-                    .bind(head_sha)
-                    .bind(fleet_path)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(|e| self.unreadable(e))?;
-                row.as_ref()
-                    .map(crate::store::sql::reviewed_plan_from)
-                    .transpose()
-                    .map_err(|e| self.unreadable(e))
+                crate::store::backends::read_one!(
+                    self,
+                    crate::store::sql::SELECT_REVIEWED_PLAN,
+                    [pr_key, head_sha, fleet_path],
+                    crate::store::sql::reviewed_plan_from
+                )
             }
 
             async fn pr_heads(
                 &self,
                 pr_key: &str,
             ) -> Result<Vec<crate::store::deploy::PrHead>, crate::store::StoreError> {
-                let rows = sqlx::query(crate::store::sql::SELECT_PR_HEADS)
-                    .bind(pr_key)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(|e| self.unreadable(e))?;
-                rows.iter()
-                    .map(crate::store::sql::pr_head_from)
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| self.unreadable(e))
+                crate::store::backends::read_all!(
+                    self,
+                    crate::store::sql::SELECT_PR_HEADS,
+                    [pr_key],
+                    crate::store::sql::pr_head_from
+                )
             }
 
             async fn apply_run(
@@ -201,16 +216,12 @@ macro_rules! deploy_impl {
                 job_id: &str,
                 fleet_path: &str,
             ) -> Result<Option<crate::store::deploy::ApplyRun>, crate::store::StoreError> {
-                let row = sqlx::query(crate::store::sql::SELECT_APPLY_RUN)
-                    .bind(job_id)
-                    .bind(fleet_path)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(|e| self.unreadable(e))?;
-                row.as_ref()
-                    .map(crate::store::sql::apply_run_from)
-                    .transpose()
-                    .map_err(|e| self.unreadable(e))
+                crate::store::backends::read_one!(
+                    self,
+                    crate::store::sql::SELECT_APPLY_RUN,
+                    [job_id, fleet_path],
+                    crate::store::sql::apply_run_from
+                )
             }
 
             async fn approval(
@@ -219,17 +230,12 @@ macro_rules! deploy_impl {
                 fleet_path: &str,
                 digest: &str,
             ) -> Result<Option<crate::store::deploy::Approval>, crate::store::StoreError> {
-                let row = sqlx::query(crate::store::sql::SELECT_APPROVAL)
-                    .bind(pr_key)
-                    .bind(fleet_path)
-                    .bind(digest)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(|e| self.unreadable(e))?;
-                row.as_ref()
-                    .map(crate::store::sql::approval_from)
-                    .transpose()
-                    .map_err(|e| self.unreadable(e))
+                crate::store::backends::read_one!(
+                    self,
+                    crate::store::sql::SELECT_APPROVAL,
+                    [pr_key, fleet_path, digest],
+                    crate::store::sql::approval_from
+                )
             }
 
             async fn audit(
@@ -237,16 +243,15 @@ macro_rules! deploy_impl {
                 repo: &str,
                 limit: usize,
             ) -> Result<Vec<crate::store::deploy::AuditEntry>, crate::store::StoreError> {
-                let rows = sqlx::query(crate::store::sql::SELECT_AUDIT)
-                    .bind(crate::store::deploy::repo_key(repo))
-                    .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(|e| self.unreadable(e))?;
-                rows.iter()
-                    .map(crate::store::sql::audit_from)
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| self.unreadable(e))
+                crate::store::backends::read_all!(
+                    self,
+                    crate::store::sql::SELECT_AUDIT,
+                    [
+                        crate::store::deploy::repo_key(repo),
+                        i64::try_from(limit).unwrap_or(i64::MAX)
+                    ],
+                    crate::store::sql::audit_from
+                )
             }
 
             $($writes)*
@@ -255,10 +260,11 @@ macro_rules! deploy_impl {
 }
 pub(crate) use deploy_impl;
 
-/// The one implementation of [`JobQueue`](super::JobQueue) over both backends: what is the same statement on
-/// each store's `pool` is written here; enqueueing, claiming, renewing, finishing and the fleet
-/// lock, which SQLite runs on its one writer and PostgreSQL in transactions with row locks, are
-/// each store's own (`$own`). Each store has `pool`, `write(query)` and `queue_error(e)`.
+/// The one implementation of [`JobQueue`](super::JobQueue) over both backends: what is the same
+/// statement on each store's `pool` is written here; enqueueing, claiming, renewing, finishing and
+/// the fleet lock, which SQLite runs on its one writer and PostgreSQL in transactions with row
+/// locks, are each store's own (`$own`). Each store has `pool`, `write(query)` and
+/// `queue_error(e)`.
 macro_rules! queue_impl {
     ($store:ty, { $($own:tt)* }) => {
         impl crate::store::queue::JobQueue for $store {
@@ -335,3 +341,4 @@ macro_rules! queue_impl {
     };
 }
 pub(crate) use queue_impl;
+pub(crate) use {read_all, read_one};
