@@ -292,6 +292,14 @@ impl Live {
     }
 
     /// Nothing the cloud knows privately reached GitHub or the logs.
+    /// The end of a scenario: nothing private reached GitHub, no ID was sent anywhere it may
+    /// not go, and the server stops cleanly.
+    async fn finish(self) {
+        self.gh.assert_clean();
+        self.assert_ids_kept().await;
+        self.app.stop().await;
+    }
+
     async fn assert_ids_kept(&self) {
         self.gh.assert_never_sent(&self.tenant);
         let logs = self.app.log_text();
@@ -392,9 +400,7 @@ async fn a_merge_applies_the_reviewed_plan_once() {
         rerun.summary
     );
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// A public spec with placeholders (the rtxpro-mig example) is planned, budgeted and applied
@@ -449,9 +455,7 @@ async fn a_spec_with_placeholders_applies_with_the_servers_runtime_values() {
             "a capacity block ID was logged"
         );
     }
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 #[tokio::test]
@@ -507,9 +511,7 @@ async fn a_plan_that_drifted_since_review_waits_for_a_maintainer() {
         applied.summary
     );
     assert!(!live.sim.service.mutation_calls().is_empty());
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 #[tokio::test]
@@ -570,9 +572,7 @@ async fn a_destructive_merge_needs_an_approval_bound_to_its_plan() {
     assert!(applied.title.contains("1 deleted"), "{}", applied.title);
     assert!(live.clusters("fleet1-test-b").await.is_empty());
     assert_eq!(live.clusters("fleet1-test-a").await, vec!["cluster"]);
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 #[tokio::test]
@@ -887,9 +887,7 @@ async fn manual_apply_status_and_refusals_say_why() {
         "{reply}"
     );
     insta::assert_snapshot!("status_reply", stable(&reply));
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 #[tokio::test]
@@ -1289,9 +1287,7 @@ async fn reconcile_reports_drift_in_place_and_recovers_lost_deliveries() {
         (after.id, after.title.as_str()),
         (before.id, "In sync: 2 fleets match the cloud")
     );
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// The node count of `project`'s GPU pool.
@@ -1428,9 +1424,7 @@ async fn drift_apply_repairs_a_change_by_hand_and_the_tracking_issue_follows() {
     assert_eq!(closed.number, issue.number);
     assert_eq!(closed.title, "Fleet drift on main: back in sync");
     assert_eq!(live.gh.world().issues.len(), 1, "one tracking issue");
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// Issue 37: the manifest does not ask for Issues write, so with `drift.issue` on and the
@@ -1910,9 +1904,7 @@ async fn a_rerun_needs_applys_permission_and_applies_only_its_own_commit() {
     );
     assert_eq!(live.sim.service.mutation_calls(), Vec::<String>::new());
     assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 1);
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// Issue 53, item 1: the apply job planned, let the guard judge that plan, then planned again
@@ -1990,9 +1982,7 @@ async fn a_pool_resized_by_hand_during_a_merge_s_apply_is_not_touched() {
         "{}",
         run.summary
     );
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// Issue 53, item 1: a staged rollout deletes what the reviewed plan pruned, after its last
@@ -2057,9 +2047,7 @@ async fn a_rollout_s_last_pass_prunes_what_was_approved_and_touches_nothing_else
         .map(|g| g.spec.node_count)
         .collect();
     assert_eq!(cpu, vec![2]);
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// Issue 52, item 5: GitHub stamps a comment in whole seconds, so a head pushed within the
@@ -2228,9 +2216,7 @@ async fn apply_acts_only_on_the_head_its_comment_saw_as_the_comment_reads_now() 
     );
     assert_eq!(live.clusters("staging-a").await, vec!["cluster"]);
     assert_eq!(gpu_pool_count(&live, "fleet1-test-a").await, 2);
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// The reproduction of issue 32's "two files, one fleet": a pull request that changes
@@ -2329,9 +2315,7 @@ async fn two_spec_files_declaring_one_fleet_fail_the_preflight_and_apply_nothing
         "{}",
         copy_only.summary
     );
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }
 
 /// The reproduction of issue 32's "one typo deleted every GPU node group": `cuont:` for
@@ -2378,7 +2362,5 @@ async fn a_typo_that_empties_the_gpu_pools_is_annotated_and_never_applied_unappr
     for project in ["fleet1-test-a", "fleet1-test-b"] {
         assert_eq!(gpu_pool_count(&live, project).await, 1, "{project}");
     }
-    live.gh.assert_clean();
-    live.assert_ids_kept().await;
-    live.app.stop().await;
+    live.finish().await;
 }

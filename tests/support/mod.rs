@@ -182,18 +182,14 @@ where
 
 /// [`deploy`] as `fleetbot deploy --yes --allow-destroy` does: what the plan read now
 /// deletes, replaces or shrinks is applied too.
-pub async fn deploy_allowing_destroy<C, S>(
-    cloud: &C,
-    store: &S,
+pub async fn deploy_allowing_destroy(
+    cloud: &fleetbot::cloud::NebiusClient,
+    store: &fleetbot::store::SqliteStore,
     spec: &fleetbot::spec::FleetSpec,
     tenant: &str,
     options: &fleetbot::engine::ops::LifecycleOptions,
     progress: fleetbot::engine::ops::Progress,
-) -> Result<fleetbot::engine::ops::DeployResult, fleetbot::engine::ops::EngineError>
-where
-    C: fleetbot::cloud::Cloud + Clone + 'static,
-    S: fleetbot::store::InventoryStore + Clone + 'static,
-{
+) -> Result<fleetbot::engine::ops::DeployResult, fleetbot::engine::ops::EngineError> {
     let approved = fleetbot::fleet::apply::Approved::ByPerson {
         allow_destroy: true,
     };
