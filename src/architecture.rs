@@ -571,10 +571,10 @@ fn bot_holds_only_github_glue() {
 }
 
 /// What an apply keeps besides the cloud — its fleets' leases, its run record, the audit log —
-/// is none of GitHub's: `fleet::apply` writes it (`leases`, `guarded`, `audit`), and `bot`
-/// calls these store methods never.
+/// is none of GitHub's: `fleet::apply` writes it (`leases`, `guarded`, `audit`; the lease on
+/// an apply's acknowledgement too), and `bot` calls these store methods never.
 const APPLY_RECORDS: &[&str] = &[
-    ".take_lease(&key, job_id",
+    ".take_lease(",
     ".renew_lease(",
     ".release_lease(",
     ".break_lease(",

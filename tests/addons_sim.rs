@@ -25,9 +25,7 @@ use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};
 
 fn world(extra: &str) -> String {
-    include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
-        + extra
+    crate::support::quick_default_world() + extra
 }
 
 fn spec(ray_workers: u32) -> FleetSpec {

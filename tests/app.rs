@@ -469,8 +469,7 @@ async fn live_world(world_yaml: &str) -> Live {
 }
 
 fn fast_world() -> String {
-    include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+    crate::support::quick_default_world()
 }
 
 /// Neither the tenant nor any of its projects' IDs reached GitHub or the server's logs.
@@ -1728,12 +1727,7 @@ async fn job_processes_plan_against_the_server_s_embedded_simulator() {
     let gh = fake_github(&base_spec()).await;
     let dir = tempfile::tempdir().unwrap();
     let world = dir.path().join("world.yaml");
-    std::fs::write(
-        &world,
-        include_str!("../fixtures/sim/default.yaml")
-            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
-    )
-    .unwrap();
+    std::fs::write(&world, crate::support::quick_default_world()).unwrap();
     let mut opts = options(&gh, &dir, 1);
     opts.env = vec![
         ("FLEETBOT_CLOUD", "simulator".into()),

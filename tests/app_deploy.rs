@@ -53,8 +53,7 @@ struct Live {
 }
 
 fn fast_world() -> String {
-    include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+    crate::support::quick_default_world()
 }
 
 fn options(

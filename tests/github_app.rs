@@ -312,8 +312,7 @@ async fn live_world() -> Live {
     use crate::support::deploy;
     use fleetbot::engine::ops::LifecycleOptions;
     use fleetbot::fleet::live::CloudPlanner;
-    let world = include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
+    let world = crate::support::quick_default_world();
     let sim = support::simulator(&world).await;
     let tenant = sim.tenant_id();
     let client = support::client(&sim);

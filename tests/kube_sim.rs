@@ -25,8 +25,7 @@ use fleetbot::store::SqliteStore;
 use support::{client, simulator};
 
 fn world() -> String {
-    include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+    crate::support::quick_default_world()
 }
 
 fn spec(cpu_nodes: u32) -> FleetSpec {

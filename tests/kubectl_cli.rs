@@ -43,12 +43,7 @@ const TOKEN_NAME: &str = "kubectl-test-token";
 
 fn start_sim(home: &Path) -> Sim {
     let world = home.join("world.yaml");
-    std::fs::write(
-        &world,
-        include_str!("../fixtures/sim/default.yaml")
-            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
-    )
-    .unwrap();
+    std::fs::write(&world, crate::support::quick_default_world()).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_fleetbot"))
         .args([
             "sim",

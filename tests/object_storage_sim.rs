@@ -17,8 +17,7 @@ use fleetbot::store::SqliteStore;
 use support::{client, deploy, simulator};
 
 fn world(extra: &str) -> String {
-    let base = include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
+    let base = crate::support::quick_default_world();
     format!("{base}\n{extra}")
 }
 

@@ -23,8 +23,7 @@ use support::{client, simulator};
 const IMAGE: &str = "registry.example/fleetbot-probe@sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 fn world() -> String {
-    include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+    crate::support::quick_default_world()
 }
 
 /// A pod pinned to `node` running the probe with the host volumes the verifier mounts.

@@ -38,8 +38,7 @@ async fn boto3_round_trips_and_is_refused_a_wrong_secret_an_unknown_key_and_the_
     let Some(python) = boto3_python() else {
         return;
     };
-    let world = include_str!("../fixtures/sim/default.yaml")
-        .replace("operation_latency_ms: 150", "operation_latency_ms: 5");
+    let world = crate::support::quick_default_world();
     let sim = simulator(&world).await;
     let cloud = client(&sim);
     let key = |parts: &[&str]| idempotency_key(parts);

@@ -42,8 +42,7 @@ async fn the_official_sdk_agrees_with_the_simulator() {
     let (private, public) = support::rsa_keypair();
     let world = format!(
         "{}\nservice_accounts:\n  - name: sdk\n    public_key_pem: |\n{}",
-        include_str!("../fixtures/sim/default.yaml")
-            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
+        crate::support::quick_default_world(),
         public
             .lines()
             .map(|l| format!("      {l}\n"))

@@ -128,12 +128,7 @@ async fn verify_storage_passes_against_the_standalone_simulator_from_the_cli_and
 
     let dir = tempfile::tempdir().unwrap();
     let world = dir.path().join("world.yaml");
-    std::fs::write(
-        &world,
-        include_str!("../fixtures/sim/default.yaml")
-            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
-    )
-    .unwrap();
+    std::fs::write(&world, crate::support::quick_default_world()).unwrap();
     let sim =
         support::SimProcess::start("cli-token", &dir.path().join("world.state"), Some(&world));
     assert!(

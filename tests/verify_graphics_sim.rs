@@ -45,11 +45,7 @@ projects:
 #[tokio::test]
 async fn an_rtx_cluster_passes_a_plain_one_is_refused_and_a_broken_vulkan_is_partial() {
     let image = format!("registry.example/fleetbot-probe@sha256:{}", "9".repeat(64));
-    let sim = simulator(
-        &include_str!("../fixtures/sim/default.yaml")
-            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
-    )
-    .await;
+    let sim = simulator(&crate::support::quick_default_world()).await;
     sim.kube
         .shared
         .set_image(&image, env!("CARGO_BIN_EXE_fleetbot").into());

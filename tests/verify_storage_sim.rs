@@ -52,11 +52,7 @@ struct World {
 }
 
 async fn world() -> World {
-    let sim = simulator(
-        &include_str!("../fixtures/sim/default.yaml")
-            .replace("operation_latency_ms: 150", "operation_latency_ms: 5"),
-    )
-    .await;
+    let sim = simulator(&crate::support::quick_default_world()).await;
     sim.kube
         .shared
         .set_image(&image(), env!("CARGO_BIN_EXE_fleetbot").into());

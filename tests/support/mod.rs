@@ -12,14 +12,21 @@ pub const TOKEN: &str = "test-token-for-the-simulator";
 
 /// The embedded default world with quick operations and without the projects and capacity
 /// blocks it seeds for the example fleets: an empty tenant with generous allowances.
+/// The embedded default world (fixtures/sim/default.yaml) with quick operations: what most
+/// scenarios run in.
+pub fn quick_default_world() -> String {
+    include_str!("../../fixtures/sim/default.yaml")
+        .replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+}
+
 pub fn empty_default_world() -> String {
-    let text = include_str!("../../fixtures/sim/default.yaml");
+    let text = quick_default_world();
     let base = text
         .split("# --- the examples' existing resources ---")
         .next()
         .unwrap();
     assert!(base.len() < text.len(), "the examples' section is marked");
-    base.replace("operation_latency_ms: 150", "operation_latency_ms: 5")
+    base.to_string()
 }
 
 /// Starts a simulator for `world` (YAML) on 127.0.0.1 with a static test token.

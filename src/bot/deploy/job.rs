@@ -410,11 +410,13 @@ fn applied(
     mut names: PublicNames,
 ) -> FleetApply {
     let mut fleet = FleetApply::new(path, name, FleetOutcome::Applied);
+    let outcomes: std::collections::HashMap<String, _> = result
+        .clusters
+        .iter()
+        .map(|c| (format!("{}/{}", c.project_key, c.cluster_name), c))
+        .collect();
     for target in &planned.plan.targets {
-        let outcome = result
-            .clusters
-            .iter()
-            .find(|c| format!("{}/{}", c.project_key, c.cluster_name) == target.target);
+        let outcome = outcomes.get(&target.target);
         if let Some(c) = outcome
             && c.changed_since_plan
         {

@@ -483,25 +483,11 @@ impl Bot {
     /// complete. The first takes a lease on the job's acknowledgement; its job's retries
     /// re-take it (same delivery); the other is told it is handled.
     pub(super) async fn claim_acknowledgement(&self, job_id: &str, claimant: &str) -> bool {
-        const ACK_LEASE_MS: i64 = 10 * 60 * 1000;
-        let Some(deployer) = &self.settings.deploy else {
-            return true;
-        };
-        let key = format!("ack:{job_id}");
-        let now = crate::store::queue::now_ms();
-        match deployer
-            .state
-            .take_lease(&key, claimant, "acknowledging an apply", now, ACK_LEASE_MS)
-            .await
-        {
-            Ok(crate::store::LeaseTake::Acquired(_)) => true,
-            Ok(crate::store::LeaseTake::Held(_)) => false,
-            Err(e) => {
-                // Fail closed toward a duplicate run rather than a lost apply: the job id
-                // still makes the apply itself run once.
-                tracing::warn!("cannot take the acknowledgement lease: {e}");
-                true
+        match &self.settings.deploy {
+            Some(deployer) => {
+                crate::fleet::apply::leases::acknowledge_once(deployer, job_id, claimant).await
             }
+            None => true,
         }
     }
 }

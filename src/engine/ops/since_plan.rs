@@ -152,26 +152,18 @@ pub(super) fn differences(
     }
     if let Some(name) = filesystem {
         let then = observed.filesystems.iter().find(|f| f.name == name);
-        let same = match (then, &now.filesystem) {
-            (None, None) => true,
-            (Some(a), Some(b)) => {
-                a.id == b.id && a.resource_version == b.resource_version && a.labels == b.labels
-            }
-            _ => false,
-        };
+        let same = as_read(then, now.filesystem.as_ref(), |a, b| {
+            a.id == b.id && a.resource_version == b.resource_version && a.labels == b.labels
+        });
         if !same {
             found.push(format!("filesystem {name} was created, deleted or changed"));
         }
     }
     if let Some(name) = gpu_cluster {
         let then = observed.gpu_clusters.iter().find(|g| g.name == name);
-        let same = match (then, &now.gpu_cluster) {
-            (None, None) => true,
-            (Some(a), Some(b)) => {
-                a.id == b.id && a.infiniband_fabric == b.infiniband_fabric && a.labels == b.labels
-            }
-            _ => false,
-        };
+        let same = as_read(then, now.gpu_cluster.as_ref(), |a, b| {
+            a.id == b.id && a.infiniband_fabric == b.infiniband_fabric && a.labels == b.labels
+        });
         if !same {
             found.push(format!(
                 "GPU cluster {name} was created, deleted or changed"
@@ -206,6 +198,16 @@ pub(super) fn differences(
         text.push_str(&format!("; {more} more"));
     }
     Some(text)
+}
+
+/// Whether a resource is as the plan read it: absent then and now, or present both times and
+/// `same`.
+fn as_read<T>(then: Option<&T>, now: Option<&T>, same: impl Fn(&T, &T) -> bool) -> bool {
+    match (then, now) {
+        (None, None) => true,
+        (Some(a), Some(b)) => same(a, b),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

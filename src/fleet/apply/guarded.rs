@@ -133,13 +133,14 @@ impl Applied {
     pub fn verdict(&self) -> Verdict {
         let mut changed = false;
         let mut failed = self.result.pruned.iter().any(|e| e.status.is_failure());
+        let outcomes: std::collections::HashMap<String, _> = self
+            .result
+            .clusters
+            .iter()
+            .map(|c| (format!("{}/{}", c.project_key, c.cluster_name), c))
+            .collect();
         for target in &self.planned.plan.targets {
-            let outcome = self
-                .result
-                .clusters
-                .iter()
-                .find(|c| format!("{}/{}", c.project_key, c.cluster_name) == target.target);
-            match outcome {
+            match outcomes.get(&target.target) {
                 Some(c) if c.changed_since_plan => changed = true,
                 Some(c) if c.status.is_failure() => failed = true,
                 _ => {}

@@ -81,6 +81,34 @@ pub async fn unlock(deployer: &Deployer, name: &str) -> Result<Option<Lease>, St
     deployer.state.break_lease(&key).await
 }
 
+/// Whether `claimant` is the one to acknowledge apply `job_id` (start its check run): two
+/// deliveries of one request (a merge event and the push of its merge commit, or a redelivery)
+/// may reach two replicas at once, and only the first may. The same claimant may claim again
+/// (its job's retries). A lease that cannot be read says yes: a duplicate check run is better
+/// than a lost apply, and the job id still makes the apply itself run once.
+pub async fn acknowledge_once(deployer: &Deployer, job_id: &str, claimant: &str) -> bool {
+    const ACK_LEASE: Duration = Duration::from_secs(10 * 60);
+    let key = format!("ack:{job_id}");
+    match deployer
+        .state
+        .take_lease(
+            &key,
+            claimant,
+            "acknowledging an apply",
+            now_ms(),
+            ms(ACK_LEASE),
+        )
+        .await
+    {
+        Ok(LeaseTake::Acquired(_)) => true,
+        Ok(LeaseTake::Held(_)) => false,
+        Err(e) => {
+            tracing::warn!("cannot take the acknowledgement lease: {e}");
+            true
+        }
+    }
+}
+
 impl Held {
     /// Renews the leases every third of `ttl` until they are released; one that cannot be
     /// renewed sets [`Held::lost`].

@@ -171,21 +171,29 @@ pub struct Judged {
     prune: bool,
     /// What that plan read of the cloud, shared by the waves held to it.
     reading: std::sync::Arc<crate::engine::live::Observed>,
+    /// What that plan deletes, replaces or shrinks: all any wave may.
+    destructive: Destruction,
 }
 
 impl Judged {
     /// The plan `prepared` as the guard allowed it, pruning with `prune`.
     pub fn new(prepared: Prepared, prune: bool) -> Self {
         let reading = std::sync::Arc::new(prepared.observed.clone());
+        let destructive = Destruction::listed_in(&prepared.plan);
         Judged {
             prepared,
             prune,
             reading,
+            destructive,
         }
     }
 
-    fn approved(&self) -> Approved {
-        Approved::by_guard(self.prune, &self.prepared.plan)
+    /// The guard's approval of it, pruning as it allowed (`prune: false` for a wave).
+    fn approved(&self, prune: bool) -> Approved {
+        Approved::ByGuard {
+            prune: prune && self.prune,
+            destructive: self.destructive.clone(),
+        }
     }
 }
 
@@ -205,7 +213,7 @@ impl CloudPlanner {
         progress: Progress,
     ) -> Result<DeployResult, LiveError> {
         let (mk8s, _) = mk8s_only(spec);
-        let approved = judged.approved();
+        let approved = judged.approved(true);
         let options = LifecycleOptions {
             prune_only,
             ..bot_options(&mk8s, judged.prune)
@@ -243,10 +251,7 @@ impl CloudPlanner {
             approved_reading: Some(judged.reading.clone()),
             ..bot_options(&mk8s, false)
         };
-        let approved = Approved::ByGuard {
-            prune: false,
-            destructive: Destruction::listed_in(&judged.prepared.plan),
-        };
+        let approved = judged.approved(false);
         plan_and_apply(
             self.cloud(),
             self.inventory(),
