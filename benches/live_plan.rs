@@ -61,8 +61,7 @@ fn bench_fleet(c: &mut Criterion, projects: usize, clusters: usize) {
             ..LifecycleOptions::default()
         };
         let result = plan_and_apply(
-            &client,
-            &store,
+            &fleetbot::Session::over(client.clone(), store.clone()),
             &spec,
             &tenant,
             &options,

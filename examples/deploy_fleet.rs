@@ -50,7 +50,10 @@ async fn run(spec: &str, runtime: Option<&str>, destroy: bool) -> Result<bool, f
         .map(|path| RuntimeValues::load(path.as_ref()))
         .transpose()?;
     let fleet = Fleet::load_with(spec, values.as_ref())?;
-    let session = Session::from_env("").await?;
+    // The CLI's environment (credentials, FLEETBOT_CLOUD, FLEETBOT_TENANT_ID, …), read here at
+    // the program's edge: the library reads none.
+    let options = fleetbot::cli::env::session_options("")?;
+    let session = Session::connect(&options).await?;
     println!("fleet '{}' on {}", fleet.name(), session.description());
 
     let options = Options::default().progress(|line| eprintln!("  - {line}"));

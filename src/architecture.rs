@@ -654,3 +654,82 @@ fn no_production_file_is_too_long_to_read() {
     long.sort();
     assert!(long.is_empty(), "split these by idea:\n{}", long.join("\n"));
 }
+
+/// The struct fields in `text` that hold a cloud client, with the struct they are in.
+fn cloud_holders(text: &str) -> Vec<String> {
+    let head = regex::Regex::new(r"^\s*(?:pub(?:\([a-z]+\))? )?struct ([A-Z][A-Za-z0-9]*)")
+        .expect("regex");
+    let field = regex::Regex::new(
+        r"^\s*(?:pub(?:\([a-z]+\))? )?[a-z_][a-z0-9_]*: (?:Option<|Arc<|std::sync::Arc<)*(?:crate::cloud::client::)?NebiusClient\b",
+    )
+    .expect("regex");
+    let mut current = String::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(c) = head.captures(line) {
+            current = c[1].to_string();
+        } else if field.is_match(line) && !out.contains(&current) {
+            out.push(current.clone());
+        }
+    }
+    out
+}
+
+/// The one value that holds a cloud: `fleet::Session` (and its private `Link`, the reached
+/// cloud before it has an inventory). The cloud client and the simulator hold their own.
+const CLOUD_HOLDERS: &[&str] = &["fleet::connect::Link", "fleet::session::Session"];
+
+#[test]
+fn one_session_holds_the_cloud() {
+    let mut found = Vec::new();
+    for (file, path, _) in graph() {
+        if matches!(path.first().map(String::as_str), Some("cloud" | "sim")) {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).expect("readable source"));
+        for name in cloud_holders(&text) {
+            found.push(format!("{}::{name}", path.join("::")));
+        }
+    }
+    found.sort();
+    assert_eq!(
+        found, CLOUD_HOLDERS,
+        "one Session holds the cloud; fold a new holder into it"
+    );
+    let link =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fleet/connect.rs"))
+            .expect("readable source");
+    assert!(
+        link.contains("pub(super) struct Link"),
+        "Link stays fleet's own"
+    );
+    // The four holders of before: the CLI's connection, the planner, the deployer, the session.
+    let old = "pub struct Connection {\n    pub client: NebiusClient,\n}\npub struct CloudPlanner {\n    cloud: NebiusClient,\n}\npub struct Deployer {\n    pub applier: Arc<CloudPlanner>,\n}\npub struct Session<S> {\n    connection: Connection,\n}";
+    assert_eq!(cloud_holders(old), ["Connection", "CloudPlanner"]);
+}
+
+/// Where the environment is read: the edges (the commands, the server, the binary) and the
+/// simulator's kubelet, which hands its own `PATH` to the processes it runs.
+const READS_ENVIRONMENT: &[&str] = &["cli", "server", "main", "sim"];
+
+#[test]
+fn the_library_reads_no_environment_variable() {
+    let reads = regex::Regex::new(r"\benv::var(?:_os|s|s_os)?\(").expect("regex");
+    let mut problems = Vec::new();
+    for (file, path, _) in graph() {
+        if path.first().is_some_and(|m| {
+            READS_ENVIRONMENT.contains(&m.as_str()) || EXEMPT.contains(&m.as_str())
+        }) {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).expect("readable source"));
+        if reads.is_match(&text) {
+            problems.push(format!(
+                "{file}: reads the environment; take it as an option the CLI or the server fills (cli::env)"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(reads.is_match("let t = std::env::var(\"FLEETBOT_TENANT_ID\");"));
+    assert!(!reads.is_match("let exe = std::env::current_exe();"));
+}

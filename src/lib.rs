@@ -72,7 +72,7 @@ pub mod verify;
 pub use engine::FleetPlan;
 pub use engine::live::LivePlan;
 pub use engine::ops::{DeployResult, DestroyResult, StatusResult, TargetStatus};
-pub use fleet::{Error, Fleet, Options, Session};
+pub use fleet::{Error, Fleet, Options, Session, SessionOptions};
 pub use quota::budget::PreflightReport;
 pub use runtime::RuntimeValues;
 pub use spec::{FleetSpec, SpecError};

@@ -154,18 +154,6 @@ impl RuntimeValues {
         RuntimeValues::from_str(&text, &file)
     }
 
-    /// The file named by `--runtime-values` when given, else by `FLEETBOT_RUNTIME_VALUES`,
-    /// else none.
-    pub fn from_flag_or_env(flag: Option<&Path>) -> Result<Option<RuntimeValues>, SpecError> {
-        let from_env = std::env::var_os(RUNTIME_VALUES_ENV)
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from);
-        match flag.map(Path::to_path_buf).or(from_env) {
-            Some(path) => RuntimeValues::load(&path).map(Some),
-            None => Ok(None),
-        }
-    }
-
     /// Parses runtime values held in memory; `file` names them in errors.
     pub fn from_str(text: &str, file: &str) -> Result<RuntimeValues, SpecError> {
         let limits = yaml::Limits {

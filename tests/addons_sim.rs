@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::support::deploy;
+use crate::support::destroy;
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::domain::{Labels, ReleaseSpec, ReleaseState};
 use fleetbot::cloud::error::ErrorKind;
@@ -19,7 +20,6 @@ use fleetbot::engine::live::Action;
 use fleetbot::engine::ops::{
     LifecycleOptions, Progress, deployed_clusters, plan_is_quiet, prepare, status,
 };
-use fleetbot::fleet::apply::destroy;
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};

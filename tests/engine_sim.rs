@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::deploy;
+use crate::support::destroy;
 use fleetbot::cloud::Cloud;
 use fleetbot::cloud::client::idempotency_key;
 use fleetbot::cloud::domain::{ClusterSpec, Labels, State};
 use fleetbot::engine::desired::{LABEL_MANAGED_BY, MANAGED_BY};
 use fleetbot::engine::live::{Action, ProblemKind};
 use fleetbot::engine::ops::{LifecycleOptions, Progress, plan_is_quiet, prepare, status};
-use fleetbot::fleet::apply::destroy;
 use fleetbot::spec::{FleetSpec, load_str};
 use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};
@@ -1362,8 +1362,7 @@ async fn an_approval_destroys_only_what_its_plan_listed() {
         destructive: Destruction::Listed(Default::default()),
     };
     let result = plan_and_apply(
-        &cloud,
-        &store,
+        &crate::support::session(&cloud, &store),
         &changed,
         &tenant,
         &options(),
@@ -1392,8 +1391,7 @@ async fn an_approval_destroys_only_what_its_plan_listed() {
     // Approved on the plan that listed it: applied.
     let listed = Approved::by_guard(false, &plan.plan);
     let result = plan_and_apply(
-        &cloud,
-        &store,
+        &crate::support::session(&cloud, &store),
         &changed,
         &tenant,
         &options(),

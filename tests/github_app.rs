@@ -311,7 +311,6 @@ struct Live {
 async fn live_world() -> Live {
     use crate::support::deploy;
     use fleetbot::engine::ops::LifecycleOptions;
-    use fleetbot::fleet::live::CloudPlanner;
     let world = crate::support::quick_default_world();
     let sim = support::simulator(&world).await;
     let tenant = sim.tenant_id();
@@ -336,12 +335,12 @@ async fn live_world() -> Live {
     assert_eq!((result.deployed, result.failed), (2, 0), "{result:?}");
     let watched = crate::stores::WatchedStore::new(inventory.clone());
     let store_fails = watched.reads_fail.clone();
-    let cloud: Arc<CloudPlanner> = Arc::new(CloudPlanner::new(
-        client,
-        watched,
-        "the fleetbot simulator",
-        Some(tenant.clone()),
-    ));
+    // The simulator's own name: a client a test made knows no more than its endpoint.
+    let cloud = Arc::new(
+        fleetbot::Session::over(client, watched)
+            .with_tenant(tenant.clone())
+            .named("the fleetbot simulator"),
+    );
     let h = Harness::start_with(BotSettings {
         cloud: Some(cloud),
         ..BotSettings::default()

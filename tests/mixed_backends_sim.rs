@@ -10,11 +10,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::support::deploy;
+use crate::support::destroy;
 use fleetbot::cloud::Cloud;
 use fleetbot::clusters::{Access, ClusterClient, ClusterEndpoint, tokens_of};
 use fleetbot::engine::ops::{LifecycleOptions, deployed_clusters, status};
 use fleetbot::engine::target_status::TargetStatus;
-use fleetbot::fleet::apply::destroy;
 use fleetbot::spec::load_str;
 use fleetbot::store::{InventoryStore, SqliteStore};
 use support::{client, simulator};

@@ -211,7 +211,7 @@ pub async fn drift(
 async fn compare(
     repo: &RepoClient,
     settings: &BotSettings,
-    cloud: &crate::fleet::live::CloudPlanner,
+    cloud: &crate::fleet::Session,
     path: &str,
     head: &str,
     reads: &Arc<ReadCache>,
@@ -241,7 +241,7 @@ async fn compare(
         Ok(spec) => spec,
         Err(e) => return FleetDrift::not_compared(path, None, DriftState::Invalid, &e),
     };
-    let tenant = match cloud.tenant_for(&spec) {
+    let tenant = match cloud.app_tenant_for(&spec) {
         Ok(t) => t,
         Err(e) => {
             return FleetDrift::not_compared(

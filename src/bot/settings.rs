@@ -4,8 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::fleet::backend::Deployer;
-use crate::fleet::live::CloudPlanner;
+use crate::fleet::{Deploying, Session};
 use crate::quota::evidence::QuotaEvidence;
 
 /// Where quota evidence comes from for the budget, and for which tenant.
@@ -27,12 +26,10 @@ impl fmt::Debug for QuotaSource {
 /// How the bot works, beyond the GitHub client.
 #[derive(Clone)]
 pub struct BotSettings {
-    /// The cloud each changed spec is planned against, live; its quota evidence is the
-    /// budget's. Reads only.
-    pub cloud: Option<Arc<CloudPlanner>>,
-    /// What merges are applied with. Without it, a merge applies nothing (and says so only in
-    /// the log).
-    pub deploy: Option<Deployer>,
+    /// The session each changed spec is planned against, live; its quota evidence is the
+    /// budget's. When it [`applies`](Session::applies), merges are applied through it; else a
+    /// merge applies nothing (and says so only in the log).
+    pub cloud: Option<Arc<Session>>,
     /// Fixed quota evidence for the budget when there is no cloud. With neither, the budget is
     /// reported as not checked and `fleet/preflight` is `neutral`.
     pub quota: Option<QuotaSource>,
@@ -57,7 +54,7 @@ impl fmt::Debug for BotSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BotSettings")
             .field("cloud", &self.cloud.as_ref().map(|c| c.public_name()))
-            .field("deploy", &self.deploy)
+            .field("applies", &self.deploy().is_some())
             .field("quota", &self.quota)
             .field("max_fetched_files", &self.max_fetched_files)
             .field("max_file_bytes", &self.max_file_bytes)
@@ -72,7 +69,6 @@ impl Default for BotSettings {
     fn default() -> Self {
         BotSettings {
             cloud: None,
-            deploy: None,
             quota: None,
             max_fetched_files: 300,
             max_file_bytes: 1 << 20,
@@ -92,5 +88,10 @@ impl BotSettings {
         path: &str,
     ) -> Result<crate::spec::FleetSpec, crate::spec::SpecError> {
         crate::runtime::load_str_with(text, path, self.runtime.as_deref())
+    }
+
+    /// The session merges are applied through, when there is one that applies.
+    pub fn deploy(&self) -> Option<Deploying<'_>> {
+        self.cloud.as_deref().and_then(Session::deploying)
     }
 }

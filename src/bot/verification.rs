@@ -7,7 +7,7 @@ use crate::bot::report::verify::{
     FleetVerification, VerifyCheck, check_name, graphics_check, storage_check,
 };
 use crate::bot::report::verify_mig::mig_check;
-use crate::fleet::backend::Deployer;
+use crate::fleet::backend::Deploying;
 use crate::fleet::guard::PublicNames;
 use crate::github::{CheckOutput, CheckRunPayload, ClientError, RepoClient, RunningCheck};
 use crate::spec::FleetSpec;
@@ -67,7 +67,7 @@ struct Planned {
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn verify_and_publish(
     repo: &RepoClient,
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     kind: VerifyKind,
     sha: &str,
     external_id: String,
@@ -90,7 +90,7 @@ pub(crate) async fn verify_and_publish(
         .into_iter()
         .map(|(path, spec)| plan(deployer, &path, spec, pattern, sha, mig))
         .collect();
-    let applier = &deployer.applier;
+    let applier = &deployer.session;
     // Each kind has its own report type, so the loop is spelled once and typed per kind.
     macro_rules! each_fleet {
         ($method:ident) => {{
@@ -137,7 +137,7 @@ pub(crate) async fn verify_and_publish(
 
 /// What to verify of one spec: its tenant and the clusters the pattern selects.
 fn plan(
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     path: &str,
     spec: Option<FleetSpec>,
     pattern: Option<&str>,
@@ -186,7 +186,7 @@ fn plan(
             })
             .collect();
     }
-    planned.run = match deployer.applier.tenant_for(&spec) {
+    planned.run = match deployer.session.app_tenant_for(&spec) {
         Err(err) => Err(err.message),
         Ok(tenant) => Ok((spec, tenant, clusters)),
     };
@@ -199,7 +199,7 @@ fn plan(
 /// verification that cannot be published is logged: the apply's own result stands.
 pub(crate) async fn verify_after_apply(
     repo: &RepoClient,
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     job_id: &str,
     sha: &str,
     kinds: &[VerifyKind],

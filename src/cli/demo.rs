@@ -18,15 +18,13 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::git::Git;
+use crate::fleet::Session;
 use crate::fleet::apply::audit::Origin;
 use crate::fleet::apply::guarded::{Guarded, Review, Verdict, apply_alone};
-use crate::fleet::backend::Deployer;
-use crate::fleet::connect::{Connection, embedded_simulator_of};
 use crate::fleet::guard::Trigger;
-use crate::fleet::live::{CloudPlanner, VerifyConfig};
 use crate::sim::World;
 use crate::spec::FleetSpec;
-use crate::store::{DeployStore, SqliteStore};
+use crate::store::SqliteStore;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -142,57 +140,40 @@ fn repository(dir: &Path, out: &mut Steps) -> Result<Repo, String> {
     Ok(Repo { git, base, head })
 }
 
-/// The demo's cloud (the embedded simulator with its state inside the throwaway directory:
-/// never Nebius, whatever credentials this machine has), its store, and the App's planner.
+/// The demo's session (the embedded simulator with its state inside the throwaway directory:
+/// never Nebius, whatever credentials this machine has) as the App holds one, over one store
+/// that is its inventory, its deploy state and the dashboard's.
 struct Lab {
-    connection: Connection,
+    session: Arc<Session>,
     tenant: String,
     store: SqliteStore,
-    planner: Arc<CloudPlanner>,
 }
 
 impl Lab {
     async fn open(dir: &Path) -> Result<Lab, String> {
-        let world = World::embedded_default();
-        let connection = embedded_simulator_of(world, Some(dir.join("sim.state")))
-            .await
-            .map_err(|e| e.to_string())?;
-        let tenant = connection
-            .tenant_id
-            .clone()
-            .ok_or("the simulator names no tenant")?;
         let store = SqliteStore::open(&dir.join("fleetbot.sqlite"))
             .await
             .map_err(|e| e.to_string())?;
-        let probe_image = super::verify::simulated_probe_image(&connection)?;
-        let planner = Arc::new(
-            CloudPlanner::new(
-                connection.client.clone(),
-                store.clone(),
-                "the fleetbot simulator",
-                Some(tenant.clone()),
-            )
-            .with_verification(VerifyConfig {
-                probe_image,
-                evidence_root: Some(dir.join("evidence")),
-            }),
-        );
+        let session = Session::simulator_with(World::embedded_default(), dir.join("sim"))
+            .await
+            .map_err(|e| e.to_string())?
+            .with_inventory(store.clone())
+            .with_deploy_state(store.clone(), Duration::from_secs(120))
+            .with_evidence_dir(dir.join("evidence"));
+        let probe_image = session
+            .simulated_probe_image()
+            .map_err(|e| e.to_string())?
+            .ok_or("the simulator runs no probe")?;
+        let session = session.with_probe_image(probe_image);
+        let tenant = session.tenant_id().to_string();
+        if tenant.is_empty() {
+            return Err("the simulator names no tenant".into());
+        }
         Ok(Lab {
-            connection,
+            session: Arc::new(session),
             tenant,
             store,
-            planner,
         })
-    }
-
-    /// What the App's apply job holds: the planner applies, the store keeps the state.
-    fn deployer(&self) -> Deployer {
-        Deployer {
-            applier: self.planner.clone(),
-            state: Arc::new(self.store.clone()) as Arc<dyn DeployStore>,
-            tenant_id: self.tenant.clone(),
-            lease: Duration::from_secs(120),
-        }
     }
 
     /// Step 2, the preview: what the App would post on the pull request, and the reviewed plan
@@ -201,7 +182,7 @@ impl Lab {
         let preview = super::preview::LocalPreview::evaluate(
             repo.git.dir(),
             (Some("main"), "HEAD"),
-            self.planner.clone(),
+            self.session.clone(),
             REPO_NAME,
             PR,
         )
@@ -214,7 +195,7 @@ impl Lab {
             return Err("a check failed; the demo's change would not be merged".into());
         }
         preview
-            .record_reviewed(self.deployer(), REPO_NAME, PR, (&repo.base, &repo.head))
+            .record_reviewed(REPO_NAME, PR, (&repo.base, &repo.head))
             .await;
         out.done(&format!(
             "reviewed plan {} recorded",
@@ -257,7 +238,10 @@ impl Lab {
             pr: PR,
             sha: &merge,
         };
-        let deployer = self.deployer();
+        let deployer = self
+            .session
+            .deploying()
+            .ok_or("the demo's session does not apply")?;
         let guarded = apply_alone(&deployer, &review, &origin, &spec, out.progress())
             .await
             .map_err(|busy| format!("the fleet is locked by {}", busy.holder))?;
@@ -289,7 +273,7 @@ impl Lab {
     /// Step 4, storage verification on every worker, as /verify-storage runs it.
     async fn verify_storage(&self, spec: &FleetSpec, out: &mut Steps) -> Result<(), String> {
         let report = self
-            .planner
+            .session
             .verify_storage_fleet(spec, &self.tenant, Vec::new())
             .await
             .map_err(|e| e.to_string())?;
@@ -305,7 +289,7 @@ impl Lab {
     /// Step 5, the status of every target.
     async fn status(&self, spec: &FleetSpec, out: &mut Steps) -> Result<(), String> {
         let status = self
-            .planner
+            .session
             .fleet_status(spec)
             .await
             .map_err(|e| e.to_string())?;
@@ -321,7 +305,7 @@ impl Lab {
     /// Step 6, the dashboard, served as `fleetbot serve` serves it; up until Enter when `wait`.
     async fn dashboard(&self, wait: bool, out: &mut Steps) -> Result<(), String> {
         let quota = Arc::new(crate::server::dashboard::LiveQuota {
-            cloud: self.planner.clone(),
+            cloud: self.session.clone(),
             tenant_id: self.tenant.clone(),
         }) as Arc<dyn crate::server::dashboard::QuotaSource>;
         let dashboard =
@@ -369,8 +353,7 @@ impl Lab {
     /// Step 7, cleanup: the fleet destroyed again.
     async fn cleanup(&self, spec: &FleetSpec, out: &mut Steps) -> Result<(), String> {
         let destroyed = crate::fleet::apply::destroy(
-            &self.connection.client,
-            &self.store,
+            &self.session,
             spec,
             &crate::fleet::LifecycleOptions::default(),
             out.progress(),

@@ -14,7 +14,6 @@ use super::output::{OutputFormat, print_json};
 use crate::fleet::LifecycleOptions;
 use crate::fleet::apply::{Approved, apply, plan};
 use crate::fleet::live::{Action, LivePlan};
-use crate::fleet::open_inventory;
 use crate::fleet::select;
 
 #[derive(Debug, Args)]
@@ -199,17 +198,13 @@ pub fn run(args: DeployArgs) -> ExitCode {
         ExitCode::FAILURE
     };
     runtime.block_on(async {
-        let connection = match open_cloud(&profile).await {
-            Ok(c) => c,
+        let session = match open_cloud(&profile).await {
+            Ok(s) => s,
             Err(e) => return fail(e),
         };
-        let tenant = match resolve_tenant(&spec, &connection, &profile) {
+        let tenant = match resolve_tenant(&spec, &session, &profile) {
             Ok(t) => t,
             Err(e) => return fail(e),
-        };
-        let store = match open_inventory(&connection).await {
-            Ok(s) => s,
-            Err(e) => return fail(e.to_string()),
         };
         let options = LifecycleOptions {
             ssh_public_key: resolve_ssh_key(&spec, true),
@@ -217,7 +212,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
         };
         // The plan is read first (nothing is changed) so the confirmation can say what the
         // deploy deletes or shrinks, and what is applied is exactly what was confirmed.
-        let prepared = match plan(&connection.client, &store, &spec, &tenant, &options).await {
+        let prepared = match plan(&session, &spec, &tenant, &options).await {
             Ok(p) => p,
             Err(e) => return fail(e.to_string()),
         };
@@ -254,8 +249,7 @@ pub fn run(args: DeployArgs) -> ExitCode {
             allow_destroy |= !args.yes;
         }
         match apply(
-            &connection.client,
-            &store,
+            &session,
             &spec,
             &tenant,
             &options,

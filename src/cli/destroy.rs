@@ -10,7 +10,6 @@ use super::lifecycle::{confirm, open_cloud, progress_for, runtime_for};
 use super::output::{OutputFormat, print_json};
 use crate::fleet::LifecycleOptions;
 use crate::fleet::apply::destroy;
-use crate::fleet::open_inventory;
 use crate::fleet::select;
 
 #[derive(Debug, Args)]
@@ -118,23 +117,11 @@ pub fn run(args: DestroyArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     runtime.block_on(async {
-        let connection = match open_cloud(&profile).await {
-            Ok(c) => c,
+        let session = match open_cloud(&profile).await {
+            Ok(s) => s,
             Err(e) => return fail(e),
         };
-        let store = match open_inventory(&connection).await {
-            Ok(s) => s,
-            Err(e) => return fail(e.to_string()),
-        };
-        match destroy(
-            &connection.client,
-            &store,
-            &spec,
-            &options,
-            progress_for(targets.len(), json),
-        )
-        .await
-        {
+        match destroy(&session, &spec, &options, progress_for(targets.len(), json)).await {
             Ok(result) => {
                 if json {
                     print_json(&result);

@@ -10,9 +10,7 @@ use clap::Args;
 use super::lifecycle::{open_cloud, profile_for, runtime, runtime_for};
 use crate::clusters::kubeconfig::{ExecCommand, KubeconfigEntry, exec_credential, render};
 use crate::clusters::{ClusterEndpoint, context_name};
-use crate::fleet::connect::{ConnectOptions, Connection, connect_configured};
-use crate::fleet::live::deployed_clusters;
-use crate::fleet::open_inventory;
+use crate::fleet::Session;
 
 #[derive(Debug, Args)]
 pub struct KubeconfigArgs {
@@ -83,8 +81,8 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
         }
     };
     runtime.block_on(async {
-        let connection = match open_cloud(&profile).await {
-            Ok(c) => c,
+        let session = match open_cloud(&profile).await {
+            Ok(s) => s,
             Err(e) => {
                 eprintln!("{e}");
                 return ExitCode::FAILURE;
@@ -93,8 +91,8 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
         // On the embedded simulator, the clusters must outlive this command: the kubeconfig
         // points at the resident simulator of the same state, started here if none runs; but
         // only when there is a cluster to point at (a kubeconfig of nothing starts nothing).
-        if connection.simulator.is_some() {
-            match reachable(&connection, &spec, &only_projects, &only_clusters).await {
+        if session.is_embedded() {
+            match reachable(&session, &spec, &only_projects, &only_clusters).await {
                 Ok((entries, _)) if entries.is_empty() => {
                     eprintln!(
                         "fleetbot: no selected cluster can be reached; no kubeconfig written"
@@ -108,7 +106,7 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
                 }
             }
         }
-        let (connection, sim_state) = match residentially(connection, &profile).await {
+        let (session, sim_state) = match residentially(session, &profile).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("fleetbot: {e}");
@@ -116,7 +114,7 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             }
         };
         let (entries, left_out) =
-            match reachable(&connection, &spec, &only_projects, &only_clusters).await {
+            match reachable(&session, &spec, &only_projects, &only_clusters).await {
                 Ok(found) => found,
                 Err(e) => {
                     eprintln!("{e}");
@@ -154,7 +152,7 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
             }
             None => print!("{text}"),
         }
-        if let Some(resident) = &connection.resident {
+        if let Some(resident) = session.resident_simulator() {
             eprintln!(
                 "fleetbot: the clusters are served by the resident simulator (pid {}) until it is stopped: `kill {}`",
                 resident.pid, resident.pid
@@ -168,26 +166,18 @@ pub fn run(args: KubeconfigArgs) -> ExitCode {
     })
 }
 
-/// The kubeconfig entries of the selected clusters `connection` reaches, and how many were
-/// left out (each named on stderr).
+/// The kubeconfig entries of the selected clusters `session` reaches, and how many were left
+/// out (each named on stderr).
 async fn reachable(
-    connection: &Connection,
+    session: &Session,
     spec: &crate::spec::FleetSpec,
     only_projects: &[String],
     only_clusters: &[String],
 ) -> Result<(Vec<KubeconfigEntry>, usize), String> {
-    let store = open_inventory(connection)
+    let targets = session
+        .deployed_clusters(spec, only_projects, only_clusters)
         .await
         .map_err(|e| e.to_string())?;
-    let targets = deployed_clusters(
-        &connection.client,
-        &store,
-        spec,
-        only_projects,
-        only_clusters,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
     let mut entries = Vec::new();
     let mut left_out = 0;
     for target in &targets {
@@ -213,24 +203,22 @@ async fn reachable(
     Ok((entries, left_out))
 }
 
-/// The connection, moved to the resident simulator when it is the embedded one (the
-/// in-process simulator stops, its state saved, and the resident serves that state), with the
-/// state the resident serves; a real cloud's connection as it is, with none.
+/// The session, moved to the resident simulator when it is the embedded one (the in-process
+/// simulator stops, its state saved, and the resident serves that state), with the state the
+/// resident serves; a real cloud's session as it is, with none.
 async fn residentially(
-    connection: Connection,
+    session: Session,
     profile: &str,
-) -> Result<(Connection, Option<PathBuf>), String> {
-    if connection.resident.is_none() && connection.simulator.is_none() {
-        return Ok((connection, None));
+) -> Result<(Session, Option<PathBuf>), String> {
+    if !session.is_simulated() {
+        return Ok((session, None));
     }
-    let options = ConnectOptions::from_env(profile).map_err(|e| e.to_string())?;
+    let options = super::env::session_options(profile).map_err(|e| e.to_string())?;
     let state = crate::fleet::connect::sim_state_path(&options).map_err(|e| e.to_string())?;
-    if connection.resident.is_some() {
-        return Ok((connection, Some(state)));
+    if session.resident_simulator().is_some() {
+        return Ok((session, Some(state)));
     }
-    if let Some(simulator) = connection.simulator {
-        simulator.stop().await;
-    }
+    session.stop().await;
     let world = options.sim_world.clone();
     let serves = state.clone();
     tokio::task::spawn_blocking(move || crate::fleet::resident::ensure(&serves, world.as_deref()))
@@ -275,15 +263,15 @@ pub fn run_token(args: KubeTokenArgs) -> ExitCode {
         };
     }
     runtime.block_on(async {
-        let options = match ConnectOptions::from_env(&args.profile) {
+        let options = match super::env::session_options(&args.profile) {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("fleetbot kube-token: {e}");
                 return ExitCode::FAILURE;
             }
         };
-        let connection = match connect_configured(&options).await {
-            Ok(Some(c)) if !c.is_simulated() => c,
+        let session = match Session::connect_configured(&options).await {
+            Ok(Some(s)) if !s.is_simulated() => s,
             Ok(_) => {
                 eprintln!(
                     "fleetbot kube-token: no Nebius credentials configured (NEBIUS_IAM_TOKEN or a service-account profile); an embedded simulator's token would end with this command"
@@ -295,7 +283,7 @@ pub fn run_token(args: KubeTokenArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        match connection.client.bearer_token().await {
+        match session.bearer_token().await {
             Ok(token) => {
                 println!("{}", exec_credential(&token));
                 ExitCode::SUCCESS

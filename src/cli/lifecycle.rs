@@ -2,14 +2,10 @@
 //! key, opening the inventory, confirming, and printing progress.
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::fleet::Event;
-use crate::fleet::Progress;
-use crate::fleet::connect::{ConnectOptions, Connection, connect};
 use crate::fleet::connect::{NebiusConfig, default_config_path};
-use crate::fleet::env_tenant;
+use crate::fleet::{Event, Progress, Session};
 use crate::spec::FleetSpec;
 use crate::spec::select::{SelectError, parse_selector, select};
 
@@ -43,7 +39,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
 /// serves in this process and keeps the runtime of several threads it shares with the client
 /// (on a thread of its own it answered 10-15 % slower: every call then crosses threads too).
 pub fn runtime_for(profile: &str) -> Result<tokio::runtime::Runtime, String> {
-    let elsewhere = ConnectOptions::from_env(profile).is_ok_and(|o| o.names_a_cloud());
+    let elsewhere = super::env::session_options(profile).is_ok_and(|o| o.names_a_cloud());
     if !elsewhere {
         return runtime();
     }
@@ -53,14 +49,17 @@ pub fn runtime_for(profile: &str) -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
-/// Connects as the environment says and names the cloud on stderr.
-pub async fn open_cloud(profile: &str) -> Result<Connection, String> {
-    let options = ConnectOptions::from_env(profile).map_err(|e| e.to_string())?;
-    let connection = connect(&options).await.map_err(|e| e.to_string())?;
-    if !connection.is_simulated() {
-        eprintln!("fleetbot: talking to {}", connection.client.description());
+/// The session the environment says (the cloud, the CLI's inventory, the tenant), the cloud
+/// named on stderr.
+pub async fn open_cloud(profile: &str) -> Result<Session, String> {
+    let options = super::env::session_options(profile).map_err(|e| e.to_string())?;
+    let session = Session::connect(&options)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !session.is_simulated() {
+        eprintln!("fleetbot: talking to {}", session.description());
     }
-    Ok(connection)
+    Ok(session)
 }
 
 /// The names `--only-projects` and `--only-clusters` give (each `None` when not given: no
@@ -129,26 +128,21 @@ pub fn profile_for(spec: &FleetSpec, flag: &str) -> String {
     }
 }
 
-/// The tenant: the spec's, else `FLEETBOT_TENANT_ID` (as the server reads it), else what the
-/// credentials' source names (the simulator's tenant, a profile's `tenant-id`), else the named
-/// or active profile's in `~/.nebius/config.yaml`.
+/// The tenant: the spec's, else the session's (`FLEETBOT_TENANT_ID`, as the server reads it,
+/// else what the credentials' source names: the simulator's tenant, a profile's
+/// `tenant-id`), else the named or active profile's in `~/.nebius/config.yaml`.
 pub fn resolve_tenant(
     spec: &FleetSpec,
-    connection: &Connection,
+    session: &Session,
     profile: &str,
 ) -> Result<String, String> {
     if !spec.tenant_id.is_empty() {
         return Ok(spec.tenant_id.clone());
     }
-    if let Some(tenant) = env_tenant() {
-        return Ok(tenant);
+    if !session.tenant_id().is_empty() {
+        return Ok(session.tenant_id().to_string());
     }
-    if let Some(tenant) = connection.tenant_id.clone().filter(|t| !t.is_empty()) {
-        return Ok(tenant);
-    }
-    let path = std::env::var_os("FLEETBOT_NEBIUS_CONFIG")
-        .map(PathBuf::from)
-        .or_else(default_config_path);
+    let path = super::env::nebius_config().or_else(default_config_path);
     let config = match path {
         Some(path) => NebiusConfig::load(&path).map_err(|e| e.to_string())?,
         None => NebiusConfig::default(),

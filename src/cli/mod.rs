@@ -4,6 +4,7 @@ mod args;
 pub mod demo;
 pub mod deploy;
 pub mod destroy;
+pub mod env;
 mod git;
 pub mod kubeconfig;
 pub mod lifecycle;

@@ -69,7 +69,7 @@ pub(crate) fn load_spec_to(
     runtime_values: Option<&std::path::Path>,
     stderr: &mut dyn std::io::Write,
 ) -> Result<crate::spec::FleetSpec, u8> {
-    let runtime = crate::runtime::RuntimeValues::from_flag_or_env(runtime_values).map_err(|e| {
+    let runtime = super::env::runtime_values(runtime_values).map_err(|e| {
         let _ = writeln!(stderr, "Invalid runtime values: {e}");
         EXIT_INVALID_SPEC
     })?;
@@ -242,7 +242,6 @@ fn live_plan(
     use super::lifecycle::{open_cloud, resolve_ssh_key, resolve_tenant, runtime_for};
     use crate::fleet::LifecycleOptions;
     use crate::fleet::apply;
-    use crate::fleet::open_inventory;
     let prefix = if args.project_prefix.is_empty() {
         &spec.project_prefix
     } else {
@@ -261,11 +260,8 @@ fn live_plan(
     })?;
     runtime
         .block_on(async {
-            let connection = open_cloud(&profile).await?;
-            let tenant = resolve_tenant(spec, &connection, &profile)?;
-            let store = open_inventory(&connection)
-                .await
-                .map_err(|e| e.to_string())?;
+            let session = open_cloud(&profile).await?;
+            let tenant = resolve_tenant(spec, &session, &profile)?;
             let options = LifecycleOptions {
                 only_projects: only_projects.clone(),
                 only_clusters: only_clusters.clone(),
@@ -274,7 +270,7 @@ fn live_plan(
                 ssh_public_key: resolve_ssh_key(spec, false),
                 ..LifecycleOptions::default()
             };
-            apply::plan(&connection.client, &store, spec, &tenant, &options)
+            apply::plan(&session, spec, &tenant, &options)
                 .await
                 .map(|prepared| prepared.plan)
                 .map_err(|e| e.to_string())

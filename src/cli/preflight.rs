@@ -86,8 +86,7 @@ fn run_live(args: PreflightArgs) -> ExitCode {
     use super::preflight_run::run_with;
     use crate::fleet::LifecycleOptions;
     use crate::fleet::apply;
-    use crate::fleet::live::{live_evidence, proven_state};
-    use crate::fleet::open_inventory;
+    use crate::fleet::live::proven_state;
 
     let spec = match args.spec.load() {
         Ok(spec) => spec,
@@ -111,13 +110,12 @@ fn run_live(args: PreflightArgs) -> ExitCode {
         }
     };
     let gathered = runtime.block_on(async {
-        let connection = open_cloud(&profile).await?;
+        let session = open_cloud(&profile).await?;
         let tenant = if args.tenant_id.is_empty() {
-            resolve_tenant(&spec, &connection, &profile)?
+            resolve_tenant(&spec, &session, &profile)?
         } else {
             args.tenant_id.clone()
         };
-        let store = open_inventory(&connection).await.map_err(|e| e.to_string())?;
         let options = LifecycleOptions {
             only_projects,
             only_clusters,
@@ -125,10 +123,10 @@ fn run_live(args: PreflightArgs) -> ExitCode {
             ssh_public_key: resolve_ssh_key(&spec, false),
             ..LifecycleOptions::default()
         };
-        let prepared = apply::plan(&connection.client, &store, &spec, &tenant, &options)
+        let prepared = apply::plan(&session, &spec, &tenant, &options)
             .await
             .map_err(|e| e.to_string())?;
-        let evidence = live_evidence(&connection.client, &tenant).await.map_err(|e| {
+        let evidence = session.live_evidence(&tenant).await.map_err(|e| {
             format!("could not read tenant quota allowances; refusing to create projects or resources without capacity evidence ({e})")
         })?;
         Ok::<_, String>((tenant, proven_state(&prepared.plan), evidence))

@@ -184,7 +184,7 @@ pub fn resolve_tenant(
     if !spec.tenant_id.is_empty() {
         return Ok(spec.tenant_id.clone());
     }
-    if let Some(tenant) = crate::fleet::env_tenant() {
+    if let Some(tenant) = super::env::tenant() {
         return Ok(tenant);
     }
     let profile = if profile.is_empty() {

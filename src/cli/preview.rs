@@ -22,8 +22,7 @@ use crate::bot::jobs::preflight::{Change, FetchBudget, evaluate_change, too_larg
 use crate::bot::pr::ChangedFile;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
-use crate::fleet::live::CloudPlanner;
-use crate::fleet::{env_tenant, open_inventory};
+use crate::fleet::Session;
 use crate::github::{CheckConclusion, CheckRunPayload, FileStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -117,7 +116,7 @@ pub fn run(args: PreviewArgs) -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         // Held until the evaluation is done: an embedded simulator stops with its connection.
-        let connection = match &post {
+        let session = match &post {
             _ if args.no_cloud => None,
             Some(context) => context.cloud(&args.profile).await?,
             None => Some(open_cloud(&args.profile).await?),
@@ -128,21 +127,7 @@ pub fn run(args: PreviewArgs) -> ExitCode {
             // Named as the App names its setting, so the texts stay the App's byte for byte.
             settings.runtime = Some(Arc::new(values.labelled("runtime values")));
         }
-        if let Some(c) = &connection {
-            let store = open_inventory(c).await.map_err(|e| e.to_string())?;
-            let name = if c.is_simulated() {
-                "the fleetbot simulator"
-            } else {
-                "Nebius"
-            };
-            let tenant = env_tenant().or_else(|| c.tenant_id.clone());
-            settings.cloud = Some(Arc::new(CloudPlanner::new(
-                c.client.clone(),
-                store,
-                name,
-                tenant,
-            )));
-        }
+        settings.cloud = session.map(Arc::new);
         let (repo_name, number) = match &post {
             Some(context) => (Some(context.repo.clone()), context.number),
             None => (args.repo_name.clone(), args.number),
@@ -200,16 +185,16 @@ pub(crate) struct LocalPreview {
 
 impl LocalPreview {
     /// The change from the merge base of `base` and `head` to `head` in the repository at
-    /// `dir`, planned against `planner` as pull request `number` of `repo_name`.
+    /// `dir`, planned against `session` as pull request `number` of `repo_name`.
     pub(crate) async fn evaluate(
         dir: &Path,
         (base, head): (Option<&str>, &str),
-        planner: Arc<CloudPlanner>,
+        session: Arc<Session>,
         repo_name: &str,
         number: u64,
     ) -> Result<LocalPreview, String> {
         let settings = BotSettings {
-            cloud: Some(planner),
+            cloud: Some(session),
             ..BotSettings::default()
         };
         let repo = Git::new(dir);
@@ -249,26 +234,21 @@ impl LocalPreview {
         self.evaluated.outcome.report.short_digest()
     }
 
-    /// Records the reviewed plans as the App's preflight job records them, into `deployer`'s
-    /// store: what the guard holds the merge's apply to.
+    /// Records the reviewed plans as the App's preflight job records them, into the deploy
+    /// state of the session it was planned against: what the guard holds the merge's apply to.
     pub(crate) async fn record_reviewed(
         &self,
-        deployer: crate::fleet::backend::Deployer,
         repo_name: &str,
         number: u64,
         (base_sha, head_sha): (&str, &str),
     ) {
-        let settings = BotSettings {
-            deploy: Some(deployer),
-            ..self.settings.clone()
-        };
         let pr = crate::bot::jobs::preflight::PrHead {
             number,
             head_sha,
             base_sha,
         };
         crate::bot::jobs::preflight::record_reviewed_plans(
-            &settings,
+            &self.settings,
             repo_name,
             pr,
             &self.evaluated.specs,

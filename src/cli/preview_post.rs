@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::git::{Git, Refs};
 use crate::bot::pr::PrOutcome;
-use crate::fleet::connect::{CloudChoice, ConnectOptions, Connection, connect_configured};
+use crate::fleet::{CloudChoice, Session, SessionOptions};
 use crate::github::client::ClientConfig;
 use crate::github::{AppIdentity, GitHubClient, RepoName, SecretString};
 
@@ -136,16 +136,16 @@ impl ActionsContext {
     /// The cloud as `FLEETBOT_CLOUD` says: `none` (the default here: a static plan), or
     /// `nebius` with its credentials. Never the embedded simulator: an Action's runner has no
     /// fleet in it, and a plan against an empty simulator would mislead.
-    pub async fn cloud(&self, profile: &str) -> Result<Option<Connection>, String> {
+    pub async fn cloud(&self, profile: &str) -> Result<Option<Session>, String> {
         let choice = std::env::var("FLEETBOT_CLOUD").unwrap_or_default();
         match choice.trim().to_ascii_lowercase().as_str() {
             "" | "none" => Ok(None),
             "nebius" => {
-                let options = ConnectOptions {
+                let options = SessionOptions {
                     choice: CloudChoice::Nebius,
-                    ..ConnectOptions::credentials_from_env(profile)
+                    ..super::env::credentials_options(profile)
                 };
-                connect_configured(&options)
+                Session::connect_configured(&options)
                     .await
                     .map_err(|e| e.to_string())
             }

@@ -9,12 +9,7 @@ use std::time::Duration;
 
 use super::serve_start::{DashboardPlace, OpenStore, open_store};
 use crate::bot::{Bot, BotSettings};
-use crate::fleet::backend::Deployer;
-use crate::fleet::connect::{
-    CloudChoice, ConnectOptions, Connection, connect_configured, resident_connection,
-};
-use crate::fleet::live::{CloudPlanner, VerifyConfig};
-use crate::fleet::resident::Resident;
+use crate::fleet::{CloudChoice, Session};
 use crate::github::{AppCredentials, ClientConfig, GitHubClient, WebhookSecrets};
 use crate::server::durable::{DurableSettings, start};
 use crate::server::job_process::{self, ChildConfig, Supervisor, SupervisorSettings, memory};
@@ -66,7 +61,7 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         None if cloud == Some(CloudChoice::Simulator)
             || std::env::var_os("FLEETBOT_INVENTORY").is_some() =>
         {
-            StoreUrl::Sqlite(crate::fleet::inventory_path(true))
+            StoreUrl::Sqlite(super::env::credentials_options("").inventory_path(true))
         }
         url => StoreUrl::parse(url, &StoreUrl::default_dir()).map_err(|e| e.to_string())?,
     };
@@ -169,65 +164,57 @@ fn github_client(args: &ServeArgs, checked: &Checked) -> Result<GitHubClient, St
     .map_err(|e| e.to_string())
 }
 
-/// What runs jobs: the bot, and the cloud connection it holds for its life (an embedded
-/// simulator stops when its connection drops).
+/// What runs jobs: the bot, and the session it holds for its life (an embedded simulator
+/// stops when the last holder of the session drops it).
 struct JobSide {
     bot: Bot,
-    connection: Option<Connection>,
-    cloud: Option<Arc<CloudPlanner>>,
-    tenant: Option<String>,
+    session: Option<Arc<Session>>,
 }
 
-/// Builds the bot over `connection` as the server configures it.
-fn job_side<Q: InventoryStore + DeployStore + Clone + 'static>(
+/// The session the server's jobs run through: `session`'s cloud with the server's store as
+/// its inventory and deploy state, its tenant, probe image and receipt directory.
+fn server_session<Q: InventoryStore + DeployStore + Clone + 'static>(
     store: &Q,
     args: &ServeArgs,
-    github: GitHubClient,
-    connection: Option<Connection>,
-) -> Result<JobSide, String> {
-    let applier: Option<Arc<CloudPlanner>> = connection.as_ref().map(|c| {
-        let name = if c.is_simulated() {
-            "the fleetbot simulator"
-        } else {
-            "Nebius"
-        };
-        let tenant = args
-            .tenant_id
-            .as_ref()
-            .map(|t| t.expose().to_string())
-            .or_else(|| c.tenant_id.clone());
-        let probe_image = args
-            .probe_image
-            .clone()
-            .or_else(|| super::verify::simulated_probe_image(c).ok().flatten());
-        let evidence_root = args
-            .evidence_dir
-            .clone()
-            .or_else(|| dirs::data_dir().map(|d| d.join("fleetbot").join("evidence")));
-        Arc::new(
-            CloudPlanner::new(c.client.clone(), store.clone(), name, tenant).with_verification(
-                VerifyConfig {
-                    probe_image,
-                    evidence_root,
-                },
-            ),
-        )
-    });
+    session: Session,
+) -> Session {
     let tenant = args
         .tenant_id
         .as_ref()
         .map(|t| t.expose().to_string())
-        .or_else(|| connection.as_ref().and_then(|c| c.tenant_id.clone()))
-        .filter(|t| !t.trim().is_empty());
-    let deploy = match (applier.clone(), tenant.clone()) {
-        (Some(applier), Some(tenant_id)) => Some(Deployer {
-            applier,
-            state: Arc::new(store.clone()) as Arc<dyn DeployStore>,
-            tenant_id,
-            lease: Duration::from_secs(args.apply_lease_secs.max(1)),
-        }),
-        _ => None,
-    };
+        .unwrap_or_default();
+    let probe_image = args
+        .probe_image
+        .clone()
+        .or_else(|| session.simulated_probe_image().ok().flatten());
+    let evidence_root = args
+        .evidence_dir
+        .clone()
+        .or_else(|| dirs::data_dir().map(|d| d.join("fleetbot").join("evidence")));
+    let mut session = session
+        .with_inventory(store.clone())
+        .with_deploy_state(
+            store.clone(),
+            Duration::from_secs(args.apply_lease_secs.max(1)),
+        )
+        .with_tenant(tenant);
+    if let Some(image) = probe_image {
+        session = session.with_probe_image(image);
+    }
+    if let Some(dir) = evidence_root {
+        session = session.with_evidence_dir(dir);
+    }
+    session
+}
+
+/// Builds the bot over `session` as the server configures it.
+fn job_side<Q: InventoryStore + DeployStore + Clone + 'static>(
+    store: &Q,
+    args: &ServeArgs,
+    github: GitHubClient,
+    session: Option<Session>,
+) -> Result<JobSide, String> {
+    let session = session.map(|s| Arc::new(server_session(store, args, s)));
     // Read once at start: a bad file stops the server rather than failing every pull request.
     let runtime = match &args.runtime_values {
         Some(path) => Some(Arc::new(
@@ -240,8 +227,7 @@ fn job_side<Q: InventoryStore + DeployStore + Clone + 'static>(
     let bot = Bot::new(
         github,
         BotSettings {
-            cloud: applier.clone(),
-            deploy,
+            cloud: session.clone(),
             quota: None,
             max_fetched_files: args.max_scanned_files,
             max_file_bytes: args.max_scanned_bytes,
@@ -251,12 +237,7 @@ fn job_side<Q: InventoryStore + DeployStore + Clone + 'static>(
             spec_blobs: Default::default(),
         },
     );
-    Ok(JobSide {
-        bot,
-        connection,
-        cloud: applier,
-        tenant,
-    })
+    Ok(JobSide { bot, session })
 }
 
 /// The worker settings the server's arguments give.
@@ -279,14 +260,15 @@ async fn run_jobs<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static>(
     child: ChildConfig,
 ) -> Result<(), String> {
     let github = github_client(&args, &checked)?;
-    let connection = match child.simulator.clone() {
-        Some(resident) => Some(resident_connection(
+    let session = match child.simulator.clone() {
+        Some(resident) => Some(Session::resident(
             resident,
-            "the server's embedded Nebius simulator".to_string(),
+            "the server's embedded Nebius simulator",
+            store.clone(),
         )),
-        None => open_cloud(checked.cloud).await?,
+        None => open_cloud(checked.cloud, &store).await?,
     };
-    let side = job_side(&store, &args, github, connection)?;
+    let side = job_side(&store, &args, github, session)?;
     let wake = Arc::new(tokio::sync::Notify::new());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     job_process::listen_to_supervisor(wake.clone(), stop);
@@ -309,7 +291,7 @@ async fn run_jobs<Q: JobQueue + InventoryStore + DeployStore + Clone + 'static>(
         None,
     )
     .await;
-    drop(side.connection);
+    drop(side.session);
     Ok(())
 }
 
@@ -334,46 +316,32 @@ async fn serve_with<
         }
         None => None,
     };
-    let connection = open_cloud(checked.cloud).await?;
+    let session = open_cloud(checked.cloud, &store).await?;
+    let side = job_side(&store, &args, github, session)?;
     // Job processes reach the server's embedded simulator as a resident one, with a token of
     // their own.
-    let simulator = connection.as_ref().and_then(|c| {
-        let sim = c.simulator.as_ref()?;
-        let token = format!("sim1.{}", uuid::Uuid::new_v4().simple());
-        sim.service.accept_token(&token, i64::MAX);
-        Some(Resident {
-            pid: std::process::id(),
-            endpoint: sim.endpoint(),
-            tenant_id: sim.tenant_id(),
-            token,
-            probe_image: args
-                .probe_image
-                .clone()
-                .or_else(|| super::verify::simulated_probe_image(c).ok().flatten())
-                .unwrap_or_default(),
-        })
-    });
-    let side = job_side(&store, &args, github, connection)?;
-    let JobSide {
-        bot, cloud, tenant, ..
-    } = &side;
-    match cloud {
-        Some(c) => tracing::info!(cloud = %c.public_name(), "pull requests are planned live"),
+    let simulator = side
+        .session
+        .as_ref()
+        .and_then(|s| s.share_embedded(s.configured_probe_image().unwrap_or_default().to_string()));
+    let JobSide { bot, session } = &side;
+    match session {
+        Some(s) => tracing::info!(cloud = %s.public_name(), "pull requests are planned live"),
         None => tracing::warn!(
             "no cloud configured (FLEETBOT_CLOUD): pull requests get static plans and no quota budget"
         ),
     }
-    match (cloud, tenant) {
-        (Some(_), Some(_)) => tracing::info!("merges into the default branch are applied"),
-        (Some(_), None) => {
+    match session {
+        Some(s) if s.applies() => tracing::info!("merges into the default branch are applied"),
+        Some(_) => {
             tracing::warn!("no tenant configured (FLEETBOT_TENANT_ID): merges apply nothing")
         }
-        _ => {}
+        None => {}
     }
-    let quota = match (cloud, tenant) {
-        (Some(cloud), Some(tenant_id)) => Some(Arc::new(crate::server::dashboard::LiveQuota {
-            cloud: cloud.clone(),
-            tenant_id: tenant_id.clone(),
+    let quota = match session {
+        Some(s) if s.applies() => Some(Arc::new(crate::server::dashboard::LiveQuota {
+            cloud: s.clone(),
+            tenant_id: s.tenant_id().to_string(),
         })
             as Arc<dyn crate::server::dashboard::QuotaSource>),
         _ => None,
@@ -563,14 +531,18 @@ fn cloud_choice(value: &str) -> Result<Option<CloudChoice>, String> {
         .map_err(|_| format!("--cloud {value:?}: expected auto, nebius, simulator or none"))
 }
 
-/// The cloud pull requests are planned against, if any.
-async fn open_cloud(choice: Option<CloudChoice>) -> Result<Option<Connection>, String> {
+/// The cloud pull requests are planned against, if any, with the server's store as its
+/// inventory.
+async fn open_cloud<Q: InventoryStore + Clone + 'static>(
+    choice: Option<CloudChoice>,
+    store: &Q,
+) -> Result<Option<Session>, String> {
     let Some(choice) = choice else {
         return Ok(None);
     };
-    let mut options = ConnectOptions::credentials_from_env("");
+    let mut options = super::env::credentials_options("");
     options.choice = choice;
-    connect_configured(&options)
+    Session::connect_configured_with(&options, store.clone())
         .await
         .map_err(|e| e.to_string())
 }

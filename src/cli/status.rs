@@ -10,8 +10,6 @@ use clap::Args;
 
 use super::lifecycle::{open_cloud, runtime_for};
 use super::output::{OutputFormat, print_json};
-use crate::fleet::live::status;
-use crate::fleet::open_inventory;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -36,13 +34,8 @@ pub fn run(args: StatusArgs) -> ExitCode {
     };
     runtime.block_on(async {
         let result = async {
-            let connection = open_cloud(&spec.profile).await?;
-            let store = open_inventory(&connection)
-                .await
-                .map_err(|e| e.to_string())?;
-            status(&connection.client, &store, &spec)
-                .await
-                .map_err(|e| e.to_string())
+            let session = open_cloud(&spec.profile).await?;
+            session.status(&spec).await.map_err(|e| e.to_string())
         }
         .await;
         match result {

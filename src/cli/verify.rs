@@ -13,12 +13,11 @@ use tokio::sync::watch;
 use super::lifecycle::{open_cloud, profile_for, progress_for, runtime_for};
 use super::output::OutputFormat;
 use crate::clusters::load_kubeconfig_map;
-use crate::fleet::connect::Connection;
-use crate::fleet::{Inventory, open_inventory};
+use crate::fleet::Session;
 use crate::spec::FleetSpec;
 use crate::verify::graphics_report::GraphicsReport;
 use crate::verify::options::KindSettings;
-use crate::verify::{Graphics, Options, Storage, StorageReport, verify_graphics, verify_storage};
+use crate::verify::{Graphics, Options, Storage, StorageReport};
 
 #[derive(Debug, Args)]
 pub struct VerifyStorageArgs {
@@ -52,21 +51,10 @@ pub struct VerifyStorageArgs {
     pub concurrency: Option<i64>,
 }
 
-/// The probe image on the embedded simulator: this binary, named by its own digest, which
-/// the simulated kubelet runs.
-pub(super) fn simulated_probe_image(connection: &Connection) -> Result<Option<String>, String> {
-    if let Some(resident) = &connection.resident {
-        return Ok(Some(resident.probe_image.clone()));
-    }
-    let Some(sim) = &connection.simulator else {
-        return Ok(None);
-    };
-    crate::fleet::connect::register_this_binary(&sim.kube).map(Some)
-}
-
 /// The probe image: the flag's, else this binary on the embedded simulator.
-fn probe_image(args: &VerifyStorageArgs, connection: &Connection) -> Result<String, String> {
-    match (&args.probe_image, simulated_probe_image(connection)?) {
+pub(super) fn probe_image(given: Option<&String>, session: &Session) -> Result<String, String> {
+    let simulated = session.simulated_probe_image().map_err(|e| e.to_string())?;
+    match (given, simulated) {
         (Some(image), _) => Ok(image.clone()),
         (None, Some(image)) => Ok(image),
         (None, None) => Err(
@@ -146,14 +134,10 @@ fn check_selection(
 }
 
 /// The profile's own tenant (not the spec's: identity compares the two).
-pub(super) fn profile_tenant(
-    spec: &FleetSpec,
-    connection: &Connection,
-    profile: &str,
-) -> Option<String> {
+pub(super) fn profile_tenant(spec: &FleetSpec, session: &Session, profile: &str) -> Option<String> {
     let mut without = spec.clone();
     without.tenant_id.clear();
-    super::lifecycle::resolve_tenant(&without, connection, profile).ok()
+    super::lifecycle::resolve_tenant(&without, session, profile).ok()
 }
 
 /// What a fleet verification of kind `K` needs before it runs: the cloud, the inventory, its
@@ -161,14 +145,11 @@ pub(super) fn profile_tenant(
 async fn prepare<K: KindSettings>(
     args: &VerifyStorageArgs,
     spec: &FleetSpec,
-) -> Result<(Connection, Inventory, Options<K>, usize), String> {
+) -> Result<(Session, Options<K>, usize), String> {
     let (only_projects, only_clusters) = check_selection(spec, args)?;
     let profile = profile_for(spec, &args.profile);
-    let connection = open_cloud(&profile).await?;
-    let store = open_inventory(&connection)
-        .await
-        .map_err(|e| e.to_string())?;
-    let image = probe_image(args, &connection)?;
+    let session = open_cloud(&profile).await?;
+    let image = probe_image(args.probe_image.as_ref(), &session)?;
     let mut options = Options::<K>::new(&image);
     options.only_projects = only_projects;
     options.only_clusters = only_clusters;
@@ -176,7 +157,7 @@ async fn prepare<K: KindSettings>(
         .project_prefix
         .clone()
         .unwrap_or_else(|| spec.project_prefix.clone());
-    options.tenant = profile_tenant(spec, &connection, &profile);
+    options.tenant = profile_tenant(spec, &session, &profile);
     options.evidence_dir = args.evidence_dir.clone();
     options.concurrency = super::lifecycle::concurrency(args.concurrency, false);
     options.kubeconfigs = args
@@ -190,21 +171,16 @@ async fn prepare<K: KindSettings>(
         &options.only_clusters,
         &options.project_prefix,
     );
-    Ok((connection, store, options, targets))
+    Ok((session, options, targets))
 }
 
 async fn run_async(args: &VerifyStorageArgs, spec: &FleetSpec) -> Result<StorageReport, String> {
-    let (connection, store, options, targets) = prepare::<Storage>(args, spec).await?;
+    let (session, options, targets) = prepare::<Storage>(args, spec).await?;
     let (interrupt, signals) = interrupt_on_ctrl_c();
-    let run = verify_storage(
-        &connection.client,
-        &store,
-        spec,
-        &options,
-        progress_for(targets, args.output == OutputFormat::Json),
-        interrupt,
-    )
-    .await;
+    let progress = progress_for(targets, args.output == OutputFormat::Json);
+    let run = session
+        .verify_storage(spec, &options, progress, interrupt)
+        .await;
     signals.abort();
     let run = run.map_err(|e| e.to_string())?;
     if let Some(dir) = &run.receipts {
@@ -247,7 +223,7 @@ async fn run_graphics_async(
     args: &VerifyGraphicsArgs,
     spec: &FleetSpec,
 ) -> Result<GraphicsReport, String> {
-    let (connection, store, mut options, targets) = prepare::<Graphics>(&args.common, spec).await?;
+    let (session, mut options, targets) = prepare::<Graphics>(&args.common, spec).await?;
     options.kind.stabilization = args
         .stabilization_seconds
         .map(std::time::Duration::from_secs);
@@ -255,15 +231,10 @@ async fn run_graphics_async(
         .timeout_minutes
         .map(|m| std::time::Duration::from_secs(m * 60));
     let (interrupt, signals) = interrupt_on_ctrl_c();
-    let run = verify_graphics(
-        &connection.client,
-        &store,
-        spec,
-        &options,
-        progress_for(targets, args.common.output == OutputFormat::Json),
-        interrupt,
-    )
-    .await;
+    let progress = progress_for(targets, args.common.output == OutputFormat::Json);
+    let run = session
+        .verify_graphics(spec, &options, progress, interrupt)
+        .await;
     signals.abort();
     let run = run.map_err(|e| e.to_string())?;
     if let Some(dir) = &run.receipts {

@@ -13,11 +13,10 @@ use clap::Args;
 
 use super::lifecycle::{open_cloud, profile_for, progress_for, runtime_for};
 use super::output::OutputFormat;
-use super::verify::{finish, interrupt_on_ctrl_c, profile_tenant, simulated_probe_image};
-use crate::fleet::open_inventory;
+use super::verify::{finish, interrupt_on_ctrl_c, probe_image, profile_tenant};
 use crate::spec::FleetSpec;
 use crate::verify::evidence_dir::EvidenceDir;
-use crate::verify::{MigError, MigOptions, MigVerificationReport, select_mig_target, verify_mig};
+use crate::verify::{MigError, MigOptions, MigVerificationReport, select_mig_target};
 
 #[derive(Debug, Args)]
 pub struct VerifyMigArgs {
@@ -71,17 +70,8 @@ async fn run_async(
         .transpose()
         .map_err(|e| e.to_string())?;
     let profile = profile_for(spec, &args.profile);
-    let connection = open_cloud(&profile).await?;
-    let store = open_inventory(&connection)
-        .await
-        .map_err(|e| e.to_string())?;
-    let image = match (&args.probe_image, simulated_probe_image(&connection)?) {
-        (Some(image), _) => image.clone(),
-        (None, Some(image)) => image,
-        (None, None) => {
-            return Err("name the probe image by digest: --probe-image <name>@sha256:<digest> (or FLEETBOT_PROBE_IMAGE); deploy/probe/README.md says how it is built".into());
-        }
-    };
+    let session = open_cloud(&profile).await?;
+    let image = probe_image(args.probe_image.as_ref(), &session)?;
     let mut options = MigOptions::new(&image);
     options.only_projects = args.project.iter().cloned().collect();
     options.only_clusters = args.cluster.iter().cloned().collect();
@@ -89,21 +79,16 @@ async fn run_async(
         .project_prefix
         .clone()
         .unwrap_or_else(|| spec.project_prefix.clone());
-    options.tenant = profile_tenant(spec, &connection, &profile);
+    options.tenant = profile_tenant(spec, &session, &profile);
     options.kind.kubeconfig = args.kubeconfig.clone();
     options.kind.wait = args.wait;
     options.kind.reconcile = args.reconcile;
     options.kind.poll = Duration::from_secs(args.poll_seconds);
     let (interrupt, signals) = interrupt_on_ctrl_c();
-    let report = verify_mig(
-        &connection.client,
-        &store,
-        spec,
-        &options,
-        progress_for(1, args.output == OutputFormat::Json),
-        interrupt,
-    )
-    .await;
+    let progress = progress_for(1, args.output == OutputFormat::Json);
+    let report = session
+        .verify_mig(spec, &options, progress, interrupt)
+        .await;
     signals.abort();
     let (mut public, receipt) = report.map_err(|e| e.to_string())?.published();
     if let Some(dir) = &evidence {

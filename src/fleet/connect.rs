@@ -70,9 +70,11 @@ impl CloudChoice {
     }
 }
 
-/// Inputs to [`connect`]; `from_env` reads them from the process environment.
+/// What a [`Session`](super::Session) is opened with: which cloud, its credentials, the
+/// simulator's world and state, the tenant and the CLI's inventory. The library reads no
+/// environment variable: the CLI and the server fill these from theirs.
 #[derive(Debug, Clone, Default)]
-pub struct ConnectOptions {
+pub struct SessionOptions {
     /// Nebius, the simulator, or whichever the credentials say (`FLEETBOT_CLOUD`).
     pub choice: CloudChoice,
     /// `NEBIUS_IAM_TOKEN`.
@@ -81,46 +83,20 @@ pub struct ConnectOptions {
     pub endpoint: Option<String>,
     /// The profile to read credentials from (`--profile`, `NEBIUS_PROFILE`, else the active one).
     pub profile: String,
-    /// `~/.nebius/config.yaml` unless overridden.
+    /// `~/.nebius/config.yaml` unless overridden (`FLEETBOT_NEBIUS_CONFIG`).
     pub nebius_config: Option<PathBuf>,
     /// The simulator world (`FLEETBOT_SIM_WORLD`); the embedded default otherwise.
     pub sim_world: Option<PathBuf>,
     /// Where the embedded simulator keeps its state (`FLEETBOT_SIM_STATE`); the user's data
     /// directory otherwise.
     pub sim_state: Option<PathBuf>,
+    /// The tenant for specs that name none (`FLEETBOT_TENANT_ID`); else the credentials'.
+    pub tenant_id: Option<String>,
+    /// The CLI's inventory file (`FLEETBOT_INVENTORY`); see [`SessionOptions::inventory_path`].
+    pub inventory: Option<PathBuf>,
 }
 
-fn env_nonempty(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-impl ConnectOptions {
-    /// The options the process environment gives, `profile` as `--profile` (empty: the
-    /// environment's or the active one).
-    pub fn from_env(profile: &str) -> Result<ConnectOptions, ConnectError> {
-        Ok(ConnectOptions {
-            choice: CloudChoice::parse(&std::env::var("FLEETBOT_CLOUD").unwrap_or_default())?,
-            ..ConnectOptions::credentials_from_env(profile)
-        })
-    }
-
-    /// Everything but the choice (for callers that take `FLEETBOT_CLOUD` themselves).
-    pub fn credentials_from_env(profile: &str) -> ConnectOptions {
-        ConnectOptions {
-            choice: CloudChoice::Auto,
-            iam_token: env_nonempty("NEBIUS_IAM_TOKEN"),
-            endpoint: env_nonempty("NEBIUS_ENDPOINT"),
-            profile: if profile.is_empty() {
-                env_nonempty("NEBIUS_PROFILE").unwrap_or_default()
-            } else {
-                profile.to_string()
-            },
-            nebius_config: env_nonempty("FLEETBOT_NEBIUS_CONFIG").map(PathBuf::from),
-            sim_world: env_nonempty("FLEETBOT_SIM_WORLD").map(PathBuf::from),
-            sim_state: env_nonempty("FLEETBOT_SIM_STATE").map(PathBuf::from),
-        }
-    }
-
+impl SessionOptions {
     fn sources(&self) -> CredentialSources<'_> {
         CredentialSources {
             iam_token: self.iam_token.as_deref(),
@@ -140,23 +116,46 @@ impl ConnectOptions {
             CloudChoice::Auto => credentials_configured(&self.sources()),
         }
     }
+
+    /// Where the CLI keeps the inventory of the embedded simulator (`simulated`) or of Nebius:
+    /// [`SessionOptions::inventory`] when set; beside the simulator's state when simulated (so
+    /// the two never mix); else the user's data directory. `serve` on the embedded simulator
+    /// defaults its store to the same file, so its dashboard shows what the CLI deployed.
+    pub fn inventory_path(&self, simulated: bool) -> PathBuf {
+        if let Some(path) = &self.inventory {
+            return path.clone();
+        }
+        if simulated {
+            let state = self
+                .sim_state
+                .clone()
+                .unwrap_or_else(|| default_sim_state("default"));
+            return state.with_extension("inventory.sqlite");
+        }
+        dirs::data_dir()
+            .or_else(dirs::home_dir)
+            .unwrap_or_else(std::env::temp_dir)
+            .join("fleetbot")
+            .join("inventory.sqlite")
+    }
 }
 
-/// A connected cloud. Holding it keeps an embedded simulator running.
-pub struct Connection {
+/// A reached cloud, before it is a [`Session`](super::Session). Holding it keeps an embedded
+/// simulator running.
+pub(super) struct Link {
     /// The Nebius API client (the simulator's too: it speaks the same gRPC).
-    pub client: NebiusClient,
-    /// The simulator, when that is what we talk to.
-    pub simulator: Option<Simulator>,
+    pub(super) client: NebiusClient,
+    /// The simulator, when it runs in this process.
+    pub(super) simulator: Option<Simulator>,
     /// The tenant, when the credentials' source names one.
-    pub tenant_id: Option<String>,
+    pub(super) tenant_id: Option<String>,
     /// The resident simulator of the embedded default's state, when that is what we talk to.
-    pub resident: Option<super::resident::Resident>,
+    pub(super) resident: Option<super::resident::Resident>,
 }
 
-impl Connection {
+impl Link {
     /// Whether this is a simulator, embedded or resident.
-    pub fn is_simulated(&self) -> bool {
+    pub(super) fn is_simulated(&self) -> bool {
         self.simulator.is_some() || self.resident.is_some()
     }
 }
@@ -172,7 +171,7 @@ pub fn default_sim_state(world: &str) -> PathBuf {
 }
 
 /// The state file the embedded simulator of these options uses.
-pub fn sim_state_path(options: &ConnectOptions) -> Result<PathBuf, ConnectError> {
+pub fn sim_state_path(options: &SessionOptions) -> Result<PathBuf, ConnectError> {
     if let Some(state) = &options.sim_state {
         return Ok(state.clone());
     }
@@ -204,10 +203,10 @@ pub fn register_this_binary(kube: &KubeApi) -> Result<String, String> {
 }
 
 /// Starts the embedded simulator and a client for it.
-pub async fn embedded_simulator(
+async fn embedded_simulator(
     world_file: Option<&Path>,
     state: Option<PathBuf>,
-) -> Result<Connection, ConnectError> {
+) -> Result<Link, ConnectError> {
     let world = match world_file {
         Some(path) => World::load(path).map_err(ConnectError::World)?,
         None => World::embedded_default(),
@@ -215,9 +214,9 @@ pub async fn embedded_simulator(
     embedded_simulator_of(world, state).await
 }
 
-/// A connection to a simulator another process runs (a resident one, or the server's own for
-/// its job processes), described as `description`.
-pub fn resident_connection(resident: super::resident::Resident, description: String) -> Connection {
+/// A link to a simulator another process runs (a resident one, or the server's own for its
+/// job processes), described as `description`.
+pub(super) fn resident_link(resident: super::resident::Resident, description: String) -> Link {
     let client = NebiusClient::new(
         Endpoints::Single {
             uri: resident.endpoint.clone(),
@@ -225,7 +224,7 @@ pub fn resident_connection(resident: super::resident::Resident, description: Str
         Credentials::Static(resident.token.clone()),
     )
     .described_as(description);
-    Connection {
+    Link {
         client,
         simulator: None,
         tenant_id: Some(resident.tenant_id.clone()),
@@ -235,10 +234,10 @@ pub fn resident_connection(resident: super::resident::Resident, description: Str
 
 /// Starts the embedded simulator of `world` and a client for it; state in `state`, else the
 /// user's data directory.
-pub async fn embedded_simulator_of(
+pub(super) async fn embedded_simulator_of(
     world: World,
     state: Option<PathBuf>,
-) -> Result<Connection, ConnectError> {
+) -> Result<Link, ConnectError> {
     let state = match state {
         Some(state) => state,
         None => {
@@ -262,7 +261,7 @@ pub async fn embedded_simulator_of(
             state.display(),
             resident.pid
         );
-        return Ok(resident_connection(resident, description));
+        return Ok(resident_link(resident, description));
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -285,7 +284,7 @@ pub async fn embedded_simulator_of(
         state.display()
     ));
     let tenant_id = Some(simulator.tenant_id());
-    Ok(Connection {
+    Ok(Link {
         client,
         simulator: Some(simulator),
         tenant_id,
@@ -294,7 +293,7 @@ pub async fn embedded_simulator_of(
 }
 
 /// Connects as the options say. The embedded simulator is announced on stderr.
-pub async fn connect(options: &ConnectOptions) -> Result<Connection, ConnectError> {
+pub(super) async fn connect(options: &SessionOptions) -> Result<Link, ConnectError> {
     if let Some(connection) = connect_configured(options).await? {
         return Ok(connection);
     }
@@ -310,9 +309,9 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, ConnectErro
 /// Connects to what is configured, without the embedded-simulator fallback: `Ok(None)` when
 /// the choice is `auto` and no credentials are configured (the server then plans statically
 /// instead of planning against a simulator nobody asked for).
-pub async fn connect_configured(
-    options: &ConnectOptions,
-) -> Result<Option<Connection>, ConnectError> {
+pub(super) async fn connect_configured(
+    options: &SessionOptions,
+) -> Result<Option<Link>, ConnectError> {
     if options.choice == CloudChoice::Simulator {
         let connection =
             embedded_simulator(options.sim_world.as_deref(), options.sim_state.clone()).await?;
@@ -325,7 +324,7 @@ pub async fn connect_configured(
     if let Some(configured) =
         configured_client(&options.sources()).map_err(ConnectError::Credentials)?
     {
-        return Ok(Some(Connection {
+        return Ok(Some(Link {
             client: configured.client,
             simulator: None,
             tenant_id: configured.tenant_id,
@@ -361,7 +360,7 @@ mod tests {
             "default: fed\nprofiles:\n  fed: {auth-type: federation}\n",
         )
         .unwrap();
-        let options = ConnectOptions {
+        let options = SessionOptions {
             choice: CloudChoice::Nebius,
             nebius_config: Some(path.clone()),
             ..Default::default()
@@ -371,7 +370,7 @@ mod tests {
             matches!(&err, ConnectError::Credentials(e) if e.contains("federation")),
             "{err}"
         );
-        let options = ConnectOptions {
+        let options = SessionOptions {
             iam_token: Some("token".into()),
             endpoint: Some("http://10.0.0.1:1".into()),
             ..Default::default()
@@ -381,7 +380,7 @@ mod tests {
             matches!(&err, ConnectError::Credentials(e) if e.contains("loopback")),
             "{err}"
         );
-        let options = ConnectOptions {
+        let options = SessionOptions {
             iam_token: Some("token".into()),
             ..Default::default()
         };
@@ -399,7 +398,7 @@ mod tests {
         )
         .unwrap();
         let nothing = dir.path().join("absent.yaml");
-        let with = |choice, token: Option<&str>, config: &Path| ConnectOptions {
+        let with = |choice, token: Option<&str>, config: &Path| SessionOptions {
             choice,
             iam_token: token.map(str::to_string),
             nebius_config: Some(config.to_path_buf()),

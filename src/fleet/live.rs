@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::cloud::client::NebiusClient;
 use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, Prepared, prepare};
 
 // What a caller reads of a fleet against its cloud, as the engine words it: the live plan,
@@ -18,12 +17,13 @@ pub use crate::engine::live::{
     Action, LivePlan, Problem, ProblemKind, ProjectPlan, ReadCache, ResourceAction, Summary,
     TargetPlan, target_key_of,
 };
-pub use crate::engine::ops::{DeployedCluster, StatusEntry, deployed_clusters, status};
-pub use crate::engine::preflight::{live_evidence, proven_state};
+use crate::engine::ops::StatusResult;
+pub use crate::engine::ops::{DeployedCluster, StatusEntry};
+pub use crate::engine::preflight::proven_state;
+use crate::fleet::Session;
 use crate::quota::InMemoryEvidence;
 use crate::quota::scope::ProvenState;
 use crate::spec::{Backend, FleetSpec};
-use crate::store::InventoryStore;
 
 /// Why the cloud could not be planned against, by kind, so the preflight fails on each kind
 /// and says which it was.
@@ -133,84 +133,56 @@ fn cloud_unreadable(code: tonic::Code) -> LiveError {
     )
 }
 
-/// The cloud as the App sees it: Nebius (or a simulator an operator chose) and the bot's
-/// inventory, whichever store holds it. The preflight and the reconcile pass only read through
-/// it (plans, quota evidence, status, verification); the apply job alone applies
-/// ([`super::backend`], through [`super::apply`]), which `src/architecture.rs` holds.
-pub struct CloudPlanner {
-    cloud: NebiusClient,
-    inventory: Arc<dyn InventoryStore>,
-    public_name: String,
-    default_tenant: Option<String>,
-    verification: VerifyConfig,
-}
-
-/// What verification on the App's clusters needs.
-#[derive(Debug, Clone, Default)]
-pub struct VerifyConfig {
-    /// The probe image, by digest (`FLEETBOT_PROBE_IMAGE`); without it nothing is verified.
-    pub probe_image: Option<String>,
-    /// Where receipts are kept (the server's data directory).
-    pub evidence_root: Option<std::path::PathBuf>,
-}
-
-impl CloudPlanner {
-    /// `tenant` is the only tenant read (`FLEETBOT_TENANT_ID`, or what the credentials' source
-    /// names); specs naming another are refused.
-    pub fn new(
-        cloud: NebiusClient,
-        inventory: impl InventoryStore + 'static,
-        public_name: impl Into<String>,
-        default_tenant: Option<String>,
-    ) -> Self {
-        CloudPlanner {
-            cloud,
-            inventory: Arc::new(inventory),
-            public_name: public_name.into(),
-            default_tenant: default_tenant.filter(|t| !t.trim().is_empty()),
-            verification: VerifyConfig::default(),
-        }
+/// What the CLI reads of a fleet, with the engine's whole error (a person at a terminal may
+/// see the cloud's own words; a pull request is shown [`public_error`]s only).
+impl Session {
+    /// The recorded and live state of every target of `spec`.
+    pub async fn status(&self, spec: &FleetSpec) -> Result<StatusResult, EngineError> {
+        crate::engine::ops::status(self.cloud(), self.inventory(), spec).await
     }
 
-    /// Lets the planner verify clusters with this probe image and receipt directory.
-    pub fn with_verification(mut self, verification: VerifyConfig) -> Self {
-        self.verification = verification;
-        self
+    /// The selected targets fleetbot deployed, each with its cluster as the cloud has it now.
+    pub async fn deployed_clusters(
+        &self,
+        spec: &FleetSpec,
+        only_projects: &[String],
+        only_clusters: &[String],
+    ) -> Result<Vec<DeployedCluster>, EngineError> {
+        crate::engine::ops::deployed_clusters(
+            self.cloud(),
+            self.inventory(),
+            spec,
+            only_projects,
+            only_clusters,
+        )
+        .await
+    }
+
+    /// The tenant's quota allowances and capacity blocks, read live.
+    pub async fn live_evidence(
+        &self,
+        tenant_id: &str,
+    ) -> Result<InMemoryEvidence, crate::cloud::CloudError> {
+        crate::engine::preflight::live_evidence(self.cloud(), tenant_id).await
     }
 }
 
-impl CloudPlanner {
-    pub(crate) fn cloud(&self) -> &NebiusClient {
-        &self.cloud
-    }
-
-    pub(crate) fn inventory(&self) -> &Arc<dyn InventoryStore> {
-        &self.inventory
-    }
-
-    pub(crate) fn verification(&self) -> &VerifyConfig {
-        &self.verification
-    }
-}
-
-/// Reads only.
-impl CloudPlanner {
-    /// Public name for the comment; never an endpoint, path or ID.
-    pub fn public_name(&self) -> String {
-        self.public_name.clone()
-    }
-
-    /// The tenant whose allowances apply to `spec`: the configured one, which a spec naming a
-    /// tenant must match.
-    pub fn tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError> {
+/// The App's reads: what a pull request's preflight and the reconcile pass plan, budget and
+/// check, with errors a pull request may be shown ([`public_error`]). The apply job alone
+/// applies ([`super::apply`]), which `src/architecture.rs` holds.
+impl Session {
+    /// The tenant whose allowances apply to `spec` for the App: the configured one, which a
+    /// spec naming a tenant must match.
+    pub fn app_tenant_for(&self, spec: &FleetSpec) -> Result<String, LiveError> {
         // Only the configured tenant is ever read: a pull request chooses its spec's
         // tenant_id, and must not point the bot's credentials at another tenant.
-        let Some(tenant) = &self.default_tenant else {
+        let tenant = self.tenant_id();
+        if tenant.is_empty() {
             return Err(LiveError::new(
                 LiveErrorKind::Tenant,
                 "fleetbot has no tenant configured to plan against (FLEETBOT_TENANT_ID)",
             ));
-        };
+        }
         let named = spec.tenant_id.trim();
         if !named.is_empty() && named != tenant {
             return Err(LiveError::new(
@@ -218,7 +190,7 @@ impl CloudPlanner {
                 "the spec's tenant_id is not the tenant fleetbot is configured to plan against (FLEETBOT_TENANT_ID)",
             ));
         }
-        Ok(tenant.clone())
+        Ok(tenant.to_string())
     }
 
     /// The live plan of the spec's mk8s targets (`Ok(None)` when it has none). `reads`: the
@@ -235,7 +207,7 @@ impl CloudPlanner {
             .map(|(planned, _)| planned))
     }
 
-    /// [`CloudPlanner::plan_fleet`], with the engine's prepared plan: what applying exactly
+    /// [`Session::plan_fleet`], with the engine's prepared plan: what applying exactly
     /// this plan takes (the App's guard judges the one, the apply applies the other).
     pub(crate) async fn prepare_fleet(
         &self,
@@ -256,7 +228,7 @@ impl CloudPlanner {
             reads,
             ..LifecycleOptions::default()
         };
-        let prepared = prepare(&self.cloud, &self.inventory, &mk8s, tenant_id, &options)
+        let prepared = prepare(self.cloud(), self.inventory(), &mk8s, tenant_id, &options)
             .await
             .map_err(|e| public_error(&e))?;
         let planned = PlannedFleet {
@@ -274,7 +246,7 @@ impl CloudPlanner {
 
     /// The tenant's allowances and capacity blocks.
     pub async fn quota_evidence(&self, tenant_id: &str) -> Result<InMemoryEvidence, LiveError> {
-        live_evidence(&self.cloud, tenant_id)
+        self.live_evidence(tenant_id)
             .await
             .map_err(|e| cloud_unreadable(e.code))
     }
@@ -304,14 +276,14 @@ pub(crate) fn mk8s_only(spec: &FleetSpec) -> (FleetSpec, BTreeMap<(usize, usize)
 /// Plans every spec of one head against `cloud`, reading each tenant's evidence once and each
 /// listing the specs share once.
 pub async fn read_live(
-    cloud: &CloudPlanner,
+    cloud: &Session,
     specs: &[(String, FleetSpec)],
 ) -> BTreeMap<String, LiveSpec> {
     let reads = ReadCache::new();
     let mut evidence: BTreeMap<String, Result<Arc<InMemoryEvidence>, LiveError>> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for (path, spec) in specs {
-        let tenant = match cloud.tenant_for(spec) {
+        let tenant = match cloud.app_tenant_for(spec) {
             Ok(t) => t,
             Err(e) => {
                 out.insert(

@@ -17,7 +17,9 @@ pub mod resident;
 mod session;
 pub mod static_plan;
 
-pub use session::{Inventory, Session, SessionError, env_tenant, inventory_path, open_inventory};
+pub use backend::Deploying;
+pub use connect::{CloudChoice, SessionOptions};
+pub use session::{Inventory, Session, SessionError};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,7 +37,6 @@ use crate::quota::budget::PreflightReport;
 use crate::quota::scope::Selection;
 use crate::runtime::RuntimeValues;
 use crate::spec::{FleetSpec, SpecError};
-use crate::store::InventoryStore;
 use crate::verify::graphics_report::GraphicsReport;
 use crate::verify::options::KindSettings;
 use crate::verify::storage_report::StorageReport;
@@ -272,14 +273,10 @@ impl Fleet {
     /// assert!(!plan.has_problems(), "{:?}", plan.problems());
     /// # Ok(()) }
     /// ```
-    pub async fn plan_live<S: InventoryStore + Clone + 'static>(
-        &self,
-        session: &Session<S>,
-        options: &Options,
-    ) -> Result<LivePlan, Error> {
+    pub async fn plan_live(&self, session: &Session, options: &Options) -> Result<LivePlan, Error> {
         let tenant = session.tenant_for(&self.spec)?;
         let prepared = crate::engine::ops::prepare(
-            &session.connection.client,
+            &session.cloud,
             &session.inventory,
             &self.spec,
             &tenant,
@@ -302,9 +299,9 @@ impl Fleet {
     /// assert!(report.fits());
     /// # Ok(()) }
     /// ```
-    pub async fn preflight<S: InventoryStore + Clone + 'static>(
+    pub async fn preflight(
         &self,
-        session: &Session<S>,
+        session: &Session,
         options: &Options,
     ) -> Result<PreflightReport, Error> {
         let plan = self.plan_live(session, options).await?;
@@ -312,7 +309,7 @@ impl Fleet {
         let progress = options.progress.clone();
         let mut on_line = move |line: &str| progress(&Event::note(line));
         crate::engine::preflight::live_preflight(
-            &session.connection.client,
+            &session.cloud,
             &self.spec,
             &tenant,
             Selection {
@@ -344,15 +341,14 @@ impl Fleet {
     /// assert!(!again.changed);
     /// # Ok(()) }
     /// ```
-    pub async fn deploy<S: InventoryStore + Clone + 'static>(
+    pub async fn deploy(
         &self,
-        session: &Session<S>,
+        session: &Session,
         options: &Options,
     ) -> Result<DeployResult, Error> {
         let tenant = session.tenant_for(&self.spec)?;
         Ok(apply::plan_and_apply(
-            &session.connection.client,
-            &session.inventory,
+            session,
             &self.spec,
             &tenant,
             &options.lifecycle(&self.spec),
@@ -379,14 +375,8 @@ impl Fleet {
     /// assert_eq!(status.clusters[0].nodes_ready, 1);
     /// # Ok(()) }
     /// ```
-    pub async fn status<S: InventoryStore + Clone + 'static>(
-        &self,
-        session: &Session<S>,
-    ) -> Result<StatusResult, Error> {
-        Ok(
-            crate::engine::ops::status(&session.connection.client, &session.inventory, &self.spec)
-                .await?,
-        )
+    pub async fn status(&self, session: &Session) -> Result<StatusResult, Error> {
+        Ok(crate::engine::ops::status(&session.cloud, &session.inventory, &self.spec).await?)
     }
 
     /// Tears down the selected targets the inventory records (`fleetbot destroy --yes`): node
@@ -404,14 +394,13 @@ impl Fleet {
     /// assert_eq!(result.clusters[0].status, fleetbot::TargetStatus::Destroyed);
     /// # Ok(()) }
     /// ```
-    pub async fn destroy<S: InventoryStore + Clone + 'static>(
+    pub async fn destroy(
         &self,
-        session: &Session<S>,
+        session: &Session,
         options: &Options,
     ) -> Result<DestroyResult, Error> {
         Ok(apply::destroy(
-            &session.connection.client,
-            &session.inventory,
+            session,
             &self.spec,
             &options.lifecycle(&self.spec),
             options.progress.clone(),
@@ -425,7 +414,8 @@ impl Fleet {
     ///
     /// ```no_run
     /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
-    /// let session = fleetbot::Session::from_env("")
+    /// let options = fleetbot::SessionOptions::default(); // the CLI fills these from its environment
+    /// let session = fleetbot::Session::connect(&options)
     ///     .await?
     ///     .with_probe_image("registry.example/fleetbot-probe@sha256:…");
     /// let fleet = fleetbot::Fleet::load("fleet.yaml")?;
@@ -433,22 +423,16 @@ impl Fleet {
     /// println!("{}", report.render_text());
     /// # Ok(()) }
     /// ```
-    pub async fn verify_storage<S: InventoryStore + Clone + 'static>(
+    pub async fn verify_storage(
         &self,
-        session: &Session<S>,
+        session: &Session,
         options: &Options,
     ) -> Result<StorageReport, Error> {
         let verify: StorageOptions = self.verify_options(session, options)?;
         let (_never, interrupt) = tokio::sync::watch::channel(false);
-        let run = crate::verify::verify_storage(
-            &session.connection.client,
-            &session.inventory,
-            &self.spec,
-            &verify,
-            options.progress.clone(),
-            interrupt,
-        )
-        .await?;
+        let run = session
+            .verify_storage(&self.spec, &verify, options.progress.clone(), interrupt)
+            .await?;
         Ok(run.report)
     }
 
@@ -458,7 +442,8 @@ impl Fleet {
     ///
     /// ```no_run
     /// # #[tokio::main] async fn main() -> Result<(), fleetbot::Error> {
-    /// let session = fleetbot::Session::from_env("")
+    /// let options = fleetbot::SessionOptions::default(); // the CLI fills these from its environment
+    /// let session = fleetbot::Session::connect(&options)
     ///     .await?
     ///     .with_probe_image("registry.example/fleetbot-probe@sha256:…");
     /// let fleet = fleetbot::Fleet::load("fleet.yaml")?;
@@ -466,29 +451,23 @@ impl Fleet {
     /// assert!(report.passed);
     /// # Ok(()) }
     /// ```
-    pub async fn verify_graphics<S: InventoryStore + Clone + 'static>(
+    pub async fn verify_graphics(
         &self,
-        session: &Session<S>,
+        session: &Session,
         options: &Options,
     ) -> Result<GraphicsReport, Error> {
         let verify: GraphicsOptions = self.verify_options(session, options)?;
         let (_never, interrupt) = tokio::sync::watch::channel(false);
-        let run = crate::verify::verify_graphics(
-            &session.connection.client,
-            &session.inventory,
-            &self.spec,
-            &verify,
-            options.progress.clone(),
-            interrupt,
-        )
-        .await?;
+        let run = session
+            .verify_graphics(&self.spec, &verify, options.progress.clone(), interrupt)
+            .await?;
         Ok(run.report)
     }
 
     /// The options of a verification of kind `K` over what `options` selects.
-    fn verify_options<K: KindSettings, S: InventoryStore + Clone + 'static>(
+    fn verify_options<K: KindSettings>(
         &self,
-        session: &Session<S>,
+        session: &Session,
         options: &Options,
     ) -> Result<crate::verify::Options<K>, Error> {
         let mut verify = crate::verify::Options::<K>::new(session.probe_image()?);
@@ -497,6 +476,7 @@ impl Fleet {
         verify.project_prefix = options.prefix(&self.spec).to_string();
         verify.tenant = Some(session.tenant_for(&self.spec)?);
         verify.concurrency = options.concurrency.max(1);
+        verify.evidence_dir = session.evidence_dir().map(Into::into);
         Ok(verify)
     }
 }

@@ -168,8 +168,8 @@ impl SimProcess {
 
 /// Deploys through the one door, as `fleetbot deploy --yes` does: the plan read now is
 /// applied, and a plan that deletes, replaces or shrinks inside a target is refused.
-pub async fn deploy<C, S>(
-    cloud: &C,
+pub async fn deploy<S>(
+    cloud: &fleetbot::cloud::NebiusClient,
     store: &S,
     spec: &fleetbot::spec::FleetSpec,
     tenant: &str,
@@ -177,14 +177,36 @@ pub async fn deploy<C, S>(
     progress: fleetbot::engine::ops::Progress,
 ) -> Result<fleetbot::engine::ops::DeployResult, fleetbot::engine::ops::EngineError>
 where
-    C: fleetbot::cloud::Cloud + Clone + 'static,
     S: fleetbot::store::InventoryStore + Clone + 'static,
 {
     let approved = fleetbot::fleet::apply::Approved::ByPerson {
         allow_destroy: false,
     };
-    fleetbot::fleet::apply::plan_and_apply(cloud, store, spec, tenant, options, approved, progress)
+    let session = session(cloud, store);
+    fleetbot::fleet::apply::plan_and_apply(&session, spec, tenant, options, approved, progress)
         .await
+}
+
+/// The session a test that started its own simulator holds: its client and `store`.
+pub fn session<S>(cloud: &fleetbot::cloud::NebiusClient, store: &S) -> fleetbot::Session
+where
+    S: fleetbot::store::InventoryStore + Clone + 'static,
+{
+    fleetbot::Session::over(cloud.clone(), store.clone())
+}
+
+/// Tears down through the one door, as `fleetbot destroy --yes` does.
+pub async fn destroy<S>(
+    cloud: &fleetbot::cloud::NebiusClient,
+    store: &S,
+    spec: &fleetbot::spec::FleetSpec,
+    options: &fleetbot::engine::ops::LifecycleOptions,
+    progress: fleetbot::engine::ops::Progress,
+) -> Result<fleetbot::engine::ops::DestroyResult, fleetbot::engine::ops::EngineError>
+where
+    S: fleetbot::store::InventoryStore + Clone + 'static,
+{
+    fleetbot::fleet::apply::destroy(&session(cloud, store), spec, options, progress).await
 }
 
 /// [`deploy`] as `fleetbot deploy --yes --allow-destroy` does: what the plan read now
@@ -200,7 +222,8 @@ pub async fn deploy_allowing_destroy(
     let approved = fleetbot::fleet::apply::Approved::ByPerson {
         allow_destroy: true,
     };
-    fleetbot::fleet::apply::plan_and_apply(cloud, store, spec, tenant, options, approved, progress)
+    let session = session(cloud, store);
+    fleetbot::fleet::apply::plan_and_apply(&session, spec, tenant, options, approved, progress)
         .await
 }
 

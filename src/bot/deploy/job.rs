@@ -25,7 +25,7 @@ use crate::bot::report::apply::{ApplyBlocked, ApplyReport, FleetApply, FleetOutc
 use crate::fleet::apply::audit::{self, Origin};
 use crate::fleet::apply::guarded::{Guarded, Review, Verdict, apply_reviewed};
 use crate::fleet::apply::leases::{self, Busy};
-use crate::fleet::backend::Deployer;
+use crate::fleet::backend::Deploying;
 use crate::fleet::guard::{PublicNames, Trigger};
 use crate::fleet::live::PlannedFleet;
 use crate::fleet::quiet;
@@ -155,7 +155,7 @@ pub enum JobEnd {
 pub async fn run(
     repo: &RepoClient,
     settings: &crate::bot::BotSettings,
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     job_id: &str,
     job: &ApplyJob,
     scanner_key: &[u8],
@@ -276,7 +276,7 @@ struct Applying<'a> {
     /// apply without GitHub ([`apply_one`]), whose progress goes to `sink`.
     repo: Option<&'a RepoClient>,
     sink: Option<Progress>,
-    deployer: &'a Deployer,
+    deployer: &'a Deploying<'a>,
     job_id: &'a str,
     job: &'a ApplyJob,
     runtime: Option<&'a RuntimeValues>,
@@ -462,9 +462,9 @@ fn applied(
     fleet
 }
 
-async fn audit(deployer: &Deployer, job: &ApplyJob, fleet: &str, outcome: &str) {
+async fn audit(deployer: &Deploying<'_>, job: &ApplyJob, fleet: &str, outcome: &str) {
     let entry = job.origin().entry("apply", fleet, outcome, "");
-    audit::record(deployer.state.as_ref(), &entry).await;
+    audit::record(deployer.store.as_ref(), &entry).await;
 }
 
 /// Completes the check run from the report, then replies on the pull request (one reply per

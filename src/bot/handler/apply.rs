@@ -72,7 +72,7 @@ impl Bot {
         e: PullRequestEvent,
         delivery: &str,
     ) -> Result<Handled, BotError> {
-        if self.settings.deploy.is_none() {
+        if self.settings.deploy().is_none() {
             return Ok(Handled::Ignored(
                 "merged: fleetbot has no cloud configured, so nothing is applied".into(),
             ));
@@ -113,7 +113,7 @@ impl Bot {
     /// merge seen both ways applies once). Other pushes apply nothing: only reviewed pull
     /// requests are applied.
     pub(super) async fn on_push(&self, e: PushEvent, delivery: &str) -> Result<Handled, BotError> {
-        if self.settings.deploy.is_none() {
+        if self.settings.deploy().is_none() {
             return Ok(Handled::Ignored(
                 "push: fleetbot has no cloud configured, so nothing is applied".into(),
             ));
@@ -434,8 +434,8 @@ impl Bot {
     /// The heads recorded for a pull request; `None` when the store cannot be read (a
     /// command is then refused: fail closed).
     pub(super) async fn pr_heads(&self, pr_key: &str) -> Option<Vec<crate::store::PrHead>> {
-        let deployer = self.settings.deploy.as_ref()?;
-        match deployer.state.pr_heads(pr_key).await {
+        let deployer = &self.settings.deploy()?;
+        match deployer.store.pr_heads(pr_key).await {
             Ok(heads) => Some(heads),
             Err(e) => {
                 tracing::warn!("cannot read the pull request's heads: {e}");
@@ -453,7 +453,7 @@ impl Bot {
         actor: &str,
         why: &str,
     ) {
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             return;
         };
         if matches!(ask, Ask::Comment(_)) {
@@ -474,7 +474,7 @@ impl Bot {
             digest: String::new(),
             detail: String::new(),
         };
-        crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
+        crate::fleet::apply::audit::record(deployer.store.as_ref(), &entry).await;
     }
 
     /// One acknowledgement per apply job: two deliveries of one request (the merge event and
@@ -483,7 +483,7 @@ impl Bot {
     /// complete. The first takes a lease on the job's acknowledgement; its job's retries
     /// re-take it (same delivery); the other is told it is handled.
     pub(super) async fn claim_acknowledgement(&self, job_id: &str, claimant: &str) -> bool {
-        match &self.settings.deploy {
+        match &self.settings.deploy() {
             Some(deployer) => {
                 crate::fleet::apply::leases::acknowledge_once(deployer, job_id, claimant).await
             }

@@ -9,7 +9,7 @@ use crate::bot::commands::Command;
 use crate::bot::deploy::job::short;
 use crate::bot::jobs::load_config;
 use crate::bot::report::ReplyNote;
-use crate::fleet::backend::Deployer;
+use crate::fleet::backend::Deploying;
 use crate::fleet::guard::{PublicNames, ReviewSummary, approval_digest};
 use crate::github::events::IssueCommentEvent;
 use crate::github::{FileStatus, PullState, RepoClient};
@@ -35,7 +35,7 @@ impl Bot {
         said: &mut Said,
     ) -> Result<(), BotError> {
         use crate::bot::commands::CommandKind;
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             said.errors.push(format!("{} {NO_CLOUD}", command.kind));
             return Ok(());
         };
@@ -90,7 +90,7 @@ impl Bot {
             digest: String::new(),
             detail: String::new(),
         };
-        crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
+        crate::fleet::apply::audit::record(deployer.store.as_ref(), &entry).await;
         Ok(())
     }
 
@@ -223,7 +223,7 @@ impl Bot {
     async fn approve(
         &self,
         repo: &RepoClient,
-        deployer: &Deployer,
+        deployer: &Deploying<'_>,
         e: &IssueCommentEvent,
         command: &Command,
         said: &mut Said,
@@ -261,7 +261,7 @@ impl Bot {
 
 /// Records `/approve-destroy` on the plan each changed fleet was last reviewed with.
 async fn approve_plans(
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     e: &IssueCommentEvent,
     pr: &crate::github::PullRequestInfo,
     targets: &[Target],
@@ -282,7 +282,7 @@ async fn approve_plans(
     for target in targets.iter().filter(|t| !t.removed) {
         let mut found = None;
         for sha in &commits {
-            match deployer.state.reviewed_plan(key, sha, &target.path).await {
+            match deployer.store.reviewed_plan(key, sha, &target.path).await {
                 Ok(Some(plan)) => {
                     found = Some((sha.clone(), plan));
                     break;
@@ -323,7 +323,7 @@ async fn approve_plans(
             approver: e.author.clone(),
             approved_at: now_ms(),
         };
-        if let Err(err) = deployer.state.record_approval(&approval).await {
+        if let Err(err) = deployer.store.record_approval(&approval).await {
             tracing::warn!("/approve-destroy: the store could not be written: {err}");
             said.errors.push(
                 "/approve-destroy: fleetbot's store could not be written; nothing was approved"
@@ -363,7 +363,7 @@ async fn fleet_name_at(
 /// `/unlock`: frees the lease of each changed fleet, whoever holds it.
 async fn unlock(
     repo: &RepoClient,
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     e: &IssueCommentEvent,
     only: Option<&str>,
     said: &mut Said,
@@ -416,7 +416,7 @@ async fn unlock(
 /// `/status`: the live status of each changed fleet, by role names and states.
 async fn status(
     repo: &RepoClient,
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     e: &IssueCommentEvent,
     only: Option<&str>,
     said: &mut Said,
@@ -442,7 +442,7 @@ async fn status(
             ));
             continue;
         };
-        match deployer.applier.fleet_status(&spec).await {
+        match deployer.session.fleet_status(&spec).await {
             Ok(result) => {
                 let mut names = PublicNames::of(&spec);
                 let items = result

@@ -121,7 +121,7 @@ impl Bot {
         e: &IssueCommentEvent,
         commands: &[(CommandKind, String)],
     ) {
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             return;
         };
         for (kind, outcome) in commands {
@@ -137,7 +137,7 @@ impl Bot {
                 digest: String::new(),
                 detail: String::new(),
             };
-            crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
+            crate::fleet::apply::audit::record(deployer.store.as_ref(), &entry).await;
         }
     }
 

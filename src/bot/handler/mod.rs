@@ -199,7 +199,7 @@ impl Bot {
         use crate::bot::deploy::job::{self, ApplyJob, JobEnd};
         let job: ApplyJob = serde_json::from_slice(payload)
             .map_err(|e| BotError::Job(format!("cannot decode the apply job: {e}")))?;
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             return Ok(Handled::Ignored(
                 "an apply job, but fleetbot has no cloud configured".into(),
             ));

@@ -13,7 +13,7 @@ impl Bot {
     /// requested stops counting as requested by an open pull request. Best effort: the log
     /// is the dashboard's, never a guard's.
     async fn record_closed(&self, e: &PullRequestEvent) {
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             return;
         };
         let entry = crate::store::AuditEntry {
@@ -32,19 +32,19 @@ impl Bot {
             digest: String::new(),
             detail: String::new(),
         };
-        crate::fleet::apply::audit::record(deployer.state.as_ref(), &entry).await;
+        crate::fleet::apply::audit::record(deployer.store.as_ref(), &entry).await;
     }
 
     /// Records that the pull request's head became `e.head_sha` when its delivery arrived:
     /// `/apply` acts only on the head current when its comment was written. A head that
     /// cannot be recorded is logged; the command that needs it then fails closed.
     async fn record_head(&self, e: &PullRequestEvent, arrived: i64) {
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             return;
         };
         let key = crate::store::queue::pr_key(&e.repo.to_string(), e.number);
         if let Err(err) = deployer
-            .state
+            .store
             .record_pr_head(&key, &e.head_sha, arrived)
             .await
         {

@@ -50,7 +50,7 @@ impl Bot {
         // acknowledged and its job never queued (the pass that queued it failed after the
         // acknowledgement). Asking again is safe: the request is the merge's own, whose job id
         // and acknowledgement make a second ask change nothing.
-        let applies = self.settings.deploy.is_some() && config.config.apply.applies_on_merge();
+        let applies = self.settings.deploy().is_some() && config.config.apply.applies_on_merge();
         let mut merge_queued = false;
         if applies
             && !repo
@@ -80,7 +80,7 @@ impl Bot {
                 let repair = self.repair_drift(&repo, &report, id).await?;
                 // Said on the report only when it is so: every repairable fleet is queued.
                 let wanted = report.fleets.iter().any(|f| f.repair.is_some());
-                report.repairs = self.settings.deploy.is_some() && (repair.is_some() || !wanted);
+                report.repairs = self.settings.deploy().is_some() && (repair.is_some() || !wanted);
                 jobs.extend(repair);
             }
             if config.config.drift.issue
@@ -129,7 +129,7 @@ impl Bot {
         report: &DriftReport,
         pass_id: &str,
     ) -> Result<Option<NewJob>, BotError> {
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             return Ok(None);
         };
         let repairs: Vec<(&str, &Repair)> = report
@@ -151,7 +151,7 @@ impl Bot {
                 recorded_at: now_ms(),
             };
             // Fail closed: a repair whose plan is not on record would be refused anyway.
-            if let Err(e) = deployer.state.record_reviewed_plan(&plan).await {
+            if let Err(e) = deployer.store.record_reviewed_plan(&plan).await {
                 tracing::warn!(repo = %repo_name, "reconcile: cannot record a drift repair's plan: {e}");
                 return Ok(None);
             }

@@ -28,7 +28,7 @@ impl Bot {
             _ => VerifyKind::Storage,
         };
         let slash = format!("/{}", kind.command());
-        let Some(deployer) = &self.settings.deploy else {
+        let Some(deployer) = &self.settings.deploy() else {
             said.errors.push(format!(
                 "{slash} is not available: fleetbot has no cloud configured to verify"
             ));

@@ -197,7 +197,7 @@ pub(crate) async fn record_reviewed_plans(
     base_specs: &BTreeMap<String, FleetSpec>,
     live: &BTreeMap<String, LiveSpec>,
 ) {
-    let Some(deployer) = &settings.deploy else {
+    let Some(deployer) = &settings.deploy() else {
         return;
     };
     for (path, spec) in specs {
@@ -209,7 +209,7 @@ pub(crate) async fn record_reviewed_plans(
         if let Some(tenant) = settings
             .cloud
             .as_ref()
-            .and_then(|c| c.tenant_for(spec).ok())
+            .and_then(|c| c.app_tenant_for(spec).ok())
         {
             summary = summary.with_requested(spec, planned, &tenant);
         }
@@ -221,7 +221,7 @@ pub(crate) async fn record_reviewed_plans(
             summary: summary.to_json(),
             recorded_at: now_ms(),
         };
-        if let Err(e) = deployer.state.record_reviewed_plan(&plan).await {
+        if let Err(e) = deployer.store.record_reviewed_plan(&plan).await {
             tracing::warn!("cannot record the reviewed plan of a fleet: {e}");
         }
     }

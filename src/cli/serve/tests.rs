@@ -109,7 +109,7 @@ fn checks_and_redacts() {
     simulated.cloud = "simulator".into();
     assert_eq!(
         check(&simulated).unwrap().store,
-        StoreUrl::Sqlite(crate::fleet::inventory_path(true))
+        StoreUrl::Sqlite(crate::cli::env::credentials_options("").inventory_path(true))
     );
     let mut short = args();
     short.retention_days = 2;

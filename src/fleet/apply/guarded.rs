@@ -11,11 +11,12 @@ use super::audit::{self, Origin};
 use super::leases::{self, Busy};
 use super::waves::{RolloutConfig, roll_out};
 use crate::engine::ops::{DeployResult, Prepared, Progress};
-use crate::fleet::backend::Deployer;
+use crate::fleet::Session;
+use crate::fleet::backend::Deploying;
 use crate::fleet::guard::{
     self, Decision, GuardInput, PublicNames, Refusal, ReviewSummary, Trigger, approval_digest,
 };
-use crate::fleet::live::{CloudPlanner, LiveError, PlannedFleet};
+use crate::fleet::live::{LiveError, PlannedFleet};
 use crate::spec::FleetSpec;
 use crate::store::queue::now_ms;
 use crate::store::{ApplyRun, DeployStore, ReviewedPlan, StoreError};
@@ -160,7 +161,7 @@ impl Applied {
 /// first mutation, the guarded apply, the lease released, the audit written — without a
 /// repository or a rollout: `fleetbot demo`.
 pub async fn apply_alone(
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     review: &Review<'_>,
     origin: &Origin<'_>,
     spec: &FleetSpec,
@@ -180,7 +181,7 @@ pub async fn apply_alone(
     .await;
     held.release().await;
     let entry = origin.entry("apply", review.fleet_path, guarded.verdict().as_str(), "");
-    audit::record(deployer.state.as_ref(), &entry).await;
+    audit::record(deployer.store.as_ref(), &entry).await;
     Ok(guarded)
 }
 
@@ -189,7 +190,7 @@ pub async fn apply_alone(
 /// `rollout`. Nothing is applied once `lost` is set (the fleet's lease was freed or expired).
 /// `progress` is asked for a sink once the plan is known, with its number of targets.
 pub async fn apply_reviewed(
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     review: &Review<'_>,
     spec: &FleetSpec,
     names: &PublicNames,
@@ -197,12 +198,12 @@ pub async fn apply_reviewed(
     lost: &AtomicBool,
     progress: impl FnOnce(usize) -> Progress,
 ) -> Guarded {
-    let (tenant, planned, prepared) = match plan_now(deployer.applier.as_ref(), spec).await {
+    let (tenant, planned, prepared) = match plan_now(deployer.session, spec).await {
         Ok((tenant, Some((planned, prepared)))) => (tenant, planned, prepared),
         Ok((_, None)) => return Guarded::NothingForTheEngine,
         Err(e) => return Guarded::NotApplied(NotApplied::Live(e)),
     };
-    let state = deployer.state.as_ref();
+    let state = deployer.store.as_ref();
     // A quiet plan is still run through the engine: it makes no mutation, and it records what
     // an apply killed after its last create left unrecorded (the cloud matches the spec, the
     // inventory does not yet know every ID).
@@ -239,7 +240,7 @@ pub async fn apply_reviewed(
             .map(|r| (r.result, r.lines, r.stopped))
     } else {
         deployer
-            .applier
+            .session
             .apply_judged(spec, &tenant, judged, false, progress)
             .await
             .map(|r| (r, Vec::new(), false))
@@ -332,10 +333,10 @@ async fn remember_refused_plan(
 /// Plans one spec for the apply job: the same plan the preflight showed, read again now, with
 /// the engine's prepared plan that applying exactly it takes.
 async fn plan_now(
-    applier: &CloudPlanner,
+    applier: &Session,
     spec: &FleetSpec,
 ) -> Result<(String, Option<(PlannedFleet, Prepared)>), LiveError> {
-    let tenant = applier.tenant_for(spec)?;
+    let tenant = applier.app_tenant_for(spec)?;
     // Never a shared read: an apply decides on what the cloud holds now.
     let planned = applier.prepare_fleet(spec, &tenant, None).await?;
     Ok((tenant, planned))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::fleet::backend::{Deployer, fleet_lease_key};
+use crate::fleet::backend::{Deploying, fleet_lease_key};
 use crate::spec::FleetSpec;
 use crate::store::queue::{ms, now_ms};
 use crate::store::{DeployStore, Lease, LeaseTake, StoreError};
@@ -33,25 +33,25 @@ pub struct Held {
 /// mutation. If one is held elsewhere, frees what was taken and says who holds it; a lease that
 /// cannot be read is one not held (fail closed).
 pub async fn take(
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     job_id: &str,
     holder: &str,
     fleets: &[&FleetSpec],
 ) -> Result<Held, Busy> {
     let mut held = Held {
-        state: deployer.state.clone(),
+        state: deployer.store.clone(),
         leases: Vec::new(),
         lost: Arc::new(AtomicBool::new(false)),
         renewing: None,
     };
     let ttl = ms(deployer.lease);
     for fleet in fleets {
-        let key = fleet_lease_key(&deployer.tenant_id, &fleet.name);
+        let key = fleet_lease_key(deployer.tenant_id, &fleet.name);
         if held.leases.iter().any(|l| l.fleet_key == key) {
             continue;
         }
         match deployer
-            .state
+            .store
             .take_lease(&key, job_id, holder, now_ms(), ttl)
             .await
         {
@@ -76,9 +76,9 @@ pub async fn take(
 
 /// Frees the lease of fleet `name` whoever holds it (`/unlock`): the holder stops before its
 /// next fleet. Returns the freed lease, or `None` when the fleet was not locked.
-pub async fn unlock(deployer: &Deployer, name: &str) -> Result<Option<Lease>, StoreError> {
-    let key = fleet_lease_key(&deployer.tenant_id, name);
-    deployer.state.break_lease(&key).await
+pub async fn unlock(deployer: &Deploying<'_>, name: &str) -> Result<Option<Lease>, StoreError> {
+    let key = fleet_lease_key(deployer.tenant_id, name);
+    deployer.store.break_lease(&key).await
 }
 
 /// Whether `claimant` is the one to acknowledge apply `job_id` (start its check run): two
@@ -86,11 +86,11 @@ pub async fn unlock(deployer: &Deployer, name: &str) -> Result<Option<Lease>, St
 /// may reach two replicas at once, and only the first may. The same claimant may claim again
 /// (its job's retries). A lease that cannot be read says yes: a duplicate check run is better
 /// than a lost apply, and the job id still makes the apply itself run once.
-pub async fn acknowledge_once(deployer: &Deployer, job_id: &str, claimant: &str) -> bool {
+pub async fn acknowledge_once(deployer: &Deploying<'_>, job_id: &str, claimant: &str) -> bool {
     const ACK_LEASE: Duration = Duration::from_secs(10 * 60);
     let key = format!("ack:{job_id}");
     match deployer
-        .state
+        .store
         .take_lease(
             &key,
             claimant,

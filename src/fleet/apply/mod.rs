@@ -4,14 +4,13 @@
 //! and the demo (through [`guarded`]) and the library's [`super::Fleet`] all come here, and
 //! `src/architecture.rs` holds everything else to it.
 
-use super::live::{CloudPlanner, LiveError, mk8s_only, public_error};
-use crate::cloud::domain::Cloud;
+use super::Session;
+use super::live::{LiveError, mk8s_only, public_error};
 use crate::engine::live::LivePlan;
 use crate::engine::ops::{
     DeployResult, DestroyResult, Destruction, EngineError, LifecycleOptions, Prepared, Progress,
 };
 use crate::spec::FleetSpec;
-use crate::store::InventoryStore;
 
 pub mod audit;
 pub mod guarded;
@@ -81,58 +80,61 @@ impl Approved {
 }
 
 /// Reads the plan of the selected targets (nothing is changed), for the approval to be given on.
-pub async fn plan<C: Cloud, S: InventoryStore>(
-    cloud: &C,
-    inventory: &S,
+pub async fn plan(
+    session: &Session,
     spec: &FleetSpec,
     tenant_id: &str,
     options: &LifecycleOptions,
 ) -> Result<Prepared, EngineError> {
-    crate::engine::ops::prepare(cloud, inventory, spec, tenant_id, options).await
+    crate::engine::ops::prepare(
+        session.cloud(),
+        session.inventory(),
+        spec,
+        tenant_id,
+        options,
+    )
+    .await
 }
 
 /// Applies `plan` (read by [`plan`] with the same `options`) as `approved` allows: preflight
 /// first, nothing mutated if it or the plan's problems refuse; a destructive plan that was not
 /// approved as destructive is refused before anything changes.
-#[allow(clippy::too_many_arguments)]
-pub async fn apply<C, S>(
-    cloud: &C,
-    inventory: &S,
+pub async fn apply(
+    session: &Session,
     spec: &FleetSpec,
     tenant_id: &str,
     options: &LifecycleOptions,
     plan: Prepared,
     approved: Approved,
     progress: Progress,
-) -> Result<DeployResult, EngineError>
-where
-    C: Cloud + Clone + 'static,
-    S: InventoryStore + Clone + 'static,
-{
+) -> Result<DeployResult, EngineError> {
     let options = approved.options(options, &plan.plan);
-    crate::engine::ops::deploy_prepared(cloud, inventory, spec, tenant_id, &options, plan, progress)
-        .await
+    crate::engine::ops::deploy_prepared(
+        session.cloud(),
+        session.inventory(),
+        spec,
+        tenant_id,
+        &options,
+        plan,
+        progress,
+    )
+    .await
 }
 
 /// [`plan`], then [`apply`] of that plan: for callers whose approval does not depend on what
 /// the plan says (the guard decided on the plan it read; `--yes`).
-pub async fn plan_and_apply<C, S>(
-    cloud: &C,
-    inventory: &S,
+pub async fn plan_and_apply(
+    session: &Session,
     spec: &FleetSpec,
     tenant_id: &str,
     options: &LifecycleOptions,
     approved: Approved,
     progress: Progress,
-) -> Result<DeployResult, EngineError>
-where
-    C: Cloud + Clone + 'static,
-    S: InventoryStore + Clone + 'static,
-{
+) -> Result<DeployResult, EngineError> {
     // The plan is read with the options the approval lets apply, so it is the plan applied.
-    let prepared = plan(cloud, inventory, spec, tenant_id, &approved.scope(options)).await?;
+    let prepared = plan(session, spec, tenant_id, &approved.scope(options)).await?;
     apply(
-        cloud, inventory, spec, tenant_id, options, prepared, approved, progress,
+        session, spec, tenant_id, options, prepared, approved, progress,
     )
     .await
 }
@@ -140,14 +142,20 @@ where
 /// Tears down the selected targets the inventory records, each by exact ID after its
 /// ownership is proven; projects and buckets are kept. Only a person asks for this (`destroy`
 /// confirmed or `--yes`): the App never destroys a fleet.
-pub async fn destroy<C: Cloud, S: InventoryStore>(
-    cloud: &C,
-    inventory: &S,
+pub async fn destroy(
+    session: &Session,
     spec: &FleetSpec,
     options: &LifecycleOptions,
     progress: Progress,
 ) -> Result<DestroyResult, EngineError> {
-    crate::engine::ops::destroy(cloud, inventory, spec, options, progress).await
+    crate::engine::ops::destroy(
+        session.cloud(),
+        session.inventory(),
+        spec,
+        options,
+        progress,
+    )
+    .await
 }
 
 /// The lifecycle options the bot applies with: the spec's own SSH key only (a key on the
@@ -199,8 +207,8 @@ impl Judged {
 
 /// The App's applying methods, private to this module: only [`guarded`] and its [`waves`] can
 /// call them (after the guard allowed the plan).
-impl CloudPlanner {
-    /// Applies exactly the judged plan — read by [`CloudPlanner::prepare_fleet`] — never a
+impl Session {
+    /// Applies exactly the judged plan — read by [`Session::prepare_fleet`] — never a
     /// plan made afresh: each target is changed only while the cloud still holds it as that
     /// plan read it. With its `prune`, the targets the spec no longer declares are deleted too;
     /// with `prune_only` nothing else is applied (the last pass of a staged rollout).
@@ -219,8 +227,7 @@ impl CloudPlanner {
             ..bot_options(&mk8s, judged.prune)
         };
         apply(
-            self.cloud(),
-            self.inventory(),
+            self,
             &mk8s,
             tenant_id,
             &options,
@@ -252,17 +259,9 @@ impl CloudPlanner {
             ..bot_options(&mk8s, false)
         };
         let approved = judged.approved(false);
-        plan_and_apply(
-            self.cloud(),
-            self.inventory(),
-            &mk8s,
-            tenant_id,
-            &options,
-            approved,
-            progress,
-        )
-        .await
-        .map_err(|e| public_error(&e))
+        plan_and_apply(self, &mk8s, tenant_id, &options, approved, progress)
+            .await
+            .map_err(|e| public_error(&e))
     }
 }
 

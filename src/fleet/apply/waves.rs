@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Judged;
 use crate::engine::ops::{DeployResult, Event, Progress};
-use crate::fleet::backend::Deployer;
+use crate::fleet::backend::Deploying;
 use crate::fleet::guard::PublicNames;
 use crate::fleet::live::LiveError;
 use crate::privacy::allowlist::glob_to_regex;
@@ -115,7 +115,7 @@ pub struct Rollout {
 /// the one before, each target held to the `judged` plan (what it read of the cloud, what it
 /// destroys); with its `prune`, what that plan prunes is deleted after the last wave only.
 pub async fn roll_out(
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     spec: &FleetSpec,
     tenant: &str,
     judged: Judged,
@@ -162,7 +162,7 @@ pub async fn roll_out(
                 .map(|&(_, c)| spec.projects[p].clusters[c].name.clone())
                 .collect();
             let applied = deployer
-                .applier
+                .session
                 .apply_targets(
                     spec,
                     tenant,
@@ -198,7 +198,7 @@ pub async fn roll_out(
     // The judged plan's pruning, not a plan made afresh: only the targets it listed.
     if judged.prune && !out.stopped {
         let pruned = deployer
-            .applier
+            .session
             .apply_judged(spec, tenant, judged, true, progress)
             .await?;
         out.result.absorb(pruned);
@@ -209,7 +209,7 @@ pub async fn roll_out(
 /// `None` once every target of `wave` is healthy, else (after `timeout`) why the first that
 /// is not, in public names. Polled every few seconds; a timeout of 0 looks once.
 async fn healthy(
-    deployer: &Deployer,
+    deployer: &Deploying<'_>,
     spec: &FleetSpec,
     wave: &Wave,
     timeout: Duration,
@@ -217,7 +217,7 @@ async fn healthy(
 ) -> Result<Option<String>, LiveError> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let status = deployer.applier.fleet_status(spec).await?;
+        let status = deployer.session.fleet_status(spec).await?;
         let unhealthy = wave.iter().find_map(|&(p, c)| {
             let key = spec.projects[p].key();
             let name = &spec.projects[p].clusters[c].name;

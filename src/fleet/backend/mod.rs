@@ -1,7 +1,7 @@
-//! What the App's jobs need of the cloud beyond a live plan: the [`Deployer`] (the cloud the
-//! apply job may change, and the store of reviewed plans, approvals, apply runs, audit records
-//! and per-fleet leases, [`DeployStore`]) held in the bot's settings, the fleet's lease key,
-//! and the [`CloudPlanner`]'s status and verification runs.
+//! What the App's jobs need of the session beyond a live plan: [`Deploying`] (the session as
+//! the apply job holds it, with the store of reviewed plans, approvals, apply runs, audit
+//! records and per-fleet leases, [`DeployStore`]), the fleet's lease key, and the session's
+//! status and verification runs as a pull request may be shown them.
 //!
 //! Its applying methods live in `fleet::apply`: only the guarded apply and the waves it rolls
 //! out call them, after `fleet::guard::decide` allowed the plan; `src/architecture.rs` fails
@@ -11,15 +11,17 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::live::{CloudPlanner, LiveError, LiveErrorKind, VerifyConfig, public_error};
-use crate::engine::ops::{Event, Progress, StatusResult, status};
+use super::Session;
+use super::live::{LiveError, LiveErrorKind, public_error};
+use crate::engine::ops::{Event, Progress, StatusResult};
 use crate::spec::FleetSpec;
 use crate::store::DeployStore;
 use crate::verify::graphics_report::GraphicsReport;
 use crate::verify::options::KindSettings;
 use crate::verify::{
-    GraphicsOptions, MigError, MigFleetReport, MigOptions, Options, StorageOptions, StorageReport,
-    VerifyError, verify_graphics, verify_mig_fleet, verify_storage,
+    GraphicsOptions, GraphicsRun, MigError, MigFleetReport, MigOptions, MigVerificationReport,
+    Options, StorageOptions, StorageReport, StorageRun, VerifyError, verify_graphics,
+    verify_mig_fleet, verify_storage,
 };
 
 /// A verification error as the App may show it: selection errors name only the spec's own
@@ -44,19 +46,19 @@ fn verify_error(e: VerifyError) -> LiveError {
 /// The options of a verification the App runs (the clusters a command named, all when none;
 /// the spec's prefix, the App's tenant and evidence directory) and its progress, logged.
 fn app_run<K: KindSettings>(
-    config: &VerifyConfig,
+    session: &Session,
     spec: &FleetSpec,
     tenant_id: &str,
     clusters: Vec<String>,
 ) -> Result<(Options<K>, Progress), LiveError> {
-    let Some(image) = &config.probe_image else {
+    let Some(image) = session.configured_probe_image() else {
         return Err(no_probe_image());
     };
     let mut options = Options::<K>::new(image);
     options.only_clusters = clusters;
     options.project_prefix = spec.project_prefix.clone();
     options.tenant = Some(tenant_id.to_string());
-    options.evidence_dir = config.evidence_root.clone();
+    options.evidence_dir = session.evidence_dir().map(Into::into);
     let kind = K::KIND.as_str();
     let progress: Progress =
         Arc::new(move |event: &Event| tracing::info!("verify-{kind}: {event}"));
@@ -70,25 +72,34 @@ fn no_probe_image() -> LiveError {
     )
 }
 
-/// What applying needs: the cloud and the store. Without it, merges are acknowledged and
-/// nothing is applied.
-#[derive(Clone)]
-pub struct Deployer {
-    /// The cloud, as the apply job may change it.
-    pub applier: Arc<CloudPlanner>,
+/// A session that applies ([`Session::deploying`]): what the App's apply job, its commands
+/// and its guard hold. It borrows the session, so the session stays the one value holding the
+/// cloud.
+#[derive(Clone, Copy)]
+pub struct Deploying<'a> {
+    /// The session, as the apply job may change its cloud.
+    pub session: &'a Session,
     /// Reviewed plans, approvals, apply runs, the audit log and fleet leases.
-    pub state: Arc<dyn DeployStore>,
-    /// The tenant applies go to (never shown or logged); part of each fleet's lease key.
-    pub tenant_id: String,
+    pub store: &'a Arc<dyn DeployStore>,
     /// How long an apply's fleet lease lasts without renewal (a crashed holder's lease runs
     /// out after this).
     pub lease: std::time::Duration,
+    /// The tenant applies go to (never shown or logged); part of each fleet's lease key.
+    pub tenant_id: &'a str,
 }
 
-impl std::fmt::Debug for Deployer {
+impl std::ops::Deref for Deploying<'_> {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        self.session
+    }
+}
+
+impl std::fmt::Debug for Deploying<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Deployer")
-            .field("cloud", &self.applier.public_name())
+        f.debug_struct("Deploying")
+            .field("cloud", &self.session.public_name())
             .field("tenant_id", &"<redacted>")
             .field("lease", &self.lease)
             .finish_non_exhaustive()
@@ -103,12 +114,73 @@ pub fn fleet_lease_key(tenant_id: &str, fleet: &str) -> String {
     format!("t{}:fleet:{fleet}", &hex::encode(tenant)[..12])
 }
 
-impl CloudPlanner {
+/// Verification runs as given: the CLI's (and the library's), with the run's whole error. A
+/// report whose `passed` is false is a result, not an error.
+impl Session {
+    /// Proves the shared filesystem of the targets `options` select on every worker.
+    pub async fn verify_storage(
+        &self,
+        spec: &FleetSpec,
+        options: &StorageOptions,
+        progress: Progress,
+        interrupt: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<StorageRun, VerifyError> {
+        verify_storage(
+            self.cloud(),
+            self.inventory(),
+            spec,
+            options,
+            progress,
+            interrupt,
+        )
+        .await
+    }
+
+    /// Proves CUDA, GLX, EGL and Vulkan on every GPU worker of the targets `options` select.
+    pub async fn verify_graphics(
+        &self,
+        spec: &FleetSpec,
+        options: &GraphicsOptions,
+        progress: Progress,
+        interrupt: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<GraphicsRun, VerifyError> {
+        verify_graphics(
+            self.cloud(),
+            self.inventory(),
+            spec,
+            options,
+            progress,
+            interrupt,
+        )
+        .await
+    }
+
+    /// Proves the MIG layout, Operator and slices of the one MIG cluster `options` select.
+    pub async fn verify_mig(
+        &self,
+        spec: &FleetSpec,
+        options: &MigOptions,
+        progress: Progress,
+        interrupt: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<MigVerificationReport, MigError> {
+        crate::verify::verify_mig(
+            self.cloud(),
+            self.inventory(),
+            spec,
+            options,
+            progress,
+            interrupt,
+        )
+        .await
+    }
+}
+
+/// The App's status and verification runs: reports a pull request may be shown, errors in
+/// general words.
+impl Session {
     /// The live status of the spec's targets.
     pub async fn fleet_status(&self, spec: &FleetSpec) -> Result<StatusResult, LiveError> {
-        status(self.cloud(), self.inventory(), spec)
-            .await
-            .map_err(|e| public_error(&e))
+        self.status(spec).await.map_err(|e| public_error(&e))
     }
 
     /// Verifies the shared storage of the spec's clusters (only `clusters`, when given) on
@@ -119,22 +191,14 @@ impl CloudPlanner {
         tenant_id: &str,
         clusters: Vec<String>,
     ) -> Result<StorageReport, LiveError> {
-        let (options, progress): (StorageOptions, _) =
-            app_run(self.verification(), spec, tenant_id, clusters)?;
+        let (options, progress): (StorageOptions, _) = app_run(self, spec, tenant_id, clusters)?;
         // The server is never interrupted mid-run; a stopped job is taken over, and the
         // run's objects carry its label for the next run's cleanup to prove.
         let (_keep, interrupt) = tokio::sync::watch::channel(false);
-        verify_storage(
-            self.cloud(),
-            self.inventory(),
-            spec,
-            &options,
-            progress,
-            interrupt,
-        )
-        .await
-        .map(|run| run.report)
-        .map_err(verify_error)
+        self.verify_storage(spec, &options, progress, interrupt)
+            .await
+            .map(|run| run.report)
+            .map_err(verify_error)
     }
 
     /// Verifies CUDA, GLX, EGL and Vulkan on every GPU worker of the spec's clusters (only
@@ -145,20 +209,12 @@ impl CloudPlanner {
         tenant_id: &str,
         clusters: Vec<String>,
     ) -> Result<GraphicsReport, LiveError> {
-        let (options, progress): (GraphicsOptions, _) =
-            app_run(self.verification(), spec, tenant_id, clusters)?;
+        let (options, progress): (GraphicsOptions, _) = app_run(self, spec, tenant_id, clusters)?;
         let (_keep, interrupt) = tokio::sync::watch::channel(false);
-        verify_graphics(
-            self.cloud(),
-            self.inventory(),
-            spec,
-            &options,
-            progress,
-            interrupt,
-        )
-        .await
-        .map(|run| run.report)
-        .map_err(verify_error)
+        self.verify_graphics(spec, &options, progress, interrupt)
+            .await
+            .map(|run| run.report)
+            .map_err(verify_error)
     }
 
     /// Verifies the MIG layout, Operator and slices of each of the spec's MIG clusters (only
@@ -169,8 +225,7 @@ impl CloudPlanner {
         tenant_id: &str,
         clusters: Vec<String>,
     ) -> Result<MigFleetReport, LiveError> {
-        let (mut options, progress): (MigOptions, _) =
-            app_run(self.verification(), spec, tenant_id, clusters)?;
+        let (mut options, progress): (MigOptions, _) = app_run(self, spec, tenant_id, clusters)?;
         // Two identical snapshots, as after a deploy; never --reconcile from a comment: a
         // driver repair is maintenance an operator starts.
         options.kind.wait = true;

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::view::{QuotaBar, QuotaView, RegionQuota, TenantQuota};
-use crate::fleet::live::CloudPlanner;
+use crate::fleet::Session;
 use crate::quota::shortfall::format_amount;
 use crate::quota::{Allowance, AllowanceDocument, parse_allowances};
 
@@ -34,7 +34,7 @@ pub trait QuotaSource: Send + Sync {
 
 /// The cloud the server plans against, for its configured tenant.
 pub struct LiveQuota {
-    pub cloud: Arc<CloudPlanner>,
+    pub cloud: Arc<Session>,
     /// Private: only its digest is ever shown.
     pub tenant_id: String,
 }
