@@ -19,7 +19,9 @@ fn world(gpu_limit: &str, extra: &str) -> String {
     ) + extra
 }
 
-async fn check(world: &str) -> Result<fleetbot::quota::PreflightReport, String> {
+async fn check(
+    world: &str,
+) -> Result<fleetbot::quota::PreflightReport, fleetbot::engine::preflight::PreflightError> {
     let sim = simulator(world).await;
     let cloud = client(&sim);
     let dir = tempfile::tempdir().unwrap();
@@ -30,7 +32,7 @@ async fn check(world: &str) -> Result<fleetbot::quota::PreflightReport, String> 
     let tenant = sim.tenant_id();
     let prepared = prepare(&cloud, &store, &spec, &tenant, &LifecycleOptions::default())
         .await
-        .map_err(|e| e.to_string())?;
+        .unwrap();
     let selection = Selection {
         projects: vec![],
         clusters: vec![],
@@ -79,7 +81,18 @@ async fn an_unreadable_allowance_list_fails_closed() {
         "faults:\n  - {method: QuotaAllowanceService/List, code: unavailable, error_rate: 1.0}\n";
     let err = check(&world("512", faults)).await.unwrap_err();
     assert!(
-        err.contains("could not read tenant quota allowances"),
+        err.to_string()
+            .contains("could not read tenant quota allowances"),
         "{err}"
     );
+    // Where it came from travels with it: a pull request is told the cloud's code, never the
+    // cloud's words (they were once carried as the engine's own).
+    let engine = fleetbot::engine::ops::EngineError::from(err);
+    assert_eq!(
+        engine.source,
+        fleetbot::engine::ops::ErrorSource::Cloud(tonic::Code::Unavailable)
+    );
+    let public = fleetbot::fleet::live::public_error(&engine);
+    assert_eq!(public.kind, fleetbot::fleet::live::LiveErrorKind::Cloud);
+    assert!(!public.message.contains("allowances"), "{}", public.message);
 }

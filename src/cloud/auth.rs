@@ -106,17 +106,30 @@ impl std::fmt::Debug for SubjectCredentials {
     }
 }
 
+/// Why a service account's credentials file is refused; never quotes the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsFileError {
+    /// Not JSON, or not the shape the Nebius CLI writes.
+    #[error("the service account credentials file is not valid JSON of the expected shape")]
+    Shape,
+    /// A key algorithm other than the one Nebius signs with.
+    #[error("the service account credentials must use alg RS256")]
+    Algorithm,
+    /// Issuer and subject differ: not a service account's own key.
+    #[error("the service account credentials must have iss equal to sub")]
+    Subject,
+}
+
 /// Reads a credentials file; errors never quote the file.
-pub fn parse_credentials_file(text: &str) -> Result<ServiceAccountKey, String> {
-    let file: CredentialsFile = serde_json::from_str(text).map_err(|_| {
-        "the service account credentials file is not valid JSON of the expected shape".to_string()
-    })?;
+pub fn parse_credentials_file(text: &str) -> Result<ServiceAccountKey, CredentialsFileError> {
+    let file: CredentialsFile =
+        serde_json::from_str(text).map_err(|_| CredentialsFileError::Shape)?;
     let c = file.subject_credentials;
     if c.alg != "RS256" {
-        return Err("the service account credentials must use alg RS256".into());
+        return Err(CredentialsFileError::Algorithm);
     }
     if c.iss != c.sub {
-        return Err("the service account credentials must have iss equal to sub".into());
+        return Err(CredentialsFileError::Subject);
     }
     Ok(ServiceAccountKey {
         service_account_id: c.iss,
@@ -210,9 +223,13 @@ mod tests {
             )
             .is_err()
         );
-        assert!(parse_credentials_file(&json.replace("RS256", "HS256")).is_err());
+        assert_eq!(
+            parse_credentials_file(&json.replace("RS256", "HS256")).unwrap_err(),
+            CredentialsFileError::Algorithm
+        );
         let err = parse_credentials_file("{\"secret\": 1").unwrap_err();
-        assert!(!err.contains("secret"));
+        assert_eq!(err, CredentialsFileError::Shape);
+        assert!(!err.to_string().contains("secret"));
     }
 
     #[test]

@@ -68,16 +68,25 @@ fn is_loopback_uri(uri: &str) -> bool {
     matches!(host, "localhost" | "[::1]" | "::1") || host.starts_with("127.")
 }
 
+/// Why an endpoint override is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    /// Plaintext to a host that is not this machine: a token would cross a network in clear.
+    #[error("NEBIUS_ENDPOINT {0}: plaintext http:// is only allowed for loopback addresses")]
+    PlaintextOffLoopback(String),
+    /// Nothing was given.
+    #[error("NEBIUS_ENDPOINT is empty")]
+    Empty,
+}
+
 impl Endpoints {
     /// Parses an endpoint override. A bare `host:port` means TLS; plaintext `http://` is only
     /// accepted for loopback, so a token is never sent in clear over a network.
-    pub fn from_override(value: &str) -> Result<Endpoints, String> {
+    pub fn from_override(value: &str) -> Result<Endpoints, EndpointError> {
         let value = value.trim();
         if let Some(rest) = value.strip_prefix("http://") {
             if !is_loopback_uri(value) {
-                return Err(format!(
-                    "NEBIUS_ENDPOINT {rest}: plaintext http:// is only allowed for loopback addresses"
-                ));
+                return Err(EndpointError::PlaintextOffLoopback(rest.to_string()));
             }
             return Ok(Endpoints::Single {
                 uri: value.to_string(),
@@ -89,7 +98,7 @@ impl Endpoints {
             });
         }
         if value.is_empty() {
-            return Err("NEBIUS_ENDPOINT is empty".into());
+            return Err(EndpointError::Empty);
         }
         // The SDKs treat a bare value as the domain every service name is prefixed to.
         Ok(Endpoints::Public {
@@ -532,7 +541,14 @@ mod tests {
         assert!(Endpoints::from_override("http://127.0.0.1:5000").is_ok());
         assert!(Endpoints::from_override("http://localhost:5000").is_ok());
         let refused = Endpoints::from_override("http://10.1.2.3:5000").unwrap_err();
-        assert!(refused.contains("only allowed for loopback"), "{refused}");
+        assert_eq!(
+            refused,
+            EndpointError::PlaintextOffLoopback("10.1.2.3:5000".into())
+        );
+        assert!(
+            refused.to_string().contains("only allowed for loopback"),
+            "{refused}"
+        );
         assert_eq!(
             Endpoints::from_override("api.eu.nebius.cloud:443").unwrap(),
             Endpoints::Public {

@@ -4,10 +4,10 @@
 //! Which cloud to use (Nebius or the simulator) is the caller's choice; this module only says
 //! whether Nebius is configured, and how to reach it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::auth::{Credentials, ServiceAccountKey, parse_credentials_file};
-use super::client::{DEFAULT_DOMAIN, Endpoints, NebiusClient};
+use super::auth::{Credentials, CredentialsFileError, ServiceAccountKey, parse_credentials_file};
+use super::client::{DEFAULT_DOMAIN, EndpointError, Endpoints, NebiusClient};
 use super::profile::default_config_path;
 
 /// Where credentials may be configured.
@@ -26,6 +26,59 @@ pub struct CredentialSources<'a> {
     pub required: bool,
 }
 
+/// Why configured credentials cannot be used. No variant quotes a file: they may hold keys.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// `NEBIUS_ENDPOINT` or a profile's endpoint is refused.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    /// The profile signs in a way that needs a person (a browser, federation).
+    #[error(
+        "the Nebius profile uses auth-type {0:?}, which fleetbot cannot use unattended; set NEBIUS_IAM_TOKEN or use a service-account profile"
+    )]
+    Unattended(String),
+    /// The named profile is not in the configuration.
+    #[error("profile {profile:?} is not in {}", path.display())]
+    NoSuchProfile {
+        /// The profile named.
+        profile: String,
+        /// The configuration read.
+        path: PathBuf,
+    },
+    /// The configuration exists but cannot be read.
+    #[error("could not read Nebius config at {} ({kind:?})", path.display())]
+    ConfigUnreadable {
+        /// The configuration.
+        path: PathBuf,
+        /// Why, without the file's words.
+        kind: std::io::ErrorKind,
+    },
+    /// The configuration is not YAML.
+    #[error("could not parse Nebius config at {} (invalid YAML)", path.display())]
+    ConfigInvalid {
+        /// The configuration.
+        path: PathBuf,
+    },
+    /// A file the profile names (`credentials file`, `private key file`) cannot be read.
+    #[error("profile {profile:?}: cannot read the {what} ({kind:?})")]
+    FileUnreadable {
+        /// The profile.
+        profile: String,
+        /// Which of its files.
+        what: &'static str,
+        /// Why.
+        kind: std::io::ErrorKind,
+    },
+    /// The profile's credentials file is refused.
+    #[error("profile {profile:?}: {reason}")]
+    CredentialsFile {
+        /// The profile.
+        profile: String,
+        /// Why.
+        reason: CredentialsFileError,
+    },
+}
+
 /// A client for the configured credentials.
 pub struct ConfiguredClient {
     pub client: NebiusClient,
@@ -34,7 +87,9 @@ pub struct ConfiguredClient {
 }
 
 /// The configured client, or `Ok(None)` when nothing usable is configured.
-pub fn configured_client(sources: &CredentialSources) -> Result<Option<ConfiguredClient>, String> {
+pub fn configured_client(
+    sources: &CredentialSources,
+) -> Result<Option<ConfiguredClient>, CredentialsError> {
     Ok(configured(sources)?.map(|c| ConfiguredClient {
         client: NebiusClient::new(c.endpoints, c.credentials),
         tenant_id: c.tenant_id,
@@ -54,7 +109,7 @@ struct Configured {
     tenant_id: Option<String>,
 }
 
-fn configured(sources: &CredentialSources) -> Result<Option<Configured>, String> {
+fn configured(sources: &CredentialSources) -> Result<Option<Configured>, CredentialsError> {
     let override_endpoints = sources.endpoint.map(Endpoints::from_override).transpose()?;
     if let Some(token) = sources.iam_token {
         return Ok(Some(Configured {
@@ -76,9 +131,8 @@ fn configured(sources: &CredentialSources) -> Result<Option<Configured>, String>
     };
     let Some(key) = profile.key else {
         if sources.required || !sources.profile.is_empty() {
-            return Err(format!(
-                "the Nebius profile uses auth-type {:?}, which fleetbot cannot use unattended; set NEBIUS_IAM_TOKEN or use a service-account profile",
-                profile.auth_type.unwrap_or_default()
+            return Err(CredentialsError::Unattended(
+                profile.auth_type.unwrap_or_default(),
             ));
         }
         return Ok(None);
@@ -110,7 +164,10 @@ struct ProfileCredentials {
     key: Option<ServiceAccountKey>,
 }
 
-fn read_profile(path: &Path, profile: &str) -> Result<Option<ProfileCredentials>, String> {
+fn read_profile(
+    path: &Path,
+    profile: &str,
+) -> Result<Option<ProfileCredentials>, CredentialsError> {
     let Some(value) = read_config(path)? else {
         return Ok(None);
     };
@@ -127,7 +184,10 @@ fn read_profile(path: &Path, profile: &str) -> Result<Option<ProfileCredentials>
         if profile.is_empty() {
             return Ok(None);
         }
-        return Err(format!("profile {selected:?} is not in {}", path.display()));
+        return Err(CredentialsError::NoSuchProfile {
+            profile: selected,
+            path: path.to_path_buf(),
+        });
     };
     let field = |name: &str| text_of(body.get(name)).filter(|v| !v.is_empty());
     Ok(Some(ProfileCredentials {
@@ -139,25 +199,23 @@ fn read_profile(path: &Path, profile: &str) -> Result<Option<ProfileCredentials>
 }
 
 /// The configuration as YAML; `Ok(None)` when there is no file.
-fn read_config(path: &Path) -> Result<Option<serde_yaml::Value>, String> {
+fn read_config(path: &Path) -> Result<Option<serde_yaml::Value>, CredentialsError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(format!(
-                "could not read Nebius config at {} ({:?})",
-                path.display(),
-                e.kind()
-            ));
+            return Err(CredentialsError::ConfigUnreadable {
+                path: path.to_path_buf(),
+                kind: e.kind(),
+            });
         }
     };
     // The file may hold credentials: parse errors are reported without its contents.
-    serde_yaml::from_str(&text).map(Some).map_err(|_| {
-        format!(
-            "could not parse Nebius config at {} (invalid YAML)",
-            path.display()
-        )
-    })
+    serde_yaml::from_str(&text)
+        .map(Some)
+        .map_err(|_| CredentialsError::ConfigInvalid {
+            path: path.to_path_buf(),
+        })
 }
 
 /// The profile's service-account key: a credentials file, else the account, key ID and PEM
@@ -165,17 +223,22 @@ fn read_config(path: &Path) -> Result<Option<serde_yaml::Value>, String> {
 fn profile_key(
     field: &dyn Fn(&str) -> Option<String>,
     selected: &str,
-) -> Result<Option<ServiceAccountKey>, String> {
+) -> Result<Option<ServiceAccountKey>, CredentialsError> {
+    let unreadable = |what: &'static str| {
+        move |e: std::io::Error| CredentialsError::FileUnreadable {
+            profile: selected.to_string(),
+            what,
+            kind: e.kind(),
+        }
+    };
     if let Some(file) = field("service-account-credentials-file-path") {
-        let text = std::fs::read_to_string(&file).map_err(|e| {
-            format!(
-                "profile {selected:?}: cannot read the credentials file ({:?})",
-                e.kind()
-            )
-        })?;
-        return parse_credentials_file(&text)
-            .map(Some)
-            .map_err(|e| format!("profile {selected:?}: {e}"));
+        let text = std::fs::read_to_string(&file).map_err(unreadable("credentials file"))?;
+        return parse_credentials_file(&text).map(Some).map_err(|reason| {
+            CredentialsError::CredentialsFile {
+                profile: selected.to_string(),
+                reason,
+            }
+        });
     }
     let (Some(account), Some(key_id), Some(key_file)) = (
         field("service-account-id"),
@@ -184,12 +247,7 @@ fn profile_key(
     ) else {
         return Ok(None);
     };
-    let pem = std::fs::read_to_string(&key_file).map_err(|e| {
-        format!(
-            "profile {selected:?}: cannot read the private key file ({:?})",
-            e.kind()
-        )
-    })?;
+    let pem = std::fs::read_to_string(&key_file).map_err(unreadable("private key file"))?;
     Ok(Some(ServiceAccountKey {
         service_account_id: account,
         public_key_id: key_id,
@@ -208,6 +266,11 @@ mod tests {
         std::fs::write(&path, "profiles: [secret-token\n").unwrap();
         let err = read_profile(&path, "").unwrap_err();
         assert!(
+            matches!(err, CredentialsError::ConfigInvalid { .. }),
+            "{err}"
+        );
+        let err = err.to_string();
+        assert!(
             err.contains("could not parse") && !err.contains("secret-token"),
             "{err}"
         );
@@ -219,6 +282,9 @@ mod tests {
         let p = read_profile(&path, "").unwrap().unwrap();
         assert!(p.key.is_none());
         assert_eq!(p.tenant_id.as_deref(), Some("t"));
-        assert!(read_profile(&path, "missing").is_err());
+        assert!(matches!(
+            read_profile(&path, "missing"),
+            Err(CredentialsError::NoSuchProfile { .. })
+        ));
     }
 }

@@ -109,7 +109,7 @@ impl NebiusConfig {
 
     /// Deploy-time tenant resolution (fleet-engine §6.10.1): the spec's tenant, else the named
     /// (or active) profile's; a named profile without a tenant is a hard error.
-    pub fn resolve_tenant(&self, spec_tenant: &str, profile: &str) -> Result<String, String> {
+    pub fn resolve_tenant(&self, spec_tenant: &str, profile: &str) -> Result<String, TenantError> {
         if !spec_tenant.is_empty() {
             return Ok(spec_tenant.to_string());
         }
@@ -117,16 +117,27 @@ impl NebiusConfig {
             return Ok(tenant.to_string());
         }
         if !profile.is_empty() {
-            return Err(format!(
-                "tenant_id could not be resolved: profile {} has no 'tenant-id' in ~/.nebius/config.yaml; set 'tenant_id' in the fleet spec",
-                crate::spec::names::py_repr(profile)
+            return Err(TenantError::ProfileWithoutTenant(
+                crate::spec::names::py_repr(profile),
             ));
         }
-        Err(
-            "tenant_id could not be resolved from the spec, the credentials, or ~/.nebius/config.yaml"
-                .into(),
-        )
+        Err(TenantError::Unresolved)
     }
+}
+
+/// Why no tenant could be resolved (fleet-engine §6.10.1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TenantError {
+    /// The named profile has no tenant (the profile, as the reference quotes it).
+    #[error(
+        "tenant_id could not be resolved: profile {0} has no 'tenant-id' in ~/.nebius/config.yaml; set 'tenant_id' in the fleet spec"
+    )]
+    ProfileWithoutTenant(String),
+    /// Neither the spec, the credentials nor the active profile name one.
+    #[error(
+        "tenant_id could not be resolved from the spec, the credentials, or ~/.nebius/config.yaml"
+    )]
+    Unresolved,
 }
 
 #[cfg(test)]
@@ -150,7 +161,8 @@ mod tests {
     fn resolve_tenant_rejects_profile_without_tenant() {
         let c = NebiusConfig::parse(CONFIG, "config.yaml").unwrap();
         let e = c.resolve_tenant("", "empty").unwrap_err();
-        assert!(e.contains("has no 'tenant-id'"), "{e}");
+        assert_eq!(e, TenantError::ProfileWithoutTenant("'empty'".into()));
+        assert!(e.to_string().contains("has no 'tenant-id'"), "{e}");
     }
 
     #[test]

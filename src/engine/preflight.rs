@@ -125,6 +125,33 @@ pub fn proven_state(plan: &LivePlan) -> ProvenState {
     }
 }
 
+/// Why a live preflight could not judge the selection.
+#[derive(Debug, thiserror::Error)]
+pub enum PreflightError {
+    /// The selection's demand could not be computed (a region unresolved, …).
+    #[error(transparent)]
+    Demand(#[from] crate::quota::scope::ScopeError),
+    /// The tenant's allowances could not be read: no evidence, so nothing may be created.
+    #[error(
+        "could not read tenant quota allowances; refusing to create projects or resources without capacity evidence ({0})"
+    )]
+    Evidence(#[source] crate::cloud::CloudError),
+}
+
+impl From<PreflightError> for crate::engine::ops::EngineError {
+    fn from(e: PreflightError) -> Self {
+        use crate::engine::ops::{EngineError, ErrorSource};
+        match &e {
+            // The cloud's words stay the operator's: a pull request is told the code only.
+            PreflightError::Evidence(cloud) => EngineError {
+                message: e.to_string(),
+                source: ErrorSource::Cloud(cloud.code),
+            },
+            PreflightError::Demand(_) => EngineError::new(e.to_string()),
+        }
+    }
+}
+
 /// Runs preflight for the selected targets against live evidence.
 pub async fn live_preflight<C: Cloud>(
     cloud: &C,
@@ -134,14 +161,14 @@ pub async fn live_preflight<C: Cloud>(
     project_prefix: &str,
     plan: &LivePlan,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<PreflightReport, String> {
+) -> Result<PreflightReport, PreflightError> {
     let options = ScopeOptions {
         selection,
         project_prefix: Some(project_prefix.to_string()),
     };
-    let demand = fleet_demand(spec, &options, &proven_state(plan)).map_err(|e| e.to_string())?;
-    let evidence = live_evidence(cloud, tenant_id).await.map_err(|e| {
-        format!("could not read tenant quota allowances; refusing to create projects or resources without capacity evidence ({e})")
-    })?;
+    let demand = fleet_demand(spec, &options, &proven_state(plan))?;
+    let evidence = live_evidence(cloud, tenant_id)
+        .await
+        .map_err(PreflightError::Evidence)?;
     Ok(run_preflight(demand, tenant_id, &evidence, progress))
 }

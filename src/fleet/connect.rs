@@ -27,8 +27,8 @@ pub enum ConnectError {
     )]
     NoCredentials,
     /// The configured credentials do not read (the profile, the key file, the endpoint).
-    #[error("{0}")]
-    Credentials(String),
+    #[error(transparent)]
+    Credentials(#[from] crate::cloud::credentials::CredentialsError),
     /// The simulator's world file does not read or validate.
     #[error("{0}")]
     World(String),
@@ -367,7 +367,7 @@ mod tests {
         };
         let err = connect(&options).await.err().unwrap();
         assert!(
-            matches!(&err, ConnectError::Credentials(e) if e.contains("federation")),
+            matches!(&err, ConnectError::Credentials(e) if e.to_string().contains("federation")),
             "{err}"
         );
         let options = SessionOptions {
@@ -377,7 +377,7 @@ mod tests {
         };
         let err = connect(&options).await.err().unwrap();
         assert!(
-            matches!(&err, ConnectError::Credentials(e) if e.contains("loopback")),
+            matches!(&err, ConnectError::Credentials(e) if e.to_string().contains("loopback")),
             "{err}"
         );
         let options = SessionOptions {

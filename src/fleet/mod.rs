@@ -321,7 +321,7 @@ impl Fleet {
             &mut on_line,
         )
         .await
-        .map_err(|e| Error::Engine(EngineError::new(e)))
+        .map_err(|e| Error::Engine(EngineError::from(e)))
     }
 
     /// Creates and converges the selected targets (`fleetbot deploy --yes`): live plan and

@@ -15,7 +15,7 @@ use super::deploy_result::TargetResult;
 use super::error::ApplyError;
 use super::progress::{Event, Outcome};
 use crate::cloud::domain::{Cloud, Cluster, Labels, Release, ReleaseSpec, ReleaseState};
-use crate::clusters::{ClusterClient, ClusterEndpoint, Connections, TokenSource};
+use crate::clusters::{AccessError, ClusterClient, ClusterEndpoint, Connections, TokenSource};
 use crate::engine::addons::{
     self, ADDON_LABEL, DIGEST_LABEL, DesiredAddon, FIELD_MANAGER, Install, Promise,
 };
@@ -167,14 +167,10 @@ fn remember(record: &mut TargetRecord, entry: AddonRecord) {
 }
 
 /// Whether one promise holds now.
-async fn holds(kube: &ClusterClient, promise: &Promise) -> Result<bool, String> {
+async fn holds(kube: &ClusterClient, promise: &Promise) -> Result<bool, AccessError> {
     let get = |api: &'static str, kind: &'static str, ns: Option<String>, name: String| {
         let kube = kube.clone();
-        async move {
-            kube.get_object(api, kind, ns.as_deref(), &name)
-                .await
-                .map_err(|e| e.to_string())
-        }
+        async move { kube.get_object(api, kind, ns.as_deref(), &name).await }
     };
     Ok(match promise {
         Promise::DaemonSet { namespace, name } => {
@@ -249,7 +245,7 @@ async fn holds(kube: &ClusterClient, promise: &Promise) -> Result<bool, String> 
             quantity,
             count,
         } => {
-            let nodes = kube.nodes().await.map_err(|e| e.to_string())?;
+            let nodes = kube.nodes().await?;
             let ready = nodes
                 .iter()
                 .filter(|n| {

@@ -135,8 +135,7 @@ async fn preflight<C: Cloud>(
         plan,
         &mut on_status,
     )
-    .await
-    .map_err(EngineError::new)?;
+    .await?;
     match report.message() {
         Some(message) => Err(EngineError::new(message)),
         None => Ok(()),
