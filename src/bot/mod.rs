@@ -23,7 +23,7 @@ pub mod verification;
 
 pub use commands::{Command, CommandError, CommandKind, ParsedComment, parse_comment};
 pub use config::{ConfigError, LoadedConfig, RepoConfig};
-pub use handler::{Bot, BotError, BotSettings, Handled};
+pub use handler::{Bot, BotError, BotSettings, Handled, JobError};
 pub use pr::{
     ChangedFile, PREFLIGHT_CHECK, PRIVACY_CHECK, PrInput, PrOutcome, QuotaInput,
     evaluate_pull_request,

@@ -223,7 +223,8 @@ async fn residentially(
     let serves = state.clone();
     tokio::task::spawn_blocking(move || crate::fleet::resident::ensure(&serves, world.as_deref()))
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     Ok((open_cloud(profile).await?, Some(state)))
 }
 

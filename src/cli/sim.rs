@@ -159,7 +159,7 @@ pub fn run(args: SimArgs) -> ExitCode {
         let probe_image = match crate::fleet::connect::register_this_binary(&sim.kube) {
             Ok(image) => image,
             Err(e) => {
-                eprintln!("fleetbot sim: {e}");
+                eprintln!("fleetbot sim: cannot read this binary: {e}");
                 return ExitCode::FAILURE;
             }
         };

@@ -164,7 +164,8 @@ async fn prepare<K: KindSettings>(
         .kubeconfigs
         .as_deref()
         .map(load_kubeconfig_map)
-        .transpose()?;
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let targets = selected_count(
         spec,
         &options.only_projects,

@@ -21,32 +21,85 @@ pub struct KubeconfigMap {
     entries: BTreeMap<String, BTreeMap<String, PathBuf>>,
 }
 
+/// Why a `--kubeconfigs` map is refused: where, and what was expected there.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigMapError {
+    /// The file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The map file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The map is not JSON (or YAML's JSON subset).
+    #[error("not JSON (line {line}, column {column}): {message}")]
+    Json {
+        /// Where the parser stopped.
+        line: usize,
+        /// Where the parser stopped.
+        column: usize,
+        /// The parser's words.
+        message: String,
+    },
+    /// A value of the wrong shape, at `at` (`project` or `project.cluster`; empty: the root).
+    #[error("{at}{}expected {expected}", if at.is_empty() { "" } else { ": " })]
+    Shape {
+        /// Where.
+        at: String,
+        /// What belongs there.
+        expected: &'static str,
+    },
+    /// What went wrong inside the file at `path`.
+    #[error("{}: {inner}", path.display())]
+    In {
+        /// The map file.
+        path: PathBuf,
+        /// What.
+        inner: Box<KubeconfigMapError>,
+    },
+}
+
 impl KubeconfigMap {
     /// Reads the map; relative paths are relative to the map file.
-    pub fn load(path: &Path) -> Result<KubeconfigMap, String> {
-        let shown = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
-        KubeconfigMap::parse(&text, path.parent().unwrap_or(Path::new(".")))
-            .map_err(|e| format!("{shown}: {e}"))
+    pub fn load(path: &Path) -> Result<KubeconfigMap, KubeconfigMapError> {
+        let text = std::fs::read_to_string(path).map_err(|source| KubeconfigMapError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        KubeconfigMap::parse(&text, path.parent().unwrap_or(Path::new("."))).map_err(|inner| {
+            KubeconfigMapError::In {
+                path: path.to_path_buf(),
+                inner: Box::new(inner),
+            }
+        })
     }
 
-    pub fn parse(text: &str, base: &Path) -> Result<KubeconfigMap, String> {
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| format!("not JSON (line {}, column {}): {e}", e.line(), e.column()))?;
-        let projects = value
-            .as_object()
-            .ok_or("expected an object {project_key: {cluster_name: kubeconfig_path}}")?;
+    pub fn parse(text: &str, base: &Path) -> Result<KubeconfigMap, KubeconfigMapError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| KubeconfigMapError::Json {
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            })?;
+        let shape = |at: String, expected: &'static str| KubeconfigMapError::Shape { at, expected };
+        let projects = value.as_object().ok_or_else(|| {
+            shape(
+                String::new(),
+                "an object {project_key: {cluster_name: kubeconfig_path}}",
+            )
+        })?;
         let mut entries = BTreeMap::new();
         for (key, clusters) in projects {
-            let clusters = clusters.as_object().ok_or_else(|| {
-                format!("{key}: expected an object {{cluster_name: kubeconfig_path}}")
-            })?;
+            let clusters = clusters
+                .as_object()
+                .ok_or_else(|| shape(key.clone(), "an object {cluster_name: kubeconfig_path}"))?;
             let mut out = BTreeMap::new();
             for (cluster, file) in clusters {
                 let file = file
                     .as_str()
                     .filter(|f| !f.trim().is_empty())
-                    .ok_or_else(|| format!("{key}.{cluster}: expected a kubeconfig path"))?;
+                    .ok_or_else(|| shape(format!("{key}.{cluster}"), "a kubeconfig path"))?;
                 let file = Path::new(file);
                 out.insert(
                     cluster.clone(),
@@ -239,9 +292,18 @@ mod tests {
         assert_eq!(map.get("training", "cpu"), Some(Path::new("/abs/cpu.yaml")));
         assert_eq!(map.get("training", "other"), None);
         let err = KubeconfigMap::parse(r#"{"training": {"gpu": 3}}"#, Path::new(".")).unwrap_err();
-        assert_eq!(err, "training.gpu: expected a kubeconfig path");
+        assert_eq!(err.to_string(), "training.gpu: expected a kubeconfig path");
+        let err = KubeconfigMap::parse("[]", Path::new(".")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "expected an object {project_key: {cluster_name: kubeconfig_path}}"
+        );
         let err = KubeconfigMap::parse("{", Path::new(".")).unwrap_err();
-        assert!(err.starts_with("not JSON (line 1"), "{err}");
+        assert!(
+            matches!(err, KubeconfigMapError::Json { line: 1, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with("not JSON (line 1"), "{err}");
     }
 
     #[test]

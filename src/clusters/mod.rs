@@ -240,6 +240,6 @@ pub fn access_for(
 }
 
 /// Reads a `--kubeconfigs` map.
-pub fn load_kubeconfig_map(path: &Path) -> Result<KubeconfigMap, String> {
+pub fn load_kubeconfig_map(path: &Path) -> Result<KubeconfigMap, kubeconfig::KubeconfigMapError> {
     KubeconfigMap::load(path)
 }

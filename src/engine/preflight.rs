@@ -138,20 +138,6 @@ pub enum PreflightError {
     Evidence(#[source] crate::cloud::CloudError),
 }
 
-impl From<PreflightError> for crate::engine::ops::EngineError {
-    fn from(e: PreflightError) -> Self {
-        use crate::engine::ops::{EngineError, ErrorSource};
-        match &e {
-            // The cloud's words stay the operator's: a pull request is told the code only.
-            PreflightError::Evidence(cloud) => EngineError {
-                message: e.to_string(),
-                source: ErrorSource::Cloud(cloud.code),
-            },
-            PreflightError::Demand(_) => EngineError::new(e.to_string()),
-        }
-    }
-}
-
 /// Runs preflight for the selected targets against live evidence.
 pub async fn live_preflight<C: Cloud>(
     cloud: &C,

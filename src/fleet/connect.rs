@@ -30,8 +30,8 @@ pub enum ConnectError {
     #[error(transparent)]
     Credentials(#[from] crate::cloud::credentials::CredentialsError),
     /// The simulator's world file does not read or validate.
-    #[error("{0}")]
-    World(String),
+    #[error(transparent)]
+    World(#[from] crate::sim::world::WorldError),
     /// A directory for the simulator's state could not be made.
     #[error("cannot create {}: {source}", path.display())]
     Directory {
@@ -197,9 +197,8 @@ pub fn register_probe_binary(kube: &KubeApi, binary: PathBuf) -> std::io::Result
 
 /// [`register_probe_binary`] of this very binary: what the embedded simulator does for each
 /// command, and `fleetbot sim` once at start for the commands and servers that reach it.
-pub fn register_this_binary(kube: &KubeApi) -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-    register_probe_binary(kube, exe).map_err(|e| format!("cannot read this binary: {e}"))
+pub fn register_this_binary(kube: &KubeApi) -> std::io::Result<String> {
+    register_probe_binary(kube, std::env::current_exe()?)
 }
 
 /// Starts the embedded simulator and a client for it.

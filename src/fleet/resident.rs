@@ -142,27 +142,64 @@ pub fn remove(state: &Path) {
     }
 }
 
+/// Why no resident simulator could be reached or started.
+#[derive(Debug, thiserror::Error)]
+pub enum ResidentError {
+    /// A file or directory it needs: this binary, the state's directory, its log.
+    #[error("cannot {what} {}: {source}", path.display())]
+    File {
+        /// `find`, `create` or `write`.
+        what: &'static str,
+        /// Which.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It could not be started.
+    #[error("cannot start the resident simulator: {0}")]
+    Spawn(std::io::Error),
+    /// It started and exited; its log says why.
+    #[error("the resident simulator exited ({status}); see {}", log.display())]
+    Exited {
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// Its log.
+        log: PathBuf,
+    },
+    /// It did not say where it listens in time.
+    #[error("the resident simulator did not start within {} s; see {}", within.as_secs(), log.display())]
+    Slow {
+        /// How long it was given.
+        within: Duration,
+        /// Its log.
+        log: PathBuf,
+    },
+}
+
 /// The resident serving `state`: the one running, else a new one started in the background
 /// (its output in `<state>.resident.log`).
-pub fn ensure(state: &Path, world: Option<&Path>) -> Result<Resident, String> {
+pub fn ensure(state: &Path, world: Option<&Path>) -> Result<Resident, ResidentError> {
     if let Some(resident) = find(state) {
         return Ok(resident);
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let file = |what: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ResidentError::File { what, path, source }
+    };
+    let exe = std::env::current_exe().map_err(file("find", Path::new("this binary")))?;
     if let Some(dir) = state.parent() {
-        private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        private_dir(dir).map_err(file("create", dir))?;
     }
     let mut log_name = state.file_name().unwrap_or_default().to_os_string();
     log_name.push(".resident.log");
     let log_path = state.with_file_name(log_name);
-    let log =
-        private_file(&log_path).map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
+    let log = private_file(&log_path).map_err(file("write", &log_path))?;
     let mut command = Command::new(exe);
     command
         .args(["sim", "--resident", "--listen", "127.0.0.1:0", "--state"])
         .arg(state)
         .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stdout(log.try_clone().map_err(file("write", &log_path))?)
         .stderr(log)
         .env_remove("NEBIUS_IAM_TOKEN");
     if let Some(world) = world {
@@ -174,9 +211,7 @@ pub fn ensure(state: &Path, world: Option<&Path>) -> Result<Resident, String> {
         // Its own process group: the terminal's Ctrl-C for this command does not reach it.
         command.process_group(0);
     }
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot start the resident simulator: {e}"))?;
+    let mut child = command.spawn().map_err(ResidentError::Spawn)?;
     let began = Instant::now();
     while began.elapsed() < START_TIMEOUT {
         if let Some(resident) = find(state) {
@@ -187,21 +222,20 @@ pub fn ensure(state: &Path, world: Option<&Path>) -> Result<Resident, String> {
             // it listens.
             Ok(Some(status)) if status.code() == Some(i32::from(EXIT_ALREADY_SERVED)) => {}
             Ok(Some(status)) => {
-                return Err(format!(
-                    "the resident simulator exited ({status}); see {}",
-                    log_path.display()
-                ));
+                return Err(ResidentError::Exited {
+                    status,
+                    log: log_path,
+                });
             }
             _ => {}
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let _ = child.kill();
-    Err(format!(
-        "the resident simulator did not start within {} s; see {}",
-        START_TIMEOUT.as_secs(),
-        log_path.display()
-    ))
+    Err(ResidentError::Slow {
+        within: START_TIMEOUT,
+        log: log_path,
+    })
 }
 
 #[cfg(test)]

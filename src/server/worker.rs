@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::JobReport;
 use super::metrics::{Metrics, event_label};
-use crate::bot::{Bot, BotError, Handled};
+use crate::bot::{Bot, BotError, Handled, JobError};
 use crate::store::queue::Claim;
 use crate::store::queue::{JobKind, ms, now_ms};
 use crate::store::{ClaimedJob, JobOutcome, JobQueue};
@@ -485,13 +485,9 @@ async fn finish<Q: JobQueue>(
 /// What a claimed job runs as, or why it cannot run at all: a kind this fleetbot does not
 /// know (written by a newer one sharing the store) is not taken for a webhook delivery, and a
 /// job whose payload the store lost is not run on an empty body.
-fn runnable(job: &ClaimedJob) -> Result<(JobKind, &bytes::Bytes), String> {
-    let kind = JobKind::parse(&job.kind)
-        .ok_or_else(|| format!("unknown job kind {:?}; not run", job.kind))?;
-    let payload = job
-        .payload
-        .as_ref()
-        .ok_or("the store holds no payload for this job; not run")?;
+fn runnable(job: &ClaimedJob) -> Result<(JobKind, &bytes::Bytes), JobError> {
+    let kind = JobKind::parse(&job.kind).ok_or_else(|| JobError::UnknownKind(job.kind.clone()))?;
+    let payload = job.payload.as_ref().ok_or(JobError::NoPayload)?;
     Ok((kind, payload))
 }
 
@@ -518,17 +514,14 @@ mod tests {
             ..job.clone()
         };
         assert_eq!(
-            runnable(&newer).unwrap_err(),
+            runnable(&newer).unwrap_err().to_string(),
             "unknown job kind \"from-the-future\"; not run"
         );
         let bare = ClaimedJob {
             payload: None,
             ..job
         };
-        assert_eq!(
-            runnable(&bare).unwrap_err(),
-            "the store holds no payload for this job; not run"
-        );
+        assert!(matches!(runnable(&bare), Err(JobError::NoPayload)));
     }
 
     #[test]

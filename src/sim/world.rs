@@ -230,17 +230,50 @@ fn default_token_ttl() -> i64 {
     3600
 }
 
+/// Why a world file is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    /// The file cannot be read.
+    #[error("cannot read world {}: {source}", path.display())]
+    Read {
+        /// The world file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not a world: the YAML does not read as one.
+    #[error("invalid world: {0}")]
+    Invalid(String),
+    /// A world that contradicts itself (a quota in a region it does not have, …).
+    #[error("{0}")]
+    Inconsistent(String),
+    /// What is wrong inside the file at `path`.
+    #[error("{}: {inner}", path.display())]
+    In {
+        /// The world file.
+        path: std::path::PathBuf,
+        /// What.
+        inner: Box<WorldError>,
+    },
+}
+
 impl World {
-    pub fn from_yaml(text: &str) -> Result<World, String> {
-        let world: World = serde_yaml::from_str(text).map_err(|e| format!("invalid world: {e}"))?;
-        world.check()?;
+    pub fn from_yaml(text: &str) -> Result<World, WorldError> {
+        let world: World =
+            serde_yaml::from_str(text).map_err(|e| WorldError::Invalid(e.to_string()))?;
+        world.check().map_err(WorldError::Inconsistent)?;
         Ok(world)
     }
 
-    pub fn load(path: &Path) -> Result<World, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read world {}: {e}", path.display()))?;
-        World::from_yaml(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<World, WorldError> {
+        let text = std::fs::read_to_string(path).map_err(|source| WorldError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        World::from_yaml(&text).map_err(|e| WorldError::In {
+            path: path.to_path_buf(),
+            inner: Box::new(e),
+        })
     }
 
     fn check(&self) -> Result<(), String> {

@@ -75,12 +75,29 @@ fn open(path: &Path, synchronous: &str) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// Why a write did not happen; the store words it as its own error (`StoreError`).
+#[derive(Debug, thiserror::Error)]
+pub enum WriterError {
+    /// SQLite refused the statement or the transaction.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// The writer thread could not be started.
+    #[error("cannot start the writer thread: {0}")]
+    Thread(std::io::Error),
+    /// The store was closed before this write was sent.
+    #[error("the store is closed")]
+    Closed,
+    /// The writer dropped this write without an answer (its task panicked).
+    #[error("the store's writer failed on this write")]
+    Failed,
+}
+
 impl Writer {
     /// Opens the connections (the file exists; statements are prepared when first used, so
     /// the tables may be created after) and starts the thread.
-    pub fn start(path: &Path) -> Result<Writer, String> {
+    pub fn start(path: &Path) -> Result<Writer, WriterError> {
         let conns = Conns {
-            conn: open(path, "FULL").map_err(|e| e.to_string())?,
+            conn: open(path, "FULL")?,
             full: true,
         };
         let (tasks, inbox) = mpsc::channel::<Option<Task>>();
@@ -95,7 +112,7 @@ impl Writer {
                     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| task(&mut conns)));
                 }
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(WriterError::Thread)?;
         Ok(Writer {
             tasks,
             thread: Arc::new(Mutex::new(Some(thread))),
@@ -110,19 +127,17 @@ impl Writer {
         &self,
         gate: G,
         f: impl FnOnce(&mut Conns) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, String> {
+    ) -> Result<T, WriterError> {
         let (answer, answered) = oneshot::channel();
         let task: Task = Box::new(move |conns| {
-            let result = f(conns).map_err(|e| e.to_string());
+            let result = f(conns).map_err(WriterError::from);
             drop(gate);
             let _ = answer.send(result);
         });
         self.tasks
             .send(Some(task))
-            .map_err(|_| "the store is closed".to_string())?;
-        answered
-            .await
-            .map_err(|_| "the store's writer failed on this write".to_string())?
+            .map_err(|_| WriterError::Closed)?;
+        answered.await.map_err(|_| WriterError::Failed)?
     }
 
     /// Stops the thread once the tasks already sent have run, and waits for it (its
@@ -451,12 +466,11 @@ mod tests {
                     .query_row("SELECT 40 + 2", [], |r| r.get::<_, i64>(0))
             })
             .await;
-        assert_eq!(answer, Ok(42));
+        assert_eq!(answer.unwrap(), 42);
         writer.close().await;
-        assert_eq!(
-            writer.run((), |_| Ok(())).await,
-            Err("the store is closed".to_string())
-        );
+        let closed = writer.run((), |_| Ok(())).await;
+        assert!(matches!(closed, Err(WriterError::Closed)), "{closed:?}");
+        assert_eq!(closed.unwrap_err().to_string(), "the store is closed");
     }
 
     #[tokio::test]

@@ -96,9 +96,31 @@ pub enum BotError {
     Event(#[from] EventError),
     #[error(transparent)]
     GitHub(#[from] ClientError),
-    /// A queued job that cannot be decoded.
-    #[error("{0}")]
-    Job(String),
+    /// A queued job that cannot be run.
+    #[error(transparent)]
+    Job(#[from] JobError),
+}
+
+/// Why a queued job cannot be run: nothing a retry would change.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A kind this fleetbot does not know (written by a newer one sharing the store).
+    #[error("unknown job kind {0:?}; not run")]
+    UnknownKind(String),
+    /// The store lost the job's payload: it is not run on an empty body.
+    #[error("the store holds no payload for this job; not run")]
+    NoPayload,
+    /// The payload does not decode as its kind.
+    #[error("cannot decode the {kind} job: {source}")]
+    Undecodable {
+        /// `apply`, `reconcile`.
+        kind: &'static str,
+        /// The decoder's words.
+        source: serde_json::Error,
+    },
+    /// The job names no repository GitHub could have.
+    #[error("the {0} job names no repository")]
+    NoRepository(&'static str),
 }
 
 impl BotError {
@@ -197,15 +219,18 @@ impl Bot {
     /// Runs a queued apply job.
     async fn run_apply(&self, id: &str, payload: &[u8]) -> Result<Handled, BotError> {
         use crate::bot::deploy::job::{self, ApplyJob, JobEnd};
-        let job: ApplyJob = serde_json::from_slice(payload)
-            .map_err(|e| BotError::Job(format!("cannot decode the apply job: {e}")))?;
+        let job: ApplyJob =
+            serde_json::from_slice(payload).map_err(|source| JobError::Undecodable {
+                kind: "apply",
+                source,
+            })?;
         let Some(deployer) = &self.settings.deploy() else {
             return Ok(Handled::Ignored(
                 "an apply job, but fleetbot has no cloud configured".into(),
             ));
         };
-        let name = crate::github::RepoName::parse(&job.repo)
-            .ok_or_else(|| BotError::Job("the apply job names no repository".into()))?;
+        let name =
+            crate::github::RepoName::parse(&job.repo).ok_or(JobError::NoRepository("apply"))?;
         let repo = self.github.repo(job.installation_id, name);
         let key = self.alias_key(job.installation_id);
         match job::run(&repo, &self.settings, deployer, id, &job, &key).await? {

@@ -21,10 +21,12 @@ impl Bot {
         id: &str,
         payload: &[u8],
     ) -> Result<Handled, BotError> {
-        let job: ReconcileJob = serde_json::from_slice(payload)
-            .map_err(|e| BotError::Job(format!("cannot decode the reconcile job: {e}")))?;
-        let name = RepoName::parse(&job.repo)
-            .ok_or_else(|| BotError::Job("the reconcile job names no repository".into()))?;
+        let job: ReconcileJob =
+            serde_json::from_slice(payload).map_err(|source| super::JobError::Undecodable {
+                kind: "reconcile",
+                source,
+            })?;
+        let name = RepoName::parse(&job.repo).ok_or(super::JobError::NoRepository("reconcile"))?;
         let repo = self.github.repo(job.installation_id, name);
         let config = load_config(&repo).await?;
         self.reconcile_intervals

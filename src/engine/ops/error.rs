@@ -54,6 +54,20 @@ impl From<crate::store::StoreError> for EngineError {
     }
 }
 
+impl From<crate::engine::preflight::PreflightError> for EngineError {
+    fn from(e: crate::engine::preflight::PreflightError) -> Self {
+        use crate::engine::preflight::PreflightError;
+        match &e {
+            // The cloud's words stay the operator's: a pull request is told the code only.
+            PreflightError::Evidence(cloud) => EngineError {
+                message: e.to_string(),
+                source: ErrorSource::Cloud(cloud.code),
+            },
+            PreflightError::Demand(_) => EngineError::new(e.to_string()),
+        }
+    }
+}
+
 impl From<crate::cloud::CloudError> for EngineError {
     fn from(e: crate::cloud::CloudError) -> Self {
         // A refused credential reads as one, whichever call met it first.
