@@ -96,3 +96,43 @@ async fn an_unreadable_allowance_list_fails_closed() {
     assert_eq!(public.kind, fleetbot::fleet::live::LiveErrorKind::Cloud);
     assert!(!public.message.contains("allowances"), "{}", public.message);
 }
+
+/// A deploy the engine stops names which of its rules refused (as a variant, not only in
+/// words), and a cloud read it needed and could not make stays the cloud's.
+#[tokio::test]
+async fn a_refused_deploy_says_which_rule_refused_and_a_failed_read_stays_the_cloud_s() {
+    use fleetbot::engine::ops::{ErrorSource, Refusal};
+    let run = |world: String| async move {
+        let sim = simulator(&world).await;
+        let cloud = client(&sim);
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("i.sqlite"))
+            .await
+            .unwrap();
+        let spec = load_str(SPEC, "q.yaml").unwrap();
+        support::deploy(
+            &cloud,
+            &store,
+            &spec,
+            &sim.tenant_id(),
+            &LifecycleOptions::default(),
+            fleetbot::fleet::quiet(),
+        )
+        .await
+        .unwrap_err()
+    };
+    let short = run(world("{limit: 8, usage: 7}", "")).await;
+    assert_eq!(short.refusal(), Some(Refusal::Quota), "{short}");
+    let faults =
+        "faults:\n  - {method: PlatformService/List, code: unavailable, error_rate: 1.0}\n";
+    let unread = run(world("512", faults)).await;
+    assert_eq!(
+        unread.source,
+        ErrorSource::Cloud(tonic::Code::Unavailable),
+        "{unread}"
+    );
+    assert!(unread.message.contains("platform catalogue"), "{unread}");
+    let public = fleetbot::fleet::live::public_error(&unread);
+    assert_eq!(public.kind, fleetbot::fleet::live::LiveErrorKind::Cloud);
+    assert!(!public.message.contains("catalogue"), "{}", public.message);
+}

@@ -30,7 +30,7 @@ pub(crate) use deploy::deploy_prepared;
 pub use deploy_result::{BackendCounts, DeployResult, TargetResult};
 pub(crate) use destroy::destroy;
 pub use destroy::{DestroyEntry, DestroyResult};
-pub use error::{EngineError, ErrorSource};
+pub use error::{EngineError, ErrorSource, Refusal};
 pub use object_storage::{
     KEY_DESCRIPTION, ObjectStorageResult, PROBE_PREFIX, SERVICE_ACCOUNT, read_back_mismatch,
 };

@@ -113,7 +113,7 @@ impl std::fmt::Debug for LiveSpec {
 /// to the bot's log without the cloud's own message.
 pub fn public_error(e: &EngineError) -> LiveError {
     match e.source {
-        ErrorSource::Engine => LiveError::new(LiveErrorKind::Engine, e.message.clone()),
+        ErrorSource::Engine(_) => LiveError::new(LiveErrorKind::Engine, e.message.clone()),
         ErrorSource::Store => {
             tracing::warn!(error = %e.message, "live plan: the bot's store could not be read");
             LiveError::new(

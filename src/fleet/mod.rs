@@ -29,8 +29,8 @@ use crate::engine::ops::EngineError;
 
 // The lifecycle's words, as the engine has them: what a caller passes and gets back.
 pub use crate::engine::ops::{
-    DeployResult, DestroyResult, Event, LifecycleOptions, Outcome, Progress, SelectError,
-    StatusResult, TargetStatus, quiet, select,
+    DeployResult, DestroyResult, ErrorSource, Event, LifecycleOptions, Outcome, Progress, Refusal,
+    SelectError, StatusResult, TargetStatus, quiet, select,
 };
 use crate::engine::{FleetPlan, PlanOptions};
 use crate::quota::budget::PreflightReport;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::error::EngineError;
+use super::error::{EngineError, Refusal};
 use super::prepare::Prepared;
 use super::progress::{Event, Progress};
 use crate::cloud::domain::{Cloud, Platform};
@@ -53,7 +53,7 @@ pub async fn check_catalogue<C: Cloud>(
     if asks.keys().any(|region| !readers.contains_key(region)) {
         // New projects: any of the tenant's projects in the region reads its catalogue.
         let projects = cloud.list_projects(tenant_id).await.map_err(|e| {
-            EngineError::new(format!(
+            EngineError::cloud(&e, format!(
                 "could not list the tenant's projects to read the regions' platform catalogues ({e}); nothing was changed"
             ))
         })?;
@@ -75,7 +75,7 @@ pub async fn check_catalogue<C: Cloud>(
             continue;
         };
         let platforms = cloud.list_platforms(project_id).await.map_err(|e| {
-            EngineError::new(format!(
+            EngineError::cloud(&e, format!(
                 "could not read the platform catalogue of {region} ({e}); refusing to create node groups without it; nothing was changed"
             ))
         })?;
@@ -87,10 +87,13 @@ pub async fn check_catalogue<C: Cloud>(
     if refusals.is_empty() {
         return Ok(());
     }
-    Err(EngineError::new(format!(
-        "the spec asks for platforms or presets their region does not offer; nothing was changed:\n  - {}",
-        refusals.join("\n  - ")
-    )))
+    Err(EngineError::refused(
+        Refusal::Catalogue,
+        format!(
+            "the spec asks for platforms or presets their region does not offer; nothing was changed:\n  - {}",
+            refusals.join("\n  - ")
+        ),
+    ))
 }
 
 fn refusal(region: &str, ask: &Ask<'_>, platforms: &[Platform]) -> Option<String> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::apply::Apply;
 use super::deploy_result::{BackendCounts, DeployResult, TargetResult};
-use super::error::{ApplyError, EngineError};
+use super::error::{ApplyError, EngineError, Refusal};
 use super::object_storage::ObjectStorageResult;
 use super::options::{Destruction, LifecycleOptions};
 use super::prepare::Prepared;
@@ -31,10 +31,13 @@ fn refuse_before_mutation(
     options: &LifecycleOptions,
 ) -> Result<(), EngineError> {
     if prepared.plan.has_problems() {
-        return Err(EngineError::new(format!(
-            "the live plan found problems; nothing was changed:\n  - {}",
-            prepared.plan.problems().join("\n  - ")
-        )));
+        return Err(EngineError::refused(
+            Refusal::PlanProblems,
+            format!(
+                "the live plan found problems; nothing was changed:\n  - {}",
+                prepared.plan.problems().join("\n  - ")
+            ),
+        ));
     }
     for (_, project) in &prepared.projects {
         let missing = prepared
@@ -44,16 +47,19 @@ fn refuse_before_mutation(
             .and_then(|o| o.project.as_ref())
             .is_none();
         if missing && !project.project_id.is_empty() {
-            return Err(EngineError::new(format!(
-                "project {} does not exist",
-                project.project_id
-            )));
+            return Err(EngineError::refused(
+                Refusal::ProjectMissing,
+                format!("project {} does not exist", project.project_id),
+            ));
         }
         if missing && !options.create_projects {
-            return Err(EngineError::new(format!(
-                "project '{}' not found under tenant and project creation is disabled",
-                project.display_name
-            )));
+            return Err(EngineError::refused(
+                Refusal::ProjectCreationDisabled,
+                format!(
+                    "project '{}' not found under tenant and project creation is disabled",
+                    project.display_name
+                ),
+            ));
         }
     }
     Ok(())
@@ -88,11 +94,14 @@ fn refuse_unallowed_destruction(
             super::since_plan::CHANGED_SINCE_PLAN
         ),
     };
-    Err(EngineError::new(format!(
-        "the plan deletes, replaces or shrinks {} resource(s) {why}; nothing was changed:\n  - {}",
-        unallowed.len(),
-        unallowed.join("\n  - ")
-    )))
+    Err(EngineError::refused(
+        Refusal::Destructive,
+        format!(
+            "the plan deletes, replaces or shrinks {} resource(s) {why}; nothing was changed:\n  - {}",
+            unallowed.len(),
+            unallowed.join("\n  - ")
+        ),
+    ))
 }
 
 /// `project/cluster` of each target whose plan deletes, replaces or shrinks something the
@@ -137,7 +146,7 @@ async fn preflight<C: Cloud>(
     )
     .await?;
     match report.message() {
-        Some(message) => Err(EngineError::new(message)),
+        Some(message) => Err(EngineError::refused(Refusal::Quota, message)),
         None => Ok(()),
     }
 }
@@ -240,7 +249,7 @@ impl<C: Cloud, S: InventoryStore> TargetRunner<C, S> {
 }
 
 fn joined(done: Result<TargetResult, tokio::task::JoinError>) -> Result<TargetResult, EngineError> {
-    done.map_err(|e| EngineError::new(format!("target task failed: {e}")))
+    done.map_err(|e| EngineError::refused(Refusal::TaskFailed, format!("target task failed: {e}")))
 }
 
 /// Phase 2: targets, up to `concurrency` at a time; a target whose project failed is not

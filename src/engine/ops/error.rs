@@ -13,20 +13,65 @@ pub struct EngineError {
 /// comment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorSource {
-    /// The engine's own rules (the message names spec keys only).
-    Engine,
+    /// The engine's own rules, naming which refused (the message names spec keys only).
+    Engine(Refusal),
     /// The inventory store.
     Store,
     /// The cloud, with its status code.
     Cloud(tonic::Code),
 }
 
+/// Which of the engine's rules refused, before anything was changed (or, for
+/// [`Refusal::TaskFailed`], before a target's result could be known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A selector names nothing the spec declares.
+    Selection,
+    /// The live plan has problems (a name taken, a version the cloud does not offer, …).
+    PlanProblems,
+    /// A project the spec names by ID does not exist.
+    ProjectMissing,
+    /// A project is missing and creating projects was not allowed.
+    ProjectCreationDisabled,
+    /// The plan deletes, replaces or shrinks what was not allowed or approved.
+    Destructive,
+    /// The quota preflight found a shortfall.
+    Quota,
+    /// The selection's demand cannot be computed (a region unresolved, …).
+    Demand,
+    /// The spec asks for platforms or presets its region does not offer.
+    Catalogue,
+    /// Soperator pieces that do not map to the Nebius API.
+    Soperator,
+    /// The inventory records a target of another backend than the spec selects.
+    OtherBackend,
+    /// A target's task ended without a result (it panicked or was cancelled).
+    TaskFailed,
+}
+
 impl EngineError {
-    /// An error of the engine's own rules.
-    pub fn new(message: impl Into<String>) -> Self {
+    /// A refusal of the engine's own rule `why`, worded for the operator.
+    pub fn refused(why: Refusal, message: impl Into<String>) -> Self {
         EngineError {
             message: message.into(),
-            source: ErrorSource::Engine,
+            source: ErrorSource::Engine(why),
+        }
+    }
+
+    /// A cloud call the engine needed failed: the cloud's code travels with the operator's
+    /// words, so a pull request is told the code and never the cloud's text.
+    pub fn cloud(e: &crate::cloud::CloudError, message: impl Into<String>) -> Self {
+        EngineError {
+            message: message.into(),
+            source: ErrorSource::Cloud(e.code),
+        }
+    }
+
+    /// Which rule refused, when it was the engine's own.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self.source {
+            ErrorSource::Engine(why) => Some(why),
+            _ => None,
         }
     }
 }
@@ -41,7 +86,7 @@ impl std::error::Error for EngineError {}
 
 impl From<super::options::SelectError> for EngineError {
     fn from(e: super::options::SelectError) -> Self {
-        EngineError::new(e.to_string())
+        EngineError::refused(Refusal::Selection, e.to_string())
     }
 }
 
@@ -63,7 +108,7 @@ impl From<crate::engine::preflight::PreflightError> for EngineError {
                 message: e.to_string(),
                 source: ErrorSource::Cloud(cloud.code),
             },
-            PreflightError::Demand(_) => EngineError::new(e.to_string()),
+            PreflightError::Demand(_) => EngineError::refused(Refusal::Demand, e.to_string()),
         }
     }
 }

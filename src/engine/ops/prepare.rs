@@ -2,7 +2,7 @@
 //! state and a live plan (with the recorded targets the spec no longer declares, when the whole
 //! spec is selected), after the checks that need no cloud call. Nothing here mutates.
 
-use super::error::EngineError;
+use super::error::{EngineError, Refusal};
 use super::options::{LifecycleOptions, select};
 use super::records::require_selected_backends;
 use crate::cloud::domain::Cloud;
@@ -33,7 +33,8 @@ fn require_regions(spec: &FleetSpec, selected: &[(usize, usize)]) -> Result<(), 
             continue;
         }
         if project.effective_region(&spec.region).is_empty() {
-            return Err(EngineError::new(
+            return Err(EngineError::refused(
+                Refusal::Demand,
                 crate::quota::scope::ScopeError::RegionUnresolved {
                     project: crate::spec::names::py_repr(&project.key()),
                 }
@@ -83,10 +84,13 @@ fn desired_targets(
         }
     }
     if !refused.is_empty() {
-        return Err(EngineError::new(format!(
-            "soperator pieces fleetbot cannot map to the Nebius API (nothing was changed): {}",
-            refused.join("; ")
-        )));
+        return Err(EngineError::refused(
+            Refusal::Soperator,
+            format!(
+                "soperator pieces fleetbot cannot map to the Nebius API (nothing was changed): {}",
+                refused.join("; ")
+            ),
+        ));
     }
     Ok(out)
 }

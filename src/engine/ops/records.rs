@@ -1,7 +1,7 @@
 //! The inventory records as the lifecycle commands read and write them: lookups, fresh
 //! records, timestamps, and the backend-ownership rule every command checks first.
 
-use super::error::EngineError;
+use super::error::{EngineError, Refusal};
 use crate::engine::desired::TargetKey;
 use crate::spec::{Backend, ClusterSpec, FleetSpec};
 use crate::store::TargetRecord;
@@ -46,10 +46,13 @@ pub(super) fn require_backend(
     if backend == cluster.backend_name() {
         return Ok(());
     }
-    Err(EngineError::new(format!(
-        "persisted cluster state belongs to backend '{backend}', but the spec selects '{}'; {refusal}",
-        cluster.backend_name()
-    )))
+    Err(EngineError::refused(
+        Refusal::OtherBackend,
+        format!(
+            "persisted cluster state belongs to backend '{backend}', but the spec selects '{}'; {refusal}",
+            cluster.backend_name()
+        ),
+    ))
 }
 
 /// Every selected target the inventory records belongs to the backend the spec selects.
