@@ -51,6 +51,8 @@ pub mod engine;
 #[doc(hidden)]
 pub mod github;
 #[doc(hidden)]
+pub mod policy;
+#[doc(hidden)]
 pub mod privacy;
 #[doc(hidden)]
 pub mod probe;

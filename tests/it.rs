@@ -39,6 +39,7 @@ mod lifecycle_cli;
 mod mixed_backends_sim;
 mod object_storage_sim;
 mod plan_cli;
+mod policy_cli;
 mod preview_cli;
 mod privacy_cli;
 mod privacy_corpus;

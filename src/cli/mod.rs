@@ -10,6 +10,7 @@ pub mod kubeconfig;
 pub mod lifecycle;
 pub mod output;
 pub mod plan;
+pub mod policy;
 pub mod preflight;
 pub mod preflight_run;
 pub mod preview;
@@ -51,6 +52,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Check what the selected targets need against the tenant's quotas and capacity blocks.
     Preflight(preflight::PreflightArgs),
+    /// Judge a spec by the organisation's Rego policies; print their input; run their tests.
+    Policy(policy::PolicyArgs),
     /// Create and converge the fleet's clusters (live plan and preflight first).
     Deploy(deploy::DeployArgs),
     /// Tear down the fleet's recorded clusters; projects and buckets are kept.
@@ -133,6 +136,7 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Preflight(args) => preflight::run(args),
+        Command::Policy(args) => policy::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Destroy(args) => destroy::run(args),
         Command::Status(args) => status::run(args),

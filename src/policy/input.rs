@@ -1,0 +1,143 @@
+//! The input policies judge, `fleetbot.policy/v1` (docs/policy.md, and its JSON Schema in
+//! docs/policy-input.schema.json): the resolved fleet — defaults merged, every target with its
+//! backend, region, pools, platforms, presets, GPU counts, reservations, fabric, filesystem,
+//! add-ons and buckets — each item with its spec `file` and `line`. Names only: no cloud ID
+//! (project, subnet, filesystem, tenant) ever enters it.
+
+use serde_json::{Value, json};
+
+use crate::spec::{ClusterSpec, FleetSpec, NodePoolSpec, ProjectSpec};
+
+/// The version of the input's shape; a policy may check it.
+pub const API_VERSION: &str = "fleetbot.policy/v1";
+
+/// The policy input of `spec` alone (no plan, budget or pull request: `fleetbot policy check`
+/// of a file; the App adds those it knows as `plan`, `budget` and `pull_request`).
+pub fn of_spec(spec: &FleetSpec) -> Value {
+    let file = spec.source.as_str();
+    let projects: Vec<Value> = spec
+        .projects
+        .iter()
+        .enumerate()
+        .map(|(i, p)| project(spec, p, i))
+        .collect();
+    let gpus: i64 = spec
+        .cluster_targets()
+        .map(|(_, c)| c.gpu_nodes.as_ref().map_or(0, pool_gpus))
+        .sum();
+    json!({
+        "apiVersion": API_VERSION,
+        "fleet": {
+            "name": spec.name,
+            "file": file,
+            "region": spec.region,
+            "project_prefix": spec.project_prefix,
+            "projects": projects,
+            "clusters": spec.cluster_count(),
+            "gpus": gpus,
+        },
+        "plan": Value::Null,
+        "budget": Value::Null,
+        "pull_request": Value::Null,
+    })
+}
+
+/// A project's key for policies: its name's, never one made from its ID.
+fn project_key(p: &ProjectSpec, index: usize) -> String {
+    if p.name.is_empty() {
+        format!("projects[{index}]")
+    } else {
+        p.key()
+    }
+}
+
+fn project(spec: &FleetSpec, p: &ProjectSpec, index: usize) -> Value {
+    let key = project_key(p, index);
+    let region = p.effective_region(&spec.region);
+    let clusters: Vec<Value> = p
+        .clusters
+        .iter()
+        .map(|c| cluster(spec, &key, region, c))
+        .collect();
+    let bucket = p.object_storage.as_ref().filter(|o| o.enabled).map(|o| {
+        json!({
+            "storage_class": o.normalized_storage_class(),
+            "size_gibibytes": o.size_gibibytes,
+        })
+    });
+    json!({
+        "key": key,
+        "name": p.name,
+        "display_name": if p.name.is_empty() { String::new() } else { p.display_name(&spec.project_prefix) },
+        "existing": !p.project_id.is_empty(),
+        "region": region,
+        "file": spec.source,
+        "line": p.positions.at.line,
+        "bucket": bucket,
+        "clusters": clusters,
+        "gpus": p.clusters.iter().map(|c| c.gpu_nodes.as_ref().map_or(0, pool_gpus)).sum::<i64>(),
+    })
+}
+
+fn pool_gpus(pool: &NodePoolSpec) -> i64 {
+    if pool.is_gpu() {
+        pool.count * crate::spec::model::gpus_per_node(&pool.preset)
+    } else {
+        0
+    }
+}
+
+fn pool(pool: &NodePoolSpec, line: Option<u32>) -> Value {
+    json!({
+        "count": pool.count,
+        "platform": pool.platform,
+        "preset": pool.preset,
+        "disk_size_gib": pool.disk_size_gib,
+        "gpus_per_node": if pool.is_gpu() { crate::spec::model::gpus_per_node(&pool.preset) } else { 0 },
+        "gpus": pool_gpus(pool),
+        // Whether, never which: a capacity block group is named by its ID.
+        "reserved": !pool.capacity_block_group.is_empty(),
+        "preemptible": pool.preemptible,
+        "line": line,
+    })
+}
+
+fn cluster(spec: &FleetSpec, project: &str, region: &str, c: &ClusterSpec) -> Value {
+    let line_of = |field: &str| {
+        c.positions
+            .fields
+            .get(field)
+            .map(|p| p.line)
+            .or(Some(c.positions.at.line))
+    };
+    let addons: Vec<String> = crate::engine::addons::desired_addons(c)
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    json!({
+        "name": c.name,
+        "target": format!("{project}/{}", c.name),
+        "project": project,
+        "backend": c.backend_name(),
+        "region": region,
+        "k8s_version": c.k8s_version,
+        "file": spec.source,
+        "line": c.positions.at.line,
+        "cpu_pool": c.cpu_nodes.as_ref().map(|p| pool(p, line_of("cpu_nodes"))),
+        "gpu_pool": c.gpu_nodes.as_ref().map(|p| pool(p, line_of("gpu_nodes"))),
+        "gpus": c.gpu_nodes.as_ref().map_or(0, pool_gpus),
+        "gpu_cluster": c.resolved_enable_gpu_cluster(),
+        "infiniband_fabric": c.infiniband_fabric,
+        "filesystem": {
+            "enabled": c.enable_filestore,
+            "existing": !c.existing_filestore.is_empty(),
+            "size_gibibytes": c.filestore_disk_size_gibibytes,
+            "mount_path": c.filestore_mount_path,
+        },
+        "own_subnet": !c.subnet_id.is_empty(),
+        "gpu_driver_mode": c.driver_selection().effective_mode,
+        "mig": c.mig.as_ref().filter(|m| m.enabled).map(|m| json!({"strategy": m.strategy, "config": m.config})),
+        "kuberay": c.kuberay.as_ref().filter(|k| k.enabled).map(|k| json!({"worker_replicas": k.worker_replicas})),
+        "addons": addons,
+    })
+}
