@@ -21,6 +21,7 @@ mod support;
 mod addons_sim;
 mod app;
 mod app_deploy;
+mod app_policy;
 mod cloud_sim;
 mod crash_campaign;
 mod dashboard_browser;

@@ -82,6 +82,33 @@ pub struct RepoConfig {
     /// How a merge rolls out: wave by wave, each only once the previous one is healthy.
     #[serde(default)]
     pub rollout: RolloutConfig,
+    /// The organisation's Rego policies (`policy: {path: policy/}`), read from the default
+    /// branch; none when absent.
+    #[serde(default)]
+    pub policy: Option<PolicyConfig>,
+}
+
+/// Where the organisation's policies live (`policy:`), docs/policy.md.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// The directory of `*.rego` files, relative to the repository root; read from the default
+    /// branch only, never from a pull request's head.
+    pub path: String,
+}
+
+impl PolicyConfig {
+    /// The directory as a path prefix (`policy/`), or why it is not a repository path.
+    pub fn prefix(&self) -> Result<String, String> {
+        let dir = self.path.trim().trim_end_matches('/');
+        if dir.is_empty() || !crate::github::client::is_safe_repo_path(dir) {
+            return Err(format!(
+                "policy.path {:?} is not a directory of the repository",
+                self.path
+            ));
+        }
+        Ok(format!("{dir}/"))
+    }
 }
 
 /// The reconcile loop's settings (`drift:`).
@@ -135,6 +162,7 @@ impl Default for RepoConfig {
             verify_after_apply: Vec::new(),
             drift: DriftConfig::default(),
             rollout: RolloutConfig::default(),
+            policy: None,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod config;
 pub mod deploy;
 pub mod handler;
 pub mod jobs;
+pub mod policy;
 pub mod pr;
 pub mod reconcile;
 pub mod render;

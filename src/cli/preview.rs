@@ -19,6 +19,7 @@ use super::output::print_json;
 use super::preview_post::ActionsContext;
 use crate::bot::config::{CONFIG_PATH, LoadedConfig};
 use crate::bot::jobs::preflight::{Change, FetchBudget, evaluate_change, too_large};
+use crate::bot::policy::{MAX_FILE_BYTES, MAX_FILES, PolicySources, is_policy_file};
 use crate::bot::pr::ChangedFile;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
@@ -146,7 +147,7 @@ pub fn run(args: PreviewArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let checks = [&outcome.privacy, &outcome.preflight];
+    let checks = outcome.checks();
     match args.output {
         PreviewFormat::Json => print_json(&json!({
             "verdict": format!("{:?}", outcome.report.verdict()),
@@ -215,7 +216,8 @@ impl LocalPreview {
     /// Each check run as `name: conclusion (title)`.
     pub(crate) fn checks(&self) -> Vec<String> {
         let outcome = &self.evaluated.outcome;
-        [&outcome.privacy, &outcome.preflight]
+        outcome
+            .checks()
             .iter()
             .map(|c| format!("{}: {} ({})", c.name, c.conclusion.as_str(), c.output.title))
             .collect()
@@ -224,7 +226,8 @@ impl LocalPreview {
     /// Whether a check run fails (the change would not be merged).
     pub(crate) fn failed(&self) -> bool {
         let outcome = &self.evaluated.outcome;
-        [&outcome.privacy, &outcome.preflight]
+        outcome
+            .checks()
             .iter()
             .any(|c| c.conclusion == CheckConclusion::Failure)
     }
@@ -462,9 +465,11 @@ fn read_change(
     } else {
         (Vec::new(), None)
     };
+    let policies = policies(repo, &config, &refs.branch_sha)?;
     Ok(Change {
         others,
         others_unread,
+        policies,
         repo: repo_name.unwrap_or_else(|| self::repo_name(repo, repo.dir())),
         number,
         head_sha: refs.head_sha.clone(),
@@ -475,6 +480,46 @@ fn read_change(
         // Aliases of private values differ from the App's (its key is per installation).
         alias_key: b"fleetbot-preview".to_vec(),
     })
+}
+
+/// The policy files of the default branch at `branch_sha`, as the App reads them: `None` when
+/// `.fleetbot.yml` names no policy directory.
+fn policies(
+    repo: &Git,
+    config: &LoadedConfig,
+    branch_sha: &str,
+) -> Result<Option<PolicySources>, String> {
+    let Some(policy) = &config.config.policy else {
+        return Ok(None);
+    };
+    let prefix = match policy.prefix() {
+        Ok(prefix) => prefix,
+        Err(why) => return Ok(Some(PolicySources::Unreadable(why))),
+    };
+    let listed = repo.text(&["ls-tree", "--name-only", branch_sha, &prefix])?;
+    let mut files = Vec::new();
+    for path in listed.lines().filter(|p| is_policy_file(&prefix, p)) {
+        let limit = MAX_FILE_BYTES as usize;
+        let text = repo
+            .blob(branch_sha, path, limit)?
+            .and_then(Result::ok)
+            .and_then(|b| String::from_utf8(b).ok());
+        match text {
+            Some(text) => files.push((path.to_string(), text)),
+            None => {
+                return Ok(Some(PolicySources::Unreadable(format!(
+                    "{path} could not be read as UTF-8 of at most {limit} bytes"
+                ))));
+            }
+        }
+    }
+    if files.len() > MAX_FILES {
+        return Ok(Some(PolicySources::Unreadable(format!(
+            "{} holds more than {MAX_FILES} policy files",
+            policy.path
+        ))));
+    }
+    Ok(Some(PolicySources::Read(files)))
 }
 
 /// The spec files at `head` the change did not touch, within the App's limits, as the App

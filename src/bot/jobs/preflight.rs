@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::load_config;
 use crate::bot::config::{LoadedConfig, SpecMatcher};
+use crate::bot::policy::{MAX_FILE_BYTES, MAX_FILES, PolicySources, is_policy_file};
 use crate::bot::pr::{
     ChangedFile, OtherSpec, PrInput, PrOutcome, QuotaInput, evaluate_pull_request,
 };
@@ -53,6 +54,7 @@ pub async fn preflight(
     } else {
         (Vec::new(), None)
     };
+    let policies = read_policies(repo, &config).await?;
     let repo_name = repo.repo().to_string();
     let change = Change {
         repo: repo_name.clone(),
@@ -65,6 +67,7 @@ pub async fn preflight(
         alias_key: alias_key.to_vec(),
         others,
         others_unread,
+        policies,
     };
     let Evaluated {
         outcome,
@@ -108,6 +111,8 @@ pub struct Change {
     pub others: Vec<OtherSpec>,
     /// Why `others` is not all of them, when it is not.
     pub others_unread: Option<String>,
+    /// The policies of the default branch, when `.fleetbot.yml` names a policy directory.
+    pub policies: Option<crate::bot::policy::PolicySources>,
 }
 
 /// What evaluating a change gave: what to publish, and what it was computed from.
@@ -137,8 +142,8 @@ pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluate
     let live = read_live_specs(settings, &change.config, &specs).await;
     let quota = settings.quota.clone();
     let runtime = settings.runtime.clone();
-    let (outcome, live) = on_cpu(move || {
-        let outcome = evaluate_pull_request(&PrInput {
+    let (outcome, live, specs) = on_cpu(move || {
+        let mut outcome = evaluate_pull_request(&PrInput {
             repo: &change.repo,
             number: change.number,
             head_sha: &change.head_sha,
@@ -156,7 +161,13 @@ pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluate
             others: &change.others,
             others_unread: change.others_unread.as_deref(),
         });
-        (outcome, live)
+        // The policies judge only a change that touches specs, as the other checks do.
+        if let Some(sources) = change.policies.as_ref().filter(|_| !specs.is_empty()) {
+            let judged = crate::bot::policy::judge(sources, &specs, &change.head_sha);
+            outcome.comment.push_str(&judged.section);
+            outcome.policy = Some(judged.check);
+        }
+        (outcome, live, specs)
     })
     .await;
     Evaluated {
@@ -225,6 +236,62 @@ pub(crate) async fn record_reviewed_plans(
             tracing::warn!("cannot record the reviewed plan of a fleet: {e}");
         }
     }
+}
+
+/// The policy files of the default branch under `.fleetbot.yml`'s `policy.path`, read at the
+/// branch's head (never the pull request's): `None` when no policy is configured. What cannot
+/// be read is [`PolicySources::Unreadable`], which fails the check; GitHub's own failure is
+/// the job's error (retried).
+async fn read_policies(
+    repo: &RepoClient,
+    config: &LoadedConfig,
+) -> Result<Option<PolicySources>, ClientError> {
+    let Some(policy) = &config.config.policy else {
+        return Ok(None);
+    };
+    let prefix = match policy.prefix() {
+        Ok(prefix) => prefix,
+        Err(why) => return Ok(Some(PolicySources::Unreadable(why))),
+    };
+    let sha = repo.branch_head(config.branch()).await?;
+    let (tree, truncated) = repo.tree(&sha).await?;
+    if truncated {
+        return Ok(Some(PolicySources::Unreadable(
+            "the default branch's file list is truncated by GitHub".into(),
+        )));
+    }
+    let wanted: Vec<_> = tree
+        .into_iter()
+        .filter(|f| is_policy_file(&prefix, &f.path))
+        .collect();
+    if wanted.len() > MAX_FILES {
+        return Ok(Some(PolicySources::Unreadable(format!(
+            "{} holds more than {MAX_FILES} policy files",
+            policy.path
+        ))));
+    }
+    let mut files = Vec::new();
+    for file in wanted {
+        let read = match repo
+            .file_content_within(&file.path, &sha, MAX_FILE_BYTES as usize)
+            .await
+        {
+            Ok(bytes) => bytes,
+            Err(ClientError::TooLarge { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let text = read.and_then(|b| String::from_utf8(b).ok());
+        match text {
+            Some(text) => files.push((file.path, text)),
+            None => {
+                return Ok(Some(PolicySources::Unreadable(format!(
+                    "{} could not be read as UTF-8 of at most {MAX_FILE_BYTES} bytes",
+                    file.path
+                ))));
+            }
+        }
+    }
+    Ok(Some(PolicySources::Read(files)))
 }
 
 /// The changed files with their contents: specs at head and base, other files at head for the
@@ -390,7 +457,7 @@ pub(crate) async fn publish_checks(
     outcome: &PrOutcome,
 ) -> Result<Vec<u64>, ClientError> {
     let mut ids = Vec::new();
-    for run in [&outcome.privacy, &outcome.preflight] {
+    for run in outcome.checks() {
         ids.push(repo.publish_check_run(run).await?.id);
     }
     Ok(ids)

@@ -128,9 +128,21 @@ pub struct PrOutcome {
     pub report: PrReport,
     pub privacy: CheckRunPayload,
     pub preflight: CheckRunPayload,
+    /// `fleet/policy`, when the repository names policies (`policy:` in `.fleetbot.yml`).
+    pub policy: Option<CheckRunPayload>,
     /// The sticky comment's body, marker included. When no spec changed, publish it only to
     /// update an existing comment, never to create one.
     pub comment: String,
+}
+
+impl PrOutcome {
+    /// The check runs to publish: privacy, preflight, and policy when configured.
+    pub fn checks(&self) -> Vec<&CheckRunPayload> {
+        [&self.privacy, &self.preflight]
+            .into_iter()
+            .chain(self.policy.as_ref())
+            .collect()
+    }
 }
 
 /// Runs the whole preflight. Never fails: every problem becomes part of the report.
@@ -179,6 +191,7 @@ pub fn evaluate_pull_request(input: &PrInput<'_>) -> PrOutcome {
         privacy: checks::privacy_check(&report, &scanner),
         preflight: checks::preflight_check(&report, &scanner),
         comment: render::render_comment(&report, &scanner),
+        policy: None,
         report,
     }
 }

@@ -34,7 +34,7 @@ fn ends_with_ascii(before: &[char], word: &str) -> bool {
 /// Inline text made inert: one line, trimmed, Markdown punctuation escaped, entities and
 /// HTML taken literally, mentions, references and autolinks split by [`BREAK`], and a line
 /// start (`- `, `+ `, `1. `) that could open a block escaped.
-pub(super) fn md(text: &str) -> String {
+pub(crate) fn md(text: &str) -> String {
     inline(text, true)
 }
 

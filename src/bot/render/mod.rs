@@ -24,7 +24,7 @@ use crate::github::CheckConclusion;
 use crate::privacy::{RuleId, Scanner};
 
 mod drift;
-mod escape;
+pub(crate) mod escape;
 
 pub use drift::{DRIFT_ISSUE_MARKER, render_drift, render_drift_issue};
 

@@ -1,0 +1,247 @@
+//! The `fleet/policy` check run: the organisation's Rego policies, read from the default
+//! branch (never from the pull request), judging each changed spec. A denial or a policy that
+//! cannot judge fails the check; warnings alone leave it neutral. The same verdict gives the
+//! check run, its annotations on the spec lines, and the sticky comment's section.
+
+use crate::github::{Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload};
+use crate::policy::{Finding, Level, Policies, PolicyError, input};
+use crate::spec::FleetSpec;
+
+pub use crate::policy::{MAX_FILE_BYTES, MAX_FILES};
+
+/// Whether `path` is a policy file directly under `prefix` (`policy/`): `*.rego`, not a test.
+pub fn is_policy_file(prefix: &str, path: &str) -> bool {
+    path.strip_prefix(prefix).is_some_and(|rest| {
+        !rest.contains('/') && rest.ends_with(".rego") && !rest.ends_with("_test.rego")
+    })
+}
+
+/// The check run's name.
+pub const POLICY_CHECK: &str = "fleet/policy";
+
+/// Findings listed in the comment and the check's summary; the rest are counted.
+const SHOWN: usize = 30;
+
+/// The policy files of the default branch, as read for one pull request.
+#[derive(Debug, Clone)]
+pub enum PolicySources {
+    /// (path, text) of each `*.rego` file (not `*_test.rego`) under the configured directory.
+    Read(Vec<(String, String)>),
+    /// They could not be read: the check fails, naming why.
+    Unreadable(String),
+}
+
+/// What the policies said of a change, for the check run and the comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyOutcome {
+    /// `fleet/policy` on the head.
+    pub check: CheckRunPayload,
+    /// The sticky comment's section.
+    pub section: String,
+}
+
+/// What judging gave: findings of every changed spec, or why the policies could not judge.
+type Judged = Result<Vec<Finding>, String>;
+
+/// Judges every changed spec that loads by `sources`; the outcome on `head_sha`.
+pub fn judge(
+    sources: &PolicySources,
+    specs: &[(String, FleetSpec)],
+    head_sha: &str,
+) -> PolicyOutcome {
+    let judged: Judged = match sources {
+        PolicySources::Unreadable(why) => Err(why.clone()),
+        PolicySources::Read(files) => Policies::from_sources(files.clone())
+            .and_then(|policies| {
+                let mut findings = Vec::new();
+                for (path, spec) in specs {
+                    let verdict = policies.check(&input::of_spec(spec))?;
+                    findings.extend(verdict.findings.into_iter().map(|mut f| {
+                        // A finding that names no file is about the spec it judged.
+                        f.file.get_or_insert_with(|| path.clone());
+                        f
+                    }));
+                }
+                findings.sort();
+                Ok::<_, PolicyError>(findings)
+            })
+            .map_err(|e| e.to_string()),
+    };
+    let count = |level| {
+        judged
+            .as_ref()
+            .map_or(0, |f| f.iter().filter(|x| x.level == level).count())
+    };
+    let (denials, warnings) = (count(Level::Deny), count(Level::Warn));
+    let (conclusion, title) = match &judged {
+        Err(_) => (
+            CheckConclusion::Failure,
+            "Policy: the organisation's policies could not judge this change".to_string(),
+        ),
+        Ok(_) if denials > 0 => (
+            CheckConclusion::Failure,
+            format!("Policy: {denials} denial(s), {warnings} warning(s)"),
+        ),
+        Ok(_) if warnings > 0 => (
+            CheckConclusion::Neutral,
+            format!("Policy: {warnings} warning(s), nothing denied"),
+        ),
+        Ok(_) => (
+            CheckConclusion::Success,
+            "Policy: every changed fleet passes the organisation's policies".to_string(),
+        ),
+    };
+    let lines = render_lines(&judged);
+    let annotations = judged
+        .as_ref()
+        .map(|f| f.iter().filter_map(|f| annotation(f, specs)).collect())
+        .unwrap_or_default();
+    PolicyOutcome {
+        check: CheckRunPayload {
+            name: POLICY_CHECK.into(),
+            head_sha: head_sha.to_string(),
+            external_id: None,
+            conclusion,
+            output: CheckOutput {
+                title: title.clone(),
+                summary: lines.clone(),
+                text: None,
+                annotations,
+            },
+            actions: Vec::new(),
+        },
+        section: format!("\n### {title}\n\n{lines}"),
+    }
+}
+
+/// The findings as Markdown list items (denials first), or why nothing was judged.
+fn render_lines(judged: &Judged) -> String {
+    use crate::bot::render::escape::md;
+    match judged {
+        Err(why) => format!(
+            "The policies of the default branch could not judge it, so nothing is allowed by them: {}\n",
+            md(why)
+        ),
+        Ok(findings) if findings.is_empty() => {
+            "Nothing denied or warned by the policies of the default branch.\n".to_string()
+        }
+        Ok(findings) => {
+            let mut out = String::new();
+            for f in findings.iter().take(SHOWN) {
+                let word = match f.level {
+                    Level::Deny => "**deny**",
+                    Level::Warn => "warn",
+                };
+                let at = match (&f.file, f.line) {
+                    (Some(file), Some(line)) => format!(" `{}:{line}`", md(file)),
+                    (Some(file), None) => format!(" `{}`", md(file)),
+                    _ => String::new(),
+                };
+                out.push_str(&format!("- {word}{at}: {}\n", md(&f.msg)));
+            }
+            if findings.len() > SHOWN {
+                out.push_str(&format!("- and {} more\n", findings.len() - SHOWN));
+            }
+            out
+        }
+    }
+}
+
+/// A finding on its spec line, when it names a changed spec and a line in it.
+fn annotation(f: &Finding, specs: &[(String, FleetSpec)]) -> Option<Annotation> {
+    let file = f.file.as_ref()?;
+    let line = f.line.filter(|l| *l > 0)?;
+    specs
+        .iter()
+        .any(|(path, _)| path == file)
+        .then(|| Annotation {
+            path: file.clone(),
+            start_line: line,
+            end_line: line,
+            start_column: None,
+            end_column: None,
+            annotation_level: match f.level {
+                Level::Deny => AnnotationLevel::Failure,
+                Level::Warn => AnnotationLevel::Warning,
+            },
+            message: f.msg.clone(),
+            title: Some(format!(
+                "Policy: {}",
+                if f.level == Level::Deny {
+                    "denied"
+                } else {
+                    "warning"
+                }
+            )),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> Vec<(String, FleetSpec)> {
+        let text = include_str!("../../fixtures/specs/fleet1-test.yaml");
+        vec![(
+            "fleets/prod.yaml".into(),
+            crate::spec::load_str(text, "fleets/prod.yaml").unwrap(),
+        )]
+    }
+
+    fn judged(rules: &str) -> PolicyOutcome {
+        let sources = PolicySources::Read(vec![("policy/p.rego".into(), rules.into())]);
+        judge(&sources, &spec(), "abc")
+    }
+
+    #[test]
+    fn the_conclusion_is_computed_from_the_same_findings_the_text_lists() {
+        let clean = judged("package fleetbot\n");
+        assert_eq!(clean.check.conclusion, CheckConclusion::Success);
+        let warned = judged("package fleetbot\nwarn contains \"look\" if { true }\n");
+        assert_eq!(warned.check.conclusion, CheckConclusion::Neutral);
+        assert!(
+            warned.section.contains("- warn `fleets/prod.yaml`: look"),
+            "{}",
+            warned.section
+        );
+        assert!(warned.check.output.annotations.is_empty());
+        let denied = judged(
+            "package fleetbot\ndeny contains {\"msg\": \"no\", \"file\": \"fleets/prod.yaml\", \"line\": 3} if { true }\n",
+        );
+        assert_eq!(denied.check.conclusion, CheckConclusion::Failure);
+        assert_eq!(denied.check.output.annotations.len(), 1);
+        assert_eq!(denied.check.output.annotations[0].start_line, 3);
+    }
+
+    #[test]
+    fn policies_that_cannot_judge_fail_the_check() {
+        let unreadable = judge(&PolicySources::Unreadable("gone".into()), &spec(), "abc");
+        assert_eq!(unreadable.check.conclusion, CheckConclusion::Failure);
+        assert!(
+            unreadable.section.contains("could not judge"),
+            "{}",
+            unreadable.section
+        );
+        let broken = judged("package fleetbot\ndeny contains if {");
+        assert_eq!(broken.check.conclusion, CheckConclusion::Failure);
+        assert!(
+            broken.section.contains("policy/p.rego"),
+            "{}",
+            broken.section
+        );
+        // A finding about a file the change does not touch is listed, never annotated.
+        let elsewhere = judged(
+            "package fleetbot\ndeny contains {\"msg\": \"x\", \"file\": \"other.yaml\", \"line\": 1} if { true }\n",
+        );
+        assert!(elsewhere.check.output.annotations.is_empty());
+    }
+
+    #[test]
+    fn only_the_directory_s_own_policy_files_are_read() {
+        assert!(is_policy_file("policy/", "policy/a.rego"));
+        assert!(!is_policy_file("policy/", "policy/a_test.rego"));
+        assert!(!is_policy_file("policy/", "policy/sub/a.rego"));
+        assert!(!is_policy_file("policy/", "policyx/a.rego"));
+        assert!(!is_policy_file("policy/", "policy/a.yaml"));
+    }
+}
