@@ -131,8 +131,66 @@ fn the_input_is_the_resolved_fleet_and_the_examples_pass_their_tests() {
     let tests = fleetbot(&["policy", "test", "examples/policy"]);
     assert_eq!(tests.status.code(), Some(0), "{}", stdout(&tests));
     assert!(
-        stdout(&tests).contains("10/10 test(s) passed"),
+        stdout(&tests).contains("13/13 test(s) passed"),
         "{}",
         stdout(&tests)
     );
+}
+
+/// The plan input is the live plan a deploy would apply: after a fleet is deployed into the
+/// simulator, a change that shrinks a GPU pool in `fleets/prod.yaml` is denied by the example
+/// rule for production fleets, and the same change in a staging file is not.
+#[tokio::test]
+async fn a_shrink_in_the_live_plan_of_a_production_fleet_is_denied() {
+    use crate::support;
+    use fleetbot::engine::ops::{LifecycleOptions, prepare};
+    use fleetbot::policy::{Level, Policies, input};
+    let text = "apiVersion: npa.fleet/v0.0.1\nname: eng\nregion: us-central1\nproject_prefix: eng-\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 16vcpu-64gb}\n  gpu_nodes: {count: 2, platform: gpu-rtx6000, preset: 1gpu-24vcpu-218gb}\nprojects:\n  - name: a\n    clusters:\n      - name: train\n";
+    let sim = support::simulator(&support::empty_default_world()).await;
+    let cloud = support::client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    let store = fleetbot::store::SqliteStore::open(&dir.path().join("i.sqlite"))
+        .await
+        .unwrap();
+    let tenant = sim.tenant_id();
+    let deployed = fleetbot::spec::load_str(text, "fleets/prod.yaml").unwrap();
+    support::deploy(
+        &cloud,
+        &store,
+        &deployed,
+        &tenant,
+        &LifecycleOptions::default(),
+        fleetbot::fleet::quiet(),
+    )
+    .await
+    .unwrap();
+    let policies =
+        Policies::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policy")).unwrap();
+    let shrunk = text.replace("gpu_nodes: {count: 2,", "gpu_nodes: {count: 1,");
+    let judge = |file: &str| {
+        let spec = fleetbot::spec::load_str(&shrunk, file).unwrap();
+        let (cloud, store, tenant) = (cloud.clone(), store.clone(), tenant.clone());
+        let policies = policies.clone();
+        async move {
+            let plan = prepare(&cloud, &store, &spec, &tenant, &LifecycleOptions::default())
+                .await
+                .unwrap()
+                .plan;
+            let mut doc = input::of_spec(&spec);
+            input::with_plan(&mut doc, &plan);
+            assert!(!doc.to_string().contains("tenant-"), "{doc}");
+            policies.check(&doc).unwrap()
+        }
+    };
+    let prod = judge("fleets/prod.yaml").await;
+    let denials: Vec<_> = prod.of(Level::Deny).collect();
+    assert_eq!(denials.len(), 1, "{}", prod.render_text());
+    assert!(denials[0].msg.contains("a/train"), "{}", denials[0].msg);
+    assert!(
+        denials[0].msg.contains("shrinks from 2 to 1"),
+        "{}",
+        denials[0].msg
+    );
+    let staging = judge("fleets/staging.yaml").await;
+    assert!(!staging.denied(), "{}", staging.render_text());
 }

@@ -3,6 +3,9 @@
 //! cannot judge fails the check; warnings alone leave it neutral. The same verdict gives the
 //! check run, its annotations on the spec lines, and the sticky comment's section.
 
+use std::collections::BTreeMap;
+
+use crate::fleet::live::LiveSpec;
 use crate::github::{Annotation, AnnotationLevel, CheckConclusion, CheckOutput, CheckRunPayload};
 use crate::policy::{Finding, Level, Policies, PolicyError, input};
 use crate::spec::FleetSpec;
@@ -43,19 +46,27 @@ pub struct PolicyOutcome {
 /// What judging gave: findings of every changed spec, or why the policies could not judge.
 type Judged = Result<Vec<Finding>, String>;
 
-/// Judges every changed spec that loads by `sources`; the outcome on `head_sha`.
+/// Judges every changed spec that loads by `sources`, each with its live plan when the cloud
+/// gave one and the pull request `pr`; the outcome on the head.
 pub fn judge(
     sources: &PolicySources,
     specs: &[(String, FleetSpec)],
-    head_sha: &str,
+    live: &BTreeMap<String, LiveSpec>,
+    pr: &input::PullRequest,
 ) -> PolicyOutcome {
+    let head_sha = pr.head_sha.as_str();
     let judged: Judged = match sources {
         PolicySources::Unreadable(why) => Err(why.clone()),
         PolicySources::Read(files) => Policies::from_sources(files.clone())
             .and_then(|policies| {
                 let mut findings = Vec::new();
                 for (path, spec) in specs {
-                    let verdict = policies.check(&input::of_spec(spec))?;
+                    let mut doc = input::of_spec(spec);
+                    if let Some(Ok(Some(planned))) = live.get(path).map(|l| &l.plan) {
+                        input::with_plan(&mut doc, &planned.plan);
+                    }
+                    input::with_pull_request(&mut doc, pr);
+                    let verdict = policies.check(&doc)?;
                     findings.extend(verdict.findings.into_iter().map(|mut f| {
                         // A finding that names no file is about the spec it judged.
                         f.file.get_or_insert_with(|| path.clone());
@@ -188,9 +199,16 @@ mod tests {
         )]
     }
 
+    fn pr() -> input::PullRequest {
+        input::PullRequest {
+            head_sha: "abc".into(),
+            ..Default::default()
+        }
+    }
+
     fn judged(rules: &str) -> PolicyOutcome {
         let sources = PolicySources::Read(vec![("policy/p.rego".into(), rules.into())]);
-        judge(&sources, &spec(), "abc")
+        judge(&sources, &spec(), &BTreeMap::new(), &pr())
     }
 
     #[test]
@@ -215,7 +233,12 @@ mod tests {
 
     #[test]
     fn policies_that_cannot_judge_fail_the_check() {
-        let unreadable = judge(&PolicySources::Unreadable("gone".into()), &spec(), "abc");
+        let unreadable = judge(
+            &PolicySources::Unreadable("gone".into()),
+            &spec(),
+            &BTreeMap::new(),
+            &pr(),
+        );
         assert_eq!(unreadable.check.conclusion, CheckConclusion::Failure);
         assert!(
             unreadable.section.contains("could not judge"),

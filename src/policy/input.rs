@@ -141,3 +141,75 @@ fn cluster(spec: &FleetSpec, project: &str, region: &str, c: &ClusterSpec) -> Va
         "addons": addons,
     })
 }
+
+/// Adds the live plan of the spec's targets (`plan`): its digest, whether it changes anything,
+/// each target's actions (resource kind, action, the fields that change), and what it deletes,
+/// replaces or shrinks. Targets are named as the spec names them; no cloud ID is added.
+pub fn with_plan(input: &mut Value, plan: &crate::engine::live::LivePlan) {
+    let targets: Vec<Value> = plan
+        .targets
+        .iter()
+        .map(|t| {
+            let actions: Vec<Value> = t
+                .actions
+                .iter()
+                .map(|a| {
+                    json!({
+                        "resource": a.resource,
+                        "action": a.action,
+                        "changes": a.changes,
+                    })
+                })
+                .collect();
+            json!({
+                "target": t.target,
+                "unchanged": t.unchanged,
+                "prune": t.prune,
+                "actions": actions,
+            })
+        })
+        .collect();
+    let destructive: Vec<Value> = plan
+        .destructive()
+        .iter()
+        .map(|d| {
+            json!({
+                "target": d.target,
+                "resource": d.resource,
+                "name": d.name,
+                "action": d.action,
+                "why": d.why,
+            })
+        })
+        .collect();
+    input["plan"] = json!({
+        "digest": plan.digest,
+        "changes": plan.changes_anything(),
+        "summary": plan.summary,
+        "targets": targets,
+        "destructive": destructive,
+    });
+}
+
+/// What a policy is told of the pull request (`pull_request`): public facts only.
+#[derive(Debug, Clone, Default)]
+pub struct PullRequest {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: u64,
+    pub base_sha: String,
+    pub head_sha: String,
+    /// The paths the pull request changes.
+    pub changed_files: Vec<String>,
+}
+
+/// Adds the pull request (`pull_request`).
+pub fn with_pull_request(input: &mut Value, pr: &PullRequest) {
+    input["pull_request"] = json!({
+        "repo": pr.repo,
+        "number": pr.number,
+        "base_sha": pr.base_sha,
+        "head_sha": pr.head_sha,
+        "changed_files": pr.changed_files,
+    });
+}

@@ -163,7 +163,14 @@ pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluate
         });
         // The policies judge only a change that touches specs, as the other checks do.
         if let Some(sources) = change.policies.as_ref().filter(|_| !specs.is_empty()) {
-            let judged = crate::bot::policy::judge(sources, &specs, &change.head_sha);
+            let pr = crate::policy::input::PullRequest {
+                repo: change.repo.clone(),
+                number: change.number,
+                base_sha: change.base_sha.clone(),
+                head_sha: change.head_sha.clone(),
+                changed_files: change.files.iter().map(|f| f.path.clone()).collect(),
+            };
+            let judged = crate::bot::policy::judge(sources, &specs, &live, &pr);
             outcome.comment.push_str(&judged.section);
             outcome.policy = Some(judged.check);
         }
