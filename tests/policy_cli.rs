@@ -47,6 +47,29 @@ fn a_denied_spec_exits_1_naming_the_line_and_a_passing_one_exits_0() {
         first["msg"].as_str().unwrap().contains("uk-south2"),
         "{doc}"
     );
+    let sarif = fleetbot(&[
+        "policy",
+        "check",
+        "--spec",
+        "fixtures/specs/rtxpro-8gpu-five-cluster.yaml",
+        "--policy",
+        "examples/policy",
+        "--output",
+        "sarif",
+    ]);
+    assert_eq!(sarif.status.code(), Some(1), "{sarif:?}");
+    let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    assert_eq!(log["version"], "2.1.0");
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), doc["findings"].as_array().unwrap().len());
+    assert_eq!(results[0]["ruleId"], "policy/deny");
+    assert_eq!(results[0]["level"], "error");
+    let location = &results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(
+        location["artifactLocation"]["uri"],
+        "fixtures/specs/rtxpro-8gpu-five-cluster.yaml"
+    );
+    assert_eq!(location["region"]["startLine"], first["line"]);
     let passed = fleetbot(&[
         "policy",
         "check",

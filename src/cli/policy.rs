@@ -33,9 +33,17 @@ pub struct CheckArgs {
     /// The directory of `*.rego` policies (package `fleetbot`, rules `deny` and `warn`).
     #[arg(long, value_name = "DIR")]
     pub policy: PathBuf,
-    /// Output format: text or json.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text, value_name = "fmt")]
-    pub output: OutputFormat,
+    /// Output format: text, json or sarif (code scanning).
+    #[arg(long, value_enum, default_value_t = CheckOutput::Text, value_name = "fmt")]
+    pub output: CheckOutput,
+}
+
+/// `policy check --output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckOutput {
+    Text,
+    Json,
+    Sarif,
 }
 
 #[derive(Debug, Args)]
@@ -78,19 +86,20 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => {
             eprintln!("fleetbot policy: {e}");
-            if args.output == OutputFormat::Json {
+            if args.output == CheckOutput::Json {
                 print_json(&serde_json::json!({"denied": true, "error": e.to_string()}));
             }
             return ExitCode::from(2);
         }
     };
     match args.output {
-        OutputFormat::Json => print_json(&serde_json::json!({
+        CheckOutput::Json => print_json(&serde_json::json!({
             "denied": verdict.denied(),
             "policies": verdict.policies,
             "findings": verdict.findings,
         })),
-        OutputFormat::Text => print!("{}", verdict.render_text()),
+        CheckOutput::Sarif => println!("{:#}", verdict.to_sarif()),
+        CheckOutput::Text => print!("{}", verdict.render_text()),
     }
     if verdict.denied() {
         ExitCode::FAILURE

@@ -122,6 +122,52 @@ impl Verdict {
         self.findings.iter().filter(move |f| f.level == level)
     }
 
+    /// The verdict as SARIF 2.1.0 (code scanning): rules `policy/deny` (error) and
+    /// `policy/warn` (warning), each finding at its spec file and line when it names them.
+    pub fn to_sarif(&self) -> serde_json::Value {
+        use crate::privacy::report::{INFORMATION_URI, SARIF_SCHEMA, uri};
+        let results: Vec<serde_json::Value> = self
+            .findings
+            .iter()
+            .map(|f| {
+                let (rule, level) = match f.level {
+                    Level::Deny => ("policy/deny", "error"),
+                    Level::Warn => ("policy/warn", "warning"),
+                };
+                let mut result = serde_json::json!({
+                    "ruleId": rule,
+                    "ruleIndex": if f.level == Level::Deny { 0 } else { 1 },
+                    "level": level,
+                    "message": {"text": f.msg},
+                });
+                if let Some(file) = &f.file {
+                    let mut location = serde_json::json!({"artifactLocation": {"uri": uri(file)}});
+                    if let Some(line) = f.line.filter(|l| *l > 0) {
+                        location["region"] = serde_json::json!({"startLine": line});
+                    }
+                    result["locations"] = serde_json::json!([{"physicalLocation": location}]);
+                }
+                result
+            })
+            .collect();
+        serde_json::json!({
+            "$schema": SARIF_SCHEMA,
+            "version": "2.1.0",
+            "runs": [{
+                "tool": {"driver": {
+                    "name": "fleetbot",
+                    "informationUri": INFORMATION_URI,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "rules": [
+                        {"id": "policy/deny", "name": "PolicyDenied", "shortDescription": {"text": "An organisation policy denies the fleet"}, "defaultConfiguration": {"level": "error"}},
+                        {"id": "policy/warn", "name": "PolicyWarning", "shortDescription": {"text": "An organisation policy warns about the fleet"}, "defaultConfiguration": {"level": "warning"}},
+                    ],
+                }},
+                "results": results,
+            }],
+        })
+    }
+
     /// The report for a terminal: each finding on its line, then the verdict.
     pub fn render_text(&self) -> String {
         let mut out = String::new();

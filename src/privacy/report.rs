@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use super::{FileScan, Finding, RuleId, SkipReason};
 
 /// Where SARIF consumers send people for rule documentation.
-const INFORMATION_URI: &str = match option_env!("CARGO_PKG_REPOSITORY") {
+pub(crate) const INFORMATION_URI: &str = match option_env!("CARGO_PKG_REPOSITORY") {
     Some(repo) if !repo.is_empty() => repo,
     _ => "https://github.com/fleetbot/fleetbot",
 };
-const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub(crate) const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 const FINGERPRINT_KEY: &str = "fleetbotAlias/v1";
 
 /// A file that was not scanned, and why.
@@ -163,7 +163,7 @@ fn sarif_result(f: &Finding) -> Value {
 
 /// A relative URI reference for a path: `/` separators, everything outside the RFC 3986
 /// unreserved set (and `/`) percent-encoded.
-fn uri(path: &str) -> String {
+pub(crate) fn uri(path: &str) -> String {
     let path = super::allowlist::normalize_path(path);
     let mut out = String::with_capacity(path.len());
     for b in path.bytes() {
