@@ -1969,12 +1969,13 @@ async fn a_pool_resized_by_hand_during_a_merge_s_apply_is_not_touched() {
     .await;
     let shrink = "1 deletion, replacement or shrink planned: the merge applies it only after /approve-destroy on this plan";
     assert!(preflight.summary.contains(shrink), "{}", preflight.summary);
-    let comment = live
-        .bot_comments()
-        .into_iter()
-        .find(|c| c.body.starts_with("<!-- fleetbot:pr-comment"))
-        .unwrap();
-    assert!(comment.body.contains(shrink), "{}", comment.body);
+    // The sticky comment is edited after the check runs are published: wait for it.
+    eventually("the sticky comment shows the plan now", || {
+        live.bot_comments()
+            .into_iter()
+            .find(|c| c.body.starts_with("<!-- fleetbot:pr-comment") && c.body.contains(shrink))
+    })
+    .await;
     assert!(
         run.summary
             .contains("A new fleet/preflight on this commit shows the plan now"),
