@@ -200,7 +200,7 @@ async fn a_shrink_in_the_live_plan_of_a_production_fleet_is_denied() {
                 .unwrap()
                 .plan;
             let mut doc = input::of_spec(&spec);
-            input::with_plan(&mut doc, &plan);
+            input::with_plan(&mut doc, &spec, &plan);
             assert!(!doc.to_string().contains("tenant-"), "{doc}");
             policies.check(&doc).unwrap()
         }

@@ -25,6 +25,18 @@ pub const POLICY_CHECK: &str = "fleet/policy";
 /// Findings listed in the comment and the check's summary; the rest are counted.
 const SHOWN: usize = 30;
 
+/// A message's characters shown; a rule's longer words are cut.
+const MESSAGE_CHARS: usize = 300;
+
+/// `text` cut to [`MESSAGE_CHARS`].
+fn bounded(text: &str) -> String {
+    if text.chars().count() <= MESSAGE_CHARS {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(MESSAGE_CHARS).collect();
+    format!("{cut}…")
+}
+
 /// The policy files of the default branch, as read for one pull request.
 #[derive(Debug, Clone)]
 pub enum PolicySources {
@@ -41,6 +53,26 @@ pub struct PolicyOutcome {
     pub check: CheckRunPayload,
     /// The sticky comment's section.
     pub section: String,
+}
+
+/// GitHub's limit on a comment's body, in characters.
+const COMMENT_LIMIT: usize = 65_536;
+
+impl PolicyOutcome {
+    /// Appends the policy section to `comment`, within GitHub's limit: when the comment
+    /// (already fitted to its own budget) leaves too little room, the section keeps its
+    /// heading and points at the check run, which lists every finding.
+    pub fn append_to(&self, comment: &mut String) {
+        let section = if comment.chars().count() + self.section.chars().count() < COMMENT_LIMIT {
+            self.section.clone()
+        } else {
+            format!(
+                "\n### {}\n\nThe `{POLICY_CHECK}` check run lists the findings.\n",
+                self.check.output.title
+            )
+        };
+        comment.push_str(&section);
+    }
 }
 
 /// What judging gave: findings of every changed spec, or why the policies could not judge.
@@ -63,7 +95,7 @@ pub fn judge(
                 for (path, spec) in specs {
                     let mut doc = input::of_spec(spec);
                     if let Some(Ok(Some(planned))) = live.get(path).map(|l| &l.plan) {
-                        input::with_plan(&mut doc, &planned.plan);
+                        input::with_plan(&mut doc, spec, &planned.plan);
                     }
                     input::with_pull_request(&mut doc, pr);
                     let verdict = policies.check(&doc)?;
@@ -127,11 +159,11 @@ pub fn judge(
 
 /// The findings as Markdown list items (denials first), or why nothing was judged.
 fn render_lines(judged: &Judged) -> String {
-    use crate::bot::render::escape::md;
+    use crate::bot::render::escape::{code, md};
     match judged {
         Err(why) => format!(
             "The policies of the default branch could not judge it, so nothing is allowed by them: {}\n",
-            md(why)
+            md(&bounded(why))
         ),
         Ok(findings) if findings.is_empty() => {
             "Nothing denied or warned by the policies of the default branch.\n".to_string()
@@ -144,11 +176,11 @@ fn render_lines(judged: &Judged) -> String {
                     Level::Warn => "warn",
                 };
                 let at = match (&f.file, f.line) {
-                    (Some(file), Some(line)) => format!(" `{}:{line}`", md(file)),
-                    (Some(file), None) => format!(" `{}`", md(file)),
+                    (Some(file), Some(line)) => format!(" {}", code(&format!("{file}:{line}"))),
+                    (Some(file), None) => format!(" {}", code(&bounded(file))),
                     _ => String::new(),
                 };
-                out.push_str(&format!("- {word}{at}: {}\n", md(&f.msg)));
+                out.push_str(&format!("- {word}{at}: {}\n", md(&bounded(&f.msg))));
             }
             if findings.len() > SHOWN {
                 out.push_str(&format!("- and {} more\n", findings.len() - SHOWN));
@@ -175,7 +207,7 @@ fn annotation(f: &Finding, specs: &[(String, FleetSpec)]) -> Option<Annotation> 
                 Level::Deny => AnnotationLevel::Failure,
                 Level::Warn => AnnotationLevel::Warning,
             },
-            message: f.msg.clone(),
+            message: bounded(&f.msg),
             title: Some(format!(
                 "Policy: {}",
                 if f.level == Level::Deny {
@@ -257,6 +289,30 @@ mod tests {
             "package fleetbot\ndeny contains {\"msg\": \"x\", \"file\": \"other.yaml\", \"line\": 1} if { true }\n",
         );
         assert!(elsewhere.check.output.annotations.is_empty());
+    }
+
+    #[test]
+    fn the_section_never_takes_the_comment_past_github_s_limit() {
+        let denied = judged(
+            "package fleetbot\ndeny contains sprintf(\"%d %s\", [i, concat(\"\", array.concat([\"x\"], [x | numbers.range(1, 400)[_]; x := \"y\"]))]) if { some i in numbers.range(1, 40) }\n",
+        );
+        assert_eq!(denied.check.conclusion, CheckConclusion::Failure);
+        assert!(
+            denied.section.contains("- and 10 more"),
+            "{}",
+            denied.section
+        );
+        let mut short = "comment\n".to_string();
+        denied.append_to(&mut short);
+        assert!(short.contains("- **deny**"), "{short}");
+        let mut full = "x".repeat(60_000);
+        denied.append_to(&mut full);
+        assert!(
+            full.chars().count() < COMMENT_LIMIT,
+            "{}",
+            full.chars().count()
+        );
+        assert!(full.ends_with("The `fleet/policy` check run lists the findings.\n"));
     }
 
     #[test]

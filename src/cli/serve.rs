@@ -59,7 +59,7 @@ fn check(args: &ServeArgs) -> Result<Checked, String> {
         // One inventory with the CLI where the CLI's is known without asking a cloud: the
         // embedded simulator's, or the one FLEETBOT_INVENTORY names.
         None if cloud == Some(CloudChoice::Simulator)
-            || std::env::var_os("FLEETBOT_INVENTORY").is_some() =>
+            || super::env::credentials_options("").inventory.is_some() =>
         {
             StoreUrl::Sqlite(super::env::credentials_options("").inventory_path(true))
         }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, Prepared, prepare};
+use crate::engine::ops::{EngineError, ErrorSource, LifecycleOptions, Prepared, Refusal, prepare};
 
 // What a caller reads of a fleet against its cloud, as the engine words it: the live plan,
 // the targets fleetbot deployed and their status, the quota evidence.
@@ -113,6 +113,16 @@ impl std::fmt::Debug for LiveSpec {
 /// to the bot's log without the cloud's own message.
 pub fn public_error(e: &EngineError) -> LiveError {
     match e.source {
+        // These refusals' words name the tenant, a capacity block or a project by ID: a pull
+        // request is told which rule refused, in general words.
+        ErrorSource::Engine(Refusal::Quota) => LiveError::new(
+            LiveErrorKind::Engine,
+            "the quota preflight found a shortfall (the fleet/preflight check shows the budget)",
+        ),
+        ErrorSource::Engine(Refusal::ProjectMissing) => LiveError::new(
+            LiveErrorKind::Engine,
+            "a project the spec names by ID does not exist",
+        ),
         ErrorSource::Engine(_) => LiveError::new(LiveErrorKind::Engine, e.message.clone()),
         ErrorSource::Store => {
             tracing::warn!(error = %e.message, "live plan: the bot's store could not be read");
@@ -319,6 +329,26 @@ pub async fn read_live(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_naming_the_tenant_or_a_project_id_are_said_in_general_words() {
+        let quota = EngineError::refused(
+            Refusal::Quota,
+            "tenant tenant-e00secret quota is too low for capacity block capacityblockgroup-e00x",
+        );
+        let missing = EngineError::refused(
+            Refusal::ProjectMissing,
+            "project project-e00x does not exist",
+        );
+        for e in [quota, missing] {
+            let public = public_error(&e);
+            assert_eq!(public.kind, LiveErrorKind::Engine);
+            assert!(!public.message.contains("e00"), "{}", public.message);
+        }
+        let selection =
+            EngineError::refused(Refusal::Selection, "--only-clusters names nothing: x");
+        assert_eq!(public_error(&selection).message, selection.message);
+    }
 
     #[test]
     fn soperator_clusters_are_left_out_by_position_not_by_name() {

@@ -24,7 +24,7 @@ pub fn of_spec(spec: &FleetSpec) -> Value {
     let gpus: i64 = spec
         .cluster_targets()
         .map(|(_, c)| c.gpu_nodes.as_ref().map_or(0, pool_gpus))
-        .sum();
+        .fold(0, i64::saturating_add);
     json!({
         "apiVersion": API_VERSION,
         "fleet": {
@@ -75,13 +75,15 @@ fn project(spec: &FleetSpec, p: &ProjectSpec, index: usize) -> Value {
         "line": p.positions.at.line,
         "bucket": bucket,
         "clusters": clusters,
-        "gpus": p.clusters.iter().map(|c| c.gpu_nodes.as_ref().map_or(0, pool_gpus)).sum::<i64>(),
+        "gpus": p.clusters.iter().map(|c| c.gpu_nodes.as_ref().map_or(0, pool_gpus)).fold(0, i64::saturating_add),
     })
 }
 
 fn pool_gpus(pool: &NodePoolSpec) -> i64 {
     if pool.is_gpu() {
-        pool.count * crate::spec::model::gpus_per_node(&pool.preset)
+        // Saturating: a spec bounds neither factor, and a wrapped product would slip past a cap.
+        pool.count
+            .saturating_mul(crate::spec::model::gpus_per_node(&pool.preset))
     } else {
         0
     }
@@ -145,7 +147,29 @@ fn cluster(spec: &FleetSpec, project: &str, region: &str, c: &ClusterSpec) -> Va
 /// Adds the live plan of the spec's targets (`plan`): its digest, whether it changes anything,
 /// each target's actions (resource kind, action, the fields that change), and what it deletes,
 /// replaces or shrinks. Targets are named as the spec names them; no cloud ID is added.
-pub fn with_plan(input: &mut Value, plan: &crate::engine::live::LivePlan) {
+pub fn with_plan(input: &mut Value, spec: &FleetSpec, plan: &crate::engine::live::LivePlan) {
+    // The engine keys a project named only by ID by that ID's slug: such a key is the
+    // input's `projects[i]` here too, so nothing private enters and the two name one target.
+    let private: Vec<(String, String)> = spec
+        .projects
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.name.is_empty())
+        .map(|(i, p)| (p.key(), format!("projects[{i}]")))
+        .collect();
+    let public = |target: &str| -> String {
+        let (project, rest) = target
+            .split_once('/')
+            .map_or((target, None), |(p, r)| (p, Some(r)));
+        let project = private
+            .iter()
+            .find(|(key, _)| key == project)
+            .map_or(project, |(_, shown)| shown.as_str());
+        match rest {
+            Some(rest) => format!("{project}/{rest}"),
+            None => project.to_string(),
+        }
+    };
     let targets: Vec<Value> = plan
         .targets
         .iter()
@@ -162,7 +186,7 @@ pub fn with_plan(input: &mut Value, plan: &crate::engine::live::LivePlan) {
                 })
                 .collect();
             json!({
-                "target": t.target,
+                "target": public(&t.target),
                 "unchanged": t.unchanged,
                 "prune": t.prune,
                 "actions": actions,
@@ -174,7 +198,7 @@ pub fn with_plan(input: &mut Value, plan: &crate::engine::live::LivePlan) {
         .iter()
         .map(|d| {
             json!({
-                "target": d.target,
+                "target": public(&d.target),
                 "resource": d.resource,
                 "name": d.name,
                 "action": d.action,

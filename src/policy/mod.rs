@@ -64,6 +64,13 @@ pub enum PolicyError {
         /// regorus's words.
         message: String,
     },
+    /// No file declares package `fleetbot` (none at all, a typo in the path, conftest's
+    /// `package main`): policies that judge nothing must not pass.
+    #[error("no policy file declares `package {PACKAGE}`{}", if files.is_empty() { " (there is no .rego file)".to_string() } else { format!(" (read: {})", files.join(", ")) })]
+    NoPolicy {
+        /// The files read.
+        files: Vec<String>,
+    },
     /// A rule answered with something that is neither a message nor a set of them.
     #[error("data.{PACKAGE}.{rule}: {what}")]
     Shape {
@@ -217,6 +224,13 @@ impl Policies {
     /// parsed now, so a broken file fails before any input is judged.
     pub fn from_sources(mut sources: Vec<(String, String)>) -> Result<Policies, PolicyError> {
         sources.sort();
+        let package =
+            regex::Regex::new(&format!(r"(?m)^\s*package\s+{PACKAGE}\s*$")).expect("regex");
+        if !sources.iter().any(|(_, text)| package.is_match(text)) {
+            return Err(PolicyError::NoPolicy {
+                files: sources.iter().map(|(n, _)| n.clone()).collect(),
+            });
+        }
         let policies = Policies {
             sources,
             time_limit: TIME_LIMIT,

@@ -73,6 +73,46 @@ fn the_input_has_the_resolved_fleet_and_no_cloud_id() {
 }
 
 #[test]
+fn the_plan_s_targets_are_named_as_the_input_names_them_never_by_an_id() {
+    use crate::engine::live::{Action, LivePlan, ResourceAction, Summary, TargetPlan};
+    let text = "apiVersion: npa.fleet/v0.0.1\nname: f\nregion: eu-north1\ndefaults:\n  cpu_nodes: {count: 1, platform: cpu-d3, preset: 8vcpu-32gb}\n  gpu_nodes: null\nprojects:\n  - project_id: project-e00hidden\n    clusters:\n      - name: c\n  - name: named\n    clusters:\n      - name: c\n";
+    let spec = crate::spec::load_str(text, "f.yaml").unwrap();
+    let target = |key: String| TargetPlan {
+        target: key,
+        actions: vec![ResourceAction {
+            resource: "cluster",
+            name: "c".into(),
+            action: Action::Delete,
+            changes: Vec::new(),
+            reason: String::new(),
+        }],
+        unchanged: false,
+        problems: Vec::new(),
+        prune: false,
+    };
+    let plan = LivePlan {
+        fleet: "f".into(),
+        cloud: "Nebius".into(),
+        projects: Vec::new(),
+        targets: vec![
+            target(format!("{}/c", spec.projects[0].key())),
+            target("named/c".into()),
+        ],
+        summary: Summary::default(),
+        digest: "d".into(),
+    };
+    let mut doc = input::of_spec(&spec);
+    input::with_plan(&mut doc, &spec, &plan);
+    assert!(!doc.to_string().contains("e00"), "{doc}");
+    assert_eq!(doc["plan"]["targets"][0]["target"], "projects[0]/c");
+    assert_eq!(doc["plan"]["targets"][1]["target"], "named/c");
+    assert_eq!(
+        doc["fleet"]["projects"][0]["clusters"][0]["target"],
+        "projects[0]/c"
+    );
+}
+
+#[test]
 fn a_broken_erring_or_misshapen_policy_fails_closed() {
     let parse = Policies::from_sources(vec![(
         "bad.rego".into(),
@@ -126,6 +166,22 @@ fn a_policy_that_runs_too_long_is_an_error_not_a_pass() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[test]
+fn policies_that_judge_nothing_are_an_error_not_a_pass() {
+    assert!(matches!(
+        Policies::from_sources(Vec::new()),
+        Err(PolicyError::NoPolicy { .. })
+    ));
+    let conftest = Policies::from_sources(vec![(
+        "main.rego".into(),
+        "package main
+deny contains \"x\" if { true }\n"
+            .into(),
+    )])
+    .unwrap_err();
+    assert!(conftest.to_string().contains("main.rego"), "{conftest}");
 }
 
 #[test]

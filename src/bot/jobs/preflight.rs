@@ -171,7 +171,7 @@ pub async fn evaluate_change(settings: &BotSettings, change: Change) -> Evaluate
                 changed_files: change.files.iter().map(|f| f.path.clone()).collect(),
             };
             let judged = crate::bot::policy::judge(sources, &specs, &live, &pr);
-            outcome.comment.push_str(&judged.section);
+            judged.append_to(&mut outcome.comment);
             outcome.policy = Some(judged.check);
         }
         (outcome, live, specs)

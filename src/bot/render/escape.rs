@@ -100,7 +100,7 @@ const MAX_CODE_TICKS: usize = 80;
 /// A code span that survives backticks inside the text. GitHub links nothing inside one. Text
 /// with a backtick run of [`MAX_CODE_TICKS`] or more cannot be held by one, and is [`md`]
 /// text instead.
-pub(super) fn code(text: &str) -> String {
+pub(crate) fn code(text: &str) -> String {
     let text: String = text
         .chars()
         .filter_map(|c| match c {
