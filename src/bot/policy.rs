@@ -46,6 +46,32 @@ pub enum PolicySources {
     Unreadable(String),
 }
 
+impl PolicySources {
+    /// Refuses a directory of more than [`MAX_FILES`] policy files, before any is read.
+    pub fn too_many(dir: &str, count: usize) -> Option<PolicySources> {
+        (count > MAX_FILES).then(|| {
+            PolicySources::Unreadable(format!("{dir} holds more than {MAX_FILES} policy files"))
+        })
+    }
+
+    /// The sources from each file's bytes as read within [`MAX_FILE_BYTES`] (`None`: missing
+    /// or larger); a file that is not UTF-8 text, or was not read, makes them unreadable.
+    pub fn from_read(files: Vec<(String, Option<Vec<u8>>)>) -> PolicySources {
+        let mut read = Vec::new();
+        for (path, bytes) in files {
+            match bytes.and_then(|b| String::from_utf8(b).ok()) {
+                Some(text) => read.push((path, text)),
+                None => {
+                    return PolicySources::Unreadable(format!(
+                        "{path} could not be read as UTF-8 of at most {MAX_FILE_BYTES} bytes"
+                    ));
+                }
+            }
+        }
+        PolicySources::Read(read)
+    }
+}
+
 /// What the policies said of a change, for the check run and the comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyOutcome {
@@ -313,6 +339,23 @@ mod tests {
             full.chars().count()
         );
         assert!(full.ends_with("The `fleet/policy` check run lists the findings.\n"));
+    }
+
+    #[test]
+    fn too_many_or_unreadable_policy_files_fail_closed() {
+        assert!(PolicySources::too_many("policy/", MAX_FILES).is_none());
+        assert!(matches!(
+            PolicySources::too_many("policy/", MAX_FILES + 1),
+            Some(PolicySources::Unreadable(_))
+        ));
+        let read = PolicySources::from_read(vec![
+            ("policy/a.rego".into(), Some(b"package fleetbot\n".to_vec())),
+            ("policy/b.rego".into(), None),
+        ]);
+        assert!(matches!(&read, PolicySources::Unreadable(why) if why.contains("policy/b.rego")));
+        let binary =
+            PolicySources::from_read(vec![("policy/a.rego".into(), Some(vec![0xff, 0xfe]))]);
+        assert!(matches!(binary, PolicySources::Unreadable(_)));
     }
 
     #[test]

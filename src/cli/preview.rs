@@ -19,7 +19,7 @@ use super::output::print_json;
 use super::preview_post::ActionsContext;
 use crate::bot::config::{CONFIG_PATH, LoadedConfig};
 use crate::bot::jobs::preflight::{Change, FetchBudget, evaluate_change, too_large};
-use crate::bot::policy::{MAX_FILE_BYTES, MAX_FILES, PolicySources, is_policy_file};
+use crate::bot::policy::{MAX_FILE_BYTES, PolicySources, is_policy_file};
 use crate::bot::pr::ChangedFile;
 use crate::bot::report::Verdict;
 use crate::bot::settings::BotSettings;
@@ -497,29 +497,21 @@ fn policies(
         Err(why) => return Ok(Some(PolicySources::Unreadable(why))),
     };
     let listed = repo.text(&["ls-tree", "--name-only", branch_sha, &prefix])?;
+    let wanted: Vec<&str> = listed
+        .lines()
+        .filter(|p| is_policy_file(&prefix, p))
+        .collect();
+    if let Some(refused) = PolicySources::too_many(&policy.path, wanted.len()) {
+        return Ok(Some(refused));
+    }
     let mut files = Vec::new();
-    for path in listed.lines().filter(|p| is_policy_file(&prefix, p)) {
-        let limit = MAX_FILE_BYTES as usize;
-        let text = repo
-            .blob(branch_sha, path, limit)?
-            .and_then(Result::ok)
-            .and_then(|b| String::from_utf8(b).ok());
-        match text {
-            Some(text) => files.push((path.to_string(), text)),
-            None => {
-                return Ok(Some(PolicySources::Unreadable(format!(
-                    "{path} could not be read as UTF-8 of at most {limit} bytes"
-                ))));
-            }
-        }
+    for path in wanted {
+        let read = repo
+            .blob(branch_sha, path, MAX_FILE_BYTES as usize)?
+            .and_then(Result::ok);
+        files.push((path.to_string(), read));
     }
-    if files.len() > MAX_FILES {
-        return Ok(Some(PolicySources::Unreadable(format!(
-            "{} holds more than {MAX_FILES} policy files",
-            policy.path
-        ))));
-    }
-    Ok(Some(PolicySources::Read(files)))
+    Ok(Some(PolicySources::from_read(files)))
 }
 
 /// The spec files at `head` the change did not touch, within the App's limits, as the App

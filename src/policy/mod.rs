@@ -132,7 +132,7 @@ impl Verdict {
     /// The verdict as SARIF 2.1.0 (code scanning): rules `policy/deny` (error) and
     /// `policy/warn` (warning), each finding at its spec file and line when it names them.
     pub fn to_sarif(&self) -> serde_json::Value {
-        use crate::privacy::report::{INFORMATION_URI, SARIF_SCHEMA, uri};
+        use crate::privacy::report::{sarif_log, uri};
         let results: Vec<serde_json::Value> = self
             .findings
             .iter()
@@ -157,22 +157,11 @@ impl Verdict {
                 result
             })
             .collect();
-        serde_json::json!({
-            "$schema": SARIF_SCHEMA,
-            "version": "2.1.0",
-            "runs": [{
-                "tool": {"driver": {
-                    "name": "fleetbot",
-                    "informationUri": INFORMATION_URI,
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "rules": [
-                        {"id": "policy/deny", "name": "PolicyDenied", "shortDescription": {"text": "An organisation policy denies the fleet"}, "defaultConfiguration": {"level": "error"}},
-                        {"id": "policy/warn", "name": "PolicyWarning", "shortDescription": {"text": "An organisation policy warns about the fleet"}, "defaultConfiguration": {"level": "warning"}},
-                    ],
-                }},
-                "results": results,
-            }],
-        })
+        let rules = vec![
+            serde_json::json!({"id": "policy/deny", "name": "PolicyDenied", "shortDescription": {"text": "An organisation policy denies the fleet"}, "defaultConfiguration": {"level": "error"}}),
+            serde_json::json!({"id": "policy/warn", "name": "PolicyWarning", "shortDescription": {"text": "An organisation policy warns about the fleet"}, "defaultConfiguration": {"level": "warning"}}),
+        ];
+        sarif_log(rules, results)
     }
 
     /// The report for a terminal: each finding on its line, then the verdict.

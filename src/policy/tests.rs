@@ -158,14 +158,10 @@ fn a_policy_that_runs_too_long_is_an_error_not_a_pass() {
     )])
     .unwrap()
     .with_time_limit(std::time::Duration::from_millis(300));
-    let started = std::time::Instant::now();
+    // The verdict is the error itself (a pass would be `Ok`); no clock decides it. Without the
+    // bound this comprehension of 10^12 pairs would not end within the suite.
     let e = slow.check(&input()).unwrap_err();
     assert!(matches!(e, PolicyError::Eval { .. }), "{e}");
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[test]

@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use super::{FileScan, Finding, RuleId, SkipReason};
 
 /// Where SARIF consumers send people for rule documentation.
-pub(crate) const INFORMATION_URI: &str = match option_env!("CARGO_PKG_REPOSITORY") {
+const INFORMATION_URI: &str = match option_env!("CARGO_PKG_REPOSITORY") {
     Some(repo) if !repo.is_empty() => repo,
     _ => "https://github.com/fleetbot/fleetbot",
 };
-pub(crate) const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 const FINGERPRINT_KEY: &str = "fleetbotAlias/v1";
 
 /// A file that was not scanned, and why.
@@ -94,10 +94,21 @@ impl ScanReport {
 
     /// A SARIF 2.1.0 log with one run.
     pub fn to_sarif(&self) -> Value {
-        let rules: Vec<Value> = RuleId::ALL.iter().map(sarif_rule).collect();
-        let results: Vec<Value> = self.findings.iter().map(sarif_result).collect();
-        let notes: Vec<Value> = self
-            .skipped
+        let mut log = sarif_log(
+            RuleId::ALL.iter().map(sarif_rule).collect(),
+            self.findings.iter().map(sarif_result).collect(),
+        );
+        let run = &mut log["runs"][0];
+        run["columnKind"] = json!("unicodeCodePoints");
+        run["invocations"] = json!([{
+            "executionSuccessful": true,
+            "toolExecutionNotifications": self.notes(),
+        }]);
+        log
+    }
+
+    fn notes(&self) -> Vec<Value> {
+        self.skipped
             .iter()
             .map(|s| {
                 json!({
@@ -106,26 +117,26 @@ impl ScanReport {
                     "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(&s.path)}}}],
                 })
             })
-            .collect();
-        json!({
-            "$schema": SARIF_SCHEMA,
-            "version": "2.1.0",
-            "runs": [{
-                "tool": {"driver": {
-                    "name": "fleetbot",
-                    "informationUri": INFORMATION_URI,
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "rules": rules,
-                }},
-                "columnKind": "unicodeCodePoints",
-                "invocations": [{
-                    "executionSuccessful": true,
-                    "toolExecutionNotifications": notes,
-                }],
-                "results": results,
-            }],
-        })
+            .collect()
     }
+}
+
+/// A SARIF 2.1.0 log of one fleetbot run: `rules` and the `results` they name. The privacy
+/// scan and the policy check both write theirs through it.
+pub(crate) fn sarif_log(rules: Vec<Value>, results: Vec<Value>) -> Value {
+    json!({
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "fleetbot",
+                "informationUri": INFORMATION_URI,
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
 }
 
 fn sarif_rule(rule: &RuleId) -> Value {

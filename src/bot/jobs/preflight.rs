@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::load_config;
 use crate::bot::config::{LoadedConfig, SpecMatcher};
-use crate::bot::policy::{MAX_FILE_BYTES, MAX_FILES, PolicySources, is_policy_file};
+use crate::bot::policy::{MAX_FILE_BYTES, PolicySources, is_policy_file};
 use crate::bot::pr::{
     ChangedFile, OtherSpec, PrInput, PrOutcome, QuotaInput, evaluate_pull_request,
 };
@@ -271,11 +271,8 @@ async fn read_policies(
         .into_iter()
         .filter(|f| is_policy_file(&prefix, &f.path))
         .collect();
-    if wanted.len() > MAX_FILES {
-        return Ok(Some(PolicySources::Unreadable(format!(
-            "{} holds more than {MAX_FILES} policy files",
-            policy.path
-        ))));
+    if let Some(refused) = PolicySources::too_many(&policy.path, wanted.len()) {
+        return Ok(Some(refused));
     }
     let mut files = Vec::new();
     for file in wanted {
@@ -287,18 +284,9 @@ async fn read_policies(
             Err(ClientError::TooLarge { .. }) => None,
             Err(e) => return Err(e),
         };
-        let text = read.and_then(|b| String::from_utf8(b).ok());
-        match text {
-            Some(text) => files.push((file.path, text)),
-            None => {
-                return Ok(Some(PolicySources::Unreadable(format!(
-                    "{} could not be read as UTF-8 of at most {MAX_FILE_BYTES} bytes",
-                    file.path
-                ))));
-            }
-        }
+        files.push((file.path, read));
     }
-    Ok(Some(PolicySources::Read(files)))
+    Ok(Some(PolicySources::from_read(files)))
 }
 
 /// The changed files with their contents: specs at head and base, other files at head for the
